@@ -1,0 +1,85 @@
+//! Arguments and error handling shared by the subcommands.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use edbstress_io::{BackendKind, IoMode};
+
+/// Default database directory of the quick start.
+pub const DEFAULT_DB_PATH: &str = "edbstress-data/db";
+/// Default log directory of the quick start.
+pub const DEFAULT_LOG_PATH: &str = "edbstress-data/logs";
+
+/// A failure that ends the command with exit code 2 and this message.
+#[derive(Debug)]
+pub enum CommandError {
+    /// Usage, configuration or environment problem.
+    Usage(String),
+}
+
+impl<E: std::fmt::Display> From<E> for CommandError {
+    fn from(e: E) -> Self {
+        CommandError::Usage(e.to_string())
+    }
+}
+
+/// I/O options common to commands that read or write databases.
+#[derive(Args, Debug, Clone)]
+pub struct IoArgs {
+    /// Use buffered I/O (through the page cache) instead of direct I/O.
+    #[arg(long)]
+    pub buffered: bool,
+    /// I/O backend: auto (io_uring, else threads), io_uring or threads.
+    #[arg(long, default_value = "auto", value_parser = parse_backend)]
+    pub backend: BackendKind,
+    /// I/Os kept in flight.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub queue_depth: Option<u32>,
+}
+
+impl IoArgs {
+    /// The I/O mode selected.
+    pub fn mode(&self) -> IoMode {
+        if self.buffered {
+            IoMode::Buffered
+        } else {
+            IoMode::Direct
+        }
+    }
+}
+
+fn parse_backend(s: &str) -> Result<BackendKind, String> {
+    s.parse::<BackendKind>()
+        .map_err(|_| format!("unknown backend '{s}': use auto, io_uring or threads"))
+}
+
+/// Paths of database directories and log directories.
+#[derive(Args, Debug, Clone)]
+pub struct PathArgs {
+    /// Directory for database files (repeatable; instances are spread over them).
+    #[arg(long = "db-path", value_name = "DIR")]
+    pub db_paths: Vec<PathBuf>,
+    /// Directory for instance log directories (repeatable; instances are spread over them).
+    #[arg(long = "log-path", value_name = "DIR")]
+    pub log_paths: Vec<PathBuf>,
+}
+
+impl PathArgs {
+    /// The database directories, or the default.
+    pub fn db_paths_or_default(&self) -> Vec<PathBuf> {
+        if self.db_paths.is_empty() {
+            vec![PathBuf::from(DEFAULT_DB_PATH)]
+        } else {
+            self.db_paths.clone()
+        }
+    }
+
+    /// The log directories, or the default.
+    pub fn log_paths_or_default(&self) -> Vec<PathBuf> {
+        if self.log_paths.is_empty() {
+            vec![PathBuf::from(DEFAULT_LOG_PATH)]
+        } else {
+            self.log_paths.clone()
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! Reading and writing the database header pair (slots 0 and 1) of a database file.
+//!
+//! The header is written primary first, made durable, then the shadow, so a torn
+//! header write always leaves one valid copy (engine.md §1).
+
+use std::path::Path;
+
+use edbstress_format::PageSize;
+use edbstress_format::header::{DatabaseHeader, HeaderError, HeaderSelection, select_header};
+use edbstress_io::{Access, AlignedBuf, DataFile, IoError, IoMode};
+
+/// Why a header could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderReadError {
+    /// The file could not be read.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// Neither copy is a valid edbstress header.
+    #[error("{0}")]
+    Header(HeaderError),
+}
+
+/// The largest page size: both header slots fit in twice this.
+const MAX_PAGE: usize = 32 * 1024;
+
+/// Reads both header slots of the database at `path` and selects the valid copy.
+pub fn read_header(path: &Path, mode: IoMode) -> Result<HeaderSelection, HeaderReadError> {
+    let file = DataFile::open(path, mode, Access::ReadOnly)?;
+    read_header_from(&file)
+}
+
+/// Like [`read_header`] on an open file.
+pub fn read_header_from(file: &DataFile) -> Result<HeaderSelection, HeaderReadError> {
+    let len = file.len()?;
+    // The slot size is the page size, unknown until a header is decoded: read the
+    // largest possible span and try the page sizes the primary copy claims, then all.
+    let span = (2 * MAX_PAGE as u64).min(len) as usize;
+    if span < 2 * 4096 {
+        return Err(HeaderReadError::Header(HeaderError::Invalid(format!(
+            "file is only {len} bytes long, too short to hold a database header"
+        ))));
+    }
+    let mut buf = AlignedBuf::new(2 * MAX_PAGE);
+    let aligned = span - span % 4096;
+    file.read_exact_at(&mut buf[..aligned], 0)?;
+    let mut last_err = HeaderError::NotOurs;
+    for ps in [PageSize::K32, PageSize::K8, PageSize::K4, PageSize::K16] {
+        let p = ps.bytes();
+        if 2 * p > aligned {
+            continue;
+        }
+        match select_header(&buf[..p], &buf[p..2 * p]) {
+            Ok(sel) if sel.header.page_size == ps => return Ok(sel),
+            Ok(_) => continue,
+            Err(HeaderError::NotOurs) => {}
+            Err(e) => last_err = e,
+        }
+    }
+    Err(HeaderReadError::Header(last_err))
+}
+
+/// Writes `header` to slot 0, makes it durable, then to slot 1 (the shadow).
+pub fn write_header(file: &DataFile, header: &DatabaseHeader) -> Result<(), IoError> {
+    let ps = header.page_size.bytes();
+    let mut slot = AlignedBuf::new(ps);
+    header.encode(&mut slot);
+    file.write_all_at(&slot, 0)?;
+    file.sync_data()?;
+    file.write_all_at(&slot, ps as u64)?;
+    file.sync_data()
+}
+
+/// Makes a directory's entries durable (new files survive a crash); best effort, as
+/// some filesystems refuse to fsync directories.
+pub fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}

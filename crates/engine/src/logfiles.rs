@@ -1,0 +1,114 @@
+//! The log directory of an instance as prepare leaves it: generation 1 (header segment,
+//! then unused zero segments) and a checkpoint file pointing at its first data segment.
+//! The transaction log writer continues from there.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use edbstress_format::log::{
+    CHECKPOINT_FILE_NAME, CheckpointRecord, DEFAULT_LOG_FILE_LEN, LogFileHeader, LogPosition,
+    NEXT_LOG_FILE_NAME, SEGMENT_LEN, log_file_name, parse_log_file_name,
+};
+use edbstress_io::{AlignedBuf, DataFile, IoError, IoMode};
+
+/// Magic at offset 8 of a log file's header segment.
+const LOG_MAGIC: &[u8; 8] = b"EDBSLOG\0";
+/// Magic at offset 8 of each checkpoint copy.
+const CHECKPOINT_MAGIC: &[u8; 8] = b"EDBSCHK\0";
+
+/// Whether `path` carries an edbstress log or checkpoint signature (even if damaged
+/// elsewhere). Files that cannot be read are not ours.
+pub fn is_our_log_file(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    match std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)) {
+        Ok(()) => &head[8..16] == LOG_MAGIC || &head[8..16] == CHECKPOINT_MAGIC,
+        Err(_) => false,
+    }
+}
+
+/// Whether a directory entry name is one of an instance's log files.
+pub fn is_log_file_name(name: &str) -> bool {
+    parse_log_file_name(name).is_some()
+        || name == NEXT_LOG_FILE_NAME
+        || name == CHECKPOINT_FILE_NAME
+}
+
+fn io_err(path: &Path, op: &'static str, source: std::io::Error) -> IoError {
+    IoError::Io {
+        path: path.to_path_buf(),
+        op,
+        offset: 0,
+        source,
+    }
+}
+
+/// Removes the edbstress log files of `dir` (only files carrying our signature) and
+/// creates a fresh generation 1 and checkpoint for the database `db_signature`.
+pub fn replace_logs(
+    dir: &Path,
+    db_signature: u64,
+    log_signature: u64,
+    mode: IoMode,
+) -> Result<(), IoError> {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if is_log_file_name(&name.to_string_lossy()) && is_our_log_file(&entry.path()) {
+                std::fs::remove_file(entry.path())
+                    .map_err(|e| io_err(&entry.path(), "remove", e))?;
+            }
+        }
+    }
+    create_initial_logs(dir, db_signature, log_signature, mode)
+}
+
+/// Creates `dir` with log generation 1 and a checkpoint at its first data segment.
+/// Fails rather than overwrite an existing file.
+pub fn create_initial_logs(
+    dir: &Path,
+    db_signature: u64,
+    log_signature: u64,
+    mode: IoMode,
+) -> Result<(), IoError> {
+    std::fs::create_dir_all(dir).map_err(|e| io_err(dir, "create directory", e))?;
+    let created_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let start = LogPosition {
+        generation: 1,
+        segment: 1,
+        offset: 0,
+    };
+
+    let log = DataFile::create_new(dir.join(log_file_name(1)), mode)?;
+    let mut image = AlignedBuf::new(DEFAULT_LOG_FILE_LEN);
+    LogFileHeader {
+        generation: 1,
+        segment_len: SEGMENT_LEN as u32,
+        file_len: DEFAULT_LOG_FILE_LEN as u32,
+        log_signature,
+        db_signature,
+        created_unix,
+        checkpoint_at_creation: start,
+        prev_generation_checksum: 0,
+    }
+    .encode(&mut image[..SEGMENT_LEN]);
+    log.write_all_at(&image, 0)?;
+    log.sync_data()?;
+
+    let chk = DataFile::create_new(dir.join(CHECKPOINT_FILE_NAME), mode)?;
+    let mut copies = AlignedBuf::new(2 * SEGMENT_LEN);
+    let record = CheckpointRecord {
+        update_seq: 1,
+        checkpoint: start,
+        log_signature,
+        db_signature,
+    };
+    record.encode(&mut copies[..SEGMENT_LEN]);
+    record.encode(&mut copies[SEGMENT_LEN..]);
+    chk.write_all_at(&copies, 0)?;
+    chk.sync_data()?;
+    crate::dbfile::sync_dir(dir);
+    Ok(())
+}

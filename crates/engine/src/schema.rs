@@ -1,0 +1,230 @@
+//! The data model every instance holds (engine.md §5): a mailbox table B+tree keyed by
+//! (mailbox, message) with rows of a few hundred bytes, and a long-value B+tree holding
+//! message bodies over [`INLINE_BODY_MAX`] bytes in chunks.
+//!
+//! Keys are big-endian so that byte order is key order. Message sizes are a pure
+//! function of a seed and the message id, so a database can be described (and rebuilt,
+//! or verified) without storing per-message state.
+
+use edbstress_format::PageSize;
+
+use crate::content::splitmix64;
+
+/// Object id of the mailbox table B+tree.
+pub const MAILBOX_TABLE_OBJECT_ID: u32 = 100;
+/// Object id of the long-value (message body) B+tree.
+pub const LONG_VALUE_OBJECT_ID: u32 = 101;
+/// Fixed root page of the mailbox table (roots never move; splits push down).
+pub const MAILBOX_TABLE_ROOT: u32 = 1;
+/// Fixed root page of the long-value tree.
+pub const LONG_VALUE_ROOT: u32 = 2;
+/// First page that is not a root.
+pub const FIRST_NON_ROOT_PAGE: u32 = 3;
+
+/// Length of both key kinds.
+pub const KEY_LEN: usize = 12;
+/// Bodies up to this size live in the row itself.
+pub const INLINE_BODY_MAX: u32 = 1024;
+/// Bytes of a row before its properties: flags u8, body_len u32, lvid u64, received u64.
+pub const ROW_FIXED_LEN: usize = 21;
+/// Row flag: the body is stored in the long-value tree under the message id.
+pub const ROW_FLAG_LONG_VALUE: u8 = 1;
+
+/// Key of a mailbox table row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MessageKey {
+    /// Mailbox number, 0-based within the database.
+    pub mailbox: u32,
+    /// Message id, unique within the database (also the long-value id of its body).
+    pub message: u64,
+}
+
+impl MessageKey {
+    /// Big-endian encoding: mailbox then message.
+    pub fn encode(self) -> [u8; KEY_LEN] {
+        let mut k = [0u8; KEY_LEN];
+        k[..4].copy_from_slice(&self.mailbox.to_be_bytes());
+        k[4..].copy_from_slice(&self.message.to_be_bytes());
+        k
+    }
+
+    /// Decodes a key written by [`MessageKey::encode`].
+    pub fn decode(k: &[u8]) -> Option<MessageKey> {
+        let k: &[u8; KEY_LEN] = k.try_into().ok()?;
+        Some(MessageKey {
+            mailbox: u32::from_be_bytes(k[..4].try_into().ok()?),
+            message: u64::from_be_bytes(k[4..].try_into().ok()?),
+        })
+    }
+}
+
+/// Key of a long-value chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LongValueKey {
+    /// Long-value id (the owning message's id).
+    pub lvid: u64,
+    /// Chunk number within the value.
+    pub chunk: u32,
+}
+
+impl LongValueKey {
+    /// Big-endian encoding: lvid then chunk.
+    pub fn encode(self) -> [u8; KEY_LEN] {
+        let mut k = [0u8; KEY_LEN];
+        k[..8].copy_from_slice(&self.lvid.to_be_bytes());
+        k[8..].copy_from_slice(&self.chunk.to_be_bytes());
+        k
+    }
+
+    /// Decodes a key written by [`LongValueKey::encode`].
+    pub fn decode(k: &[u8]) -> Option<LongValueKey> {
+        let k: &[u8; KEY_LEN] = k.try_into().ok()?;
+        Some(LongValueKey {
+            lvid: u64::from_be_bytes(k[..8].try_into().ok()?),
+            chunk: u32::from_be_bytes(k[8..].try_into().ok()?),
+        })
+    }
+}
+
+/// Sizes of one message: its row properties and its body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MessageShape {
+    /// Property bytes in the row.
+    pub props_len: u32,
+    /// Body length in bytes.
+    pub body_len: u32,
+}
+
+impl MessageShape {
+    /// The shape of message `message` in a database seeded with `seed`.
+    ///
+    /// Bodies: a quarter small enough to live in the row, the rest spread over
+    /// 2 KB – 512 KB with a long tail, averaging ~40 KB like real mail.
+    pub fn of(seed: u64, message: u64) -> MessageShape {
+        let a = splitmix64(seed ^ message.wrapping_mul(0xA24B_AED4_963E_E407));
+        let b = splitmix64(a);
+        let props_len = 180 + (a % 241) as u32;
+        let pick = (b >> 32) % 100;
+        let r = (b & 0xFFFF_FFFF) as u32;
+        let body_len = match pick {
+            0..25 => 64 + r % (INLINE_BODY_MAX - 64 + 1),
+            25..70 => 2 * 1024 + r % (14 * 1024),
+            70..92 => 16 * 1024 + r % (80 * 1024),
+            _ => 96 * 1024 + r % (416 * 1024),
+        };
+        MessageShape {
+            props_len,
+            body_len,
+        }
+    }
+
+    /// Whether the body lives in the long-value tree.
+    pub fn has_long_value(self) -> bool {
+        self.body_len > INLINE_BODY_MAX
+    }
+
+    /// Bytes of the row's data part.
+    pub fn row_len(self) -> usize {
+        let inline = if self.has_long_value() {
+            0
+        } else {
+            self.body_len as usize
+        };
+        ROW_FIXED_LEN + self.props_len as usize + inline
+    }
+
+    /// Number of long-value chunks of the body (0 when inline).
+    pub fn chunk_count(self, chunk_len: usize) -> u32 {
+        if self.has_long_value() {
+            (self.body_len as usize).div_ceil(chunk_len) as u32
+        } else {
+            0
+        }
+    }
+
+    /// Length of chunk `chunk` of the body.
+    pub fn chunk_data_len(self, chunk: u32, chunk_len: usize) -> usize {
+        let start = chunk as usize * chunk_len;
+        (self.body_len as usize - start).min(chunk_len)
+    }
+}
+
+/// Writes the fixed part of a row; the caller fills the properties (and inline body)
+/// that follow [`ROW_FIXED_LEN`].
+pub fn write_row_fixed(row: &mut [u8], shape: MessageShape, message: u64, received: u64) {
+    let long = shape.has_long_value();
+    row[0] = if long { ROW_FLAG_LONG_VALUE } else { 0 };
+    row[1..5].copy_from_slice(&shape.body_len.to_le_bytes());
+    let lvid = if long { message } else { 0 };
+    row[5..13].copy_from_slice(&lvid.to_le_bytes());
+    row[13..21].copy_from_slice(&received.to_le_bytes());
+}
+
+/// Long-value chunk size for a page size: several chunks fill a page exactly
+/// (4 per page for 16/32 KiB pages, 2 for smaller), never more than ~8 KB.
+pub fn chunk_len(page_size: PageSize) -> usize {
+    let per_page = if page_size.bytes() >= 16 * 1024 { 4 } else { 2 };
+    let usable = page_size.bytes() - edbstress_format::PAGE_HEADER_LEN;
+    usable / per_page - record_footprint(0)
+}
+
+/// Bytes a record with `data_len` data bytes and a [`KEY_LEN`] key takes in a page:
+/// key length prefix, key, data and its tag.
+pub const fn record_footprint(data_len: usize) -> usize {
+    2 + KEY_LEN + data_len + 4
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_sort_like_their_bytes() {
+        let a = MessageKey {
+            mailbox: 1,
+            message: 500,
+        };
+        let b = MessageKey {
+            mailbox: 2,
+            message: 3,
+        };
+        assert!(a.encode() < b.encode());
+        assert_eq!(MessageKey::decode(&a.encode()), Some(a));
+        let c = LongValueKey {
+            lvid: 7,
+            chunk: 300,
+        };
+        let d = LongValueKey { lvid: 8, chunk: 0 };
+        assert!(c.encode() < d.encode());
+        assert_eq!(LongValueKey::decode(&d.encode()), Some(d));
+        assert_eq!(LongValueKey::decode(&[1, 2]), None);
+    }
+
+    #[test]
+    fn message_sizes_look_like_mail() {
+        let n = 20_000u64;
+        let shapes: Vec<_> = (0..n).map(|m| MessageShape::of(9, m)).collect();
+        let mean = shapes.iter().map(|s| u64::from(s.body_len)).sum::<u64>() / n;
+        assert!((30_000..60_000).contains(&mean), "mean body {mean}");
+        let inline = shapes.iter().filter(|s| !s.has_long_value()).count() as f64 / n as f64;
+        assert!((0.2..0.3).contains(&inline), "inline share {inline}");
+        assert!(
+            shapes
+                .iter()
+                .all(|s| (200..500).contains(&s.row_len()) || !s.has_long_value())
+        );
+        // Deterministic.
+        assert_eq!(MessageShape::of(9, 77), MessageShape::of(9, 77));
+    }
+
+    #[test]
+    fn chunks_fill_pages() {
+        for ps in [PageSize::K4, PageSize::K8, PageSize::K16, PageSize::K32] {
+            let len = chunk_len(ps);
+            let per_page = if ps.bytes() >= 16 * 1024 { 4 } else { 2 };
+            let used = per_page * record_footprint(len);
+            assert!(used <= ps.bytes() - edbstress_format::PAGE_HEADER_LEN);
+            assert!(len <= 8192);
+        }
+    }
+}

@@ -1,0 +1,581 @@
+//! Offline verification of databases and logs (`edbstress checksum`, like
+//! `eseutil /k`): every page of a database is read with large, deep-queued sequential
+//! reads and classified by its checksum (engine.md §2); every segment of every log
+//! generation and both copies of the checkpoint file are checked. Correctable pages
+//! can be repaired in place.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use edbstress_format::checksum::{PageVerdict, repair_page, verify_page};
+use edbstress_format::header::HeaderError;
+use edbstress_format::log::{
+    CHECKPOINT_FILE_NAME, SEGMENT_LEN, SegmentVerdict, parse_log_file_name, select_checkpoint,
+    verify_log_file_header, verify_segment,
+};
+use edbstress_format::{PageSize, page_offset};
+use edbstress_io::{
+    Access, AlignedBuf, BackendKind, DataFile, IoClass, IoError, IoMode, IoOp, IoRequest,
+    open_backend,
+};
+use serde::Serialize;
+
+use crate::dbfile::{HeaderReadError, read_header_from};
+
+/// How to scan.
+#[derive(Clone, Debug)]
+pub struct ScanOptions {
+    /// Direct or buffered I/O.
+    pub io_mode: IoMode,
+    /// I/O backend.
+    pub backend: BackendKind,
+    /// Bytes per read.
+    pub read_len: usize,
+    /// Reads in flight.
+    pub queue_depth: usize,
+    /// Rewrite correctable pages with the flipped bit restored.
+    pub repair: bool,
+    /// Problems listed individually per database (all are counted).
+    pub max_listed: usize,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            io_mode: IoMode::Direct,
+            backend: BackendKind::Auto,
+            read_len: 1 << 20,
+            queue_depth: 16,
+            repair: false,
+            max_listed: 1000,
+        }
+    }
+}
+
+/// Why a scan could not be carried out at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    /// The file is not an edbstress database.
+    #[error(
+        "{path} is not an edbstress database ({why}); give the path of a database made by `edbstress prepare`"
+    )]
+    NotOurs {
+        /// The file.
+        path: PathBuf,
+        /// What was found.
+        why: String,
+    },
+    /// The file or directory could not be opened or read.
+    #[error(transparent)]
+    Io(#[from] IoError),
+}
+
+/// What is wrong with one page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PageProblemKind {
+    /// One flipped bit, at this bit index within the page.
+    Correctable {
+        /// Bit index within the page (byte = bit / 8).
+        bit: u32,
+    },
+    /// The checksum does not match and cannot be corrected.
+    Bad,
+    /// A valid page of another page number (a misdirected write or read).
+    WrongPageNumber {
+        /// The page number the contents belong to.
+        found: u32,
+    },
+    /// All zero: never written, or zeroed.
+    Uninitialized,
+    /// The page lies beyond the end of the file.
+    Missing,
+    /// Reading the page failed.
+    ReadError,
+}
+
+/// One damaged page.
+#[derive(Clone, Debug, Serialize)]
+pub struct PageProblem {
+    /// Page number.
+    pub pgno: u32,
+    /// File offset of the page.
+    pub offset: u64,
+    /// What is wrong.
+    #[serde(flatten)]
+    pub kind: PageProblemKind,
+    /// Whether `--repair` fixed it.
+    pub repaired: bool,
+}
+
+/// State of the header pair.
+#[derive(Clone, Debug, Serialize)]
+pub struct HeaderStatus {
+    /// Slot 0 is valid.
+    pub primary_valid: bool,
+    /// Slot 1 is valid.
+    pub shadow_valid: bool,
+    /// Database state recorded in the header in use.
+    pub state: String,
+}
+
+/// Result of verifying one database.
+#[derive(Clone, Debug, Serialize)]
+pub struct DatabaseScanReport {
+    /// The database file.
+    pub path: PathBuf,
+    /// Page size in bytes.
+    pub page_size: usize,
+    /// Pages the header says the file holds.
+    pub page_count: u32,
+    /// The header pair.
+    pub header: HeaderStatus,
+    /// Pages read and checked.
+    pub pages_seen: u64,
+    /// Pages with an uncorrectable checksum mismatch (read errors and missing pages included).
+    pub bad_pages: u64,
+    /// Pages with a single flipped bit.
+    pub correctable_pages: u64,
+    /// Valid pages found at the wrong page number.
+    pub wrong_pgno_pages: u64,
+    /// All-zero pages.
+    pub uninitialized_pages: u64,
+    /// Pages rewritten by `--repair`.
+    pub repaired_pages: u64,
+    /// Highest dbtime of any valid page.
+    pub highest_dbtime: u64,
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Seconds taken.
+    pub seconds: f64,
+    /// MB read (MB = 2^20 bytes).
+    pub mb_read: f64,
+    /// Read throughput, MB/s.
+    pub mb_per_sec: f64,
+    /// I/O backend used.
+    pub backend: String,
+    /// Damaged pages (at most `max_listed`).
+    pub problems: Vec<PageProblem>,
+    /// Whether `problems` lists them all.
+    pub problems_complete: bool,
+}
+
+impl DatabaseScanReport {
+    /// Whether the database is free of integrity problems.
+    pub fn is_clean(&self) -> bool {
+        self.header.primary_valid
+            && self.header.shadow_valid
+            && self.bad_pages
+                + self.correctable_pages
+                + self.wrong_pgno_pages
+                + self.uninitialized_pages
+                == 0
+    }
+}
+
+/// Running tallies of a scan.
+struct PageTally<'a> {
+    report: &'a mut DatabaseScanReport,
+    max_listed: usize,
+}
+
+impl PageTally<'_> {
+    fn add(&mut self, pgno: u32, offset: u64, kind: PageProblemKind) {
+        let r = &mut *self.report;
+        match kind {
+            PageProblemKind::Correctable { .. } => r.correctable_pages += 1,
+            PageProblemKind::WrongPageNumber { .. } => r.wrong_pgno_pages += 1,
+            PageProblemKind::Uninitialized => r.uninitialized_pages += 1,
+            PageProblemKind::Bad | PageProblemKind::Missing | PageProblemKind::ReadError => {
+                r.bad_pages += 1
+            }
+        }
+        if r.problems.len() < self.max_listed {
+            r.problems.push(PageProblem {
+                pgno,
+                offset,
+                kind,
+                repaired: false,
+            });
+        } else {
+            r.problems_complete = false;
+        }
+    }
+
+    fn check(&mut self, page: &[u8], pgno: u32, offset: u64) {
+        self.report.pages_seen += 1;
+        let kind = match verify_page(page, pgno) {
+            PageVerdict::Valid => {
+                let dbtime = u64::from_le_bytes(page[8..16].try_into().unwrap_or_default());
+                self.report.highest_dbtime = self.report.highest_dbtime.max(dbtime);
+                return;
+            }
+            PageVerdict::Uninitialized => PageProblemKind::Uninitialized,
+            PageVerdict::Correctable { bit } => PageProblemKind::Correctable { bit },
+            PageVerdict::WrongPageNumber { found } => PageProblemKind::WrongPageNumber { found },
+            PageVerdict::Bad => PageProblemKind::Bad,
+        };
+        self.add(pgno, offset, kind);
+    }
+}
+
+/// Verifies every page of the database at `path`. `progress` receives bytes read so
+/// far and the total.
+pub fn scan_database(
+    path: &Path,
+    options: &ScanOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<DatabaseScanReport, ScanError> {
+    let started = Instant::now();
+    let access = if options.repair {
+        Access::ReadWrite
+    } else {
+        Access::ReadOnly
+    };
+    let file = DataFile::open(path, options.io_mode, access)?;
+    let selection = match read_header_from(&file) {
+        Ok(sel) => sel,
+        Err(HeaderReadError::Io(e)) => return Err(e.into()),
+        Err(HeaderReadError::Header(HeaderError::NotOurs | HeaderError::Uninitialized)) => {
+            return Err(ScanError::NotOurs {
+                path: path.to_path_buf(),
+                why: "no edbstress signature in its header".into(),
+            });
+        }
+        Err(HeaderReadError::Header(e)) => {
+            // Ours (the signature is there) but neither copy is usable: report, as
+            // the page size and count are unknown.
+            return Ok(unreadable_header_report(path, &e, started));
+        }
+    };
+    let header = selection.header;
+    let ps = header.page_size;
+    let mut report = DatabaseScanReport {
+        path: path.to_path_buf(),
+        page_size: ps.bytes(),
+        page_count: header.page_count,
+        header: HeaderStatus {
+            primary_valid: selection.primary_valid,
+            shadow_valid: selection.shadow_valid,
+            state: format!("{:?}", header.state),
+        },
+        pages_seen: 0,
+        bad_pages: 0,
+        correctable_pages: 0,
+        wrong_pgno_pages: 0,
+        uninitialized_pages: 0,
+        repaired_pages: 0,
+        highest_dbtime: 0,
+        bytes_read: 0,
+        seconds: 0.0,
+        mb_read: 0.0,
+        mb_per_sec: 0.0,
+        backend: String::new(),
+        problems: Vec::new(),
+        problems_complete: true,
+    };
+    let file_len = file.len()?;
+    let start = page_offset(1, ps);
+    let end = page_offset(header.page_count + 1, ps);
+    let readable_end = end.min(file_len - file_len % ps.bytes() as u64);
+    let read_len = (options.read_len / ps.bytes()).max(1) * ps.bytes();
+
+    let mut backend = open_backend(options.backend, options.queue_depth)?;
+    report.backend = backend.name().to_string();
+    let file_id = backend.register(&file)?;
+    let depth = backend.depth().max(1);
+    let mut spare: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(read_len)).collect();
+    let mut completions = Vec::with_capacity(depth);
+    let mut next = start;
+    let mut tally = PageTally {
+        report: &mut report,
+        max_listed: options.max_listed,
+    };
+    let mut bytes_read = 0u64;
+    while next < readable_end || backend.in_flight() > 0 {
+        while next < readable_end && backend.in_flight() < depth {
+            let Some(buf) = spare.pop() else { break };
+            let len = (readable_end - next).min(read_len as u64) as usize;
+            backend.submit(IoRequest {
+                file: file_id,
+                op: IoOp::Read,
+                offset: next,
+                len,
+                buf,
+                class: IoClass::ChecksumRead,
+                instance: 0,
+                tag: len as u64,
+            })?;
+            next += len as u64;
+        }
+        backend.wait(1, &mut completions)?;
+        for c in completions.drain(..) {
+            let wanted = c.tag as usize;
+            let got = c.result.as_ref().map_or(0, |&n| n.min(wanted));
+            bytes_read += got as u64;
+            let first_pgno = (c.offset / ps.bytes() as u64 - 1) as u32;
+            for (i, page) in c.buf[..got - got % ps.bytes()]
+                .chunks_exact(ps.bytes())
+                .enumerate()
+            {
+                let pgno = first_pgno + i as u32;
+                tally.check(page, pgno, page_offset(pgno, ps));
+            }
+            // Whatever could not be read is reported page by page.
+            let unread = (wanted - got).div_ceil(ps.bytes());
+            for i in 0..unread {
+                let pgno = first_pgno + ((got / ps.bytes()) + i) as u32;
+                tally.report.pages_seen += 1;
+                tally.add(pgno, page_offset(pgno, ps), PageProblemKind::ReadError);
+            }
+            spare.push(c.buf);
+            progress(bytes_read, end - start);
+        }
+    }
+    // Pages the header promises but the file does not have.
+    let mut pgno = ((readable_end.max(start)) / ps.bytes() as u64 - 1) as u32;
+    while page_offset(pgno, ps) < end {
+        tally.report.pages_seen += 1;
+        tally.add(pgno, page_offset(pgno, ps), PageProblemKind::Missing);
+        pgno += 1;
+    }
+    drop(backend);
+    if options.repair {
+        repair_pages(&file, ps, &mut report)?;
+    }
+    report.bytes_read = bytes_read;
+    report.seconds = started.elapsed().as_secs_f64();
+    report.mb_read = bytes_read as f64 / 1048576.0;
+    report.mb_per_sec = if report.seconds > 0.0 {
+        report.mb_read / report.seconds
+    } else {
+        0.0
+    };
+    Ok(report)
+}
+
+fn unreadable_header_report(path: &Path, e: &HeaderError, started: Instant) -> DatabaseScanReport {
+    DatabaseScanReport {
+        path: path.to_path_buf(),
+        page_size: 0,
+        page_count: 0,
+        header: HeaderStatus {
+            primary_valid: false,
+            shadow_valid: false,
+            state: format!("unreadable: {e}"),
+        },
+        pages_seen: 0,
+        bad_pages: 0,
+        correctable_pages: 0,
+        wrong_pgno_pages: 0,
+        uninitialized_pages: 0,
+        repaired_pages: 0,
+        highest_dbtime: 0,
+        bytes_read: 0,
+        seconds: started.elapsed().as_secs_f64(),
+        mb_read: 0.0,
+        mb_per_sec: 0.0,
+        backend: String::new(),
+        problems: Vec::new(),
+        problems_complete: true,
+    }
+}
+
+/// Rewrites every listed correctable page with its bit restored, re-verifying each
+/// before it is written. Correctable pages beyond the listing limit are found again
+/// by a later scan.
+fn repair_pages(
+    file: &DataFile,
+    ps: PageSize,
+    report: &mut DatabaseScanReport,
+) -> Result<(), IoError> {
+    let mut page = AlignedBuf::new(ps.bytes());
+    for problem in &mut report.problems {
+        if !matches!(problem.kind, PageProblemKind::Correctable { .. }) {
+            continue;
+        }
+        file.read_exact_at(&mut page, problem.offset)?;
+        if matches!(
+            repair_page(&mut page, problem.pgno),
+            PageVerdict::Correctable { .. }
+        ) && verify_page(&page, problem.pgno) == PageVerdict::Valid
+        {
+            file.write_all_at(&page, problem.offset)?;
+            problem.repaired = true;
+            report.repaired_pages += 1;
+        }
+    }
+    if report.repaired_pages > 0 {
+        file.sync_data()?;
+    }
+    Ok(())
+}
+
+/// What is wrong with one log segment or file.
+#[derive(Clone, Debug, Serialize)]
+pub struct LogProblem {
+    /// The file.
+    pub file: PathBuf,
+    /// Segment index in the file (0 = file header).
+    pub segment: u32,
+    /// What is wrong.
+    pub kind: String,
+}
+
+/// Result of verifying one instance log directory.
+#[derive(Clone, Debug, Serialize)]
+pub struct LogScanReport {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Log generation files checked.
+    pub files: u64,
+    /// Segments checked (file headers included).
+    pub segments_seen: u64,
+    /// Segments never written (all zero).
+    pub unused_segments: u64,
+    /// Segments (or file headers) with an uncorrectable checksum mismatch.
+    pub bad_segments: u64,
+    /// Segments with a single flipped bit.
+    pub correctable_segments: u64,
+    /// Valid segments found at another position.
+    pub wrong_position_segments: u64,
+    /// Valid checkpoint copies (of 2).
+    pub checkpoint_copies_valid: u32,
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Seconds taken.
+    pub seconds: f64,
+    /// Problems found.
+    pub problems: Vec<LogProblem>,
+}
+
+impl LogScanReport {
+    /// Whether the logs are free of integrity problems.
+    pub fn is_clean(&self) -> bool {
+        self.bad_segments + self.correctable_segments + self.wrong_position_segments == 0
+            && self.checkpoint_copies_valid == 2
+    }
+}
+
+/// Verifies every log generation in `dir` and its checkpoint file.
+pub fn scan_log_dir(dir: &Path, io_mode: IoMode) -> Result<LogScanReport, ScanError> {
+    let started = Instant::now();
+    let mut report = LogScanReport {
+        dir: dir.to_path_buf(),
+        files: 0,
+        segments_seen: 0,
+        unused_segments: 0,
+        bad_segments: 0,
+        correctable_segments: 0,
+        wrong_position_segments: 0,
+        checkpoint_copies_valid: 0,
+        bytes_read: 0,
+        seconds: 0.0,
+        problems: Vec::new(),
+    };
+    let io = |e: std::io::Error| IoError::Io {
+        path: dir.to_path_buf(),
+        op: "list directory",
+        offset: 0,
+        source: e,
+    };
+    let mut generations = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        if let Some(generation) = entry.file_name().to_str().and_then(parse_log_file_name) {
+            generations.push((generation, entry.path()));
+        }
+    }
+    generations.sort();
+    for (generation, path) in generations {
+        scan_log_file(&path, generation, io_mode, &mut report)?;
+    }
+    let chk_path = dir.join(CHECKPOINT_FILE_NAME);
+    match DataFile::open(&chk_path, io_mode, Access::ReadOnly) {
+        Ok(chk) => {
+            let mut copies = AlignedBuf::new(2 * SEGMENT_LEN);
+            chk.read_exact_at(&mut copies, 0)?;
+            report.bytes_read += copies.len() as u64;
+            let sel = select_checkpoint(&copies[..SEGMENT_LEN], &copies[SEGMENT_LEN..]);
+            report.checkpoint_copies_valid =
+                sel.map_or(0, |s| u32::from(s.copy0_valid) + u32::from(s.copy1_valid));
+            if report.checkpoint_copies_valid < 2 {
+                report.problems.push(LogProblem {
+                    file: chk_path,
+                    segment: 0,
+                    kind: format!(
+                        "{} of 2 checkpoint copies valid",
+                        report.checkpoint_copies_valid
+                    ),
+                });
+            }
+        }
+        Err(e) => report.problems.push(LogProblem {
+            file: chk_path,
+            segment: 0,
+            kind: format!("checkpoint file unreadable: {e}"),
+        }),
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+fn scan_log_file(
+    path: &Path,
+    generation: u32,
+    io_mode: IoMode,
+    report: &mut LogScanReport,
+) -> Result<(), IoError> {
+    let file = DataFile::open(path, io_mode, Access::ReadOnly)?;
+    let len = file.len()?;
+    let len = (len - len % SEGMENT_LEN as u64) as usize;
+    let mut image = AlignedBuf::new(len);
+    file.read_exact_at(&mut image, 0)?;
+    report.files += 1;
+    report.bytes_read += len as u64;
+    let problem = |segment: u32, kind: String, report: &mut LogScanReport| {
+        report.problems.push(LogProblem {
+            file: path.to_path_buf(),
+            segment,
+            kind,
+        });
+    };
+    for (slot, seg) in image.chunks_exact(SEGMENT_LEN).enumerate() {
+        report.segments_seen += 1;
+        if slot == 0 {
+            if let Err(e) = verify_log_file_header(seg, generation) {
+                report.bad_segments += 1;
+                problem(0, format!("bad file header: {e}"), report);
+            }
+            continue;
+        }
+        match verify_segment(seg, generation, slot as u16) {
+            SegmentVerdict::Valid(_) => {}
+            SegmentVerdict::Unused => report.unused_segments += 1,
+            SegmentVerdict::Correctable { bit } => {
+                report.correctable_segments += 1;
+                problem(
+                    slot as u32,
+                    format!("correctable: bit {bit} flipped"),
+                    report,
+                );
+            }
+            SegmentVerdict::WrongPosition {
+                found_generation,
+                found_slot,
+            } => {
+                report.wrong_position_segments += 1;
+                problem(
+                    slot as u32,
+                    format!("holds segment {found_slot} of generation {found_generation}"),
+                    report,
+                );
+            }
+            SegmentVerdict::Bad => {
+                report.bad_segments += 1;
+                problem(slot as u32, "bad checksum".into(), report);
+            }
+        }
+    }
+    Ok(())
+}

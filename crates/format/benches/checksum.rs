@@ -1,0 +1,39 @@
+//! Throughput of page checksum computation and verification.
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use edbstress_format::{PageSize, PageVerdict, compute_page_checksums, seal_page, verify_page};
+use std::hint::black_box;
+
+fn sealed_page(size: PageSize, pgno: u32) -> Vec<u8> {
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut page: Vec<u8> = (0..size.bytes())
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    seal_page(&mut page, pgno);
+    page
+}
+
+fn checksum(c: &mut Criterion) {
+    let mut group = c.benchmark_group("page_checksum");
+    for size in [PageSize::K8, PageSize::K32] {
+        let pgno = 4711;
+        let page = sealed_page(size, pgno);
+        assert_eq!(verify_page(&page, pgno), PageVerdict::Valid);
+        group.throughput(Throughput::Bytes(size.bytes() as u64));
+        group.bench_with_input(BenchmarkId::new("compute", size), &page, |b, page| {
+            b.iter(|| compute_page_checksums(black_box(page), black_box(pgno)))
+        });
+        group.bench_with_input(BenchmarkId::new("verify", size), &page, |b, page| {
+            b.iter(|| verify_page(black_box(page), black_box(pgno)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, checksum);
+criterion_main!(benches);

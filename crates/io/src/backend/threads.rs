@@ -1,0 +1,368 @@
+//! The portable backend: worker threads doing pread/pwrite/fdatasync.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use super::{
+    FileId, FileOrigin, IoBackend, IoCompletion, IoOp, IoRequest, check_depth, check_request,
+    duration_ns, request_error,
+};
+use crate::{AlignedBuf, DataFile, IoClass, IoError, IoStats};
+
+/// Most worker threads one backend starts, whatever its depth.
+pub const MAX_WORKER_THREADS: usize = 64;
+/// Workers only make system calls; a small stack keeps a large pool cheap.
+const WORKER_STACK_BYTES: usize = 256 * 1024;
+
+/// A pool of `min(depth, 64)` worker threads, each doing one blocking `pread`, `pwrite`
+/// or `fdatasync` at a time. Works wherever std does; the fallback when io_uring is
+/// unavailable.
+///
+/// Requests are handed to the workers in one batch at `flush`/`wait`; dropping the
+/// backend carries out every submitted request first, as the io_uring backend does. Latency is measured
+/// from `submit` to the moment the worker's system call returned (not when `wait`
+/// collected it), which is the closest this backend can get to the device's completion.
+/// Each I/O costs two short mutex sections (taking the job, posting the result) and no
+/// allocation.
+pub struct ThreadPoolBackend {
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+    depth: usize,
+    /// Submitted, not yet handed to the workers.
+    pending: Vec<Job>,
+    in_flight: usize,
+    files: Vec<Option<PoolFile>>,
+    free_file_ids: Vec<u32>,
+    /// Swapped with the shared completion list so that collecting allocates nothing.
+    collected: Vec<Finished>,
+    stats: IoStats,
+}
+
+struct PoolFile {
+    file: Arc<File>,
+    origin: FileOrigin,
+    in_flight: usize,
+}
+
+/// A request travelling to a worker, owning its buffer.
+struct Job {
+    file: Arc<File>,
+    id: FileId,
+    op: IoOp,
+    offset: u64,
+    buf: AlignedBuf,
+    len: usize,
+    class: IoClass,
+    instance: u16,
+    tag: u64,
+    start: Instant,
+}
+
+/// A job back from a worker.
+struct Finished {
+    job: Job,
+    result: io::Result<usize>,
+    at: Instant,
+}
+
+struct Shared {
+    queue: Mutex<JobQueue>,
+    job_ready: Condvar,
+    finished: Mutex<Vec<Finished>>,
+    finished_ready: Condvar,
+}
+
+struct JobQueue {
+    jobs: VecDeque<Job>,
+    shutdown: bool,
+}
+
+/// Locks, ignoring poisoning: the protected lists stay consistent whatever panicked.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl ThreadPoolBackend {
+    /// A pool for `depth` requests in flight (1..=4096) with `min(depth, 64)` threads.
+    pub fn new(depth: usize) -> Result<ThreadPoolBackend, IoError> {
+        Self::with_threads(depth, depth.min(MAX_WORKER_THREADS))
+    }
+
+    /// A pool for `depth` requests in flight with `threads` workers (at least 1, at most
+    /// `depth` and 64).
+    pub fn with_threads(depth: usize, threads: usize) -> Result<ThreadPoolBackend, IoError> {
+        check_depth(depth)?;
+        let threads = threads.clamp(1, depth.min(MAX_WORKER_THREADS));
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(JobQueue {
+                jobs: VecDeque::with_capacity(depth),
+                shutdown: false,
+            }),
+            job_ready: Condvar::new(),
+            finished: Mutex::new(Vec::with_capacity(depth)),
+            finished_ready: Condvar::new(),
+        });
+        let mut backend = ThreadPoolBackend {
+            shared,
+            workers: Vec::with_capacity(threads),
+            depth,
+            pending: Vec::with_capacity(depth),
+            in_flight: 0,
+            files: Vec::new(),
+            free_file_ids: Vec::new(),
+            collected: Vec::with_capacity(depth),
+            stats: IoStats::new(),
+        };
+        for i in 0..threads {
+            let shared = Arc::clone(&backend.shared);
+            let worker = std::thread::Builder::new()
+                .name(format!("edbstress-io-{i}"))
+                .stack_size(WORKER_STACK_BYTES)
+                .spawn(move || work(&shared))
+                .map_err(|source| IoError::Backend {
+                    backend: "threads",
+                    op: "spawn worker thread",
+                    source,
+                })?;
+            // On error, dropping `backend` stops the workers already started.
+            backend.workers.push(worker);
+        }
+        Ok(backend)
+    }
+
+    /// Number of worker threads.
+    pub fn threads(&self) -> usize {
+        self.workers.len()
+    }
+
+    fn file(&self, id: FileId) -> Result<&PoolFile, IoError> {
+        self.files
+            .get(id.0 as usize)
+            .and_then(Option::as_ref)
+            .ok_or(IoError::UnknownFile(id.0))
+    }
+}
+
+fn work(shared: &Shared) {
+    loop {
+        let mut job = {
+            let mut queue = lock(&shared.queue);
+            loop {
+                if let Some(job) = queue.jobs.pop_front() {
+                    break job;
+                }
+                // Only once the queue is empty: every submitted request is carried out.
+                if queue.shutdown {
+                    return;
+                }
+                queue = shared
+                    .job_ready
+                    .wait(queue)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        };
+        let result = perform(&mut job);
+        let at = Instant::now();
+        lock(&shared.finished).push(Finished { job, result, at });
+        // Only the backend's owner ever waits on this.
+        shared.finished_ready.notify_one();
+    }
+}
+
+/// One system call (repeated only on EINTR): short transfers are returned as they are.
+fn perform(job: &mut Job) -> io::Result<usize> {
+    loop {
+        let result = match job.op {
+            IoOp::Read => job.file.read_at(&mut job.buf[..job.len], job.offset),
+            IoOp::Write => job.file.write_at(&job.buf[..job.len], job.offset),
+            IoOp::Fsync => job.file.sync_data().map(|()| 0),
+        };
+        match result {
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            result => return result,
+        }
+    }
+}
+
+impl IoBackend for ThreadPoolBackend {
+    fn name(&self) -> &'static str {
+        "threads"
+    }
+
+    fn register(&mut self, file: &DataFile) -> Result<FileId, IoError> {
+        let dup = file
+            .file()
+            .try_clone()
+            .map_err(|e| IoError::file_op(file.path(), "dup", e))?;
+        let id = match self.free_file_ids.pop() {
+            Some(id) => id,
+            None => u32::try_from(self.files.len()).map_err(|_| IoError::Backend {
+                backend: "threads",
+                op: "register",
+                source: io::Error::other("too many files registered"),
+            })?,
+        };
+        let entry = PoolFile {
+            file: Arc::new(dup),
+            origin: FileOrigin {
+                path: file.path().to_path_buf(),
+                mode: file.mode(),
+            },
+            in_flight: 0,
+        };
+        let index = id as usize;
+        if index == self.files.len() {
+            self.files.push(Some(entry));
+        } else {
+            self.files[index] = Some(entry);
+        }
+        Ok(FileId(id))
+    }
+
+    fn unregister(&mut self, file: FileId) -> Result<(), IoError> {
+        let busy = self.file(file)?.in_flight;
+        if busy > 0 {
+            return Err(IoError::FileBusy {
+                file: file.0,
+                in_flight: busy,
+            });
+        }
+        self.files[file.0 as usize] = None;
+        self.free_file_ids.push(file.0);
+        Ok(())
+    }
+
+    fn depth(&self) -> usize {
+        self.depth
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    fn submit(&mut self, req: IoRequest) -> Result<(), IoError> {
+        if self.in_flight >= self.depth {
+            return Err(IoError::QueueFull { depth: self.depth });
+        }
+        check_request(&req)?;
+        let file = self
+            .files
+            .get_mut(req.file.0 as usize)
+            .and_then(Option::as_mut)
+            .ok_or(IoError::UnknownFile(req.file.0))?;
+        file.in_flight += 1;
+        self.in_flight += 1;
+        self.pending.push(Job {
+            file: Arc::clone(&file.file),
+            id: req.file,
+            op: req.op,
+            offset: req.offset,
+            buf: req.buf,
+            len: req.len,
+            class: req.class,
+            instance: req.instance,
+            tag: req.tag,
+            start: Instant::now(),
+        });
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), IoError> {
+        let count = self.pending.len();
+        if count == 0 {
+            return Ok(());
+        }
+        lock(&self.shared.queue).jobs.extend(self.pending.drain(..));
+        if count == 1 {
+            self.shared.job_ready.notify_one();
+        } else {
+            self.shared.job_ready.notify_all();
+        }
+        Ok(())
+    }
+
+    fn wait(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<usize, IoError> {
+        self.flush()?;
+        // Everything finished earlier was collected by the previous wait, so the shared
+        // list only holds completions not yet seen.
+        let min = min.min(self.in_flight);
+        {
+            let mut finished = lock(&self.shared.finished);
+            while finished.len() < min {
+                finished = self
+                    .shared
+                    .finished_ready
+                    .wait(finished)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            std::mem::swap(&mut *finished, &mut self.collected);
+        }
+        let count = self.collected.len();
+        for Finished { job, result, at } in self.collected.drain(..) {
+            let Job {
+                id,
+                op,
+                offset,
+                buf,
+                len,
+                class,
+                instance,
+                tag,
+                start,
+                ..
+            } = job;
+            self.in_flight -= 1;
+            let result = match self.files.get_mut(id.0 as usize).and_then(Option::as_mut) {
+                Some(f) => {
+                    f.in_flight -= 1;
+                    result.map_err(|e| request_error(&f.origin, op, offset, &buf, len, e))
+                }
+                // Unreachable: a file with requests in flight cannot be unregistered.
+                None => result,
+            };
+            let latency_ns = duration_ns(at.saturating_duration_since(start));
+            let bytes = *result.as_ref().unwrap_or(&0) as u64;
+            self.stats
+                .record(instance, class, bytes, latency_ns, result.is_ok());
+            out.push(IoCompletion {
+                tag,
+                file: id,
+                op,
+                offset,
+                buf,
+                result,
+                latency_ns,
+                class,
+                instance,
+            });
+        }
+        Ok(count)
+    }
+
+    fn stats(&self) -> &IoStats {
+        &self.stats
+    }
+
+    fn take_stats(&mut self) -> IoStats {
+        self.stats.take()
+    }
+}
+
+impl Drop for ThreadPoolBackend {
+    fn drop(&mut self) {
+        // Like the io_uring backend, carry out every submitted request before going
+        // (a caller may rely on a submitted write reaching the file); results are
+        // discarded. Workers drain the queue, then exit.
+        let _ = self.flush();
+        lock(&self.shared.queue).shutdown = true;
+        self.shared.job_ready.notify_all();
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
+        }
+    }
+}

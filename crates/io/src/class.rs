@@ -1,0 +1,134 @@
+//! The I/O classes every request is attributed to (product spec §5).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// What an I/O is for. Results are reported per class, in Jetstress's wording.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoClass {
+    /// Transactional database read (a cache miss).
+    DbRead,
+    /// Transactional database write (a cache flush).
+    DbWrite,
+    /// Transaction log write (a commit or a full log buffer).
+    LogWrite,
+    /// Transaction log read.
+    LogRead,
+    /// Background database maintenance read (checksum scan during the run).
+    BdmRead,
+    /// Read of a closed log file by a passive copy's log shipping.
+    ReplicationRead,
+    /// Sequential database read of a backup test.
+    BackupRead,
+    /// Read during soft recovery (log replay and page prefetch).
+    RecoveryRead,
+    /// Write during soft recovery.
+    RecoveryWrite,
+    /// Read of the offline checksum verification.
+    ChecksumRead,
+}
+
+impl IoClass {
+    /// Number of classes.
+    pub const COUNT: usize = 10;
+
+    /// Every class, in `index()` order.
+    pub const ALL: [IoClass; IoClass::COUNT] = [
+        IoClass::DbRead,
+        IoClass::DbWrite,
+        IoClass::LogWrite,
+        IoClass::LogRead,
+        IoClass::BdmRead,
+        IoClass::ReplicationRead,
+        IoClass::BackupRead,
+        IoClass::RecoveryRead,
+        IoClass::RecoveryWrite,
+        IoClass::ChecksumRead,
+    ];
+
+    /// Dense index 0..10, the position in [`IoClass::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The class at `index`, if any.
+    pub const fn from_index(index: usize) -> Option<IoClass> {
+        if index < IoClass::COUNT {
+            Some(IoClass::ALL[index])
+        } else {
+            None
+        }
+    }
+
+    /// Machine name, snake_case: "db_read", "log_write", ... (also the serde name).
+    pub const fn name(self) -> &'static str {
+        match self {
+            IoClass::DbRead => "db_read",
+            IoClass::DbWrite => "db_write",
+            IoClass::LogWrite => "log_write",
+            IoClass::LogRead => "log_read",
+            IoClass::BdmRead => "bdm_read",
+            IoClass::ReplicationRead => "replication_read",
+            IoClass::BackupRead => "backup_read",
+            IoClass::RecoveryRead => "recovery_read",
+            IoClass::RecoveryWrite => "recovery_write",
+            IoClass::ChecksumRead => "checksum_read",
+        }
+    }
+
+    /// Human label in Jetstress's wording: "Database Reads", "Log Writes", ...
+    pub const fn label(self) -> &'static str {
+        match self {
+            IoClass::DbRead => "Database Reads",
+            IoClass::DbWrite => "Database Writes",
+            IoClass::LogWrite => "Log Writes",
+            IoClass::LogRead => "Log Reads",
+            IoClass::BdmRead => "BDM Reads",
+            IoClass::ReplicationRead => "Log Replication Reads",
+            IoClass::BackupRead => "Backup Reads",
+            IoClass::RecoveryRead => "Recovery Reads",
+            IoClass::RecoveryWrite => "Recovery Writes",
+            IoClass::ChecksumRead => "Checksum Reads",
+        }
+    }
+
+    /// Whether the class writes.
+    pub const fn is_write(self) -> bool {
+        matches!(
+            self,
+            IoClass::DbWrite | IoClass::LogWrite | IoClass::RecoveryWrite
+        )
+    }
+}
+
+impl fmt::Display for IoClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_is_in_index_order_with_unique_names() {
+        for (i, class) in IoClass::ALL.iter().enumerate() {
+            assert_eq!(class.index(), i);
+            assert_eq!(IoClass::from_index(i), Some(*class));
+        }
+        assert_eq!(IoClass::from_index(IoClass::COUNT), None);
+        let mut names: Vec<_> = IoClass::ALL.iter().map(|c| c.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), IoClass::COUNT);
+        assert_eq!(IoClass::ReplicationRead.label(), "Log Replication Reads");
+        let writes: Vec<_> = IoClass::ALL.into_iter().filter(|c| c.is_write()).collect();
+        assert_eq!(
+            writes,
+            [IoClass::DbWrite, IoClass::LogWrite, IoClass::RecoveryWrite]
+        );
+    }
+}

@@ -1,0 +1,254 @@
+//! Mergeable fixed-bucket latency histograms.
+
+use std::fmt;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Lowest latency told apart from zero, in nanoseconds (1 µs). hdrhistogram rounds the
+/// unit down to a power of two, so below ~1 ms values are resolved to 512 ns.
+const LOWEST_DISCERNIBLE_NS: u64 = 1_000;
+/// Highest latency recorded, in nanoseconds (1 hour); larger values are clamped to it.
+pub const MAX_LATENCY_NS: u64 = 3_600 * 1_000_000_000;
+/// Significant decimal digits kept: every recorded value is within 0.1 % of the truth.
+const SIGNIFICANT_DIGITS: u8 = 3;
+/// Upper bound of the first bucket reported by [`LatencyHistogram::buckets`] (1 µs);
+/// every next bucket's bound doubles.
+const FIRST_EXPORT_BUCKET_NS: u64 = 1_000;
+
+/// A histogram of latencies in nanoseconds, from 1 µs to 1 hour at 3 significant digits
+/// (values outside are clamped, never rejected). Buckets are fixed by that range and
+/// precision, so histograms recorded on different threads, instances or hosts merge
+/// exactly.
+///
+/// Alongside the buckets it keeps the exact sum, minimum and maximum, so `mean_ns`,
+/// `min_ns` and `max_ns` are exact (pass/fail criteria use the average) while percentiles
+/// are within 0.1 %.
+///
+/// Memory: about 200 KB of counters per histogram, allocated zeroed, so the pages are
+/// only backed by RAM where latencies actually fall.
+///
+/// Serialised as `{sum_ns, min_ns, max_ns, counts: [[value_ns, count], ...]}` listing
+/// non-empty buckets only, which re-merges exactly.
+#[derive(Clone, PartialEq)]
+pub struct LatencyHistogram {
+    hist: Histogram<u64>,
+    sum_ns: u64,
+    min_ns: u64,
+    max_ns: u64,
+}
+
+impl LatencyHistogram {
+    /// An empty histogram.
+    pub fn new() -> LatencyHistogram {
+        let hist =
+            Histogram::new_with_bounds(LOWEST_DISCERNIBLE_NS, MAX_LATENCY_NS, SIGNIFICANT_DIGITS)
+                .expect("constant histogram bounds are valid");
+        LatencyHistogram {
+            hist,
+            sum_ns: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+        }
+    }
+
+    /// Records one latency; values above 1 hour are clamped to 1 hour.
+    #[inline]
+    pub fn record(&mut self, latency_ns: u64) {
+        self.record_n(latency_ns, 1);
+    }
+
+    /// Records `count` occurrences of one latency.
+    #[inline]
+    pub fn record_n(&mut self, latency_ns: u64, count: u64) {
+        if count == 0 {
+            return;
+        }
+        let value = latency_ns.min(MAX_LATENCY_NS);
+        self.hist.saturating_record_n(value, count);
+        self.sum_ns = self.sum_ns.saturating_add(value.saturating_mul(count));
+        self.min_ns = self.min_ns.min(value);
+        self.max_ns = self.max_ns.max(value);
+    }
+
+    /// Adds every value of `other` to this histogram.
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        if other.count() == 0 {
+            return;
+        }
+        if self.hist.add(&other.hist).is_err() {
+            // Unreachable with equal bounds; kept so a malformed input can never panic.
+            for v in other.hist.iter_recorded() {
+                self.hist
+                    .saturating_record_n(v.value_iterated_to(), v.count_at_value());
+            }
+        }
+        self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    /// Number of values recorded.
+    pub fn count(&self) -> u64 {
+        self.hist.len()
+    }
+
+    /// Whether nothing has been recorded.
+    pub fn is_empty(&self) -> bool {
+        self.count() == 0
+    }
+
+    /// Exact sum of the recorded values (saturating).
+    pub fn sum_ns(&self) -> u64 {
+        self.sum_ns
+    }
+
+    /// Exact mean; 0 when empty.
+    pub fn mean_ns(&self) -> f64 {
+        match self.count() {
+            0 => 0.0,
+            n => self.sum_ns as f64 / n as f64,
+        }
+    }
+
+    /// Exact maximum; 0 when empty.
+    pub fn max_ns(&self) -> u64 {
+        self.max_ns
+    }
+
+    /// Exact minimum; 0 when empty.
+    pub fn min_ns(&self) -> u64 {
+        if self.is_empty() { 0 } else { self.min_ns }
+    }
+
+    /// The value at percentile `q` (0..=100; out-of-range and NaN are clamped): the
+    /// highest value of the bucket holding that rank, capped at the exact maximum.
+    /// 0 when empty.
+    pub fn percentile_ns(&self, q: f64) -> u64 {
+        if self.is_empty() {
+            return 0;
+        }
+        let q = if q.is_nan() { 0.0 } else { q.clamp(0.0, 100.0) };
+        if q == 0.0 {
+            return self.min_ns;
+        }
+        // Without the nudge, 99.9 / 100 rounds to 0.99900000000000011, whose rank over
+        // 1000 values is 1000 instead of 999; 1e-12 cannot move a rank for fewer than
+        // 10^12 values.
+        let quantile = (q / 100.0 - 1e-12).max(0.0);
+        self.hist
+            .value_at_quantile(quantile)
+            .clamp(self.min_ns, self.max_ns)
+    }
+
+    /// Non-empty log-spaced buckets as `(upper_bound_ns, count)`, ascending. Upper bounds
+    /// are inclusive and double from one bucket to the next: 999, 1 999, 3 999, 7 999 ns
+    /// ... (1 µs × 2^k − 1). Counts add up to `count()`.
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.hist
+            .iter_log(FIRST_EXPORT_BUCKET_NS, 2.0)
+            .filter(|v| v.count_since_last_iteration() > 0)
+            .map(|v| (v.value_iterated_to(), v.count_since_last_iteration()))
+    }
+
+    /// Empties the histogram, keeping its memory.
+    pub fn reset(&mut self) {
+        self.hist.reset();
+        self.sum_ns = 0;
+        self.min_ns = u64::MAX;
+        self.max_ns = 0;
+    }
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> LatencyHistogram {
+        LatencyHistogram::new()
+    }
+}
+
+impl fmt::Debug for LatencyHistogram {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LatencyHistogram")
+            .field("count", &self.count())
+            .field("mean_ns", &self.mean_ns())
+            .field("min_ns", &self.min_ns())
+            .field("p50_ns", &self.percentile_ns(50.0))
+            .field("p99_ns", &self.percentile_ns(99.0))
+            .field("max_ns", &self.max_ns())
+            .finish()
+    }
+}
+
+/// The stored form: exact aggregates plus the non-empty hdrhistogram buckets, each as
+/// `[value_ns, count]` with `value_ns` the highest value of its bucket.
+#[derive(Serialize, Deserialize)]
+struct StoredHistogram {
+    sum_ns: u64,
+    min_ns: u64,
+    max_ns: u64,
+    counts: Vec<(u64, u64)>,
+}
+
+impl Serialize for LatencyHistogram {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        StoredHistogram {
+            sum_ns: self.sum_ns,
+            min_ns: self.min_ns(),
+            max_ns: self.max_ns,
+            counts: self
+                .hist
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for LatencyHistogram {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let stored = StoredHistogram::deserialize(deserializer)?;
+        let mut h = LatencyHistogram::new();
+        for (value, count) in stored.counts {
+            h.hist.saturating_record_n(value.min(MAX_LATENCY_NS), count);
+        }
+        if !h.is_empty() {
+            // Trust the exact aggregates only as far as they agree with the buckets.
+            let lowest = h.hist.lowest_equivalent(h.hist.min());
+            let highest = h.hist.highest_equivalent(h.hist.max()).min(MAX_LATENCY_NS);
+            h.min_ns = stored.min_ns.clamp(lowest, highest);
+            h.max_ns = stored.max_ns.clamp(lowest, highest).max(h.min_ns);
+            h.sum_ns = stored.sum_ns;
+        }
+        Ok(h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_histogram_reports_zeroes() {
+        let h = LatencyHistogram::new();
+        assert_eq!(h.count(), 0);
+        assert_eq!(h.mean_ns(), 0.0);
+        assert_eq!(h.min_ns(), 0);
+        assert_eq!(h.max_ns(), 0);
+        assert_eq!(h.percentile_ns(99.0), 0);
+        assert_eq!(h.buckets().count(), 0);
+    }
+
+    #[test]
+    fn out_of_range_values_are_clamped() {
+        let mut h = LatencyHistogram::new();
+        h.record(0);
+        h.record(u64::MAX);
+        assert_eq!(h.count(), 2);
+        assert_eq!(h.min_ns(), 0);
+        assert_eq!(h.max_ns(), MAX_LATENCY_NS);
+        assert_eq!(h.percentile_ns(100.0), MAX_LATENCY_NS);
+        assert_eq!(h.percentile_ns(f64::NAN), 0);
+        assert_eq!(h.percentile_ns(-5.0), 0);
+    }
+}

@@ -1,0 +1,38 @@
+//! The I/O layer of edbstress: opening files for direct or buffered I/O, page-aligned
+//! buffers, pluggable asynchronous backends (io_uring, and a portable thread pool using
+//! pread/pwrite chosen automatically when io_uring is unavailable), and the accounting
+//! every I/O goes through: an I/O class, an instance and a latency recorded into
+//! mergeable fixed-bucket histograms.
+//!
+//! This is the only crate of the workspace allowed to use `unsafe`; every block carries
+//! a `// SAFETY:` comment. It knows nothing about pages, logs or B+trees: it moves bytes
+//! at offsets and times them.
+//!
+//! Typical use: open or create a [`DataFile`], pick a backend with [`open_backend`],
+//! [`IoBackend::register`] the file, then keep up to `depth()` [`IoRequest`]s in flight
+//! with [`IoBackend::submit`] and [`IoBackend::wait`], recycling the [`AlignedBuf`] each
+//! [`IoCompletion`] hands back. Every completion is counted in the backend's [`IoStats`]
+//! (per instance and [`IoClass`], with a [`LatencyHistogram`]); merge the stats of all
+//! backends for reports.
+
+#![warn(missing_docs)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+mod backend;
+mod buf;
+mod class;
+mod error;
+mod file;
+mod histogram;
+mod stats;
+
+pub use backend::{
+    BackendKind, FileId, IoBackend, IoCompletion, IoOp, IoRequest, IoUringBackend, MAX_DEPTH,
+    MAX_REQUEST_BYTES, MAX_WORKER_THREADS, ThreadPoolBackend, open_backend,
+};
+pub use buf::{AlignedBuf, BUF_ALIGN};
+pub use class::IoClass;
+pub use error::IoError;
+pub use file::{Access, DataFile, IoMode, available_space, filesystem_id};
+pub use histogram::{LatencyHistogram, MAX_LATENCY_NS};
+pub use stats::{ClassStats, IoStats};

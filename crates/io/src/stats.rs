@@ -1,0 +1,192 @@
+//! Per-instance, per-class I/O counters.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{IoClass, LatencyHistogram};
+
+/// Counters of one I/O class (for one instance, or totalled).
+///
+/// `ops`, `bytes` and `latency` cover I/Os that succeeded; `errors` counts the ones that
+/// failed (their latency is not recorded, so an error returned at once cannot make a
+/// device look fast).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClassStats {
+    /// Successful I/Os.
+    pub ops: u64,
+    /// Bytes transferred by successful I/Os (as returned, so short reads count short).
+    pub bytes: u64,
+    /// Failed I/Os.
+    pub errors: u64,
+    /// Latency of successful I/Os, from submission to completion.
+    pub latency: LatencyHistogram,
+}
+
+impl ClassStats {
+    /// Empty counters.
+    pub fn new() -> ClassStats {
+        ClassStats::default()
+    }
+
+    /// Adds `other` into these counters.
+    pub fn merge(&mut self, other: &ClassStats) {
+        self.ops = self.ops.saturating_add(other.ops);
+        self.bytes = self.bytes.saturating_add(other.bytes);
+        self.errors = self.errors.saturating_add(other.errors);
+        self.latency.merge(&other.latency);
+    }
+
+    /// Average bytes per successful I/O; 0 when there were none.
+    pub fn mean_bytes(&self) -> f64 {
+        match self.ops {
+            0 => 0.0,
+            n => self.bytes as f64 / n as f64,
+        }
+    }
+}
+
+/// The ten classes of one instance; a class's slot is filled on its first record.
+type InstanceStats = [Option<ClassStats>; IoClass::COUNT];
+
+/// Counters per (instance, class).
+///
+/// Recording is an index into a vector by instance and into an array by class: it
+/// allocates only on the first record of an (instance, class) pair (plus the growth of
+/// the instance vector), takes no lock and makes no system call. Instances are expected
+/// to be small dense numbers (0, 1, 2, ...): memory grows with the largest one.
+///
+/// Serialised as a list of `{instance, class, stats}` entries.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IoStats {
+    by_instance: Vec<Option<Box<InstanceStats>>>,
+}
+
+impl IoStats {
+    /// No counters.
+    pub fn new() -> IoStats {
+        IoStats::default()
+    }
+
+    /// Records one completed I/O: on success one op, `bytes` and its latency; on failure
+    /// one error.
+    #[inline]
+    pub fn record(&mut self, instance: u16, class: IoClass, bytes: u64, latency_ns: u64, ok: bool) {
+        let stats = self.entry(instance, class);
+        if ok {
+            stats.ops = stats.ops.saturating_add(1);
+            stats.bytes = stats.bytes.saturating_add(bytes);
+            stats.latency.record(latency_ns);
+        } else {
+            stats.errors = stats.errors.saturating_add(1);
+        }
+    }
+
+    /// The counters of one pair, created empty if missing.
+    pub fn entry(&mut self, instance: u16, class: IoClass) -> &mut ClassStats {
+        let i = usize::from(instance);
+        if i >= self.by_instance.len() {
+            self.by_instance.resize_with(i + 1, || None);
+        }
+        let classes = self.by_instance[i].get_or_insert_with(Box::default);
+        classes[class.index()].get_or_insert_with(ClassStats::new)
+    }
+
+    /// Adds every counter of `other` into these.
+    pub fn merge(&mut self, other: &IoStats) {
+        for (instance, class, stats) in other.iter() {
+            self.entry(instance, class).merge(stats);
+        }
+    }
+
+    /// The counters of one pair, if anything was recorded for it.
+    pub fn get(&self, instance: u16, class: IoClass) -> Option<&ClassStats> {
+        self.by_instance
+            .get(usize::from(instance))?
+            .as_ref()?
+            .get(class.index())?
+            .as_ref()
+    }
+
+    /// One class summed over all instances.
+    pub fn total(&self, class: IoClass) -> ClassStats {
+        let mut total = ClassStats::new();
+        for (_, c, stats) in self.iter() {
+            if c == class {
+                total.merge(stats);
+            }
+        }
+        total
+    }
+
+    /// Instances with at least one recorded class, ascending.
+    pub fn instances(&self) -> impl Iterator<Item = u16> + '_ {
+        self.by_instance
+            .iter()
+            .enumerate()
+            .filter(|(_, classes)| {
+                classes
+                    .as_ref()
+                    .is_some_and(|c| c.iter().any(Option::is_some))
+            })
+            .map(|(i, _)| i as u16)
+    }
+
+    /// Every recorded (instance, class, counters), by instance then class.
+    pub fn iter(&self) -> impl Iterator<Item = (u16, IoClass, &ClassStats)> + '_ {
+        self.by_instance
+            .iter()
+            .enumerate()
+            .filter_map(|(i, classes)| classes.as_ref().map(|c| (i as u16, c)))
+            .flat_map(|(instance, classes)| {
+                IoClass::ALL
+                    .iter()
+                    .zip(classes.iter())
+                    .filter_map(move |(class, stats)| stats.as_ref().map(|s| (instance, *class, s)))
+            })
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.iter().next().is_none()
+    }
+
+    /// Returns the counters and leaves this empty (for interval sampling).
+    pub fn take(&mut self) -> IoStats {
+        std::mem::take(self)
+    }
+}
+
+#[derive(Serialize)]
+struct EntryRef<'a> {
+    instance: u16,
+    class: IoClass,
+    stats: &'a ClassStats,
+}
+
+#[derive(Deserialize)]
+struct Entry {
+    instance: u16,
+    class: IoClass,
+    stats: ClassStats,
+}
+
+impl Serialize for IoStats {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter().map(|(instance, class, stats)| EntryRef {
+            instance,
+            class,
+            stats,
+        }))
+    }
+}
+
+impl<'de> Deserialize<'de> for IoStats {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let entries = Vec::<Entry>::deserialize(deserializer)?;
+        let mut stats = IoStats::new();
+        for e in entries {
+            // Repeated pairs are merged rather than rejected.
+            stats.entry(e.instance, e.class).merge(&e.stats);
+        }
+        Ok(stats)
+    }
+}
