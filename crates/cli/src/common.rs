@@ -83,3 +83,45 @@ impl PathArgs {
         }
     }
 }
+
+/// The instances present under the database paths (default paths when none given),
+/// each paired with its log directory under the log paths (same round-robin rule as
+/// `prepare`).
+pub fn instances_on_disk(
+    paths: &PathArgs,
+) -> Result<Vec<edbstress_engine::layout::InstanceLayout>, CommandError> {
+    use edbstress_engine::layout::{InstanceLayout, discover_databases};
+    let db_paths = paths.db_paths_or_default();
+    let log_paths = paths.log_paths_or_default();
+    let mut found = Vec::new();
+    for dir in &db_paths {
+        let dbs = discover_databases(dir).map_err(|e| {
+            CommandError::Usage(format!("cannot list --db-path {}: {e}", dir.display()))
+        })?;
+        found.extend(dbs);
+    }
+    if found.is_empty() {
+        return Err(CommandError::Usage(format!(
+            "no edbstress databases (edbstressNNN.edb) under {}; run `edbstress prepare` first or give --db-path",
+            db_paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    found.sort();
+    Ok(found
+        .into_iter()
+        .map(|(n, db_file)| {
+            let log_root = &log_paths[(n as usize - 1) % log_paths.len()];
+            let mut layout = InstanceLayout::new(
+                n,
+                db_file.parent().unwrap_or(std::path::Path::new(".")),
+                log_root,
+            );
+            layout.db_file = db_file;
+            layout
+        })
+        .collect())
+}

@@ -5,9 +5,12 @@
 //! Exit codes: 0 success / clean, 1 an integrity problem was found (or a test failed),
 //! 2 a usage, configuration or environment error.
 
+mod check_cmd;
 mod checksum_cmd;
 mod common;
 mod prepare_cmd;
+mod probe_cmd;
+mod recover_cmd;
 mod units;
 
 use std::process::ExitCode;
@@ -33,6 +36,13 @@ enum Command {
     Prepare(prepare_cmd::PrepareArgs),
     /// Verify every page of databases and every segment of logs, offline (like eseutil /k).
     Checksum(checksum_cmd::ChecksumArgs),
+    /// Replay the logs of instances that were not shut down cleanly (soft recovery).
+    Recover(recover_cmd::RecoverArgs),
+    /// Deep consistency check of the B+trees of offline databases.
+    Check(check_cmd::CheckArgs),
+    /// Run durable-commit sessions printing every acknowledged commit (crash testing).
+    #[command(hide = true)]
+    DurabilityProbe(probe_cmd::DurabilityProbeArgs),
 }
 
 fn init_tracing(verbose: u8) {
@@ -55,6 +65,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Prepare(args) => prepare_cmd::run(args),
         Command::Checksum(args) => checksum_cmd::run(args),
+        Command::Recover(args) => recover_cmd::run(args),
+        Command::Check(args) => check_cmd::run(args),
+        Command::DurabilityProbe(args) => probe_cmd::run(args),
     };
     match result {
         Ok(code) => code,

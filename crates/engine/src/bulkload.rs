@@ -389,7 +389,8 @@ impl BulkLoadPlan {
                 } else {
                     0
                 };
-                let (_, count) = tree.levels[level - 1];
+                // Only leaves carry sibling links (engine.md §1); branches split without
+                // touching a neighbour.
                 let mut page = PageMut::format(
                     buf,
                     pgno,
@@ -397,7 +398,6 @@ impl BulkLoadPlan {
                     flags::BRANCH | lv,
                     BULK_LOAD_DBTIME,
                 );
-                link_siblings(&mut page, pgno, index, count);
                 let (below_first, below_count) = if level == 1 {
                     (tree.first_leaf, tree.leaf_count())
                 } else {

@@ -8,11 +8,19 @@
 //! command lines, print, or decide pass/fail policy for a test run — it returns
 //! structured reports for the workload and CLI layers to judge and present.
 
+pub mod btree;
 pub mod bulkload;
+pub mod cache;
+pub mod check;
 pub mod content;
 pub mod dbfile;
+pub mod error;
+pub mod instance;
 pub mod layout;
+pub mod log;
 pub mod logfiles;
 pub mod prepare;
+pub mod recovery;
+pub mod redo;
 pub mod schema;
 pub mod verify;

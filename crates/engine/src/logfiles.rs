@@ -6,8 +6,8 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use edbstress_format::log::{
-    CHECKPOINT_FILE_NAME, CheckpointRecord, DEFAULT_LOG_FILE_LEN, LogFileHeader, LogPosition,
-    NEXT_LOG_FILE_NAME, SEGMENT_LEN, log_file_name, parse_log_file_name,
+    CHECKPOINT_FILE_NAME, CheckpointRecord, CheckpointState, DEFAULT_LOG_FILE_LEN, LogFileHeader,
+    LogPosition, NEXT_LOG_FILE_NAME, SEGMENT_LEN, log_file_name, parse_log_file_name,
 };
 use edbstress_io::{AlignedBuf, DataFile, IoError, IoMode};
 
@@ -49,6 +49,7 @@ pub fn replace_logs(
     dir: &Path,
     db_signature: u64,
     log_signature: u64,
+    state: CheckpointState,
     mode: IoMode,
 ) -> Result<(), IoError> {
     if let Ok(entries) = std::fs::read_dir(dir) {
@@ -60,7 +61,7 @@ pub fn replace_logs(
             }
         }
     }
-    create_initial_logs(dir, db_signature, log_signature, mode)
+    create_initial_logs(dir, db_signature, log_signature, state, mode)
 }
 
 /// Creates `dir` with log generation 1 and a checkpoint at its first data segment.
@@ -69,6 +70,7 @@ pub fn create_initial_logs(
     dir: &Path,
     db_signature: u64,
     log_signature: u64,
+    state: CheckpointState,
     mode: IoMode,
 ) -> Result<(), IoError> {
     std::fs::create_dir_all(dir).map_err(|e| io_err(dir, "create directory", e))?;
@@ -104,6 +106,7 @@ pub fn create_initial_logs(
         checkpoint: start,
         log_signature,
         db_signature,
+        state,
     };
     record.encode(&mut copies[..SEGMENT_LEN]);
     record.encode(&mut copies[SEGMENT_LEN..]);

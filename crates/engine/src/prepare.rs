@@ -15,7 +15,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use edbstress_format::header::{DatabaseHeader, DbState, HeaderError, TreeRoot};
 use edbstress_format::log::{
-    CHECKPOINT_FILE_NAME, DEFAULT_LOG_FILE_LEN, LogPosition, SEGMENT_LEN, log_file_name,
+    CHECKPOINT_FILE_NAME, CheckpointState, DEFAULT_LOG_FILE_LEN, LogPosition, SEGMENT_LEN,
+    log_file_name,
 };
 use edbstress_format::{PageSize, page_offset};
 use edbstress_io::{
@@ -437,10 +438,16 @@ fn reuse_instance(layout: &InstanceLayout) -> Result<PrepareReport, PrepareError
     if !layout.log_dir.join(log_file_name(1)).exists()
         && !layout.log_dir.join(CHECKPOINT_FILE_NAME).exists()
     {
+        let state = CheckpointState {
+            last_dbtime: h.last_dbtime,
+            next_unused_page: h.next_unused_page,
+            next_message_id: h.next_message_id,
+        };
         crate::logfiles::create_initial_logs(
             &layout.log_dir,
             h.signature,
             h.log_signature,
+            state,
             IoMode::Buffered,
         )?;
     }
@@ -547,10 +554,16 @@ fn create_instance(
     drop(file);
     match result {
         Ok(report) => {
+            let state = CheckpointState {
+                last_dbtime: BULK_LOAD_DBTIME,
+                next_unused_page: plan.first_free_page,
+                next_message_id: plan.messages + 1,
+            };
             crate::logfiles::replace_logs(
                 &layout.log_dir,
                 signature,
                 log_signature,
+                state,
                 options.io_mode,
             )?;
             crate::dbfile::sync_dir(layout.db_file.parent().unwrap_or(Path::new(".")));

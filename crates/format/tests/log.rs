@@ -3,7 +3,7 @@
 
 use edbstress_format::LogPosition;
 use edbstress_format::log::{
-    AssembledRecord, CHECKPOINT_COPY_LEN, CHECKPOINT_FILE_LEN, CheckpointRecord,
+    AssembledRecord, CHECKPOINT_COPY_LEN, CHECKPOINT_FILE_LEN, CheckpointRecord, CheckpointState,
     DEFAULT_LOG_FILE_LEN, FRAGMENT_HEADER_LEN, LogFileHeader, LogFormatError, LogRecord,
     MAX_RECORD_BODY_LEN, RecordAssembler, SEGMENT_LEN, SEGMENT_PAYLOAD_LEN, SegmentHeader,
     SegmentPacker, SegmentVerdict, encode_segment, fragment_flags, record_type, repair_segment,
@@ -413,6 +413,11 @@ fn checkpoint_copies() {
         },
         log_signature: 5,
         db_signature: 6,
+        state: CheckpointState {
+            last_dbtime: 77,
+            next_unused_page: 901,
+            next_message_id: 12_345,
+        },
     };
     let newer = CheckpointRecord {
         update_seq: 5,

@@ -20,7 +20,11 @@ const UPDATE_SEQ: usize = 24;
 const CHECKPOINT: usize = 32;
 const LOG_SIGNATURE: usize = 40;
 const DB_SIGNATURE: usize = 48;
-const END: usize = 56;
+const LAST_DBTIME: usize = 56;
+const NEXT_UNUSED_PAGE: usize = 64;
+const RESERVED_68: usize = 68;
+const NEXT_MESSAGE_ID: usize = 72;
+const END: usize = 80;
 
 /// One checkpoint copy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -33,6 +37,21 @@ pub struct CheckpointRecord {
     pub log_signature: u64,
     /// Signature of the database.
     pub db_signature: u64,
+    /// Engine state at (or after) the checkpoint, which recovery cannot rebuild from
+    /// the log it replays: records before the checkpoint are not read.
+    pub state: CheckpointState,
+}
+
+/// Counters of the database that only ever grow, as of a log position at or after the
+/// checkpoint: recovery starts from these, then takes the maximum with what it replays.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CheckpointState {
+    /// Highest dbtime given out.
+    pub last_dbtime: u64,
+    /// First page never allocated.
+    pub next_unused_page: u32,
+    /// Next message id to hand out.
+    pub next_message_id: u64,
 }
 
 impl CheckpointRecord {
@@ -51,6 +70,9 @@ impl CheckpointRecord {
         put_u64(copy, CHECKPOINT, self.checkpoint.pack());
         put_u64(copy, LOG_SIGNATURE, self.log_signature);
         put_u64(copy, DB_SIGNATURE, self.db_signature);
+        put_u64(copy, LAST_DBTIME, self.state.last_dbtime);
+        put_u32(copy, NEXT_UNUSED_PAGE, self.state.next_unused_page);
+        put_u64(copy, NEXT_MESSAGE_ID, self.state.next_message_id);
         let sum = block_checksum(copy, 0, true);
         put_u64(copy, 0, sum);
     }
@@ -95,7 +117,10 @@ impl CheckpointRecord {
         if version != LOG_FORMAT_VERSION {
             return Err(LogFormatError::UnsupportedVersion { found: version });
         }
-        if get_u32(copy, RESERVED) != 0 || !is_all_zero(&copy[END..]) {
+        if get_u32(copy, RESERVED) != 0
+            || get_u32(copy, RESERVED_68) != 0
+            || !is_all_zero(&copy[END..])
+        {
             return Err(LogFormatError::Invalid {
                 what: WHAT,
                 detail: "reserved bytes are not zero".into(),
@@ -106,6 +131,11 @@ impl CheckpointRecord {
             checkpoint: LogPosition::unpack(get_u64(copy, CHECKPOINT)),
             log_signature: get_u64(copy, LOG_SIGNATURE),
             db_signature: get_u64(copy, DB_SIGNATURE),
+            state: CheckpointState {
+                last_dbtime: get_u64(copy, LAST_DBTIME),
+                next_unused_page: get_u32(copy, NEXT_UNUSED_PAGE),
+                next_message_id: get_u64(copy, NEXT_MESSAGE_ID),
+            },
         })
     }
 }

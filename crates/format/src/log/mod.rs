@@ -16,7 +16,7 @@ use thiserror::Error;
 
 pub use checkpoint::{
     CHECKPOINT_COPY_LEN, CHECKPOINT_FILE_LEN, CHECKPOINT_MAGIC, CheckpointRecord,
-    CheckpointSelection, select_checkpoint,
+    CheckpointSelection, CheckpointState, select_checkpoint,
 };
 pub use record::{
     AssembledRecord, FRAGMENT_HEADER_LEN, LogRecord, MAX_RECORD_BODY_LEN, RecordAssembler,

@@ -1,0 +1,690 @@
+//! B+tree operations over cached pages, run under the instance lock.
+//!
+//! Every page access goes through the cache guard; a page that is not cached yields
+//! [`TreeError::Miss`] and the caller (the transaction layer) undoes what it did,
+//! releases the lock, faults the page in and retries. Modifications are recorded in a
+//! [`ChangeSet`]: for each change a redo record (applied with the very code recovery
+//! uses) and, before a page is first touched, a copy of it so the whole change set can
+//! be undone in memory.
+//!
+//! Layout rules (engine.md §1, §5): roots never move (a full root moves its records to
+//! a new child and becomes a branch above it); leaves carry sibling links, branches do
+//! not; a branch entry is (separator key, child page number) and a key is routed to the
+//! last entry whose separator is ≤ the key (the first entry also takes smaller keys);
+//! leaves may become empty after deletes (no merges).
+
+use edbstress_format::PageSize;
+use edbstress_format::log::LogRecord;
+use edbstress_format::page::{Page, PageHeader, flags};
+
+use crate::cache::{CacheGuard, FrameId};
+use crate::redo::{RedoOp, page_dbtime};
+
+/// The engine state protected by the instance lock, next to the cache.
+#[derive(Clone, Debug)]
+pub struct TreeState {
+    /// Page size of the database.
+    pub page_size: PageSize,
+    /// Last dbtime given out.
+    pub dbtime: u64,
+    /// First never-allocated page.
+    pub next_unused_page: u32,
+    /// Data pages the file holds.
+    pub page_count: u32,
+    /// Next message id.
+    pub next_message_id: u64,
+    /// Next transaction id.
+    pub next_trx: u64,
+}
+
+impl TreeState {
+    /// The counters a checkpoint must carry (see `CheckpointState`).
+    pub fn checkpoint_state(&self) -> edbstress_format::log::CheckpointState {
+        edbstress_format::log::CheckpointState {
+            last_dbtime: self.dbtime,
+            next_unused_page: self.next_unused_page,
+            next_message_id: self.next_message_id,
+        }
+    }
+}
+
+/// Why a tree operation could not complete under the lock.
+#[derive(Debug)]
+pub enum TreeError {
+    /// The page is not cached: fault it in and retry.
+    Miss(u32),
+    /// No free frame for a new page: wait for one and retry.
+    NoFrame,
+    /// The file has no unused page left: grow it and retry.
+    NeedGrowth,
+    /// A page's content is inconsistent with the tree.
+    Corrupt {
+        /// The page.
+        pgno: u32,
+        /// What is wrong.
+        what: String,
+    },
+}
+
+type TreeResult<T> = Result<T, TreeError>;
+
+fn corrupt(pgno: u32, what: impl Into<String>) -> TreeError {
+    TreeError::Corrupt {
+        pgno,
+        what: what.into(),
+    }
+}
+
+/// Deepest tree walked before a cycle is assumed.
+const MAX_DEPTH: usize = 32;
+
+/// The changes of one transaction, with what is needed to undo them.
+pub struct ChangeSet {
+    /// Transaction id.
+    pub trx: u64,
+    /// Redo records, in order.
+    pub records: Vec<LogRecord>,
+    /// Pages modified (frame, page number).
+    pub touched: Vec<(FrameId, u32)>,
+    /// Original bytes of pages modified that existed before (frame, copy).
+    originals: Vec<(FrameId, Vec<u8>)>,
+    /// Frames created for new pages.
+    created: Vec<FrameId>,
+    /// State at the start, restored by undo.
+    state_before: Option<TreeState>,
+}
+
+impl ChangeSet {
+    /// An empty change set for transaction `trx`.
+    pub fn new(trx: u64) -> ChangeSet {
+        ChangeSet {
+            trx,
+            records: Vec::new(),
+            touched: Vec::new(),
+            originals: Vec::new(),
+            created: Vec::new(),
+            state_before: None,
+        }
+    }
+
+    /// Pages created so far by the attempt.
+    pub fn created_count(&self) -> usize {
+        self.created.len()
+    }
+
+    /// Whether nothing was changed.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Remembers the tree state before the first change.
+    pub fn begin(&mut self, g: &mut CacheGuard<'_, TreeState>) {
+        if self.state_before.is_none() {
+            self.state_before = Some(g.state_ref().clone());
+        }
+    }
+
+    /// Puts every touched page and the tree state back as they were.
+    pub fn undo(&mut self, g: &mut CacheGuard<'_, TreeState>) {
+        for (frame, bytes) in self.originals.drain(..).rev() {
+            g.page_mut(frame).copy_from_slice(&bytes);
+        }
+        for frame in self.created.drain(..) {
+            g.discard(frame);
+        }
+        if let Some(state) = self.state_before.take() {
+            *g.state() = state;
+        }
+        self.records.clear();
+        self.touched.clear();
+    }
+}
+
+/// A guard on the instance: cache plus tree state.
+pub type Guard<'a> = CacheGuard<'a, TreeState>;
+
+fn frame_of(g: &mut Guard<'_>, pgno: u32) -> TreeResult<FrameId> {
+    g.lookup(pgno).ok_or(TreeError::Miss(pgno))
+}
+
+fn view<'p>(g: &'p Guard<'_>, frame: FrameId, pgno: u32) -> TreeResult<Page<'p>> {
+    Page::new(g.page(frame)).map_err(|e| corrupt(pgno, format!("malformed page: {e}")))
+}
+
+/// Branch entry index a key is routed to: the last separator ≤ key, or 0.
+fn route(page: &Page<'_>, pgno: u32, key: &[u8]) -> TreeResult<usize> {
+    let n = page.record_count();
+    if n == 0 {
+        return Err(corrupt(pgno, "branch page without entries"));
+    }
+    let mut i = match page.search(key) {
+        Ok(i) => i,
+        Err(0) => return Ok(0),
+        Err(i) => return Ok(i - 1),
+    };
+    // Equal separators can follow a split of a leftmost child: take the last one.
+    while i + 1 < n
+        && page
+            .record(i + 1)
+            .map_err(|e| corrupt(pgno, e.to_string()))?
+            .key
+            == key
+    {
+        i += 1;
+    }
+    Ok(i)
+}
+
+fn child_of(page: &Page<'_>, pgno: u32, index: usize) -> TreeResult<u32> {
+    let r = page
+        .record(index)
+        .map_err(|e| corrupt(pgno, e.to_string()))?;
+    let bytes: [u8; 4] = r
+        .data
+        .try_into()
+        .map_err(|_| corrupt(pgno, "branch entry is not a page number"))?;
+    Ok(u32::from_le_bytes(bytes))
+}
+
+/// Where a key is, or would be, in a tree.
+#[derive(Clone, Debug)]
+pub struct LeafPosition {
+    /// Branch pages from the root down, with the entry followed in each.
+    pub path: Vec<(u32, usize)>,
+    /// The leaf.
+    pub leaf: u32,
+    /// `Ok(i)`: the key is record i; `Err(i)`: it would be inserted at i.
+    pub slot: Result<usize, usize>,
+}
+
+/// Descends from `root` to the leaf for `key`.
+pub fn descend(g: &mut Guard<'_>, root: u32, key: &[u8]) -> TreeResult<LeafPosition> {
+    let mut pgno = root;
+    let mut path = Vec::new();
+    loop {
+        let frame = frame_of(g, pgno)?;
+        let page = view(g, frame, pgno)?;
+        let h = page.header();
+        if h.flags & flags::LEAF != 0 {
+            return Ok(LeafPosition {
+                path,
+                leaf: pgno,
+                slot: page.search(key),
+            });
+        }
+        if h.flags & flags::BRANCH == 0 {
+            return Err(corrupt(
+                pgno,
+                format!(
+                    "page in a tree is neither leaf nor branch (flags {:#x})",
+                    h.flags
+                ),
+            ));
+        }
+        let index = route(&page, pgno, key)?;
+        let child = child_of(&page, pgno, index)?;
+        path.push((pgno, index));
+        if path.len() > MAX_DEPTH {
+            return Err(corrupt(pgno, "tree deeper than 32 levels (a cycle?)"));
+        }
+        pgno = child;
+    }
+}
+
+/// Reads the record with exactly `key`, if present.
+pub fn get(g: &mut Guard<'_>, root: u32, key: &[u8]) -> TreeResult<Option<Vec<u8>>> {
+    let pos = descend(g, root, key)?;
+    match pos.slot {
+        Ok(i) => {
+            let frame = frame_of(g, pos.leaf)?;
+            let page = view(g, frame, pos.leaf)?;
+            Ok(Some(
+                page.record(i)
+                    .map_err(|e| corrupt(pos.leaf, e.to_string()))?
+                    .data
+                    .to_vec(),
+            ))
+        }
+        Err(_) => Ok(None),
+    }
+}
+
+/// The first record with a key ≥ `key`: (key, data), following leaf links past the
+/// end of a leaf (and over empty leaves).
+pub fn seek_ge(g: &mut Guard<'_>, root: u32, key: &[u8]) -> TreeResult<Option<(Vec<u8>, Vec<u8>)>> {
+    let pos = descend(g, root, key)?;
+    let mut pgno = pos.leaf;
+    let mut index = match pos.slot {
+        Ok(i) | Err(i) => i,
+    };
+    for _ in 0..1_000_000 {
+        let frame = frame_of(g, pgno)?;
+        let page = view(g, frame, pgno)?;
+        if index < page.record_count() {
+            let r = page
+                .record(index)
+                .map_err(|e| corrupt(pgno, e.to_string()))?;
+            return Ok(Some((r.key.to_vec(), r.data.to_vec())));
+        }
+        let next = page.header().next;
+        if next == 0 {
+            return Ok(None);
+        }
+        pgno = next;
+        index = 0;
+    }
+    Err(corrupt(pgno, "leaf chain does not end (a cycle?)"))
+}
+
+/// Calls `visit(key, data)` for consecutive records from the first key ≥ `start`
+/// while it returns true.
+pub fn scan_from(
+    g: &mut Guard<'_>,
+    root: u32,
+    start: &[u8],
+    visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+) -> TreeResult<()> {
+    let pos = descend(g, root, start)?;
+    let mut pgno = pos.leaf;
+    let mut index = match pos.slot {
+        Ok(i) | Err(i) => i,
+    };
+    for _ in 0..1_000_000 {
+        let frame = frame_of(g, pgno)?;
+        let page = view(g, frame, pgno)?;
+        while index < page.record_count() {
+            let r = page
+                .record(index)
+                .map_err(|e| corrupt(pgno, e.to_string()))?;
+            if !visit(r.key, r.data) {
+                return Ok(());
+            }
+            index += 1;
+        }
+        let next = page.header().next;
+        if next == 0 {
+            return Ok(());
+        }
+        pgno = next;
+        index = 0;
+    }
+    Err(corrupt(pgno, "leaf chain does not end (a cycle?)"))
+}
+
+/// Applies `op` to page `pgno` (cached), recording redo and undo information.
+fn modify(g: &mut Guard<'_>, cs: &mut ChangeSet, pgno: u32, op: RedoOp) -> TreeResult<()> {
+    let frame = frame_of(g, pgno)?;
+    apply(g, cs, frame, pgno, op, false)
+}
+
+fn apply(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    frame: FrameId,
+    pgno: u32,
+    op: RedoOp,
+    new: bool,
+) -> TreeResult<()> {
+    cs.begin(g);
+    let before = if new { 0 } else { page_dbtime(g.page(frame)) };
+    if !new && !cs.touched.iter().any(|&(f, _)| f == frame) {
+        cs.originals.push((frame, g.page(frame).to_vec()));
+    }
+    if !cs.touched.iter().any(|&(f, _)| f == frame) {
+        cs.touched.push((frame, pgno));
+    }
+    let after = {
+        let s = g.state();
+        s.dbtime += 1;
+        s.dbtime
+    };
+    op.apply(g.page_mut(frame), pgno, after)
+        .map_err(|e| corrupt(pgno, e.to_string()))?;
+    cs.records.push(LogRecord::PageRedo {
+        pgno,
+        dbtime_before: before,
+        dbtime_after: after,
+        trx: cs.trx,
+        op: op.code(),
+        payload: op.encode(),
+    });
+    Ok(())
+}
+
+/// Allocates a never-used page and a frame for it.
+fn allocate(g: &mut Guard<'_>, cs: &mut ChangeSet) -> TreeResult<(u32, FrameId)> {
+    cs.begin(g);
+    let pgno = g.state_ref().next_unused_page;
+    if pgno > g.state_ref().page_count {
+        return Err(TreeError::NeedGrowth);
+    }
+    let frame = g.new_page(pgno).ok_or(TreeError::NoFrame)?;
+    cs.created.push(frame);
+    g.state().next_unused_page = pgno + 1;
+    Ok((pgno, frame))
+}
+
+/// Largest key + data an insert accepts: half of what fits an empty page, so that two
+/// records always fit one page and a split always makes room. (Long-value chunks are
+/// sized to fill a page exactly in twos or fours.)
+pub fn max_entry_len(page_size: PageSize) -> usize {
+    edbstress_format::page::max_key_data_len(page_size) / 2
+}
+
+/// Inserts a new record; an existing key is an error.
+pub fn insert(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    root: u32,
+    key: &[u8],
+    data: &[u8],
+) -> TreeResult<()> {
+    if key.len() + data.len() > max_entry_len(g.state_ref().page_size) {
+        return Err(corrupt(
+            root,
+            format!("record of {} bytes is too large", key.len() + data.len()),
+        ));
+    }
+    for _ in 0..MAX_DEPTH * 2 {
+        let pos = descend(g, root, key)?;
+        let index = match pos.slot {
+            Ok(_) => return Err(corrupt(pos.leaf, "insert of a key that exists")),
+            Err(i) => i,
+        };
+        let frame = frame_of(g, pos.leaf)?;
+        if view(g, frame, pos.leaf)?.fits(key.len(), data.len()) {
+            let op = RedoOp::Insert {
+                index: index as u16,
+                key: key.to_vec(),
+                data: data.to_vec(),
+            };
+            return modify(g, cs, pos.leaf, op);
+        }
+        split(g, cs, &pos.path, pos.leaf, key, data.len())?;
+    }
+    Err(corrupt(
+        root,
+        "insert did not find room after repeated splits",
+    ))
+}
+
+/// Deletes the record with `key`; returns whether it existed.
+pub fn delete(g: &mut Guard<'_>, cs: &mut ChangeSet, root: u32, key: &[u8]) -> TreeResult<bool> {
+    let pos = descend(g, root, key)?;
+    match pos.slot {
+        Ok(i) => {
+            modify(g, cs, pos.leaf, RedoOp::Delete { index: i as u16 })?;
+            Ok(true)
+        }
+        Err(_) => Ok(false),
+    }
+}
+
+/// Replaces the data of the record with `key`; returns whether it existed.
+pub fn replace(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    root: u32,
+    key: &[u8],
+    data: &[u8],
+) -> TreeResult<bool> {
+    let pos = descend(g, root, key)?;
+    let Ok(i) = pos.slot else { return Ok(false) };
+    let frame = frame_of(g, pos.leaf)?;
+    let page = view(g, frame, pos.leaf)?;
+    let old = page
+        .record(i)
+        .map_err(|e| corrupt(pos.leaf, e.to_string()))?
+        .data
+        .len();
+    if page.free_space() + old >= data.len() {
+        modify(
+            g,
+            cs,
+            pos.leaf,
+            RedoOp::ReplaceData {
+                index: i as u16,
+                data: data.to_vec(),
+            },
+        )?;
+    } else {
+        modify(g, cs, pos.leaf, RedoOp::Delete { index: i as u16 })?;
+        insert(g, cs, root, key, data)?;
+    }
+    Ok(true)
+}
+
+/// Splits page `pgno` (reached through `path`) to make room for a record with `key`
+/// and `data_len` bytes of data, which the caller then inserts by descending again.
+fn split(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    path: &[(u32, usize)],
+    pgno: u32,
+    key: &[u8],
+    data_len: usize,
+) -> TreeResult<()> {
+    let frame = frame_of(g, pgno)?;
+    let page = view(g, frame, pgno)?;
+    let h = page.header();
+    let records: Vec<(Vec<u8>, Vec<u8>)> = (0..page.record_count())
+        .map(|i| {
+            page.record(i)
+                .map(|r| (r.key.to_vec(), r.data.to_vec()))
+                .map_err(|e| corrupt(pgno, e.to_string()))
+        })
+        .collect::<TreeResult<_>>()?;
+    let Some((&(parent, parent_index), parent_path)) = path.split_last() else {
+        return split_root(g, cs, pgno, h, records);
+    };
+    let is_leaf = h.flags & flags::LEAF != 0;
+    let n = records.len();
+    let insert_at = match records.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
+        Ok(i) | Err(i) => i,
+    };
+    // Where the upper part starts (an index into the old records), and the separator.
+    let right_edge = insert_at == n
+        && if is_leaf {
+            h.next == 0
+        } else {
+            is_rightmost(g, path)?
+        };
+    // Choose the split over the combined sequence C = old[..insert_at] + new + old[insert_at..]:
+    // C[..s] stays, C[s..] moves, and C[s]'s key separates the halves.
+    let split_at = if right_edge {
+        // Appending at the right edge (new messages, new long values): keep this page
+        // full and start a new one with just the new record.
+        n
+    } else {
+        // Halve by bytes, at least one record on each side.
+        let size = |k: &[u8], d: usize| 2 + k.len() + d + 4;
+        let combined = |c: usize| -> usize {
+            match c.cmp(&insert_at) {
+                std::cmp::Ordering::Less => size(&records[c].0, records[c].1.len()),
+                std::cmp::Ordering::Equal => size(key, data_len),
+                std::cmp::Ordering::Greater => size(&records[c - 1].0, records[c - 1].1.len()),
+            }
+        };
+        let total: usize = (0..=n).map(combined).sum();
+        let mut acc = 0;
+        let mut s = n;
+        for c in 0..=n {
+            acc += combined(c);
+            if acc >= total / 2 {
+                s = c + 1;
+                break;
+            }
+        }
+        s.clamp(1, n)
+    };
+    // Old records kept on this page, and the separator (the key of C[split_at]).
+    let (keep, separator) = match split_at.cmp(&insert_at) {
+        std::cmp::Ordering::Less => (split_at, records[split_at].0.clone()),
+        std::cmp::Ordering::Equal => (split_at, key.to_vec()),
+        std::cmp::Ordering::Greater => (split_at - 1, records[split_at - 1].0.clone()),
+    };
+    let (new_pgno, new_frame) = allocate(g, cs)?;
+    let moved = records[keep..].to_vec();
+    let (prev, next) = if is_leaf { (pgno, h.next) } else { (0, 0) };
+    let build = RedoOp::Build {
+        object_id: h.object_id,
+        flags: h.flags & !flags::ROOT,
+        prev,
+        next,
+        records: moved,
+    };
+    apply(g, cs, new_frame, new_pgno, build, true)?;
+    if keep < n {
+        modify(g, cs, pgno, RedoOp::Truncate { keep: keep as u16 })?;
+    }
+    if is_leaf {
+        modify(
+            g,
+            cs,
+            pgno,
+            RedoOp::SetLinks {
+                prev: h.prev,
+                next: new_pgno,
+            },
+        )?;
+        if h.next != 0 {
+            let next_frame = frame_of(g, h.next)?;
+            let next_next = PageHeader::read(g.page(next_frame)).next;
+            modify(
+                g,
+                cs,
+                h.next,
+                RedoOp::SetLinks {
+                    prev: new_pgno,
+                    next: next_next,
+                },
+            )?;
+        }
+    }
+    insert_separator(
+        g,
+        cs,
+        parent_path,
+        parent,
+        parent_index + 1,
+        &separator,
+        new_pgno,
+    )
+}
+
+/// Whether every step of `path` followed the last entry of its branch.
+fn is_rightmost(g: &mut Guard<'_>, path: &[(u32, usize)]) -> TreeResult<bool> {
+    for &(pgno, index) in path {
+        let frame = frame_of(g, pgno)?;
+        if view(g, frame, pgno)?.record_count() != index + 1 {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Levels between page `pgno` and the leaves (0 for a leaf).
+fn height_of(g: &mut Guard<'_>, pgno: u32) -> TreeResult<usize> {
+    let mut height = 0;
+    let mut p = pgno;
+    loop {
+        let f = frame_of(g, p)?;
+        let page = view(g, f, p)?;
+        if page.header().flags & flags::LEAF != 0 {
+            return Ok(height);
+        }
+        p = child_of(&page, p, 0)?;
+        height += 1;
+        if height > MAX_DEPTH {
+            return Err(corrupt(pgno, "branch deeper than 32 levels (a cycle?)"));
+        }
+    }
+}
+
+/// Inserts (separator → child) at `index` of branch `pgno`, splitting it if full.
+fn insert_separator(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    path: &[(u32, usize)],
+    pgno: u32,
+    index: usize,
+    separator: &[u8],
+    child: u32,
+) -> TreeResult<()> {
+    let frame = frame_of(g, pgno)?;
+    let data = child.to_le_bytes();
+    if view(g, frame, pgno)?.fits(separator.len(), data.len()) {
+        let op = RedoOp::Insert {
+            index: index as u16,
+            key: separator.to_vec(),
+            data: data.to_vec(),
+        };
+        return modify(g, cs, pgno, op);
+    }
+    // Split the branch, then place the entry in whichever page at this height now
+    // covers the separator (the root keeps its number but grows a level when split).
+    let height = height_of(g, pgno)?;
+    let root = path.first().map_or(pgno, |&(p, _)| p);
+    split(g, cs, path, pgno, separator, data.len())?;
+    let target = page_at_height(g, root, separator, height)?;
+    let tframe = frame_of(g, target)?;
+    let tpage = view(g, tframe, target)?;
+    let at = match tpage.search(separator) {
+        Ok(i) => i + 1,
+        Err(i) => i,
+    };
+    if !tpage.fits(separator.len(), data.len()) {
+        return Err(corrupt(target, "branch half has no room after a split"));
+    }
+    let op = RedoOp::Insert {
+        index: at as u16,
+        key: separator.to_vec(),
+        data: data.to_vec(),
+    };
+    modify(g, cs, target, op)
+}
+
+/// The page `height` levels above the leaves on the path `key` takes from `root`.
+fn page_at_height(g: &mut Guard<'_>, root: u32, key: &[u8], height: usize) -> TreeResult<u32> {
+    let steps = height_of(g, root)?
+        .checked_sub(height)
+        .ok_or_else(|| corrupt(root, "tree lower than the split branch"))?;
+    let mut p = root;
+    for _ in 0..steps {
+        let f = frame_of(g, p)?;
+        let page = view(g, f, p)?;
+        let i = route(&page, p, key)?;
+        p = child_of(&page, p, i)?;
+    }
+    Ok(p)
+}
+
+/// A full root: its records move to a new child, and the root becomes a branch with a
+/// single entry (empty separator) pointing to it. The child is then split normally.
+fn split_root(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    root: u32,
+    h: PageHeader,
+    records: Vec<(Vec<u8>, Vec<u8>)>,
+) -> TreeResult<()> {
+    let (child, child_frame) = allocate(g, cs)?;
+    let child_flags = h.flags & !flags::ROOT;
+    let build = RedoOp::Build {
+        object_id: h.object_id,
+        flags: child_flags,
+        prev: 0,
+        next: 0,
+        records,
+    };
+    apply(g, cs, child_frame, child, build, true)?;
+    let root_flags = flags::ROOT | flags::BRANCH | (h.flags & flags::LONG_VALUE);
+    let build = RedoOp::Build {
+        object_id: h.object_id,
+        flags: root_flags,
+        prev: 0,
+        next: 0,
+        records: vec![(Vec::new(), child.to_le_bytes().to_vec())],
+    };
+    modify(g, cs, root, build)
+}

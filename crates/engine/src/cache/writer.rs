@@ -1,0 +1,690 @@
+//! The page writer: one thread per cache that keeps the available pool filled by
+//! evicting the coldest pages, writes pages whose first change falls too far behind the
+//! log (checkpoint depth), and serves `flush_all`.
+//!
+//! Each round it plans writes under the instance lock (choosing pages, coalescing
+//! contiguous dirty neighbours, copying snapshots into write buffers), then without the
+//! lock seals the snapshots' checksums, makes the log durable up to the newest change in
+//! the batch (WAL), submits the writes to its I/O backend and reaps completions; the
+//! next round, under the lock, marks pages clean whose version did not move meanwhile.
+
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use edbstress_format::checksum::seal_page;
+use edbstress_format::log::LogPosition;
+use edbstress_format::{PageSize, page_offset};
+use edbstress_io::{AlignedBuf, FileId, IoBackend, IoClass, IoCompletion, IoOp, IoRequest};
+use parking_lot::MutexGuard;
+
+use super::Shared;
+use super::frames::{Core, EXCLUDED, EvictionKey, FlushReason, FrameState, StopMode, eviction_key};
+
+/// How often the writer looks at the checkpoint depth when nothing wakes it.
+const MAINTENANCE_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Header bytes `seal_page` sets: block 0's sum (0..8), blocks 1-3's sums and the page
+/// number (40..68). Copied back into a frame whose snapshot was written unchanged, so a
+/// clean frame holds exactly the bytes on disk.
+const SEALED_FIELDS: [std::ops::Range<usize>; 2] = [0..8, 40..68];
+
+/// One write: a run of contiguous pages.
+struct WriteJob {
+    first_pgno: u32,
+    /// (frame, version of the snapshot).
+    pages: Vec<(u32, u64)>,
+    buf: AlignedBuf,
+    len: usize,
+    reason: FlushReason,
+    /// Fault injection: report done without issuing.
+    dropped: bool,
+    /// Handed to the backend and not yet reaped.
+    submitted: bool,
+    /// Newest change among the snapshots: the log must be durable to here first.
+    last_change: LogPosition,
+}
+
+/// A job that is over, to be accounted for under the lock.
+struct Finished {
+    slot: usize,
+    result: Result<(), String>,
+    /// Whether an I/O was actually done (for the I/O statistics).
+    issued: bool,
+    latency_ns: u64,
+    buf: AlignedBuf,
+}
+
+/// A page `flush_all` waits for: done when the frame no longer holds that page dirty at
+/// a version older than `version`.
+#[derive(Clone, Copy)]
+struct FlushItem {
+    frame: u32,
+    pgno: u32,
+    version: u64,
+}
+
+pub(crate) struct Writer<S> {
+    shared: Arc<Shared<S>>,
+    backend: Box<dyn IoBackend>,
+    file: FileId,
+    page_len: usize,
+    coalesce_pages: u32,
+    instance: u16,
+    jobs: Vec<WriteJob>,
+    free_slots: Vec<usize>,
+    /// Jobs planned and not finished (planned, submitted or dropped).
+    in_flight: usize,
+    planned: Vec<usize>,
+    /// Write buffers by size class: class c holds `page_len << c` bytes.
+    buffers: Vec<Vec<AlignedBuf>>,
+    completions: Vec<IoCompletion>,
+    finished: Vec<Finished>,
+    /// Dirty frames chosen for eviction, waiting for a write slot: (frame, pgno).
+    pool_queue: VecDeque<(u32, u32)>,
+    /// Between falling below the start threshold and reaching the stop threshold.
+    refilling: bool,
+    cold: BinaryHeap<(EvictionKey, u32)>,
+    candidates: Vec<(EvictionKey, u32)>,
+    seeds: Vec<u32>,
+    flush_queue: VecDeque<FlushItem>,
+    flush_recheck: Vec<FlushItem>,
+    /// The last flush request whose dirty pages were queued.
+    flush_taken: u64,
+    wal_waits: u64,
+}
+
+impl<S> Writer<S> {
+    pub(crate) fn new(
+        shared: Arc<Shared<S>>,
+        backend: Box<dyn IoBackend>,
+        file: FileId,
+    ) -> Writer<S> {
+        let config = &shared.config;
+        let page_len = config.page_size.bytes();
+        let coalesce_pages = (config.coalesce_max / page_len).clamp(1, 1 << 16) as u32;
+        let depth = backend.depth();
+        let classes = coalesce_pages.next_power_of_two().trailing_zeros() as usize + 1;
+        let instance = config.instance;
+        Writer {
+            jobs: (0..depth)
+                .map(|_| WriteJob {
+                    first_pgno: 0,
+                    pages: Vec::new(),
+                    buf: AlignedBuf::empty(),
+                    len: 0,
+                    reason: FlushReason::Pool,
+                    dropped: false,
+                    submitted: false,
+                    last_change: LogPosition::default(),
+                })
+                .collect(),
+            free_slots: (0..depth).rev().collect(),
+            in_flight: 0,
+            planned: Vec::with_capacity(depth),
+            buffers: (0..classes).map(|_| Vec::new()).collect(),
+            completions: Vec::with_capacity(depth),
+            finished: Vec::with_capacity(depth),
+            pool_queue: VecDeque::new(),
+            refilling: false,
+            cold: BinaryHeap::new(),
+            candidates: Vec::new(),
+            seeds: Vec::new(),
+            flush_queue: VecDeque::new(),
+            flush_recheck: Vec::new(),
+            flush_taken: 0,
+            wal_waits: 0,
+            shared,
+            backend,
+            file,
+            page_len,
+            coalesce_pages,
+            instance,
+        }
+    }
+
+    /// The thread's body; returns when told to stop (after its writes in flight end).
+    pub(crate) fn run(mut self) {
+        let shared = Arc::clone(&self.shared);
+        let mut core = shared.core.lock();
+        loop {
+            if !self.finished.is_empty() {
+                self.complete(&mut core);
+            }
+            let stop = core.stop;
+            if stop != StopMode::Run && self.in_flight == 0 {
+                break;
+            }
+            let planned = if stop == StopMode::Run && core.failed.is_none() {
+                self.plan(&mut core)
+            } else {
+                0
+            };
+            if planned == 0 && self.in_flight == 0 {
+                shared.writer_wake.wait_for(&mut core, MAINTENANCE_INTERVAL);
+                continue;
+            }
+            MutexGuard::unlocked(&mut core, || {
+                if planned > 0 {
+                    self.issue();
+                }
+                if self.in_flight > self.finished.len() {
+                    // Having just submitted, only collect what is done: the next round
+                    // may plan more. Otherwise sleep until a write completes.
+                    let min = if planned > 0 { 0 } else { 1 };
+                    self.reap(min);
+                }
+            });
+        }
+        if self.wal_waits > 0 {
+            core.counts.wal_waits += std::mem::take(&mut self.wal_waits);
+        }
+    }
+
+    /// Chooses the next writes; returns how many were planned.
+    fn plan(&mut self, core: &mut MutexGuard<'_, Core<S>>) -> usize {
+        self.plan_pool(core);
+        self.plan_flush_all(core);
+        self.plan_checkpoint(core);
+        self.planned.len()
+    }
+
+    /// Available-pool maintenance: below the start threshold (or with sessions waiting),
+    /// evict the coldest pages until the stop threshold is reached, writing dirty ones
+    /// first.
+    fn plan_pool(&mut self, core: &mut MutexGuard<'_, Core<S>>) {
+        let shared = Arc::clone(&self.shared);
+        let (start, stop) = (
+            shared.config.available_start(),
+            shared.config.available_stop().max(core.frames_wanted),
+        );
+        let obtainable = core.obtainable();
+        if obtainable < start || core.frame_waiters > 0 {
+            self.refilling = true;
+        }
+        if obtainable >= stop && core.frame_waiters == 0 {
+            self.refilling = false;
+        }
+        if self.refilling {
+            let need = stop.saturating_sub(obtainable + core.pending_evictions);
+            if need > 0 {
+                self.choose_cold(core, need);
+            }
+        }
+        let mut freed = 0;
+        while !self.free_slots.is_empty() {
+            let Some((f, pgno)) = self.pool_queue.pop_front() else {
+                break;
+            };
+            let lru = &shared.lru[f as usize];
+            let meta = &core.frames[f as usize];
+            let chosen = lru.last.load(Relaxed) & EXCLUDED != 0;
+            if meta.state != FrameState::Resident || meta.pgno != pgno || !chosen || meta.in_flight
+            {
+                // Gone, referenced again (no longer cold), or its write is in flight
+                // already (the completion evicts it).
+                continue;
+            }
+            if !meta.dirty {
+                core.pending_evictions -= 1;
+                core.evict(f, lru);
+                freed += 1;
+                continue;
+            }
+            self.build_job(core, f, FlushReason::Pool);
+        }
+        if freed > 0 {
+            shared.frame_freed.notify_all();
+        }
+    }
+
+    /// Picks the `need` coldest frames (scanning the LRU history without the lock), then
+    /// under the lock evicts the clean ones and queues the dirty ones for writing.
+    fn choose_cold(&mut self, core: &mut MutexGuard<'_, Core<S>>, need: usize) {
+        let shared = Arc::clone(&self.shared);
+        let (now, window, frames) = (core.clock, core.correlation_window, core.frames.len());
+        // Pinned frames are skipped below: look that much further.
+        let need = need + core.pinned_frames;
+        MutexGuard::unlocked(core, || {
+            self.cold.clear();
+            for (f, slot) in shared.lru[..frames].iter().enumerate() {
+                let raw = slot.last.load(Relaxed);
+                let Some(key) = eviction_key(raw, slot.hist2.load(Relaxed), now, window) else {
+                    continue;
+                };
+                let entry = (key, f as u32);
+                if self.cold.len() < need {
+                    self.cold.push(entry);
+                } else if let Some(mut top) = self.cold.peek_mut()
+                    && entry < *top
+                {
+                    *top = entry;
+                }
+            }
+            self.candidates.clear();
+            self.candidates.extend(self.cold.drain());
+            self.candidates.sort_unstable();
+        });
+        let mut freed = 0;
+        for &((_, _, raw_last), f) in &self.candidates {
+            let lru = &shared.lru[f as usize];
+            let meta = &core.frames[f as usize];
+            // Referenced, evicted or chosen since the scan: skip it.
+            if meta.state != FrameState::Resident
+                || meta.pins > 0
+                || lru.last.load(Relaxed) != raw_last
+            {
+                continue;
+            }
+            if !meta.dirty && !meta.in_flight {
+                core.evict(f, lru);
+                freed += 1;
+                continue;
+            }
+            let (in_flight, pgno) = (meta.in_flight, meta.pgno);
+            lru.last.store(raw_last | EXCLUDED, Relaxed);
+            core.pending_evictions += 1;
+            if !in_flight {
+                self.pool_queue.push_back((f, pgno));
+            }
+        }
+        if freed > 0 {
+            shared.frame_freed.notify_all();
+        }
+    }
+
+    /// `flush_all`: writes every page dirty when the request was taken, and reports the
+    /// request served once each is on disk (at that version or a newer one).
+    fn plan_flush_all(&mut self, core: &mut MutexGuard<'_, Core<S>>) {
+        if core.flush_requested > self.flush_taken {
+            self.flush_taken = core.flush_requested;
+            let start = self.flush_queue.len();
+            for &(_, f) in &core.dirty {
+                let meta = &core.frames[f as usize];
+                self.flush_queue.push_back(FlushItem {
+                    frame: f,
+                    pgno: meta.pgno,
+                    version: meta.version,
+                });
+            }
+            // In page order, so that runs coalesce and the device sees ascending offsets.
+            self.flush_queue.make_contiguous()[start..].sort_unstable_by_key(|item| item.pgno);
+        }
+        if core.flush_served == self.flush_taken {
+            return;
+        }
+        while !self.free_slots.is_empty() {
+            let Some(item) = self.flush_queue.pop_front() else {
+                break;
+            };
+            if flushed(core, item) {
+                continue;
+            }
+            if !core.frames[item.frame as usize].in_flight {
+                self.build_job(core, item.frame, FlushReason::Requested);
+            }
+            self.flush_recheck.push(item);
+        }
+        if !self.flush_queue.is_empty() {
+            return;
+        }
+        // Everything was issued once: keep what is still in flight, requeue what an
+        // older in-flight write or a failure left dirty.
+        let mut i = 0;
+        while i < self.flush_recheck.len() {
+            let item = self.flush_recheck[i];
+            if flushed(core, item) {
+                self.flush_recheck.swap_remove(i);
+            } else if core.frames[item.frame as usize].in_flight {
+                i += 1;
+            } else {
+                self.flush_queue.push_back(item);
+                self.flush_recheck.swap_remove(i);
+            }
+        }
+        if self.flush_queue.is_empty() && self.flush_recheck.is_empty() {
+            core.flush_served = self.flush_taken;
+            self.shared.flush_done.notify_all();
+        }
+    }
+
+    /// Checkpoint-depth maintenance: writes, oldest first, the pages whose first change
+    /// is more than `checkpoint_depth` bytes of log behind its current end.
+    fn plan_checkpoint(&mut self, core: &mut MutexGuard<'_, Core<S>>) {
+        if core.dirty.is_empty() || self.free_slots.is_empty() {
+            return;
+        }
+        let wal = &self.shared.wal;
+        let current = wal.current();
+        let depth = self.shared.config.checkpoint_depth;
+        self.seeds.clear();
+        for &(packed, f) in &core.dirty {
+            if self.seeds.len() >= self.free_slots.len() {
+                break;
+            }
+            if wal.bytes_between(LogPosition::unpack(packed), current) <= depth {
+                break;
+            }
+            if !core.frames[f as usize].in_flight {
+                self.seeds.push(f);
+            }
+        }
+        for i in 0..self.seeds.len() {
+            let f = self.seeds[i];
+            // An earlier seed's run may have taken this one in.
+            if !core.frames[f as usize].in_flight && !self.free_slots.is_empty() {
+                self.build_job(core, f, FlushReason::Checkpoint);
+            }
+        }
+    }
+
+    /// Plans the write of dirty frame `seed`, extended to contiguous dirty neighbours up
+    /// to the coalescing limit, copying the snapshots into a write buffer.
+    fn build_job(&mut self, core: &mut Core<S>, seed: u32, reason: FlushReason) {
+        let Some(slot) = self.free_slots.pop() else {
+            return;
+        };
+        let pgno = core.frames[seed as usize].pgno;
+        let (mut lo, mut hi) = (pgno, pgno);
+        let dropped = match core.drop_writes.iter().position(|&p| p == pgno) {
+            Some(i) => {
+                core.drop_writes.swap_remove(i);
+                true
+            }
+            None => {
+                let joinable = |core: &Core<S>, q: u32| {
+                    core.map.get(&q).is_some_and(|&f| {
+                        let meta = &core.frames[f as usize];
+                        meta.dirty && !meta.in_flight
+                    }) && !core.drop_writes.contains(&q)
+                };
+                while hi - lo + 1 < self.coalesce_pages && lo > 1 && joinable(core, lo - 1) {
+                    lo -= 1;
+                }
+                while hi - lo + 1 < self.coalesce_pages && hi < u32::MAX && joinable(core, hi + 1) {
+                    hi += 1;
+                }
+                false
+            }
+        };
+        let pages = (hi - lo + 1) as usize;
+        let mut buf = self.take_buffer(pages);
+        let job = &mut self.jobs[slot];
+        job.pages.clear();
+        job.last_change = LogPosition::default();
+        for (i, q) in (lo..=hi).enumerate() {
+            let f = if q == pgno { seed } else { core.map[&q] };
+            let meta = &mut core.frames[f as usize];
+            meta.in_flight = true;
+            job.pages.push((f, meta.version));
+            job.last_change = job.last_change.max(meta.last_change);
+            buf[i * self.page_len..(i + 1) * self.page_len]
+                .copy_from_slice(&core.pages[f as usize]);
+        }
+        job.first_pgno = lo;
+        job.buf = buf;
+        job.len = pages * self.page_len;
+        job.reason = reason;
+        job.dropped = dropped;
+        job.submitted = false;
+        self.planned.push(slot);
+        self.in_flight += 1;
+    }
+
+    /// A write buffer for `pages` pages, reused when one of its size class is free.
+    fn take_buffer(&mut self, pages: usize) -> AlignedBuf {
+        let class = pages.next_power_of_two().trailing_zeros() as usize;
+        self.buffers[class]
+            .pop()
+            .unwrap_or_else(|| AlignedBuf::new(self.page_len << class))
+    }
+
+    fn return_buffer(&mut self, buf: AlignedBuf) {
+        let pages = buf.len() / self.page_len;
+        if pages == 0 || !pages.is_power_of_two() {
+            return;
+        }
+        if let Some(class) = self.buffers.get_mut(pages.trailing_zeros() as usize) {
+            class.push(buf);
+        }
+    }
+
+    /// Without the lock: seals the snapshots, makes the log durable to the newest change
+    /// among them, and submits the writes.
+    fn issue(&mut self) {
+        let page_size = self.shared.config.page_size;
+        let mut needed = LogPosition::default();
+        for &slot in &self.planned {
+            let job = &mut self.jobs[slot];
+            seal_run(&mut job.buf[..job.len], job.first_pgno, page_size);
+            needed = needed.max(job.last_change);
+        }
+        if let Err(message) = self.make_durable(needed) {
+            for slot in std::mem::take(&mut self.planned) {
+                let buf = std::mem::take(&mut self.jobs[slot].buf);
+                self.finished.push(Finished {
+                    slot,
+                    result: Err(message.clone()),
+                    issued: false,
+                    latency_ns: 0,
+                    buf,
+                });
+            }
+            return;
+        }
+        for i in 0..self.planned.len() {
+            let slot = self.planned[i];
+            let job = &mut self.jobs[slot];
+            let buf = std::mem::take(&mut job.buf);
+            if job.dropped {
+                self.finished.push(Finished {
+                    slot,
+                    result: Ok(()),
+                    issued: false,
+                    latency_ns: 0,
+                    buf,
+                });
+                continue;
+            }
+            let offset = page_offset(job.first_pgno, page_size);
+            let request = IoRequest {
+                file: self.file,
+                op: IoOp::Write,
+                offset,
+                buf,
+                len: job.len,
+                class: IoClass::DbWrite,
+                instance: self.instance,
+                tag: slot as u64,
+            };
+            match self.backend.submit(request) {
+                Ok(()) => job.submitted = true,
+                Err(e) => self.finished.push(Finished {
+                    slot,
+                    result: Err(format!(
+                        "cannot submit the write of {} bytes at offset {offset} of {}: {e}",
+                        job.len,
+                        self.shared.file.path().display()
+                    )),
+                    issued: false,
+                    latency_ns: 0,
+                    // The backend dropped the request and its buffer.
+                    buf: AlignedBuf::empty(),
+                }),
+            }
+        }
+        self.planned.clear();
+    }
+
+    /// The write-ahead rule: no page leaves before the log holding its last change is
+    /// durable.
+    fn make_durable(&mut self, needed: LogPosition) -> Result<(), String> {
+        let wal = &self.shared.wal;
+        if wal.durable() >= needed {
+            return Ok(());
+        }
+        self.wal_waits += 1;
+        wal.flush_to(needed).map_err(|e| {
+            format!("database pages cannot be written because the log could not be made durable to {needed}: {e}")
+        })?;
+        let durable = wal.durable();
+        if durable < needed {
+            return Err(format!(
+                "the log reported a flush to {needed} done but is durable only to {durable}; database pages are held back to keep the write-ahead rule"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Without the lock: collects finished writes (waiting for at least `min`).
+    fn reap(&mut self, min: usize) {
+        match self.backend.wait(min, &mut self.completions) {
+            Ok(_) => {
+                for c in self.completions.drain(..) {
+                    let slot = c.tag as usize;
+                    let job = &mut self.jobs[slot];
+                    job.submitted = false;
+                    let result = match c.result {
+                        Ok(n) if n == job.len => Ok(()),
+                        Ok(n) => Err(format!(
+                            "short write: {n} of {} bytes at offset {} of {} (is the filesystem full?)",
+                            job.len,
+                            c.offset,
+                            self.shared.file.path().display()
+                        )),
+                        Err(e) => Err(format!(
+                            "write of {} bytes at offset {} of {} failed: {e}",
+                            job.len,
+                            c.offset,
+                            self.shared.file.path().display()
+                        )),
+                    };
+                    self.finished.push(Finished {
+                        slot,
+                        result,
+                        issued: true,
+                        latency_ns: c.latency_ns,
+                        buf: c.buf,
+                    });
+                }
+            }
+            Err(e) => {
+                // The backend itself is broken: give up on everything it holds (its
+                // buffers are freed when it is dropped, after the kernel is done).
+                let message = format!("the database write backend failed: {e}");
+                for (slot, job) in self.jobs.iter_mut().enumerate() {
+                    if job.submitted {
+                        job.submitted = false;
+                        self.finished.push(Finished {
+                            slot,
+                            result: Err(message.clone()),
+                            issued: false,
+                            latency_ns: 0,
+                            buf: AlignedBuf::empty(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Under the lock: accounts for finished writes, marks pages clean, evicts the
+    /// written pages chosen for eviction, records failures.
+    fn complete(&mut self, core: &mut MutexGuard<'_, Core<S>>) {
+        let shared = Arc::clone(&self.shared);
+        core.counts.wal_waits += std::mem::take(&mut self.wal_waits);
+        let mut freed = 0;
+        let mut finished = std::mem::take(&mut self.finished);
+        for fin in finished.drain(..) {
+            let job = &mut self.jobs[fin.slot];
+            if fin.issued {
+                core.write_stats.record(
+                    self.instance,
+                    IoClass::DbWrite,
+                    job.len as u64,
+                    fin.latency_ns,
+                    fin.result.is_ok(),
+                );
+            }
+            let pages = job.pages.len() as u64;
+            match &fin.result {
+                Ok(()) => {
+                    let counts = &mut core.counts;
+                    if job.dropped {
+                        counts.dropped_writes += pages;
+                    } else {
+                        counts.writes += 1;
+                        counts.pages_written += pages;
+                        counts.bytes_written += job.len as u64;
+                    }
+                    match job.reason {
+                        FlushReason::Pool => counts.pool_flushes += pages,
+                        FlushReason::Checkpoint => counts.checkpoint_flushes += pages,
+                        FlushReason::Requested => counts.requested_flushes += pages,
+                    }
+                    for (i, &(f, version)) in job.pages.iter().enumerate() {
+                        let lru = &shared.lru[f as usize];
+                        let chosen = lru.last.load(Relaxed) & EXCLUDED != 0;
+                        if core.mark_written(f, version) {
+                            let sealed = &fin.buf[i * self.page_len..(i + 1) * self.page_len];
+                            let page = &mut core.pages[f as usize];
+                            for range in SEALED_FIELDS {
+                                page[range.clone()].copy_from_slice(&sealed[range]);
+                            }
+                            if chosen {
+                                core.pending_evictions -= 1;
+                                core.evict(f, lru);
+                                freed += 1;
+                            }
+                        } else if chosen {
+                            // Changed while being written: dirty again, so not evicted
+                            // now; a later scan will choose it again if it is still cold.
+                            core.pending_evictions -= 1;
+                            lru.last.fetch_and(!EXCLUDED, Relaxed);
+                        }
+                    }
+                }
+                Err(message) => {
+                    for &(f, _) in &job.pages {
+                        let meta = &mut core.frames[f as usize];
+                        meta.in_flight = false;
+                        // Keep the older first_dirty: nothing of this page reached disk.
+                        meta.redirty_first = None;
+                        let lru = &shared.lru[f as usize];
+                        if lru.last.load(Relaxed) & EXCLUDED != 0 {
+                            core.pending_evictions -= 1;
+                            lru.last.fetch_and(!EXCLUDED, Relaxed);
+                        }
+                    }
+                    shared.fail(core, message.clone());
+                }
+            }
+            job.pages.clear();
+            self.free_slots.push(fin.slot);
+            self.in_flight -= 1;
+            self.return_buffer(fin.buf);
+        }
+        self.finished = finished;
+        if freed > 0 {
+            shared.frame_freed.notify_all();
+        }
+    }
+}
+
+/// Whether the page of `item` is on disk at its version or newer (or left the cache,
+/// which only a written page can).
+fn flushed<S>(core: &Core<S>, item: FlushItem) -> bool {
+    let meta = &core.frames[item.frame as usize];
+    meta.state != FrameState::Resident
+        || meta.pgno != item.pgno
+        || !meta.dirty
+        || meta.written_version >= item.version
+}
+
+/// Seals the checksums of each page of a run starting at `first_pgno`.
+fn seal_run(run: &mut [u8], first_pgno: u32, page_size: PageSize) {
+    for (i, page) in run.chunks_exact_mut(page_size.bytes()).enumerate() {
+        seal_page(page, first_pgno + i as u32);
+    }
+}

@@ -1,0 +1,364 @@
+//! Deep consistency check (`edbstress check`): walks both B+trees of a database from
+//! their roots and verifies what checksums cannot — key order within and across pages,
+//! separator bounds, equal leaf depth, sibling links, page structure and free-space
+//! accounting — and that every long value a row refers to exists, complete, and that no
+//! long value is orphaned.
+
+use std::path::{Path, PathBuf};
+
+use edbstress_format::checksum::{PageVerdict, verify_page};
+use edbstress_format::page::{Page, flags};
+use edbstress_format::{PageSize, page_offset};
+use edbstress_io::{Access, AlignedBuf, DataFile, IoMode};
+use serde::Serialize;
+
+use crate::dbfile::{HeaderReadError, read_header_from};
+use crate::error::EngineError;
+use crate::schema::{
+    LONG_VALUE_OBJECT_ID, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_OBJECT_ID,
+    MAILBOX_TABLE_ROOT, MessageKey, ROW_FIXED_LEN, ROW_FLAG_LONG_VALUE, chunk_len,
+};
+
+/// Problems listed individually (all are counted).
+const MAX_LISTED: usize = 100;
+
+/// Result of a deep check.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CheckReport {
+    /// The database.
+    pub path: PathBuf,
+    /// Pages visited.
+    pub pages_visited: u64,
+    /// Rows in the mailbox table.
+    pub messages: u64,
+    /// Long-value chunks.
+    pub long_value_chunks: u64,
+    /// Leaf pages with no records.
+    pub empty_leaves: u64,
+    /// Depth of the mailbox table (1 = root is a leaf).
+    pub table_depth: u32,
+    /// Depth of the long-value tree.
+    pub long_value_depth: u32,
+    /// Problems found.
+    pub problem_count: u64,
+    /// The first problems.
+    pub problems: Vec<String>,
+}
+
+impl CheckReport {
+    /// Whether the trees are consistent.
+    pub fn is_clean(&self) -> bool {
+        self.problem_count == 0
+    }
+
+    fn problem(&mut self, what: String) {
+        self.problem_count += 1;
+        if self.problems.len() < MAX_LISTED {
+            self.problems.push(what);
+        }
+    }
+}
+
+struct TreeWalk<'a> {
+    file: &'a DataFile,
+    page_size: PageSize,
+    page_count: u32,
+    buf: AlignedBuf,
+    report: &'a mut CheckReport,
+    object_id: u32,
+    long_value: bool,
+    leaves: Vec<(u32, u32, u32)>,
+    leaf_depth: Option<u32>,
+    visit: &'a mut dyn FnMut(&[u8], &[u8]),
+}
+
+impl TreeWalk<'_> {
+    fn read(&mut self, pgno: u32) -> Result<Option<Vec<u8>>, EngineError> {
+        if pgno == 0 || pgno > self.page_count {
+            self.report.problem(format!(
+                "reference to page {pgno}, outside the database (1..={})",
+                self.page_count
+            ));
+            return Ok(None);
+        }
+        self.file
+            .read_exact_at(&mut self.buf, page_offset(pgno, self.page_size))?;
+        self.report.pages_visited += 1;
+        match verify_page(&self.buf, pgno) {
+            PageVerdict::Valid | PageVerdict::Correctable { .. } => Ok(Some(self.buf.to_vec())),
+            verdict => {
+                self.report
+                    .problem(format!("page {pgno}: checksum verdict {verdict:?}"));
+                Ok(None)
+            }
+        }
+    }
+
+    /// Walks the subtree at `pgno`; keys must lie in [lower, upper).
+    fn walk(
+        &mut self,
+        pgno: u32,
+        depth: u32,
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+        is_root: bool,
+    ) -> Result<(), EngineError> {
+        if depth > 32 {
+            self.report.problem(format!(
+                "page {pgno}: tree deeper than 32 levels (a cycle?)"
+            ));
+            return Ok(());
+        }
+        let Some(bytes) = self.read(pgno)? else {
+            return Ok(());
+        };
+        let page = match Page::new(&bytes) {
+            Ok(p) => p,
+            Err(e) => {
+                self.report.problem(format!("page {pgno}: malformed ({e})"));
+                return Ok(());
+            }
+        };
+        if let Err(e) = page.check() {
+            self.report.problem(format!(
+                "page {pgno}: structure or free space inconsistent ({e})"
+            ));
+        }
+        let h = page.header();
+        if h.object_id != self.object_id {
+            self.report.problem(format!(
+                "page {pgno}: object id {} in the tree of object {}",
+                h.object_id, self.object_id
+            ));
+        }
+        if (h.flags & flags::ROOT != 0) != is_root {
+            self.report.problem(format!(
+                "page {pgno}: root flag {} where it should be {is_root}",
+                h.flags & flags::ROOT != 0
+            ));
+        }
+        if (h.flags & flags::LONG_VALUE != 0) != self.long_value {
+            self.report.problem(format!(
+                "page {pgno}: long-value flag does not match its tree"
+            ));
+        }
+        let mut keys: Vec<&[u8]> = Vec::with_capacity(page.record_count());
+        let mut records = Vec::with_capacity(page.record_count());
+        for i in 0..page.record_count() {
+            match page.record(i) {
+                Ok(r) => {
+                    keys.push(r.key);
+                    records.push(r);
+                }
+                Err(e) => {
+                    self.report
+                        .problem(format!("page {pgno}: record {i} unreadable ({e})"));
+                    return Ok(());
+                }
+            }
+        }
+        let is_leaf = h.flags & flags::LEAF != 0;
+        for w in keys.windows(2) {
+            let ordered = if is_leaf { w[0] < w[1] } else { w[0] <= w[1] };
+            if !ordered {
+                self.report
+                    .problem(format!("page {pgno}: keys out of order"));
+                break;
+            }
+        }
+        if is_leaf {
+            for r in &records {
+                if lower.is_some_and(|l| r.key < l) || upper.is_some_and(|u| r.key >= u) {
+                    self.report.problem(format!(
+                        "page {pgno}: key outside the range its parent gives"
+                    ));
+                    break;
+                }
+            }
+            match self.leaf_depth {
+                None => self.leaf_depth = Some(depth),
+                Some(d) if d != depth => self
+                    .report
+                    .problem(format!("page {pgno}: leaf at depth {depth}, others at {d}")),
+                Some(_) => {}
+            }
+            if records.is_empty() && !is_root {
+                self.report.empty_leaves += 1;
+            }
+            self.leaves.push((pgno, h.prev, h.next));
+            for r in records {
+                (self.visit)(r.key, r.data);
+            }
+            return Ok(());
+        }
+        if h.flags & flags::BRANCH == 0 {
+            self.report.problem(format!(
+                "page {pgno}: neither leaf nor branch (flags {:#x})",
+                h.flags
+            ));
+            return Ok(());
+        }
+        if records.is_empty() {
+            self.report
+                .problem(format!("page {pgno}: branch without entries"));
+            return Ok(());
+        }
+        let owned: Vec<(Vec<u8>, Vec<u8>)> = records
+            .iter()
+            .map(|r| (r.key.to_vec(), r.data.to_vec()))
+            .collect();
+        for (i, (key, data)) in owned.iter().enumerate() {
+            let Ok(child) = <[u8; 4]>::try_from(data.as_slice()).map(u32::from_le_bytes) else {
+                self.report.problem(format!(
+                    "page {pgno}: branch entry {i} is not a page number"
+                ));
+                continue;
+            };
+            // The first entry also takes keys below its separator.
+            let child_lower = if i == 0 { lower } else { Some(key.as_slice()) };
+            let child_upper = owned.get(i + 1).map(|(k, _)| k.as_slice()).or(upper);
+            self.walk(child, depth + 1, child_lower, child_upper, false)?;
+        }
+        Ok(())
+    }
+
+    fn check_links(&mut self, tree: &str) {
+        for (i, &(pgno, prev, next)) in self.leaves.iter().enumerate() {
+            let want_prev = if i == 0 { 0 } else { self.leaves[i - 1].0 };
+            let want_next = self.leaves.get(i + 1).map_or(0, |l| l.0);
+            if prev != want_prev || next != want_next {
+                self.report.problem(format!(
+                    "{tree} leaf {pgno}: links prev {prev} next {next}, expected prev {want_prev} next {want_next}"
+                ));
+            }
+        }
+    }
+}
+
+/// Checks the database at `path` (offline: nothing else may use it).
+pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineError> {
+    let file = DataFile::open(path, io_mode, Access::ReadOnly)?;
+    let header = read_header_from(&file)
+        .map_err(|e| match e {
+            HeaderReadError::Io(e) => EngineError::Io(e),
+            HeaderReadError::Header(e) => EngineError::Invalid(format!("{}: {e}", path.display())),
+        })?
+        .header;
+    let ps = header.page_size;
+    let chunk_len = chunk_len(ps);
+    let mut report = CheckReport {
+        path: path.to_path_buf(),
+        ..CheckReport::default()
+    };
+
+    // Rows that refer to long values: (lvid, body length).
+    let mut refs: Vec<(u64, u32)> = Vec::new();
+    let mut bad_rows = Vec::new();
+    let mut messages = 0u64;
+    let mut visit_row = |k: &[u8], row: &[u8]| {
+        messages += 1;
+        if MessageKey::decode(k).is_none() || row.len() < ROW_FIXED_LEN {
+            bad_rows.push(k.to_vec());
+            return;
+        }
+        if row[0] & ROW_FLAG_LONG_VALUE != 0 {
+            let body_len = u32::from_le_bytes([row[1], row[2], row[3], row[4]]);
+            let lvid = u64::from_le_bytes(row[5..13].try_into().unwrap_or_default());
+            refs.push((lvid, body_len));
+        }
+    };
+    let mut table = TreeWalk {
+        file: &file,
+        page_size: ps,
+        page_count: header.page_count,
+        buf: AlignedBuf::new(ps.bytes()),
+        report: &mut report,
+        object_id: MAILBOX_TABLE_OBJECT_ID,
+        long_value: false,
+        leaves: Vec::new(),
+        leaf_depth: None,
+        visit: &mut visit_row,
+    };
+    table.walk(MAILBOX_TABLE_ROOT, 1, None, None, true)?;
+    table.check_links("mailbox table");
+    let table_depth = table.leaf_depth.unwrap_or(0);
+
+    // Long values in key order: (lvid, chunks seen, bytes, chunk numbering ok).
+    let mut values: Vec<(u64, u32, u64, bool)> = Vec::new();
+    let mut chunks = 0u64;
+    let mut visit_chunk = |k: &[u8], data: &[u8]| {
+        chunks += 1;
+        let Some(key) = LongValueKey::decode(k) else {
+            values.push((u64::MAX, 0, 0, false));
+            return;
+        };
+        match values.last_mut() {
+            Some(last) if last.0 == key.lvid => {
+                last.3 &= key.chunk == last.1 && data.len() <= chunk_len;
+                last.1 += 1;
+                last.2 += data.len() as u64;
+            }
+            _ => values.push((
+                key.lvid,
+                1,
+                data.len() as u64,
+                key.chunk == 0 && data.len() <= chunk_len,
+            )),
+        }
+    };
+    let mut lv = TreeWalk {
+        file: &file,
+        page_size: ps,
+        page_count: header.page_count,
+        buf: AlignedBuf::new(ps.bytes()),
+        report: &mut report,
+        object_id: LONG_VALUE_OBJECT_ID,
+        long_value: true,
+        leaves: Vec::new(),
+        leaf_depth: None,
+        visit: &mut visit_chunk,
+    };
+    lv.walk(LONG_VALUE_ROOT, 1, None, None, true)?;
+    lv.check_links("long-value tree");
+    let lv_depth = lv.leaf_depth.unwrap_or(0);
+
+    report.messages = messages;
+    report.long_value_chunks = chunks;
+    report.table_depth = table_depth;
+    report.long_value_depth = lv_depth;
+    for k in bad_rows {
+        report.problem(format!("row {k:02x?}: malformed key or row"));
+    }
+    refs.sort_unstable();
+    let mut j = 0;
+    for (lvid, body_len) in refs {
+        while j < values.len() && values[j].0 < lvid {
+            report.problem(format!(
+                "long value {} is not referenced by any row (orphan)",
+                values[j].0
+            ));
+            j += 1;
+        }
+        match values.get(j) {
+            Some(&(id, count, bytes, numbered)) if id == lvid => {
+                let want = (body_len as usize).div_ceil(chunk_len) as u32;
+                if count != want || bytes != u64::from(body_len) || !numbered {
+                    report.problem(format!(
+                        "long value {lvid}: {count} chunks / {bytes} bytes, the row says {want} chunks / {body_len} bytes"
+                    ));
+                }
+                j += 1;
+            }
+            _ => report.problem(format!(
+                "long value {lvid} referenced by a row does not exist"
+            )),
+        }
+    }
+    for v in &values[j..] {
+        report.problem(format!(
+            "long value {} is not referenced by any row (orphan)",
+            v.0
+        ));
+    }
+    Ok(report)
+}

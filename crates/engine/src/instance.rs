@@ -1,0 +1,896 @@
+//! An open instance: one database file, its page cache and its transaction log, and
+//! the transactions sessions run against it.
+//!
+//! Transactions apply at commit (see `btree`): under the instance lock the changes are
+//! applied optimistically with undo copies; a page that is not cached makes the attempt
+//! undo itself, release the lock, read the page and retry. A successful attempt appends
+//! Begin, its redo records and Commit to the log in one call, marks its pages dirty with
+//! the position of that append's end, and releases the lock; a durable commit then waits
+//! for the log to reach the disk (group commit), a lazy one returns at once.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use edbstress_format::PageSize;
+use edbstress_format::header::{DatabaseHeader, DbState};
+use edbstress_format::log::{CheckpointState, LogPosition, LogRecord};
+use edbstress_format::page::PageMut;
+use edbstress_format::page::flags as page_flags;
+use edbstress_io::{Access, AlignedBuf, BackendKind, DataFile, IoMode, IoStats};
+use parking_lot::Mutex;
+
+use crate::btree::{self, ChangeSet, Guard, TreeError, TreeState};
+use crate::cache::{CacheConfig, CacheCounters, PageCache, WalSync};
+use crate::dbfile::{HeaderReadError, read_header_from, write_header};
+use crate::error::EngineError;
+use crate::layout::InstanceLayout;
+use crate::log::{LogConfig, LogCounters, LogWriter};
+use crate::schema::{
+    INLINE_BODY_MAX, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_ROOT, MessageKey, ROW_FIXED_LEN,
+    ROW_FLAG_LONG_VALUE, chunk_len,
+};
+
+/// How to open an instance.
+#[derive(Clone, Debug)]
+pub struct InstanceConfig {
+    /// Where its files are.
+    pub layout: InstanceLayout,
+    /// Instance number used in I/O accounting.
+    pub instance: u16,
+    /// Minimum database cache size in bytes.
+    pub cache_min_bytes: u64,
+    /// Maximum database cache size in bytes.
+    pub cache_max_bytes: u64,
+    /// Checkpoint depth in bytes of log.
+    pub checkpoint_depth: u64,
+    /// Log buffer size in bytes.
+    pub log_buffer: usize,
+    /// How long lazy commits may wait for a log write.
+    pub lazy_flush_interval: Duration,
+    /// Remove log generations behind the checkpoint.
+    pub circular_logging: bool,
+    /// Direct or buffered I/O.
+    pub io_mode: IoMode,
+    /// I/O backend for background writes.
+    pub backend: BackendKind,
+}
+
+impl InstanceConfig {
+    /// Defaults of the exchange2010 profile for the instance at `layout`.
+    pub fn new(layout: InstanceLayout) -> InstanceConfig {
+        InstanceConfig {
+            instance: layout.instance as u16,
+            layout,
+            cache_min_bytes: 32 << 20,
+            cache_max_bytes: 256 << 20,
+            checkpoint_depth: 20 << 20,
+            log_buffer: 9000 * 512,
+            lazy_flush_interval: Duration::from_millis(10),
+            circular_logging: false,
+            io_mode: IoMode::Direct,
+            backend: BackendKind::Auto,
+        }
+    }
+}
+
+/// Whether a commit waits for the log to be durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Wait until the commit record is on stable storage.
+    Durable,
+    /// Return at once; the commit reaches disk with the next log write.
+    Lazy,
+}
+
+/// One change of a transaction.
+#[derive(Clone, Copy, Debug)]
+pub enum TxnOp<'a> {
+    /// A new message in `mailbox` (its id is assigned at commit).
+    Insert {
+        /// Mailbox.
+        mailbox: u32,
+        /// Row properties.
+        props: &'a [u8],
+        /// Message body.
+        body: &'a [u8],
+    },
+    /// Delete a message and its body.
+    Delete {
+        /// The message.
+        key: MessageKey,
+    },
+    /// Update a message's properties, and its body when `body` is given.
+    Replace {
+        /// The message.
+        key: MessageKey,
+        /// New row properties.
+        props: &'a [u8],
+        /// New body, or None to keep it.
+        body: Option<&'a [u8]>,
+    },
+}
+
+/// What a commit did.
+#[derive(Clone, Debug, Default)]
+pub struct CommitOutcome {
+    /// Log position just after the commit record (0 when nothing changed).
+    pub position: LogPosition,
+    /// Keys of inserted messages, in op order.
+    pub inserted: Vec<MessageKey>,
+    /// For each delete/replace, whether the message existed.
+    pub found: Vec<bool>,
+    /// Attempts that had to be retried (cache misses, frame waits, growth).
+    pub retries: u32,
+}
+
+/// A message as read back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    /// Its key.
+    pub key: MessageKey,
+    /// Row properties.
+    pub props: Vec<u8>,
+    /// Body length.
+    pub body_len: u32,
+    /// The body, when asked for.
+    pub body: Option<Vec<u8>>,
+}
+
+/// Counters of an instance.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct InstanceCounters {
+    /// Transactions committed durably.
+    pub durable_commits: u64,
+    /// Transactions committed lazily.
+    pub lazy_commits: u64,
+    /// Read-only operations.
+    pub reads: u64,
+    /// Attempts retried after a miss, a frame wait or growth.
+    pub retries: u64,
+    /// Times the file was grown.
+    pub growths: u64,
+}
+
+#[derive(Default)]
+struct AtomicCounters {
+    durable_commits: AtomicU64,
+    lazy_commits: AtomicU64,
+    reads: AtomicU64,
+    retries: AtomicU64,
+    growths: AtomicU64,
+}
+
+impl WalSync for LogWriter {
+    fn current(&self) -> LogPosition {
+        LogWriter::current(self)
+    }
+    fn durable(&self) -> LogPosition {
+        LogWriter::durable(self)
+    }
+    fn flush_to(&self, pos: LogPosition) -> Result<(), EngineError> {
+        LogWriter::flush_to(self, pos)
+    }
+    fn bytes_between(&self, older: LogPosition, newer: LogPosition) -> u64 {
+        LogWriter::bytes_between(self, older, newer)
+    }
+}
+
+/// What a clean shutdown left behind.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ShutdownReport {
+    /// The database file.
+    pub db_file: PathBuf,
+    /// Log position the next run continues from.
+    pub log_end: String,
+    /// Highest dbtime.
+    pub last_dbtime: u64,
+    /// Pages in the file.
+    pub page_count: u32,
+}
+
+/// An open instance.
+pub struct Instance {
+    config: InstanceConfig,
+    file: Arc<DataFile>,
+    log: Arc<LogWriter>,
+    cache: PageCache<TreeState>,
+    header: Mutex<DatabaseHeader>,
+    growth: Mutex<()>,
+    next_trx: AtomicU64,
+    chunk_len: usize,
+    counters: AtomicCounters,
+}
+
+/// Attempts before an operation gives up (each retry follows real progress: a page
+/// read, a frame freed or the file grown).
+const MAX_ATTEMPTS: u32 = 10_000;
+
+impl Instance {
+    /// Opens a cleanly shut down (or freshly prepared) instance and marks it in use.
+    pub fn open(config: InstanceConfig) -> Result<Instance, EngineError> {
+        let path = &config.layout.db_file;
+        let file = Arc::new(DataFile::open(path, config.io_mode, Access::ReadWrite)?);
+        let mut header = read_header_from(&file)
+            .map_err(|e| match e {
+                HeaderReadError::Io(e) => EngineError::Io(e),
+                HeaderReadError::Header(e) => {
+                    EngineError::Invalid(format!("{}: {e}", path.display()))
+                }
+            })?
+            .header;
+        match header.state {
+            DbState::Clean => {}
+            DbState::DirtyNeedsRecovery => {
+                return Err(EngineError::NeedsRecovery { path: path.clone() });
+            }
+            DbState::Creating => {
+                return Err(EngineError::Invalid(format!(
+                    "{} was left unfinished by an interrupted prepare; run `edbstress prepare` again",
+                    path.display()
+                )));
+            }
+        }
+        let page_size = header.page_size;
+        let log = Arc::new(LogWriter::open(
+            LogConfig {
+                dir: config.layout.log_dir.clone(),
+                instance: config.instance,
+                db_signature: header.signature,
+                log_signature: header.log_signature,
+                file_len: edbstress_format::log::DEFAULT_LOG_FILE_LEN,
+                buffer_len: config.log_buffer,
+                lazy_flush_interval: config.lazy_flush_interval,
+                circular: config.circular_logging,
+                io_mode: config.io_mode,
+            },
+            header.checkpoint,
+            header.checkpoint,
+            CheckpointState {
+                last_dbtime: header.last_dbtime,
+                next_unused_page: header.next_unused_page,
+                next_message_id: header.next_message_id,
+            },
+        )?);
+        // From here on the database may change: it needs recovery unless shut down cleanly.
+        header.state = DbState::DirtyNeedsRecovery;
+        header.update_seq += 1;
+        write_header(&file, &header)?;
+        let frames = |bytes: u64| (bytes / page_size.bytes() as u64).max(16) as usize;
+        let cache = PageCache::new(
+            CacheConfig {
+                page_size,
+                min_frames: frames(config.cache_min_bytes.min(config.cache_max_bytes)),
+                max_frames: frames(config.cache_max_bytes),
+                checkpoint_depth: config.checkpoint_depth,
+                coalesce_max: 512 * 1024,
+                write_depth: 32,
+                instance: config.instance,
+                backend: config.backend,
+            },
+            file.clone(),
+            log.clone() as Arc<dyn WalSync>,
+            TreeState {
+                page_size,
+                dbtime: header.last_dbtime,
+                next_unused_page: header.next_unused_page,
+                page_count: header.page_count,
+                next_message_id: header.next_message_id,
+                next_trx: 1,
+            },
+        )?;
+        Ok(Instance {
+            chunk_len: chunk_len(page_size),
+            config,
+            file,
+            log,
+            cache,
+            header: Mutex::new(header),
+            growth: Mutex::new(()),
+            next_trx: AtomicU64::new(1),
+            counters: AtomicCounters::default(),
+        })
+    }
+
+    /// The instance's configuration.
+    pub fn config(&self) -> &InstanceConfig {
+        &self.config
+    }
+
+    /// Page size of the database.
+    pub fn page_size(&self) -> PageSize {
+        self.header.lock().page_size
+    }
+
+    /// Mailboxes the database was prepared with.
+    pub fn mailbox_count(&self) -> u32 {
+        self.header.lock().mailbox_count
+    }
+
+    /// Runs `attempt` under the instance lock until it completes, resolving misses,
+    /// frame shortages and growth outside the lock; commits its changes if any.
+    ///
+    /// Pages faulted in for the operation stay pinned until it completes: its final
+    /// attempt needs all of them at once, and a small cache would otherwise evict the
+    /// first before the last arrives.
+    fn run<T>(
+        &self,
+        durability: Durability,
+        attempt: impl FnMut(&mut Guard<'_>, &mut ChangeSet) -> Result<T, TreeError>,
+    ) -> Result<(T, LogPosition, u32), EngineError> {
+        let mut pinned = Vec::new();
+        let result = self.run_pinning(durability, attempt, &mut pinned);
+        if !pinned.is_empty() {
+            let mut g = self.cache.lock();
+            for pgno in pinned {
+                g.unpin(pgno);
+            }
+        }
+        result
+    }
+
+    fn run_pinning<T>(
+        &self,
+        durability: Durability,
+        mut attempt: impl FnMut(&mut Guard<'_>, &mut ChangeSet) -> Result<T, TreeError>,
+        pinned: &mut Vec<u32>,
+    ) -> Result<(T, LogPosition, u32), EngineError> {
+        // Never pin so much that other sessions could find no frame at all.
+        let max_pins = (self.cache.config().max_frames / 4).max(4);
+        let trx = self.next_trx.fetch_add(1, Ordering::Relaxed);
+        let mut retries = 0;
+        loop {
+            if let Some(msg) = self.cache.failed() {
+                return Err(EngineError::ShutDown(Some(msg)));
+            }
+            let mut g = self.cache.lock();
+            let mut cs = ChangeSet::new(trx);
+            match attempt(&mut g, &mut cs) {
+                Ok(value) => {
+                    if cs.is_empty() {
+                        return Ok((value, LogPosition::default(), retries));
+                    }
+                    let lazy = durability == Durability::Lazy;
+                    let mut records = Vec::with_capacity(cs.records.len() + 2);
+                    records.push(LogRecord::Begin { trx });
+                    records.append(&mut cs.records);
+                    records.push(LogRecord::Commit { trx, lazy });
+                    let start = self.log.current();
+                    let end = self.log.append(&records)?;
+                    for &(frame, _) in &cs.touched {
+                        g.mark_dirty_span(frame, start, end);
+                    }
+                    // Position and state read under one lock hold: the state then covers
+                    // every allocation and dbtime before the position.
+                    let checkpoint = g.checkpoint_position();
+                    let state = g.state_ref().checkpoint_state();
+                    drop(g);
+                    self.log.set_checkpoint(checkpoint, state);
+                    match durability {
+                        Durability::Durable => {
+                            self.log.flush_to(end)?;
+                            self.counters
+                                .durable_commits
+                                .fetch_add(1, Ordering::Relaxed);
+                        }
+                        Durability::Lazy => {
+                            self.counters.lazy_commits.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    self.counters
+                        .retries
+                        .fetch_add(u64::from(retries), Ordering::Relaxed);
+                    return Ok((value, end, retries));
+                }
+                Err(e) => {
+                    let frames_needed = cs.created_count() + 1;
+                    cs.undo(&mut g);
+                    retries += 1;
+                    if retries > MAX_ATTEMPTS {
+                        return Err(EngineError::Invalid(format!(
+                            "operation did not complete after {MAX_ATTEMPTS} attempts (cache too small for the working set?)"
+                        )));
+                    }
+                    match e {
+                        TreeError::Miss(pgno) => {
+                            let mut g = self.cache.fault_in(g, pgno)?;
+                            if pinned.len() < max_pins && g.pin(pgno) {
+                                pinned.push(pgno);
+                            }
+                        }
+                        TreeError::NoFrame => {
+                            drop(self.cache.try_wait_for_frames(g, frames_needed)?)
+                        }
+                        TreeError::NeedGrowth => {
+                            drop(g);
+                            self.grow(frames_needed as u32)?;
+                        }
+                        TreeError::Corrupt { pgno, what } => {
+                            return Err(EngineError::CorruptPage {
+                                path: self.config.layout.db_file.clone(),
+                                pgno,
+                                what,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies `ops` as one transaction.
+    pub fn commit(
+        &self,
+        ops: &[TxnOp<'_>],
+        durability: Durability,
+    ) -> Result<CommitOutcome, EngineError> {
+        let chunk_len = self.chunk_len;
+        let ((inserted, found), position, retries) = self.run(durability, |g, cs| {
+            // Captures the tree state (message ids included) for undo.
+            cs.begin(g);
+            let mut inserted = Vec::new();
+            let mut found = Vec::new();
+            for op in ops {
+                match *op {
+                    TxnOp::Insert {
+                        mailbox,
+                        props,
+                        body,
+                    } => {
+                        let message = {
+                            let s = g.state();
+                            s.next_message_id += 1;
+                            s.next_message_id - 1
+                        };
+                        let key = MessageKey { mailbox, message };
+                        let long = body.len() > INLINE_BODY_MAX as usize;
+                        let row = encode_row(props, body, message, long);
+                        btree::insert(g, cs, MAILBOX_TABLE_ROOT, &key.encode(), &row)?;
+                        if long {
+                            insert_chunks(g, cs, message, body, chunk_len)?;
+                        }
+                        inserted.push(key);
+                    }
+                    TxnOp::Delete { key } => {
+                        let Some(row) = btree::get(g, MAILBOX_TABLE_ROOT, &key.encode())? else {
+                            found.push(false);
+                            continue;
+                        };
+                        let fixed = RowFixed::decode(&row).ok_or_else(|| bad_row(key))?;
+                        if fixed.long {
+                            delete_chunks(g, cs, fixed.lvid, fixed.body_len, chunk_len)?;
+                        }
+                        btree::delete(g, cs, MAILBOX_TABLE_ROOT, &key.encode())?;
+                        found.push(true);
+                    }
+                    TxnOp::Replace { key, props, body } => {
+                        let Some(row) = btree::get(g, MAILBOX_TABLE_ROOT, &key.encode())? else {
+                            found.push(false);
+                            continue;
+                        };
+                        let fixed = RowFixed::decode(&row).ok_or_else(|| bad_row(key))?;
+                        let new_row = match body {
+                            Some(body) => {
+                                if fixed.long {
+                                    delete_chunks(g, cs, fixed.lvid, fixed.body_len, chunk_len)?;
+                                }
+                                let long = body.len() > INLINE_BODY_MAX as usize;
+                                if long {
+                                    insert_chunks(g, cs, key.message, body, chunk_len)?;
+                                }
+                                encode_row(props, body, key.message, long)
+                            }
+                            None => {
+                                let inline = if fixed.long {
+                                    &[][..]
+                                } else {
+                                    fixed.inline_body(&row)
+                                };
+                                let mut r = encode_row(props, inline, key.message, fixed.long);
+                                // Keep the long value's length and id as they were.
+                                r[1..5].copy_from_slice(&fixed.body_len.to_le_bytes());
+                                if fixed.long {
+                                    r[5..13].copy_from_slice(&fixed.lvid.to_le_bytes());
+                                }
+                                r
+                            }
+                        };
+                        btree::replace(g, cs, MAILBOX_TABLE_ROOT, &key.encode(), &new_row)?;
+                        found.push(true);
+                    }
+                }
+            }
+            Ok((inserted, found))
+        })?;
+        Ok(CommitOutcome {
+            position,
+            inserted,
+            found,
+            retries,
+        })
+    }
+
+    /// Reads a message (and its body when `with_body`).
+    ///
+    /// The body is read chunk by chunk, keeping what earlier attempts read, so a large
+    /// body never needs all its pages cached at once.
+    pub fn read(&self, key: MessageKey, with_body: bool) -> Result<Option<Message>, EngineError> {
+        let chunk_len = self.chunk_len;
+        let (row, _, _) = self.run(Durability::Lazy, |g, _| {
+            btree::get(g, MAILBOX_TABLE_ROOT, &key.encode())
+        })?;
+        self.counters.reads.fetch_add(1, Ordering::Relaxed);
+        let Some(row) = row else { return Ok(None) };
+        let fixed = RowFixed::decode(&row).ok_or_else(|| self.corrupt_row(key))?;
+        let inline = if fixed.long {
+            0
+        } else {
+            fixed.body_len as usize
+        };
+        let props = row[ROW_FIXED_LEN..row.len() - inline].to_vec();
+        let body = if !with_body {
+            None
+        } else if fixed.long {
+            let mut body = Vec::with_capacity(fixed.body_len as usize);
+            self.run(Durability::Lazy, |g, _| {
+                read_chunks(g, fixed.lvid, fixed.body_len, chunk_len, &mut body)
+            })?;
+            Some(body)
+        } else {
+            Some(fixed.inline_body(&row).to_vec())
+        };
+        Ok(Some(Message {
+            key,
+            props,
+            body_len: fixed.body_len,
+            body,
+        }))
+    }
+
+    fn corrupt_row(&self, key: MessageKey) -> EngineError {
+        EngineError::CorruptPage {
+            path: self.config.layout.db_file.clone(),
+            pgno: 0,
+            what: format!(
+                "row of message {}:{} is malformed",
+                key.mailbox, key.message
+            ),
+        }
+    }
+
+    /// The first message of `mailbox` with an id ≥ `from` (wrapping to the mailbox's
+    /// first message), or None when the mailbox is empty.
+    pub fn seek_message(&self, mailbox: u32, from: u64) -> Result<Option<MessageKey>, EngineError> {
+        let (found, _, _) = self.run(Durability::Lazy, |g, _| {
+            for start in [from, 0] {
+                let probe = MessageKey {
+                    mailbox,
+                    message: start,
+                }
+                .encode();
+                if let Some((k, _)) = btree::seek_ge(g, MAILBOX_TABLE_ROOT, &probe)? {
+                    if let Some(key) = MessageKey::decode(&k).filter(|k| k.mailbox == mailbox) {
+                        return Ok(Some(key));
+                    }
+                }
+                if start == 0 {
+                    break;
+                }
+            }
+            Ok(None)
+        })?;
+        Ok(found)
+    }
+
+    /// Every message key in key order (tests and checks; reads the whole table, a
+    /// page at a time, resuming after the last key on every retry).
+    pub fn all_keys(&self) -> Result<Vec<MessageKey>, EngineError> {
+        let mut keys: Vec<MessageKey> = Vec::new();
+        self.run(Durability::Lazy, |g, _| {
+            let start = keys.last().map_or(Vec::new(), |k| k.encode().to_vec());
+            btree::scan_from(g, MAILBOX_TABLE_ROOT, &start, &mut |k, _| {
+                if let Some(key) = MessageKey::decode(k).filter(|key| keys.last() < Some(key)) {
+                    keys.push(key);
+                }
+                true
+            })
+        })?;
+        Ok(keys)
+    }
+
+    /// Grows the file by formatted empty pages (about 1 % of its size, at least 1 MiB,
+    /// at least `needed` pages beyond the next unused one) and records the new size
+    /// durably in the header.
+    fn grow(&self, needed: u32) -> Result<(), EngineError> {
+        let _one_at_a_time = self.growth.lock();
+        let (page_count, next_unused, page_size) = {
+            let mut g = self.cache.lock();
+            let s = g.state();
+            (s.page_count, s.next_unused_page, s.page_size)
+        };
+        let last_needed = next_unused.saturating_add(needed.saturating_sub(1));
+        if last_needed <= page_count {
+            return Ok(()); // another session grew it
+        }
+        let ps = page_size.bytes();
+        let add = (page_count / 100)
+            .max((1 << 20) / ps as u32)
+            .max(16)
+            .max(last_needed - page_count);
+        let new_count = page_count.checked_add(add).ok_or_else(|| {
+            EngineError::Invalid(
+                "the database reached the largest page count a file can hold".into(),
+            )
+        })?;
+        let per_write = ((1 << 20) / ps).max(1) as u32;
+        let mut buf = AlignedBuf::new(per_write as usize * ps);
+        let mut pgno = page_count + 1;
+        while pgno <= new_count {
+            let n = per_write.min(new_count - pgno + 1);
+            for i in 0..n {
+                let page = &mut buf[i as usize * ps..(i as usize + 1) * ps];
+                PageMut::format(page, pgno + i, 0, page_flags::EMPTY, 0);
+                edbstress_format::checksum::seal_page(page, pgno + i);
+            }
+            self.file.write_all_at(
+                &buf[..n as usize * ps],
+                edbstress_format::page_offset(pgno, page_size),
+            )?;
+            pgno += n;
+        }
+        self.file.sync_data()?;
+        {
+            let mut h = self.header.lock();
+            h.page_count = new_count;
+            h.update_seq += 1;
+            write_header(&self.file, &h)?;
+        }
+        self.cache.lock().state().page_count = new_count;
+        self.counters.growths.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Writes every dirty page and the checkpoint file now.
+    pub fn checkpoint_now(&self) -> Result<LogPosition, EngineError> {
+        self.cache.flush_all()?;
+        let (checkpoint, state) = {
+            let g = self.cache.lock();
+            (g.checkpoint_position(), g.state_ref().checkpoint_state())
+        };
+        self.log.set_checkpoint(checkpoint, state);
+        self.log.write_checkpoint()?;
+        Ok(checkpoint)
+    }
+
+    /// Cache counters.
+    pub fn cache_counters(&self) -> CacheCounters {
+        self.cache.counters()
+    }
+
+    /// Log counters.
+    pub fn log_counters(&self) -> LogCounters {
+        self.log.counters()
+    }
+
+    /// I/O statistics of the database file and the log.
+    pub fn io_stats(&self) -> IoStats {
+        let mut stats = self.cache.io_stats();
+        stats.merge(&self.log.stats());
+        stats
+    }
+
+    /// Transaction counters.
+    pub fn counters(&self) -> InstanceCounters {
+        let c = &self.counters;
+        InstanceCounters {
+            durable_commits: c.durable_commits.load(Ordering::Relaxed),
+            lazy_commits: c.lazy_commits.load(Ordering::Relaxed),
+            reads: c.reads.load(Ordering::Relaxed),
+            retries: c.retries.load(Ordering::Relaxed),
+            growths: c.growths.load(Ordering::Relaxed),
+        }
+    }
+
+    /// End of the durable log.
+    pub fn log_durable(&self) -> LogPosition {
+        self.log.durable()
+    }
+
+    /// The leaf page holding (or that would hold) `key` in the mailbox table.
+    pub fn locate(&self, key: MessageKey) -> Result<u32, EngineError> {
+        let (leaf, _, _) = self.run(Durability::Lazy, |g, _| {
+            Ok(btree::descend(g, MAILBOX_TABLE_ROOT, &key.encode())?.leaf)
+        })?;
+        Ok(leaf)
+    }
+
+    /// Current log generation.
+    pub fn log_generation(&self) -> u32 {
+        self.log.generation()
+    }
+
+    /// Fault injection for lost-flush tests: the next write of `pgno` is dropped.
+    pub fn drop_next_write(&self, pgno: u32) {
+        self.cache.drop_next_write(pgno);
+    }
+
+    /// Flushes everything and marks the database cleanly shut down.
+    pub fn shutdown(self) -> Result<ShutdownReport, EngineError> {
+        let Instance {
+            config,
+            file,
+            log,
+            cache,
+            header,
+            ..
+        } = self;
+        cache.flush_all()?;
+        let state = cache.shutdown()?;
+        log.append(&[LogRecord::Shutdown {
+            last_dbtime: state.dbtime,
+        }])?;
+        let log = Arc::try_unwrap(log)
+            .map_err(|_| EngineError::Invalid("log still in use at shutdown".into()))?;
+        let end = log.shutdown()?;
+        let mut h = header.into_inner();
+        h.state = DbState::Clean;
+        h.update_seq += 1;
+        h.checkpoint = end;
+        h.last_dbtime = state.dbtime;
+        h.next_unused_page = state.next_unused_page;
+        h.page_count = state.page_count;
+        h.next_message_id = state.next_message_id;
+        write_header(&file, &h)?;
+        Ok(ShutdownReport {
+            db_file: config.layout.db_file,
+            log_end: end.to_string(),
+            last_dbtime: h.last_dbtime,
+            page_count: h.page_count,
+        })
+    }
+
+    /// Crash simulation: stops without writing dirty pages or unflushed log; the
+    /// database then needs recovery.
+    pub fn crash(self) {
+        let Instance { cache, log, .. } = self;
+        cache.abandon();
+        if let Ok(log) = Arc::try_unwrap(log) {
+            log.abandon();
+        }
+    }
+}
+
+fn bad_row(key: MessageKey) -> TreeError {
+    TreeError::Corrupt {
+        pgno: 0,
+        what: format!(
+            "row of message {}:{} is malformed",
+            key.mailbox, key.message
+        ),
+    }
+}
+
+/// The fixed part of a row (see `schema`).
+struct RowFixed {
+    long: bool,
+    body_len: u32,
+    lvid: u64,
+}
+
+impl RowFixed {
+    fn decode(row: &[u8]) -> Option<RowFixed> {
+        if row.len() < ROW_FIXED_LEN {
+            return None;
+        }
+        let long = row[0] & ROW_FLAG_LONG_VALUE != 0;
+        let body_len = u32::from_le_bytes(row[1..5].try_into().ok()?);
+        let lvid = u64::from_le_bytes(row[5..13].try_into().ok()?);
+        if !long && ROW_FIXED_LEN + body_len as usize > row.len() {
+            return None;
+        }
+        Some(RowFixed {
+            long,
+            body_len,
+            lvid,
+        })
+    }
+
+    fn inline_body<'r>(&self, row: &'r [u8]) -> &'r [u8] {
+        &row[row.len() - self.body_len as usize..]
+    }
+}
+
+fn encode_row(props: &[u8], body: &[u8], message: u64, long: bool) -> Vec<u8> {
+    let inline = if long { &[][..] } else { body };
+    let mut row = vec![0u8; ROW_FIXED_LEN + props.len() + inline.len()];
+    row[0] = if long { ROW_FLAG_LONG_VALUE } else { 0 };
+    row[1..5].copy_from_slice(&(body.len() as u32).to_le_bytes());
+    row[5..13].copy_from_slice(&(if long { message } else { 0 }).to_le_bytes());
+    row[ROW_FIXED_LEN..ROW_FIXED_LEN + props.len()].copy_from_slice(props);
+    row[ROW_FIXED_LEN + props.len()..].copy_from_slice(inline);
+    row
+}
+
+fn insert_chunks(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    lvid: u64,
+    body: &[u8],
+    chunk_len: usize,
+) -> Result<(), TreeError> {
+    for (chunk, data) in body.chunks(chunk_len).enumerate() {
+        let key = LongValueKey {
+            lvid,
+            chunk: chunk as u32,
+        }
+        .encode();
+        btree::insert(g, cs, LONG_VALUE_ROOT, &key, data)?;
+    }
+    Ok(())
+}
+
+fn delete_chunks(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    lvid: u64,
+    body_len: u32,
+    chunk_len: usize,
+) -> Result<(), TreeError> {
+    for chunk in 0..(body_len as usize).div_ceil(chunk_len) {
+        let key = LongValueKey {
+            lvid,
+            chunk: chunk as u32,
+        }
+        .encode();
+        if !btree::delete(g, cs, LONG_VALUE_ROOT, &key)? {
+            return Err(TreeError::Corrupt {
+                pgno: 0,
+                what: format!("long value {lvid} lacks chunk {chunk}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Appends the chunks of long value `lvid` to `body` from where it stopped (a retry
+/// after a miss resumes instead of starting over).
+fn read_chunks(
+    g: &mut Guard<'_>,
+    lvid: u64,
+    body_len: u32,
+    chunk_len: usize,
+    body: &mut Vec<u8>,
+) -> Result<(), TreeError> {
+    let mut expected = (body.len() / chunk_len) as u32;
+    let start = LongValueKey {
+        lvid,
+        chunk: expected,
+    }
+    .encode();
+    if body.len() < body_len as usize {
+        btree::scan_from(
+            g,
+            LONG_VALUE_ROOT,
+            &start,
+            &mut |k, data| match LongValueKey::decode(k) {
+                Some(key) if key.lvid == lvid && key.chunk == expected => {
+                    body.extend_from_slice(data);
+                    expected += 1;
+                    body.len() < body_len as usize
+                }
+                _ => false,
+            },
+        )?;
+    }
+    if body.len() != body_len as usize {
+        return Err(TreeError::Corrupt {
+            pgno: 0,
+            what: format!(
+                "long value {lvid} has {} of {body_len} bytes (chunk_len {chunk_len})",
+                body.len()
+            ),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,183 @@
+//! The checkpoint file `E00.chk`: reading it, and rewriting both copies in order.
+
+use std::path::Path;
+
+use edbstress_format::log::{
+    CHECKPOINT_COPY_LEN, CHECKPOINT_FILE_LEN, CHECKPOINT_FILE_NAME, CheckpointRecord,
+    CheckpointState, LogFormatError, LogPosition, select_checkpoint,
+};
+use edbstress_io::{Access, AlignedBuf, DataFile, IoMode};
+
+use super::LogSignatures;
+use crate::error::EngineError;
+
+/// Reads `E00.chk` in `dir` and returns the valid copy with the higher update sequence.
+/// Recovery starts reading the log at its `checkpoint`; its signatures name the log
+/// stream and database the directory belongs to.
+pub fn read_checkpoint(dir: &Path, io_mode: IoMode) -> Result<CheckpointRecord, EngineError> {
+    let path = dir.join(CHECKPOINT_FILE_NAME);
+    let file = DataFile::open(&path, io_mode, Access::ReadOnly)?;
+    let mut copies = AlignedBuf::new(CHECKPOINT_FILE_LEN);
+    file.read_exact_at(&mut copies, 0)?;
+    let selection = select_checkpoint(
+        &copies[..CHECKPOINT_COPY_LEN],
+        &copies[CHECKPOINT_COPY_LEN..],
+    )
+    .map_err(|e| EngineError::CorruptLog {
+        file: path.clone(),
+        segment: 0,
+        what: format!("no valid checkpoint copy: {e}"),
+    })?;
+    Ok(selection.record)
+}
+
+/// The checkpoint file of a log writer, open for rewriting.
+#[derive(Debug)]
+pub(crate) struct CheckpointFile {
+    file: DataFile,
+    copy: AlignedBuf,
+    update_seq: u64,
+    signatures: LogSignatures,
+}
+
+impl CheckpointFile {
+    /// Opens (or creates) `E00.chk` in `dir`. An existing file must belong to the log
+    /// stream `signatures`; a file whose copies are both damaged is taken over (it is
+    /// about to be rewritten), one that is not a checkpoint file at all is refused.
+    pub(crate) fn open(
+        dir: &Path,
+        signatures: LogSignatures,
+        io_mode: IoMode,
+    ) -> Result<CheckpointFile, EngineError> {
+        let path = dir.join(CHECKPOINT_FILE_NAME);
+        let (file, update_seq) = match DataFile::open(&path, io_mode, Access::ReadWrite) {
+            Ok(file) => {
+                let seq = Self::existing_update_seq(&file, &path, signatures)?;
+                (file, seq)
+            }
+            Err(edbstress_io::IoError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                (DataFile::create_new(&path, io_mode)?, 0)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        Ok(CheckpointFile {
+            file,
+            copy: AlignedBuf::new(CHECKPOINT_COPY_LEN),
+            update_seq,
+            signatures,
+        })
+    }
+
+    fn existing_update_seq(
+        file: &DataFile,
+        path: &Path,
+        signatures: LogSignatures,
+    ) -> Result<u64, EngineError> {
+        if file.len()? < CHECKPOINT_FILE_LEN as u64 {
+            // Created but never completely written: nothing to keep.
+            return Ok(0);
+        }
+        let mut copies = AlignedBuf::new(CHECKPOINT_FILE_LEN);
+        file.read_exact_at(&mut copies, 0)?;
+        match select_checkpoint(
+            &copies[..CHECKPOINT_COPY_LEN],
+            &copies[CHECKPOINT_COPY_LEN..],
+        ) {
+            Ok(selection) => {
+                let record = selection.record;
+                if record.log_signature != signatures.log_signature
+                    || record.db_signature != signatures.db_signature
+                {
+                    return Err(EngineError::Mismatch {
+                        what: format!(
+                            "{} belongs to another log stream (log signature {:#018x}, \
+                             database signature {:#018x}); point the instance at its own log \
+                             directory",
+                            path.display(),
+                            record.log_signature,
+                            record.db_signature
+                        ),
+                    });
+                }
+                Ok(record.update_seq)
+            }
+            Err(LogFormatError::BadMagic { .. }) => Err(EngineError::Mismatch {
+                what: format!(
+                    "{} is not an edbstress checkpoint file; move it out of the log directory",
+                    path.display()
+                ),
+            }),
+            Err(_) => Ok(0),
+        }
+    }
+
+    /// Writes `checkpoint` to copy 0, makes it durable, then to copy 1 and makes that
+    /// durable: a torn write of either copy leaves the other one valid.
+    pub(crate) fn write(
+        &mut self,
+        checkpoint: LogPosition,
+        state: CheckpointState,
+    ) -> Result<(), EngineError> {
+        self.update_seq += 1;
+        CheckpointRecord {
+            update_seq: self.update_seq,
+            checkpoint,
+            log_signature: self.signatures.log_signature,
+            db_signature: self.signatures.db_signature,
+            state,
+        }
+        .encode(&mut self.copy);
+        for offset in [0, CHECKPOINT_COPY_LEN as u64] {
+            self.file.write_all_at(&self.copy, offset)?;
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_checkpoint_file_round_trip_and_signature_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let sigs = LogSignatures {
+            log_signature: 7,
+            db_signature: 9,
+        };
+        let pos = LogPosition {
+            generation: 3,
+            segment: 4,
+            offset: 100,
+        };
+        {
+            let mut chk = CheckpointFile::open(dir.path(), sigs, IoMode::Direct).unwrap();
+            chk.write(pos, CheckpointState::default()).unwrap();
+            chk.write(pos, CheckpointState::default()).unwrap();
+            assert!(dir.path().join(CHECKPOINT_FILE_NAME).exists());
+        }
+        let record = read_checkpoint(dir.path(), IoMode::Direct).unwrap();
+        assert_eq!(record.checkpoint, pos);
+        assert_eq!(record.update_seq, 2);
+        // Reopening continues the sequence.
+        let mut chk = CheckpointFile::open(dir.path(), sigs, IoMode::Buffered).unwrap();
+        chk.write(pos, CheckpointState::default()).unwrap();
+        assert_eq!(
+            read_checkpoint(dir.path(), IoMode::Direct)
+                .unwrap()
+                .update_seq,
+            3
+        );
+        let other = LogSignatures {
+            log_signature: 8,
+            db_signature: 9,
+        };
+        assert!(matches!(
+            CheckpointFile::open(dir.path(), other, IoMode::Direct),
+            Err(EngineError::Mismatch { .. })
+        ));
+    }
+}

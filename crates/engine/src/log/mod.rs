@@ -1,0 +1,116 @@
+//! The transaction log of an instance: [`LogWriter`] appends records and makes them
+//! durable (group commit, lazy flush, generation rolls, checkpoint file, circular
+//! logging); [`LogReader`] / [`read_log`] read them back and find the end of the log
+//! after a crash. Formats are those of `edbstress_format::log` (docs/format.md §6–7).
+//!
+//! # Positions
+//!
+//! A [`LogPosition`] is `(generation, segment, offset)` where `offset` counts from the
+//! start of the 4096-byte segment, **header included**, exactly as the format crate's
+//! `SegmentPacker::next_record_offset` and `RecordAssembler` report: the first record
+//! of a segment starts at offset 32, a record's end is the offset just after its last
+//! byte (at most 4096). Offsets below 32 are read as 32 (so `(1, 1, 0)`, the
+//! position prepare writes into the checkpoint, is the first record of the log).
+//!
+//! - [`LogWriter::append`] returns the end of the last record appended;
+//!   [`LogWriter::append_span`] also the start of the first one.
+//! - [`LogWriter::current`] is where the next record will start (at or after the end of
+//!   every appended record); [`LogWriter::durable`] the end of durable data: every
+//!   record whose end is `<=` it is on stable storage.
+//! - [`LogScanSummary::end_of_log`] is the end of the last complete record (where
+//!   [`LogWriter::open`] continues).
+//! - Records never span generations: one that does not fit the rest of a file starts
+//!   in the next file (the rest is written as empty closed segments), so a record may
+//!   be at most `(segments per file - 1) × 4060` bytes (1 035 300 for 1 MiB files).
+//!
+//! # Durability protocol
+//!
+//! *Durable* means written and `fdatasync`ed (with `O_DIRECT` by default); the writer
+//! never reports a position durable before that, and after a failed write or sync it
+//! stops acknowledging anything ([`EngineError::ShutDown`]).
+//!
+//! One flusher thread writes; it wakes for a waiting [`LogWriter::flush_to`], when the
+//! buffer passes a quarter full or an append waits for space, or when the oldest
+//! unwritten record is `lazy_flush_interval` old. Each round takes everything appended
+//! so far (group commit: every waiter whose position it covers is released by one
+//! round). The sectors of one write may reach the medium in any order and any subset
+//! of them may be lost in a crash, so no write ever covers every durable copy of
+//! acknowledged data. Per generation file, a round writes:
+//!
+//! 1. The partially filled **tail segment** `t` (its records may be acknowledged)
+//!    lives in slot `t` and as a SHADOW copy in slot `t + 1`. Its first write puts the
+//!    same image in both slots in one write (nothing of it was durable before). Every
+//!    later rewrite goes **only to the slot that does not hold the newest copy**
+//!    (ping-pong); the reader takes the valid copy with the higher write sequence. A
+//!    torn rewrite therefore always leaves the previous newest copy intact.
+//! 2. When `t` is closed and more follows, its final version must land in slot `t`
+//!    before anything overwrites slot `t + 1`: if the newest copy was in slot `t`, the
+//!    closed version is first written to the shadow slot and synced, then to slot `t`
+//!    and synced; otherwise it goes to slot `t` alone and is synced. (ESE splits its
+//!    write the same way.)
+//! 3. Then one write of the remaining closed segments and the new tail segment (in its
+//!    slot and the shadow slot), then `fdatasync`. A partial tail is never left in the
+//!    last slot of a file (no room for a shadow): the flusher closes it, and the next
+//!    records go to the next generation.
+//! 4. `durable` advances after each sync; waiters are woken.
+//!
+//! So a round costs one write and sync while the tail segment keeps filling, and two or
+//! three when it closes a segment that was durable before (about every 4 KiB of log).
+//!
+//! All segments of one write carry the same write sequence; every write has a higher
+//! one than the last (they increase across generations and reopenings). Closed segments
+//! (payload full, or padded with zeros to the full length when closed early) are never
+//! rewritten.
+//!
+//! **Rolling**: when the last slot of a file is written, the pre-created zero-filled
+//! `E00tmp.log` (real zero writes after `fallocate`, synced, made in the background; made
+//! synchronously if not ready) gets its header, is synced, renamed to the next
+//! generation's name, and the directory is synced; then `E00.chk` is rewritten (copy 0,
+//! sync, copy 1, sync) with the checkpoint (never beyond the durable end), and circular
+//! logging deletes generations below both the checkpoint's generation and the retention
+//! floor (only files whose header carries this stream's signature).
+//!
+//! **Running checksum** (`prev_generation_checksum` of a header): FNV-1a 64 over the
+//! stored checksums (bytes 0..8) of the final segments in slots 1..n−1 of the previous
+//! generation, in slot order, starting from the FNV offset basis XOR that generation's
+//! own `prev_generation_checksum`; it chains every file to the whole history of the
+//! stream. The reader checks it whenever it read the previous generation from slot 1.
+//!
+//! # Reopening after a crash
+//!
+//! [`read_log`] finds the end of the log; [`LogWriter::open`] reads the log from the
+//! position it is given and refuses it unless it is that end (so a stale position
+//! cannot make it overwrite valid log). At that position it closes
+//! the segment holding it at that point (if anything follows, e.g. a partial record of
+//! an interrupted write, or the segment is not yet closed, the truncated closed copy is
+//! written to the shadow slot and synced, then to the real slot and synced), zeroes
+//! every later slot of the file, and continues in the next segment. Stale data after
+//! the end can therefore only be the remains of the one write that was interrupted,
+//! which is what lets the reader tell a torn tail from damage in the middle (see
+//! [`LogReader`]).
+
+mod checkpoint;
+mod files;
+mod open;
+mod reader;
+mod writer;
+
+pub use checkpoint::read_checkpoint;
+pub use edbstress_format::log::{LogPosition, LogRecord};
+pub use reader::{
+    CorrectedSegment, LogEntry, LogReadOptions, LogReader, LogScan, LogScanSummary, read_log,
+    read_log_with,
+};
+pub use writer::{
+    DEFAULT_LAZY_FLUSH_INTERVAL, DEFAULT_LOG_BUFFER_LEN, LogConfig, LogCounters, LogWriter,
+};
+
+/// The signatures that tie a log stream to its database: every log file header and
+/// checkpoint copy carries both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LogSignatures {
+    /// Signature of the log stream.
+    pub log_signature: u64,
+    /// Signature of the database.
+    pub db_signature: u64,
+}

@@ -1,0 +1,477 @@
+//! Opening the log for writing at a start position: checking the generation file,
+//! closing the segment that holds the start (truncating whatever follows it), zeroing
+//! stale slots, and creating the generation file when the start is at its beginning.
+
+use std::path::Path;
+
+use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_HEADER_LEN, SEGMENT_LEN};
+use edbstress_io::{Access, AlignedBuf, DataFile, IoClass, IoMode};
+
+use super::LogSignatures;
+use super::files::{
+    FIRST_RECORD_OFFSET, RunningChecksum, SlotState, choose_copy, classify_slot, corrupt,
+    create_zeroed_file, generation_path, install_generation, is_closed, list_generations,
+    next_file_path, read_file_header, read_whole_file, seal_data_segment,
+};
+use super::reader::{LogReadOptions, LogReader};
+use super::writer::LogConfig;
+use crate::error::EngineError;
+
+/// Where the writer continues after [`open_for_writing`].
+pub(crate) struct OpenedLog {
+    /// The generation file to write.
+    pub(crate) file: DataFile,
+    /// Its generation.
+    pub(crate) generation: u32,
+    /// Its segment count (header included).
+    pub(crate) segments: u32,
+    /// The first slot to write: everything before it is final.
+    pub(crate) next_index: u16,
+    /// Running checksum over the final slots before `next_index`.
+    pub(crate) fold: RunningChecksum,
+    /// The highest write sequence found or written.
+    pub(crate) write_seq: u64,
+    /// The oldest generation with a file (for circular logging).
+    pub(crate) oldest_generation: u32,
+}
+
+/// One generation file read completely, with every data slot classified.
+struct GenerationImage {
+    file: DataFile,
+    header: LogFileHeader,
+    image: AlignedBuf,
+    states: Vec<SlotState>,
+    max_seq: u64,
+}
+
+impl GenerationImage {
+    fn read(
+        path: &Path,
+        generation: u32,
+        signatures: LogSignatures,
+        mode: IoMode,
+        access: Access,
+    ) -> Result<GenerationImage, EngineError> {
+        let file = DataFile::open(path, mode, access)?;
+        let header = read_file_header(&file, generation, signatures)?;
+        let mut image = read_whole_file(&file, &header)?;
+        let n = header.segment_count();
+        let mut states = vec![SlotState::Unused; n];
+        let mut max_seq = 0;
+        for (slot, seg) in image.chunks_exact_mut(SEGMENT_LEN).enumerate().skip(1) {
+            states[slot] = classify_slot(seg, generation, slot as u16);
+            if let Some(h) = states[slot].header() {
+                max_seq = max_seq.max(h.write_seq);
+            }
+        }
+        Ok(GenerationImage {
+            file,
+            header,
+            image,
+            states,
+            max_seq,
+        })
+    }
+
+    fn segments(&self) -> u32 {
+        self.states.len() as u32
+    }
+
+    fn slot(&self, slot: u16) -> &[u8] {
+        let at = usize::from(slot) * SEGMENT_LEN;
+        &self.image[at..at + SEGMENT_LEN]
+    }
+
+    /// Folds slots `1..end` into a running checksum, each of which must hold its final,
+    /// closed, real segment.
+    fn fold_final_slots(&self, end: u32, why: &str) -> Result<RunningChecksum, EngineError> {
+        let mut fold = RunningChecksum::seeded(self.header.prev_generation_checksum);
+        for slot in 1..end {
+            let slot = slot as u16;
+            match self.states[usize::from(slot)] {
+                SlotState::Valid { header, .. }
+                    if !header.is_shadow() && is_closed(header.used) =>
+                {
+                    fold.add_segment(self.slot(slot));
+                }
+                state => {
+                    return Err(corrupt(
+                        self.file.path(),
+                        u32::from(slot),
+                        format!(
+                            "segment {slot} is not a complete segment ({}); {why}",
+                            describe(state)
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(fold)
+    }
+
+    /// Zeroes every non-zero slot from `from` to the end of the file (stale data
+    /// beyond the end of the log would confuse a later reader) and makes it durable.
+    fn zero_from(&mut self, from: u32) -> Result<(), EngineError> {
+        let n = self.segments();
+        let nonzero = |slot: u32| {
+            let at = slot as usize * SEGMENT_LEN;
+            self.image[at..at + SEGMENT_LEN].iter().any(|&b| b != 0)
+        };
+        let Some(first) = (from..n).find(|&s| nonzero(s)) else {
+            return Ok(());
+        };
+        let last = (first..n).rev().find(|&s| nonzero(s)).unwrap_or(first);
+        let zeros = AlignedBuf::new(64 * SEGMENT_LEN);
+        let mut slot = first;
+        while slot <= last {
+            let count = (last + 1 - slot).min(64);
+            let len = count as usize * SEGMENT_LEN;
+            self.file
+                .write_all_at(&zeros[..len], u64::from(slot) * SEGMENT_LEN as u64)?;
+            slot += count;
+        }
+        self.file.sync_data()?;
+        let (a, b) = (
+            first as usize * SEGMENT_LEN,
+            (last as usize + 1) * SEGMENT_LEN,
+        );
+        self.image[a..b].fill(0);
+        Ok(())
+    }
+}
+
+fn describe(state: SlotState) -> &'static str {
+    match state {
+        SlotState::Valid { header, .. } if header.is_shadow() => "a shadow copy",
+        SlotState::Valid { .. } => "partially filled",
+        SlotState::Unused => "never written",
+        SlotState::Damaged => "damaged",
+    }
+}
+
+/// Removes a leftover `E00tmp.log` (zero-filled, or with a header written by a roll
+/// that did not complete); refuses a file of that name that is not ours.
+fn remove_stale_next_file(dir: &Path, mode: IoMode) -> Result<(), EngineError> {
+    let path = next_file_path(dir);
+    let file = match DataFile::open(&path, mode, Access::ReadOnly) {
+        Ok(file) => file,
+        Err(edbstress_io::IoError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let len = file.len()?;
+    let ours = if len < SEGMENT_LEN as u64 {
+        true
+    } else {
+        let mut head = AlignedBuf::new(SEGMENT_LEN);
+        file.read_exact_at(&mut head, 0)?;
+        head.iter().all(|&b| b == 0) || crate::logfiles::is_our_log_file(&path)
+    };
+    drop(file);
+    if !ours {
+        return Err(EngineError::Mismatch {
+            what: format!(
+                "{} is not an edbstress log file; move it out of the log directory",
+                path.display()
+            ),
+        });
+    }
+    std::fs::remove_file(&path).map_err(|source| {
+        EngineError::Io(edbstress_io::IoError::Io {
+            path: path.clone(),
+            op: "remove",
+            offset: 0,
+            source,
+        })
+    })
+}
+
+/// Prepares the log directory of `config` for writing at `start` (see
+/// [`super::LogWriter::open`]).
+pub(crate) fn open_for_writing(
+    config: &LogConfig,
+    start: LogPosition,
+    checkpoint: LogPosition,
+) -> Result<OpenedLog, EngineError> {
+    let dir = config.dir.as_path();
+    let signatures = config.signatures();
+    let mode = config.io_mode;
+    let g = start.generation;
+    if g == 0 || start.segment == 0 {
+        return Err(EngineError::Invalid(format!(
+            "log start position {start} is impossible: generations and data segments start at 1"
+        )));
+    }
+    let offset = start.offset.max(FIRST_RECORD_OFFSET);
+    // Everything after the start is about to be overwritten: make sure it is the end
+    // of the log, not a stale position in the middle of it.
+    let normalized = LogPosition {
+        generation: g,
+        segment: start.segment,
+        offset,
+    };
+    let options = LogReadOptions {
+        class: IoClass::LogRead,
+        instance: config.instance,
+        io_mode: mode,
+    };
+    let mut reader = LogReader::open(dir, normalized, signatures, &options)?;
+    while reader.next_record()?.is_some() {}
+    let end = reader.summary().map_or(normalized, |s| s.end_of_log);
+    if end != normalized {
+        return Err(EngineError::Invalid(format!(
+            "log start position {start} is not the end of the log in {}: records continue to \
+             {end}; open the writer at the end_of_log that read_log reports",
+            dir.display()
+        )));
+    }
+    drop(reader);
+    remove_stale_next_file(dir, mode)?;
+    let generations = list_generations(dir)?;
+    let next_exists = generations.contains(&(g.wrapping_add(1)));
+    if let Some(&beyond) = generations.iter().find(|&&x| x > g.saturating_add(1)) {
+        return Err(EngineError::Invalid(format!(
+            "the log continues beyond the start position {start}: generation {beyond:#x} exists \
+             in {}; start at the end of the log that read_log reports",
+            dir.display()
+        )));
+    }
+    let oldest_generation = generations.first().copied().unwrap_or(g).min(g);
+    let path = generation_path(dir, g);
+    let new_header = |generation: u32, prev: u64| LogFileHeader {
+        generation,
+        segment_len: SEGMENT_LEN as u32,
+        file_len: config.file_len as u32,
+        log_signature: signatures.log_signature,
+        db_signature: signatures.db_signature,
+        created_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        checkpoint_at_creation: checkpoint,
+        prev_generation_checksum: prev,
+    };
+    let create = |header: LogFileHeader, write_seq: u64| -> Result<OpenedLog, EngineError> {
+        let tmp = create_zeroed_file(&next_file_path(dir), config.file_len, mode)?;
+        let file = install_generation(dir, tmp, &header, mode)?;
+        Ok(OpenedLog {
+            file,
+            generation: header.generation,
+            segments: (config.file_len / SEGMENT_LEN) as u32,
+            next_index: 1,
+            fold: RunningChecksum::seeded(header.prev_generation_checksum),
+            write_seq,
+            oldest_generation,
+        })
+    };
+
+    if !generations.contains(&g) {
+        if start.segment != 1 || offset != FIRST_RECORD_OFFSET || next_exists {
+            return Err(EngineError::Invalid(format!(
+                "log generation file {} is missing; the writer creates it only for a start at \
+                 the beginning of the last generation, not at {start}",
+                path.display()
+            )));
+        }
+        let (prev, write_seq) = previous_generation_chain(dir, g, signatures, mode)?;
+        return create(new_header(g, prev), write_seq);
+    }
+
+    let mut current = GenerationImage::read(&path, g, signatures, mode, Access::ReadWrite)?;
+    let n = current.segments();
+    let s0 = start.segment;
+    if u32::from(s0) >= n {
+        return Err(EngineError::Invalid(format!(
+            "log start position {start} is past the last segment of {} ({} segments)",
+            path.display(),
+            n
+        )));
+    }
+    let mut fold = current.fold_final_slots(
+        u32::from(s0),
+        "the start position is not the end of the valid log (use the end_of_log read_log reports)",
+    )?;
+    // Keep write sequences increasing across the stream even if this file holds no
+    // data yet.
+    let mut write_seq =
+        current
+            .max_seq
+            .max(last_write_seq_of(dir, g.wrapping_sub(1), signatures, mode));
+    let next_index: u32 = if offset > FIRST_RECORD_OFFSET {
+        let shadow = (u32::from(s0) + 1 < n).then(|| current.states[usize::from(s0) + 1]);
+        let (slot, header, _) = choose_copy(current.states[usize::from(s0)], shadow, s0)
+            .ok_or_else(|| {
+                corrupt(
+                    &path,
+                    u32::from(s0),
+                    format!(
+                        "no valid copy of segment {s0}, which holds the start position {start}"
+                    ),
+                )
+            })?;
+        let keep = usize::from(offset) - SEGMENT_HEADER_LEN;
+        if keep > usize::from(header.used) {
+            return Err(EngineError::Invalid(format!(
+                "log start position {start} lies beyond the {} bytes of data in segment {s0} of {}",
+                header.used,
+                path.display()
+            )));
+        }
+        let copy = current.slot(slot);
+        let already_final = slot == s0
+            && is_closed(header.used)
+            && copy[SEGMENT_HEADER_LEN + keep..].iter().all(|&b| b == 0);
+        if already_final {
+            fold.add_segment(copy);
+        } else {
+            // Close the segment at the start position. Its records may have been
+            // acknowledged, so no write may cover every copy of them: the remains
+            // after it go first (nothing there is needed), then the closed version goes
+            // to the slot without the newest copy (the shadow slot if the newest copy
+            // is the real one) and is made durable, then, if needed, to the real slot.
+            let payload = copy[SEGMENT_HEADER_LEN..SEGMENT_HEADER_LEN + keep].to_vec();
+            let newest_in_own_slot = slot == s0;
+            current.zero_from(u32::from(s0) + 2)?;
+            let mut seg = AlignedBuf::new(SEGMENT_LEN);
+            let mut put = |current: &mut GenerationImage,
+                           shadow: bool,
+                           seq: u64|
+             -> Result<(), EngineError> {
+                seal_data_segment(&mut seg, g, s0, shadow, &payload, true, seq);
+                let slot = u64::from(s0) + u64::from(shadow);
+                current.file.write_all_at(&seg, slot * SEGMENT_LEN as u64)?;
+                current.file.sync_data()?;
+                let at = slot as usize * SEGMENT_LEN;
+                current.image[at..at + SEGMENT_LEN].copy_from_slice(&seg);
+                Ok(())
+            };
+            if newest_in_own_slot && u32::from(s0) + 1 < n {
+                write_seq += 1;
+                put(&mut current, true, write_seq)?;
+            }
+            write_seq += 1;
+            put(&mut current, false, write_seq)?;
+            fold.add_segment(current.slot(s0));
+        }
+        u32::from(s0) + 1
+    } else {
+        u32::from(s0)
+    };
+    current.zero_from(next_index)?;
+
+    if next_index < n {
+        if next_exists {
+            return Err(EngineError::Invalid(format!(
+                "the log continues beyond the start position {start}: generation {:#x} exists; \
+                 start at the end of the log that read_log reports",
+                g + 1
+            )));
+        }
+        return Ok(OpenedLog {
+            file: current.file,
+            generation: g,
+            segments: n,
+            next_index: next_index as u16,
+            fold,
+            write_seq,
+            oldest_generation,
+        });
+    }
+
+    // The start generation is complete: continue in the next one.
+    let next_gen = g.checked_add(1).ok_or_else(|| {
+        EngineError::Invalid("log generation numbers are exhausted (2^32 generations)".into())
+    })?;
+    if !next_exists {
+        return create(new_header(next_gen, fold.value()), write_seq);
+    }
+    let next_path = generation_path(dir, next_gen);
+    let mut next =
+        GenerationImage::read(&next_path, next_gen, signatures, mode, Access::ReadWrite)?;
+    if next.header.prev_generation_checksum != fold.value() {
+        return Err(corrupt(
+            &next_path,
+            0,
+            format!(
+                "its running checksum of generation {g:#x} does not match that generation's \
+                 segments: the files are not consecutive generations of one log"
+            ),
+        ));
+    }
+    next.zero_from(1)?;
+    Ok(OpenedLog {
+        segments: next.segments(),
+        next_index: 1,
+        fold: RunningChecksum::seeded(next.header.prev_generation_checksum),
+        write_seq: write_seq.max(next.max_seq),
+        generation: next_gen,
+        file: next.file,
+        oldest_generation,
+    })
+}
+
+/// The write sequence of the last slot of generation `generation` (its last write),
+/// or 0 if it cannot be read.
+fn last_write_seq_of(dir: &Path, generation: u32, signatures: LogSignatures, mode: IoMode) -> u64 {
+    let path = generation_path(dir, generation);
+    if generation == 0 || !path.exists() {
+        return 0;
+    }
+    let read = || -> Result<u64, EngineError> {
+        let file = DataFile::open(&path, mode, Access::ReadOnly)?;
+        let header = read_file_header(&file, generation, signatures)?;
+        let last = header.segment_count() - 1;
+        let mut seg = AlignedBuf::new(SEGMENT_LEN);
+        file.read_exact_at(&mut seg, (last * SEGMENT_LEN) as u64)?;
+        Ok(classify_slot(&mut seg, generation, last as u16)
+            .header()
+            .map_or(0, |h| h.write_seq))
+    };
+    read().unwrap_or(0)
+}
+
+/// The running checksum and highest write sequence of generation `g - 1`, which must
+/// be complete; `(0, 0)` if it has no file.
+fn previous_generation_chain(
+    dir: &Path,
+    g: u32,
+    signatures: LogSignatures,
+    mode: IoMode,
+) -> Result<(u64, u64), EngineError> {
+    let Some(prev) = g.checked_sub(1).filter(|&p| p > 0) else {
+        return Ok((0, 0));
+    };
+    let path = generation_path(dir, prev);
+    if !path.exists() {
+        return Ok((0, 0));
+    }
+    let image = GenerationImage::read(&path, prev, signatures, mode, Access::ReadOnly)?;
+    let fold = image.fold_final_slots(
+        image.segments(),
+        "the previous generation must be complete before the next one starts",
+    )?;
+    Ok((fold.value(), image.max_seq))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use edbstress_format::log::NEXT_LOG_FILE_NAME;
+
+    #[test]
+    fn log_stale_next_file_is_removed_but_a_foreign_one_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(NEXT_LOG_FILE_NAME);
+        std::fs::write(&path, vec![0u8; 8192]).unwrap();
+        remove_stale_next_file(dir.path(), IoMode::Buffered).unwrap();
+        assert!(!path.exists());
+        std::fs::write(&path, vec![0x55u8; 8192]).unwrap();
+        assert!(matches!(
+            remove_stale_next_file(dir.path(), IoMode::Buffered),
+            Err(EngineError::Mismatch { .. })
+        ));
+        assert!(path.exists());
+    }
+}

@@ -1,0 +1,408 @@
+//! Soft recovery (`edbstress recover`, engine.md §6): replays the log from the
+//! checkpoint into a database that was not shut down cleanly.
+//!
+//! A redo record is applied only when its `dbtime_after` is newer than the page's
+//! dbtime; the page must then be exactly at the record's `dbtime_before`, otherwise the
+//! storage lost a write it had acknowledged (a **lost flush**), which is reported by
+//! page and leaves the database marked as needing recovery. Records of a transaction
+//! are applied only when its Commit record is in the log: a transaction whose commit
+//! never reached the disk (a lazy commit, or the torn tail) is rolled back by not being
+//! replayed — the engine never writes a page before its transaction's commit is durable,
+//! so there is nothing to undo on disk. Pages referenced by upcoming records are read
+//! ahead with deep asynchronous I/O so replay runs at device speed.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use edbstress_format::header::{DbState, HeaderError};
+use edbstress_format::log::{
+    CHECKPOINT_FILE_NAME, CheckpointRecord, CheckpointState, LogPosition, LogRecord,
+};
+use edbstress_format::page::{PageHeader, flags};
+use edbstress_io::{Access, AlignedBuf, BackendKind, DataFile, IoClass, IoMode, IoStats};
+use serde::Serialize;
+
+use crate::btree::TreeState;
+use crate::cache::{CacheConfig, PageCache, WalSync};
+use crate::dbfile::{HeaderReadError, read_header_from, write_header};
+use crate::error::EngineError;
+use crate::layout::InstanceLayout;
+use crate::log::{LogReadOptions, LogSignatures, read_checkpoint, read_log_with};
+use crate::redo::{RedoOp, page_dbtime};
+use crate::schema::{MAILBOX_TABLE_OBJECT_ID, MessageKey};
+
+/// How to recover.
+#[derive(Clone, Debug)]
+pub struct RecoveryOptions {
+    /// Direct or buffered I/O.
+    pub io_mode: IoMode,
+    /// Backend for prefetch reads and page writes.
+    pub backend: BackendKind,
+    /// Cache used for replay, in bytes.
+    pub cache_bytes: u64,
+    /// Records looked ahead for prefetching.
+    pub prefetch_records: usize,
+}
+
+impl Default for RecoveryOptions {
+    fn default() -> Self {
+        RecoveryOptions {
+            io_mode: IoMode::Direct,
+            backend: BackendKind::Auto,
+            cache_bytes: 256 << 20,
+            prefetch_records: 512,
+        }
+    }
+}
+
+/// A page found older than the log requires.
+#[derive(Clone, Debug, Serialize)]
+pub struct LostFlush {
+    /// The page.
+    pub pgno: u32,
+    /// dbtime on the page.
+    pub page_dbtime: u64,
+    /// dbtime the log record expected.
+    pub expected_dbtime: u64,
+    /// Log position of the record.
+    pub position: String,
+}
+
+/// What recovery did for one instance.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecoveryReport {
+    /// Instance number.
+    pub instance: u32,
+    /// The database.
+    pub db_file: PathBuf,
+    /// Its log directory.
+    pub log_dir: PathBuf,
+    /// The database was shut down cleanly: nothing to do.
+    pub was_clean: bool,
+    /// Where replay started (the checkpoint).
+    pub start: String,
+    /// End of the valid log.
+    pub end: String,
+    /// Log generations read.
+    pub generations_replayed: u32,
+    /// Log records read.
+    pub records: u64,
+    /// Page changes applied.
+    pub redone: u64,
+    /// Page changes already on disk.
+    pub skipped: u64,
+    /// Transactions replayed (commit record present).
+    pub transactions_committed: u64,
+    /// Transactions rolled back (no commit record).
+    pub transactions_rolled_back: u64,
+    /// Lost flushes found, by page.
+    pub lost_flushes: Vec<LostFlush>,
+    /// Pages read ahead.
+    pub pages_prefetched: u64,
+    /// Seconds taken.
+    pub seconds: f64,
+    /// I/O of the replay (reads and writes of the database, reads of the log).
+    pub io: IoStats,
+}
+
+impl RecoveryReport {
+    /// Whether recovery brought the database to a clean state.
+    pub fn succeeded(&self) -> bool {
+        self.lost_flushes.is_empty()
+    }
+}
+
+/// The log as replay sees it: already durable up to its end.
+struct ReplayedLog {
+    end: LogPosition,
+}
+
+impl WalSync for ReplayedLog {
+    fn current(&self) -> LogPosition {
+        self.end
+    }
+    fn durable(&self) -> LogPosition {
+        self.end
+    }
+    fn flush_to(&self, _pos: LogPosition) -> Result<(), EngineError> {
+        Ok(())
+    }
+    fn bytes_between(&self, _older: LogPosition, _newer: LogPosition) -> u64 {
+        // Replay never flushes for checkpoint depth: everything is flushed at the end.
+        0
+    }
+}
+
+fn header_error(path: &std::path::Path, e: HeaderReadError) -> EngineError {
+    match e {
+        HeaderReadError::Io(e) => EngineError::Io(e),
+        HeaderReadError::Header(HeaderError::NotOurs) => {
+            EngineError::Invalid(format!("{} is not an edbstress database", path.display()))
+        }
+        HeaderReadError::Header(e) => EngineError::Invalid(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Writes both copies of the checkpoint file (copy 0, made durable, then copy 1).
+pub fn write_checkpoint(
+    dir: &std::path::Path,
+    record: &CheckpointRecord,
+    io_mode: IoMode,
+) -> Result<(), EngineError> {
+    let path = dir.join(CHECKPOINT_FILE_NAME);
+    let file = DataFile::open(&path, io_mode, Access::ReadWrite)?;
+    let mut copy = AlignedBuf::new(4096);
+    record.encode(&mut copy);
+    file.write_all_at(&copy, 0)?;
+    file.sync_data()?;
+    file.write_all_at(&copy, 4096)?;
+    file.sync_data()?;
+    Ok(())
+}
+
+/// Recovers one instance.
+pub fn recover(
+    layout: &InstanceLayout,
+    options: &RecoveryOptions,
+) -> Result<RecoveryReport, EngineError> {
+    let started = Instant::now();
+    let path = &layout.db_file;
+    let file = Arc::new(DataFile::open(path, options.io_mode, Access::ReadWrite)?);
+    let mut header = read_header_from(&file)
+        .map_err(|e| header_error(path, e))?
+        .header;
+    let mut report = RecoveryReport {
+        instance: layout.instance,
+        db_file: path.clone(),
+        log_dir: layout.log_dir.clone(),
+        was_clean: header.state == DbState::Clean,
+        start: header.checkpoint.to_string(),
+        end: header.checkpoint.to_string(),
+        generations_replayed: 0,
+        records: 0,
+        redone: 0,
+        skipped: 0,
+        transactions_committed: 0,
+        transactions_rolled_back: 0,
+        lost_flushes: Vec::new(),
+        pages_prefetched: 0,
+        seconds: 0.0,
+        io: IoStats::new(),
+    };
+    match header.state {
+        DbState::Clean => {
+            report.seconds = started.elapsed().as_secs_f64();
+            return Ok(report);
+        }
+        DbState::Creating => {
+            return Err(EngineError::Invalid(format!(
+                "{} was left unfinished by an interrupted prepare; run `edbstress prepare` again",
+                path.display()
+            )));
+        }
+        DbState::DirtyNeedsRecovery => {}
+    }
+    let mut checkpoint_seq = 0;
+    let mut saved = CheckpointState::default();
+    let checkpoint = match read_checkpoint(&layout.log_dir, options.io_mode) {
+        Ok(chk) => {
+            checkpoint_seq = chk.update_seq;
+            saved = chk.state;
+            if chk.db_signature != header.signature || chk.log_signature != header.log_signature {
+                return Err(EngineError::Mismatch {
+                    what: format!(
+                        "the checkpoint file in {} belongs to another database than {}",
+                        layout.log_dir.display(),
+                        path.display()
+                    ),
+                });
+            }
+            chk.checkpoint
+        }
+        // Both copies damaged: the position recorded when the database was opened is
+        // older, hence safe (replay skips what is already on disk).
+        Err(_) => header.checkpoint,
+    };
+    report.start = checkpoint.to_string();
+    let signatures = LogSignatures {
+        log_signature: header.log_signature,
+        db_signature: header.signature,
+    };
+    let read_options = LogReadOptions {
+        class: IoClass::RecoveryRead,
+        instance: layout.instance as u16,
+        io_mode: options.io_mode,
+    };
+    let scan = read_log_with(&layout.log_dir, checkpoint, signatures, &read_options)?;
+    let log_end = scan.summary.end_of_log;
+    report.end = log_end.to_string();
+    report.generations_replayed = scan.summary.generations_read;
+    report.records = scan.records.len() as u64;
+
+    let page_size = header.page_size;
+    let frames = (options.cache_bytes / page_size.bytes() as u64).max(64) as usize;
+    let cache = PageCache::new(
+        CacheConfig {
+            page_size,
+            min_frames: frames.min(1024),
+            max_frames: frames,
+            checkpoint_depth: u64::MAX,
+            coalesce_max: 512 * 1024,
+            write_depth: 32,
+            instance: layout.instance as u16,
+            backend: options.backend,
+        },
+        file.clone(),
+        Arc::new(ReplayedLog { end: log_end }),
+        // The checkpoint carries the counters as of its position; replay raises them.
+        TreeState {
+            page_size,
+            dbtime: header.last_dbtime.max(saved.last_dbtime),
+            next_unused_page: header.next_unused_page.max(saved.next_unused_page),
+            page_count: header.page_count,
+            next_message_id: header.next_message_id.max(saved.next_message_id),
+            next_trx: 1,
+        },
+    )?;
+
+    let mut pending: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut poisoned: HashSet<u32> = HashSet::new();
+    let mut prefetched_to = 0usize;
+    for (i, entry) in scan.records.iter().enumerate() {
+        match &entry.record {
+            LogRecord::Begin { trx } => {
+                pending.insert(*trx, Vec::new());
+            }
+            LogRecord::PageRedo { trx, .. } => pending.entry(*trx).or_default().push(i),
+            LogRecord::Rollback { trx } => {
+                pending.remove(trx);
+                report.transactions_rolled_back += 1;
+            }
+            LogRecord::Shutdown { .. } => {}
+            LogRecord::Commit { trx, .. } => {
+                let Some(indices) = pending.remove(trx) else {
+                    continue;
+                };
+                if i + options.prefetch_records / 2 >= prefetched_to {
+                    let end = (i + options.prefetch_records).min(scan.records.len());
+                    let pgnos: Vec<u32> = scan.records[prefetched_to.max(i)..end]
+                        .iter()
+                        .filter_map(|e| match e.record {
+                            LogRecord::PageRedo { pgno, .. } => Some(pgno),
+                            _ => None,
+                        })
+                        .collect();
+                    cache.prefetch(&pgnos)?;
+                    prefetched_to = end;
+                }
+                for index in indices {
+                    let entry = &scan.records[index];
+                    let LogRecord::PageRedo {
+                        pgno,
+                        dbtime_before,
+                        dbtime_after,
+                        op,
+                        payload,
+                        ..
+                    } = &entry.record
+                    else {
+                        continue;
+                    };
+                    let pgno = *pgno;
+                    if poisoned.contains(&pgno) {
+                        continue;
+                    }
+                    let mut g = cache.lock();
+                    let frame = loop {
+                        if let Some(f) = g.lookup(pgno) {
+                            break f;
+                        }
+                        g = cache.fault_in(g, pgno)?;
+                    };
+                    {
+                        let s = g.state();
+                        s.dbtime = s.dbtime.max(*dbtime_after);
+                        s.next_unused_page = s.next_unused_page.max(pgno + 1);
+                        s.page_count = s.page_count.max(pgno);
+                    }
+                    let on_disk = page_dbtime(g.page(frame));
+                    if *dbtime_after <= on_disk {
+                        report.skipped += 1;
+                    } else if on_disk != *dbtime_before {
+                        report.lost_flushes.push(LostFlush {
+                            pgno,
+                            page_dbtime: on_disk,
+                            expected_dbtime: *dbtime_before,
+                            position: entry.start.to_string(),
+                        });
+                        poisoned.insert(pgno);
+                        continue;
+                    } else {
+                        let redo = RedoOp::decode(*op, payload)
+                            .map_err(|e| corrupt_record(&layout.log_dir, entry.start, e))?;
+                        redo.apply(g.page_mut(frame), pgno, *dbtime_after)
+                            .map_err(|e| corrupt_record(&layout.log_dir, entry.start, e))?;
+                        g.mark_dirty_span(frame, entry.start, entry.end);
+                        report.redone += 1;
+                    }
+                    // New message ids must not reuse ids the log handed out.
+                    if let RedoOp::Insert { key, .. } = RedoOp::decode(*op, payload)
+                        .map_err(|e| corrupt_record(&layout.log_dir, entry.start, e))?
+                    {
+                        let h = PageHeader::read(g.page(frame));
+                        if h.object_id == MAILBOX_TABLE_OBJECT_ID && h.flags & flags::LEAF != 0 {
+                            if let Some(k) = MessageKey::decode(&key) {
+                                let s = g.state();
+                                s.next_message_id = s.next_message_id.max(k.message + 1);
+                            }
+                        }
+                    }
+                }
+                report.transactions_committed += 1;
+            }
+        }
+    }
+    report.transactions_rolled_back += pending.len() as u64;
+    cache.flush_all()?;
+    report.pages_prefetched = cache.counters().prefetched;
+    report.io = cache.io_stats();
+    report.io.merge(&scan.io);
+    let state = cache.shutdown()?;
+    if report.lost_flushes.is_empty() {
+        header.state = DbState::Clean;
+        header.checkpoint = log_end;
+        header.last_dbtime = state.dbtime;
+        header.next_unused_page = state.next_unused_page;
+        header.page_count = header.page_count.max(state.page_count);
+        header.next_message_id = state.next_message_id;
+        header.update_seq += 1;
+        write_checkpoint(
+            &layout.log_dir,
+            &CheckpointRecord {
+                update_seq: checkpoint_seq + 1,
+                checkpoint: log_end,
+                log_signature: header.log_signature,
+                db_signature: header.signature,
+                state: state.checkpoint_state(),
+            },
+            options.io_mode,
+        )?;
+        write_header(&file, &header)?;
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+fn corrupt_record(
+    dir: &std::path::Path,
+    at: LogPosition,
+    e: impl std::fmt::Display,
+) -> EngineError {
+    EngineError::CorruptLog {
+        file: dir.join(edbstress_format::log::log_file_name(at.generation)),
+        segment: u32::from(at.segment),
+        what: format!("record at {at} cannot be replayed: {e}"),
+    }
+}

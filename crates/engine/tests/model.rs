@@ -1,0 +1,275 @@
+//! Model test: random transactions against a real instance (small cache, shallow
+//! checkpoint depth, so pages are evicted, flushed and re-read all the time) are
+//! mirrored in an in-memory map; at random points the instance "crashes" (cache dropped
+//! unflushed, unwritten log discarded, and the log cut at a random point beyond what
+//! was durable), is recovered and reopened, and must hold exactly the state after some
+//! commit between the last durable one and the last one.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use edbstress_engine::check::deep_check;
+use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
+use edbstress_engine::layout::InstanceLayout;
+use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
+use edbstress_engine::recovery::{RecoveryOptions, recover};
+use edbstress_engine::schema::MessageKey;
+use edbstress_format::PageSize;
+use edbstress_format::log::{LogPosition, SEGMENT_LEN, log_file_name, parse_log_file_name};
+use edbstress_io::IoMode;
+use rand::rngs::SmallRng;
+use rand::{Rng, RngCore, SeedableRng};
+
+type Contents = BTreeMap<MessageKey, (Vec<u8>, Vec<u8>)>;
+
+fn prepare(dir: &Path) -> InstanceLayout {
+    let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
+    let options = PrepareOptions {
+        page_size: PageSize::K8,
+        database_bytes: 8 << 20,
+        mailboxes: 6,
+        io_mode: IoMode::Buffered,
+        ..PrepareOptions::default()
+    };
+    PreparePlan::check(vec![layout.clone()], options)
+        .unwrap()
+        .execute(&mut |_| {})
+        .unwrap();
+    layout
+}
+
+fn config(layout: &InstanceLayout) -> InstanceConfig {
+    let mut c = InstanceConfig::new(layout.clone());
+    // A third of the database: pages are evicted and re-read all the time, yet the
+    // largest bulk-loaded body (512 KB, 64 pages) fits one transaction's pins.
+    c.cache_min_bytes = 320 * 8192;
+    c.cache_max_bytes = 320 * 8192;
+    c.checkpoint_depth = 96 * 1024;
+    c.io_mode = IoMode::Buffered;
+    c
+}
+
+fn contents(instance: &Instance) -> Contents {
+    instance
+        .all_keys()
+        .unwrap()
+        .into_iter()
+        .map(|k| {
+            let m = instance
+                .read(k, true)
+                .unwrap()
+                .expect("listed key readable");
+            (k, (m.props, m.body.unwrap()))
+        })
+        .collect()
+}
+
+/// Cuts the log at a random segment boundary at or after `durable`'s tail segment and
+/// its shadow: later segments of that generation are zeroed, later generations removed.
+fn cut_log(dir: &Path, durable: LogPosition, rng: &mut SmallRng) {
+    let path = dir.join(log_file_name(durable.generation));
+    let Ok(mut bytes) = std::fs::read(&path) else {
+        return;
+    };
+    let segments = bytes.len() / SEGMENT_LEN;
+    let first_cut = usize::from(durable.segment) + 2;
+    if first_cut < segments {
+        let cut = rng.random_range(first_cut..=segments);
+        bytes[cut * SEGMENT_LEN..].fill(0);
+        std::fs::write(&path, &bytes).unwrap();
+    }
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        if let Some(g) = entry.file_name().to_str().and_then(parse_log_file_name) {
+            if g > durable.generation {
+                std::fs::remove_file(entry.path()).unwrap();
+            }
+        }
+    }
+}
+
+fn run_model(seed: u64, steps: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = prepare(dir.path());
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut instance = Instance::open(config(&layout)).unwrap();
+    let mut model = contents(&instance);
+    assert!(!model.is_empty(), "bulk-loaded messages readable");
+    // States after each commit since the last durable one (the first is durable).
+    let mut candidates: Vec<Contents> = vec![model.clone()];
+    let mut crashes = 0;
+    for step in 0..steps {
+        let durability = if rng.random_bool(0.5) {
+            Durability::Durable
+        } else {
+            Durability::Lazy
+        };
+        let mut props = vec![0u8; rng.random_range(0..400)];
+        rng.fill_bytes(&mut props);
+        let mut body = vec![
+            0u8;
+            if rng.random_bool(0.3) {
+                rng.random_range(0..1024)
+            } else {
+                rng.random_range(1025..40_000)
+            }
+        ];
+        rng.fill_bytes(&mut body);
+        let existing: Vec<MessageKey> = model.keys().copied().collect();
+        let pick = |rng: &mut SmallRng| {
+            if existing.is_empty() || rng.random_bool(0.05) {
+                MessageKey {
+                    mailbox: 1,
+                    message: 1 << 40,
+                }
+            } else {
+                existing[rng.random_range(0..existing.len())]
+            }
+        };
+        let mut changed = true;
+        let op = rng.random_range(0..100);
+        let last_op = (op, props.len(), body.len());
+        match op {
+            0..40 => {
+                let mailbox = rng.random_range(0..6);
+                let out = instance
+                    .commit(
+                        &[TxnOp::Insert {
+                            mailbox,
+                            props: &props,
+                            body: &body,
+                        }],
+                        durability,
+                    )
+                    .unwrap();
+                let key = out.inserted[0];
+                assert!(
+                    model.insert(key, (props, body)).is_none(),
+                    "step {step}: id {key:?} reused"
+                );
+            }
+            40..60 => {
+                let key = pick(&mut rng);
+                let out = instance
+                    .commit(&[TxnOp::Delete { key }], durability)
+                    .unwrap();
+                assert_eq!(
+                    out.found[0],
+                    model.remove(&key).is_some(),
+                    "step {step}: delete {key:?}"
+                );
+                changed = out.found[0];
+            }
+            60..75 => {
+                let key = pick(&mut rng);
+                let new_body = rng.random_bool(0.5).then_some(&body[..]);
+                let out = instance
+                    .commit(
+                        &[TxnOp::Replace {
+                            key,
+                            props: &props,
+                            body: new_body,
+                        }],
+                        durability,
+                    )
+                    .unwrap();
+                let existed = model.contains_key(&key);
+                assert_eq!(out.found[0], existed, "step {step}: replace {key:?}");
+                if let Some(entry) = model.get_mut(&key) {
+                    entry.0 = props;
+                    if let Some(b) = new_body {
+                        entry.1 = b.to_vec();
+                    }
+                }
+                changed = existed;
+            }
+            _ => {
+                changed = false;
+                let key = pick(&mut rng);
+                let got = instance
+                    .read(key, true)
+                    .unwrap()
+                    .map(|m| (m.props, m.body.unwrap()));
+                assert_eq!(got.as_ref(), model.get(&key), "step {step}: read {key:?}");
+            }
+        }
+        if changed {
+            if durability == Durability::Durable {
+                candidates.clear();
+            }
+            candidates.push(model.clone());
+        }
+        if std::env::var_os("MODEL_CHECK_EVERY_STEP").is_some() {
+            instance.checkpoint_now().unwrap();
+            let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
+            assert!(
+                check.is_clean(),
+                "seed {seed} step {step} ({:?}): {:?}",
+                last_op,
+                check.problems
+            );
+        }
+        if rng.random_bool(0.04) {
+            crashes += 1;
+            let durable = instance.log_durable();
+            instance.crash();
+            cut_log(&layout.log_dir, durable, &mut rng);
+            let report = recover(
+                &layout,
+                &RecoveryOptions {
+                    io_mode: IoMode::Buffered,
+                    ..RecoveryOptions::default()
+                },
+            )
+            .unwrap();
+            assert!(report.succeeded(), "seed {seed} step {step}: {report:?}");
+            let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
+            assert!(
+                check.is_clean(),
+                "seed {seed} step {step}: {:?}",
+                check.problems
+            );
+            instance = Instance::open(config(&layout)).unwrap();
+            let after = contents(&instance);
+            let matched = candidates.iter().position(|c| *c == after).unwrap_or_else(|| {
+                panic!(
+                    "seed {seed} step {step}: recovered state ({} messages) matches no commit since the last durable one ({} candidates, sizes {:?})",
+                    after.len(),
+                    candidates.len(),
+                    candidates.iter().map(BTreeMap::len).collect::<Vec<_>>()
+                )
+            });
+            assert!(matched < candidates.len());
+            model = after;
+            candidates = vec![model.clone()];
+        }
+    }
+    instance.shutdown().unwrap();
+    let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
+    assert!(check.is_clean(), "seed {seed}: {:?}", check.problems);
+    let instance = Instance::open(config(&layout)).unwrap();
+    assert_eq!(
+        contents(&instance),
+        model,
+        "seed {seed}: state after clean shutdown"
+    );
+    instance.shutdown().unwrap();
+    assert!(steps < 50 || crashes > 0, "seed {seed}: no crash exercised");
+}
+
+#[test]
+fn random_transactions_match_the_model_across_crashes() {
+    let seeds = if std::env::var_os("EDBSTRESS_LONG_TESTS").is_some() {
+        40
+    } else {
+        4
+    };
+    // MODEL_STEPS sets the steps per seed; MODEL_CHECK_EVERY_STEP=1 deep-checks the
+    // database after every step (slow; finds the first step that breaks a tree).
+    let steps: usize = std::env::var("MODEL_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300);
+    for seed in 0..seeds {
+        run_model(seed, steps);
+    }
+}
