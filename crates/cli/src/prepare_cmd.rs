@@ -39,6 +39,9 @@ pub struct PrepareArgs {
     /// Size of each write, e.g. 1MiB.
     #[arg(long, default_value = "1MiB", value_parser = parse_size)]
     write_size: u64,
+    /// Seed for signatures and content: the same seed prepares identical databases.
+    #[arg(long)]
+    seed: Option<u64>,
     /// Print the result as JSON on standard output.
     #[arg(long)]
     json: bool,
@@ -70,6 +73,7 @@ pub fn run(args: PrepareArgs) -> Result<ExitCode, CommandError> {
         write_len: args.write_size as usize,
         queue_depth: args.io.queue_depth.map_or(8, |d| d as usize),
         threads: args.threads.unwrap_or(0),
+        seed: args.seed,
     };
     let layouts = InstanceLayout::spread(
         args.databases,

@@ -268,6 +268,7 @@ impl Instance {
                 write_depth: 32,
                 instance: config.instance,
                 backend: config.backend,
+                verify_structure: true,
             },
             file.clone(),
             log.clone() as Arc<dyn WalSync>,
@@ -514,38 +515,64 @@ impl Instance {
     /// Reads a message (and its body when `with_body`).
     ///
     /// The body is read chunk by chunk, keeping what earlier attempts read, so a large
-    /// body never needs all its pages cached at once.
+    /// body never needs all its pages cached at once. Row and body are read in separate
+    /// lock holds: when the body turns out incomplete, the row is read again — a
+    /// message deleted or rewritten meanwhile by another session is reported as
+    /// it is now, and only a body missing under an unchanged row is corruption.
     pub fn read(&self, key: MessageKey, with_body: bool) -> Result<Option<Message>, EngineError> {
         let chunk_len = self.chunk_len;
-        let (row, _, _) = self.run(Durability::Lazy, |g, _| {
-            btree::get(g, MAILBOX_TABLE_ROOT, &key.encode())
-        })?;
         self.counters.reads.fetch_add(1, Ordering::Relaxed);
-        let Some(row) = row else { return Ok(None) };
-        let fixed = RowFixed::decode(&row).ok_or_else(|| self.corrupt_row(key))?;
-        let inline = if fixed.long {
-            0
-        } else {
-            fixed.body_len as usize
-        };
-        let props = row[ROW_FIXED_LEN..row.len() - inline].to_vec();
-        let body = if !with_body {
-            None
-        } else if fixed.long {
-            let mut body = Vec::with_capacity(fixed.body_len as usize);
-            self.run(Durability::Lazy, |g, _| {
-                read_chunks(g, fixed.lvid, fixed.body_len, chunk_len, &mut body)
+        let mut previous: Option<Vec<u8>> = None;
+        for _ in 0..100 {
+            let (row, _, _) = self.run(Durability::Lazy, |g, _| {
+                btree::get(g, MAILBOX_TABLE_ROOT, &key.encode())
             })?;
-            Some(body)
-        } else {
-            Some(fixed.inline_body(&row).to_vec())
-        };
-        Ok(Some(Message {
-            key,
-            props,
-            body_len: fixed.body_len,
-            body,
-        }))
+            let Some(row) = row else { return Ok(None) };
+            let fixed = RowFixed::decode(&row).ok_or_else(|| self.corrupt_row(key))?;
+            let inline = if fixed.long {
+                0
+            } else {
+                fixed.body_len as usize
+            };
+            let props = row[ROW_FIXED_LEN..row.len() - inline].to_vec();
+            let body = if !with_body {
+                None
+            } else if fixed.long {
+                let mut body = Vec::with_capacity(fixed.body_len as usize);
+                self.run(Durability::Lazy, |g, _| {
+                    read_chunks(g, fixed.lvid, fixed.body_len, chunk_len, &mut body)
+                })?;
+                if body.len() != fixed.body_len as usize {
+                    if previous.as_ref() == Some(&row) {
+                        return Err(EngineError::CorruptPage {
+                            path: self.config.layout.db_file.clone(),
+                            pgno: 0,
+                            what: format!(
+                                "long value {} has {} of its {} bytes",
+                                fixed.lvid,
+                                body.len(),
+                                fixed.body_len
+                            ),
+                        });
+                    }
+                    previous = Some(row);
+                    continue;
+                }
+                Some(body)
+            } else {
+                Some(fixed.inline_body(&row).to_vec())
+            };
+            return Ok(Some(Message {
+                key,
+                props,
+                body_len: fixed.body_len,
+                body,
+            }));
+        }
+        Err(EngineError::Invalid(format!(
+            "message {}:{} kept changing while being read",
+            key.mailbox, key.message
+        )))
     }
 
     fn corrupt_row(&self, key: MessageKey) -> EngineError {
@@ -751,13 +778,17 @@ impl Instance {
     }
 
     /// Crash simulation: stops without writing dirty pages or unflushed log; the
-    /// database then needs recovery.
-    pub fn crash(self) {
+    /// database then needs recovery. Returns the durable end of the log once no page
+    /// can be written any more: every page on disk depends only on log before it, so
+    /// a test may cut the log anywhere after it (what a real crash may lose).
+    pub fn crash(self) -> LogPosition {
         let Instance { cache, log, .. } = self;
         cache.abandon();
+        let durable = log.durable();
         if let Ok(log) = Arc::try_unwrap(log) {
             log.abandon();
         }
+        durable
     }
 }
 
@@ -854,7 +885,8 @@ fn delete_chunks(
 }
 
 /// Appends the chunks of long value `lvid` to `body` from where it stopped (a retry
-/// after a miss resumes instead of starting over).
+/// after a miss resumes instead of starting over). Stops early, leaving `body` short,
+/// when the chunks end before `body_len` bytes.
 fn read_chunks(
     g: &mut Guard<'_>,
     lvid: u64,
@@ -874,7 +906,11 @@ fn read_chunks(
             LONG_VALUE_ROOT,
             &start,
             &mut |k, data| match LongValueKey::decode(k) {
-                Some(key) if key.lvid == lvid && key.chunk == expected => {
+                Some(key)
+                    if key.lvid == lvid
+                        && key.chunk == expected
+                        && body.len() + data.len() <= body_len as usize =>
+                {
                     body.extend_from_slice(data);
                     expected += 1;
                     body.len() < body_len as usize
@@ -882,15 +918,6 @@ fn read_chunks(
                 _ => false,
             },
         )?;
-    }
-    if body.len() != body_len as usize {
-        return Err(TreeError::Corrupt {
-            pgno: 0,
-            what: format!(
-                "long value {lvid} has {} of {body_len} bytes (chunk_len {chunk_len})",
-                body.len()
-            ),
-        });
     }
     Ok(())
 }

@@ -18,13 +18,27 @@ const CHECKPOINT_MAGIC: &[u8; 8] = b"EDBSCHK\0";
 
 /// Whether `path` carries an edbstress log or checkpoint signature (even if damaged
 /// elsewhere). Files that cannot be read are not ours.
+///
+/// The pre-created next generation (`E00tmp.log`) is zero-filled until the writer rolls
+/// into it: an all-zero file of that name is accepted too (it holds no data to lose).
 pub fn is_our_log_file(path: &Path) -> bool {
     use std::io::Read;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
     let mut head = [0u8; 16];
-    match std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)) {
-        Ok(()) => &head[8..16] == LOG_MAGIC || &head[8..16] == CHECKPOINT_MAGIC,
-        Err(_) => false,
+    if file.read_exact(&mut head).is_err() {
+        return false;
     }
+    if &head[8..16] == LOG_MAGIC || &head[8..16] == CHECKPOINT_MAGIC {
+        return true;
+    }
+    let is_next = path.file_name().is_some_and(|n| n == NEXT_LOG_FILE_NAME);
+    if !is_next || head.iter().any(|&b| b != 0) {
+        return false;
+    }
+    let mut rest = Vec::new();
+    file.read_to_end(&mut rest).is_ok() && rest.iter().all(|&b| b == 0)
 }
 
 /// Whether a directory entry name is one of an instance's log files.

@@ -57,6 +57,9 @@ pub struct PrepareOptions {
     pub queue_depth: usize,
     /// Page-building threads (0 = one per core).
     pub threads: usize,
+    /// Seed for the database and log signatures (and so all page content and message
+    /// sizes): the same seed prepares byte-identical databases. None: random.
+    pub seed: Option<u64>,
 }
 
 impl Default for PrepareOptions {
@@ -72,6 +75,7 @@ impl Default for PrepareOptions {
             write_len: 1 << 20,
             queue_depth: 8,
             threads: 0,
+            seed: None,
         }
     }
 }
@@ -395,7 +399,12 @@ fn inspect_instance(
             "left unfinished by an interrupted prepare".into(),
         )),
         DbState::DirtyNeedsRecovery => Err(PrepareError::NeedsRecovery { path: path.clone() }),
-        DbState::Clean if found == wanted => Ok(InstanceAction::Reuse),
+        // Runs grow databases: a grown database of the requested size is still ours to reuse.
+        DbState::Clean
+            if header.page_size == options.page_size && header.page_count >= page_count =>
+        {
+            Ok(InstanceAction::Reuse)
+        }
         DbState::Clean if options.recreate => Ok(InstanceAction::Rebuild(format!(
             "it has {found}, {wanted} asked"
         ))),
@@ -480,8 +489,13 @@ fn create_instance(
     progress: &mut dyn FnMut(PrepareProgress),
 ) -> Result<PrepareReport, PrepareError> {
     let page_count = options.page_count()?;
-    let signature = rand::random::<u64>() | 1;
-    let log_signature = rand::random::<u64>() | 1;
+    let (signature, log_signature) = match options.seed {
+        Some(seed) => {
+            let base = crate::content::splitmix64(seed ^ u64::from(layout.instance));
+            (base | 1, crate::content::splitmix64(base) | 1)
+        }
+        None => (rand::random::<u64>() | 1, rand::random::<u64>() | 1),
+    };
     let plan = BulkLoadPlan::new(bulk_spec(options, page_count, signature))?;
     if let Some(dir) = layout.db_file.parent() {
         std::fs::create_dir_all(dir).map_err(|e| io_err(dir, "create directory", e))?;

@@ -253,6 +253,7 @@ pub fn recover(
             write_depth: 32,
             instance: layout.instance as u16,
             backend: options.backend,
+            verify_structure: true,
         },
         file.clone(),
         Arc::new(ReplayedLog { end: log_end }),

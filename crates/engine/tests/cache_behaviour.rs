@@ -260,6 +260,7 @@ mod cache {
             write_depth: 8,
             instance: 3,
             backend: BackendKind::Auto,
+            verify_structure: false,
         }
     }
 

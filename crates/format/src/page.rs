@@ -271,23 +271,9 @@ fn decode_record(page: &[u8], count: usize, index: usize) -> Result<Record<'_>, 
 
 /// Checks the header geometry and every tag; returns the record count.
 fn validate(page: &[u8]) -> Result<usize, PageFormatError> {
-    let len = page.len();
-    if PageSize::from_bytes(len).is_none() {
-        return Err(PageFormatError::UnsupportedLength { len });
-    }
+    let (count, tags_start, first_free) = validate_geometry(page)?;
     let header = PageHeader::read(page);
-    let count = usize::from(header.tag_count);
     let corrupt = |detail: String| Err(PageFormatError::CorruptHeader { detail });
-    let Some(tags_start) = len.checked_sub(PAGE_HEADER_LEN + TAG_LEN * count) else {
-        return corrupt(format!("{count} tags do not fit a {len}-byte page"));
-    };
-    let tags_start = tags_start + PAGE_HEADER_LEN;
-    let first_free = usize::from(header.first_free);
-    if first_free < PAGE_HEADER_LEN || first_free > tags_start {
-        return corrupt(format!(
-            "first free offset {first_free} is outside the record area {PAGE_HEADER_LEN}..{tags_start}"
-        ));
-    }
     let mut used = 0usize;
     for index in 0..count {
         let record = decode_record(page, count, index)?;
@@ -318,6 +304,29 @@ fn validate(page: &[u8]) -> Result<usize, PageFormatError> {
     Ok(count)
 }
 
+/// Checks the page length, tag count and first free offset (O(1)); returns the record
+/// count, where the tag array starts and the first free offset.
+fn validate_geometry(page: &[u8]) -> Result<(usize, usize, usize), PageFormatError> {
+    let len = page.len();
+    if PageSize::from_bytes(len).is_none() {
+        return Err(PageFormatError::UnsupportedLength { len });
+    }
+    let header = PageHeader::read(page);
+    let count = usize::from(header.tag_count);
+    let corrupt = |detail: String| Err(PageFormatError::CorruptHeader { detail });
+    let Some(tags_start) = len.checked_sub(PAGE_HEADER_LEN + TAG_LEN * count) else {
+        return corrupt(format!("{count} tags do not fit a {len}-byte page"));
+    };
+    let tags_start = tags_start + PAGE_HEADER_LEN;
+    let first_free = usize::from(header.first_free);
+    if first_free < PAGE_HEADER_LEN || first_free > tags_start {
+        return corrupt(format!(
+            "first free offset {first_free} is outside the record area {PAGE_HEADER_LEN}..{tags_start}"
+        ));
+    }
+    Ok((count, tags_start, first_free))
+}
+
 fn search_in(page: &[u8], count: usize, key: &[u8]) -> Result<usize, usize> {
     let (mut low, mut high) = (0usize, count);
     while low < high {
@@ -345,6 +354,15 @@ impl<'a> Page<'a> {
     /// [`crate::checksum::verify_page`]).
     pub fn new(buf: &'a [u8]) -> Result<Page<'a>, PageFormatError> {
         let count = validate(buf)?;
+        Ok(Page { buf, count })
+    }
+
+    /// Wraps a page after checking only its header geometry (O(1)), for pages already
+    /// checked with [`Page::new`] since they were read (a cache's pages). Record access
+    /// stays bounds-checked: a damaged tag gives an error from [`Page::record`] (and
+    /// compares as an empty key in [`Page::search`]), never a panic.
+    pub fn new_unvalidated(buf: &'a [u8]) -> Result<Page<'a>, PageFormatError> {
+        let (count, _, _) = validate_geometry(buf)?;
         Ok(Page { buf, count })
     }
 

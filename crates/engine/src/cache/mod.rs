@@ -73,6 +73,10 @@ pub struct CacheConfig {
     pub instance: u16,
     /// I/O backend of the page writer and of prefetch.
     pub backend: BackendKind,
+    /// Check the slotted-page structure of every page read (after its checksum), so
+    /// users of cached pages may skip per-access checks. Off only for tests that use
+    /// the cache with raw page bytes.
+    pub verify_structure: bool,
 }
 
 impl CacheConfig {
@@ -89,6 +93,7 @@ impl CacheConfig {
             write_depth: 32,
             instance: 0,
             backend: BackendKind::Auto,
+            verify_structure: true,
         }
     }
 
@@ -254,15 +259,23 @@ impl<S> Shared<S> {
         }
     }
 
-    /// Checks a page just read; repairs a single flipped bit. `Ok(Some(bit))` when
-    /// repaired.
+    /// Checks a page just read — checksum, then structure (once, so that code using
+    /// cached pages can skip the per-access structure check); repairs a single flipped
+    /// bit. `Ok(Some(bit))` when repaired.
     pub(crate) fn verify(&self, page: &mut [u8], pgno: u32) -> Result<Option<u32>, EngineError> {
+        let structure = |page: &[u8]| {
+            edbstress_format::page::Page::new(page)
+                .map(|_| ())
+                .map_err(|e| {
+                    self.corrupt(pgno, format!("valid checksum but malformed structure: {e}"))
+                })
+        };
         match verify_page(page, pgno) {
-            PageVerdict::Valid => Ok(None),
+            PageVerdict::Valid => structure(page).map(|()| None),
             PageVerdict::Correctable { bit } => {
                 repair_page(page, pgno);
                 tracing::warn!(pgno, bit, path = %self.file.path().display(), "repaired a flipped bit in a page read from the database");
-                Ok(Some(bit))
+                structure(page).map(|()| Some(bit))
             }
             PageVerdict::Uninitialized => {
                 Err(self.corrupt(pgno, "uninitialized: all zeros, never written".to_string()))

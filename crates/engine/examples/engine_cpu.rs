@@ -1,0 +1,173 @@
+//! Measures the engine's CPU cost per transactional I/O: prepares (once) a database
+//! much larger than the cache, runs sessions with the Exchange 2010 operation mix
+//! (40 % insert, 20 % delete, 5 % replace, 35 % read; 70 % of commits lazy) for a
+//! while, and divides the process's CPU time by the database reads and writes done.
+//!
+//! `cargo run --release -p edbstress-engine --example engine_cpu -- DIR [DB_GIB] [CACHE_MIB] [SECONDS] [SESSIONS]`
+//! (defaults: 4 GiB, 64 MiB, 20 s, 16 sessions). Used by `bench/engine_cpu.sh`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use edbstress_engine::content::{Compressibility, ContentGenerator};
+use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
+use edbstress_engine::layout::InstanceLayout;
+use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
+use edbstress_engine::schema::MessageShape;
+use edbstress_io::IoClass;
+
+/// (user, system) CPU seconds of this process, from /proc/self/stat.
+fn cpu_split() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) / 100.0, ticks(12) / 100.0)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let dir = std::path::PathBuf::from(
+        args.get(1)
+            .ok_or("usage: engine_cpu DIR [DB_GIB] [CACHE_MIB] [SECONDS] [SESSIONS]")?,
+    );
+    let db_gib: u64 = args.get(2).map_or(Ok(4), |s| s.parse())?;
+    let cache_mib: u64 = args.get(3).map_or(Ok(64), |s| s.parse())?;
+    let seconds: f64 = args.get(4).map_or(Ok(20.0), |s| s.parse())?;
+    let sessions: u32 = args.get(5).map_or(Ok(16), |s| s.parse())?;
+
+    let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
+    let options = PrepareOptions {
+        database_bytes: db_gib << 30,
+        mailboxes: 500,
+        ..PrepareOptions::default()
+    };
+    PreparePlan::check(vec![layout.clone()], options)?.execute(&mut |_| {})?;
+
+    let mut config = InstanceConfig::new(layout);
+    config.cache_min_bytes = cache_mib << 20;
+    config.cache_max_bytes = cache_mib << 20;
+    let instance = Instance::open(config)?;
+    let mailboxes = instance.mailbox_count();
+    // Warm the cache to its maximum first, as a test run does before measuring.
+    let stop = AtomicBool::new(false);
+    let ops = AtomicU64::new(0);
+    let run = |measure: Duration| {
+        stop.store(false, Ordering::Relaxed);
+        std::thread::scope(|scope| {
+            for s in 0..sessions {
+                let (instance, stop, ops) = (&instance, &stop, &ops);
+                scope.spawn(move || {
+                    let mut rng =
+                        ContentGenerator::for_stream(u64::from(s) + 1, Compressibility::MAIL);
+                    let mut props = vec![0u8; 300];
+                    while !stop.load(Ordering::Relaxed) {
+                        let mailbox = rng.range(0..u64::from(mailboxes)) as u32;
+                        let probe = rng.range(0..1 << 40);
+                        let lazy = if rng.range(0..100) < 70 {
+                            Durability::Lazy
+                        } else {
+                            Durability::Durable
+                        };
+                        let pick = rng.range(0..100);
+                        let result = if pick < 40 {
+                            let shape =
+                                MessageShape::of(rng.range(0..u64::MAX), rng.range(0..1 << 30));
+                            let mut body = vec![0u8; shape.body_len as usize];
+                            rng.fill(&mut body);
+                            rng.fill(&mut props);
+                            instance
+                                .commit(
+                                    &[TxnOp::Insert {
+                                        mailbox,
+                                        props: &props,
+                                        body: &body,
+                                    }],
+                                    lazy,
+                                )
+                                .map(|_| ())
+                        } else {
+                            match instance.seek_message(mailbox, probe) {
+                                Ok(Some(key)) if pick < 60 => {
+                                    instance.commit(&[TxnOp::Delete { key }], lazy).map(|_| ())
+                                }
+                                Ok(Some(key)) if pick < 65 => {
+                                    rng.fill(&mut props);
+                                    instance
+                                        .commit(
+                                            &[TxnOp::Replace {
+                                                key,
+                                                props: &props,
+                                                body: None,
+                                            }],
+                                            lazy,
+                                        )
+                                        .map(|_| ())
+                                }
+                                Ok(Some(key)) => {
+                                    instance.read(key, rng.range(0..2) == 0).map(|_| ())
+                                }
+                                Ok(None) => Ok(()),
+                                Err(e) => Err(e),
+                            }
+                        };
+                        if let Err(e) = result {
+                            eprintln!("session {s}: {e}");
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                        ops.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+            std::thread::sleep(measure);
+            stop.store(true, Ordering::Relaxed);
+        });
+    };
+    let warm = Instant::now();
+    while instance.cache_counters().frames < instance.cache_counters().max_frames * 9 / 10
+        && warm.elapsed() < Duration::from_secs(120)
+    {
+        run(Duration::from_millis(500));
+    }
+    let before_io = instance.io_stats();
+    let before_cpu = cpu_split();
+    let before_ops = ops.load(Ordering::Relaxed);
+    let started = Instant::now();
+    run(Duration::from_secs_f64(seconds));
+    let elapsed = started.elapsed().as_secs_f64();
+    let after_cpu = cpu_split();
+    let (user, sys) = (after_cpu.0 - before_cpu.0, after_cpu.1 - before_cpu.1);
+    let cpu = user + sys;
+    let after_io = instance.io_stats();
+    let count = |class: IoClass| after_io.total(class).ops - before_io.total(class).ops;
+    let (reads, writes, log_writes) = (
+        count(IoClass::DbRead),
+        count(IoClass::DbWrite),
+        count(IoClass::LogWrite),
+    );
+    let ops = ops.load(Ordering::Relaxed) - before_ops;
+    let c = instance.cache_counters();
+    println!(
+        "{elapsed:.1} s, {sessions} sessions, cache {cache_mib} MiB of a {db_gib} GiB database (hit ratio {:.1} %)",
+        100.0 * c.hits as f64 / (c.hits + c.misses).max(1) as f64
+    );
+    println!(
+        "transactions {:.0}/s; database reads {:.0}/s, writes {:.0}/s; log writes {:.0}/s",
+        ops as f64 / elapsed,
+        reads as f64 / elapsed,
+        writes as f64 / elapsed,
+        log_writes as f64 / elapsed
+    );
+    println!(
+        "CPU {cpu:.2} s (user {user:.2} s, system {sys:.2} s; {:.0} % of one core): {:.1} µs of CPU per transactional I/O (database read or write)",
+        100.0 * cpu / elapsed,
+        1e6 * cpu / (reads + writes).max(1) as f64
+    );
+    instance.shutdown()?;
+    Ok(())
+}
