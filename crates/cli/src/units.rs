@@ -52,21 +52,7 @@ pub fn parse_page_size(s: &str) -> Result<PageSize, String> {
         .ok_or_else(|| format!("unsupported page size '{s}': {fix}"))
 }
 
-/// Formats a byte count with a binary unit.
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
+pub use edbstress_engine::prepare::human_bytes;
 
 #[cfg(test)]
 mod tests {

@@ -255,28 +255,12 @@ pub fn get(g: &mut Guard<'_>, root: u32, key: &[u8]) -> TreeResult<Option<Vec<u8
 /// The first record with a key ≥ `key`: (key, data), following leaf links past the
 /// end of a leaf (and over empty leaves).
 pub fn seek_ge(g: &mut Guard<'_>, root: u32, key: &[u8]) -> TreeResult<Option<(Vec<u8>, Vec<u8>)>> {
-    let pos = descend(g, root, key)?;
-    let mut pgno = pos.leaf;
-    let mut index = match pos.slot {
-        Ok(i) | Err(i) => i,
-    };
-    for _ in 0..1_000_000 {
-        let frame = frame_of(g, pgno)?;
-        let page = view(g, frame, pgno)?;
-        if index < page.record_count() {
-            let r = page
-                .record(index)
-                .map_err(|e| corrupt(pgno, e.to_string()))?;
-            return Ok(Some((r.key.to_vec(), r.data.to_vec())));
-        }
-        let next = page.header().next;
-        if next == 0 {
-            return Ok(None);
-        }
-        pgno = next;
-        index = 0;
-    }
-    Err(corrupt(pgno, "leaf chain does not end (a cycle?)"))
+    let mut found = None;
+    scan_from(g, root, key, &mut |k, d| {
+        found = Some((k.to_vec(), d.to_vec()));
+        false
+    })?;
+    Ok(found)
 }
 
 /// Calls `visit(key, data)` for consecutive records from the first key ≥ `start`
@@ -614,8 +598,8 @@ fn insert_separator(
     separator: &[u8],
     child: u32,
 ) -> TreeResult<()> {
-    let frame = frame_of(g, pgno)?;
     let data = child.to_le_bytes();
+    let frame = frame_of(g, pgno)?;
     if view(g, frame, pgno)?.fits(separator.len(), data.len()) {
         let op = RedoOp::Insert {
             index: index as u16,
@@ -625,41 +609,53 @@ fn insert_separator(
         return modify(g, cs, pgno, op);
     }
     // Split the branch, then place the entry in whichever page at this height now
-    // covers the separator (the root keeps its number but grows a level when split).
+    // covers the separator. The root keeps its number but grows a level when split
+    // (its records move to a new child, which may itself need splitting: loop).
     let height = height_of(g, pgno)?;
     let root = path.first().map_or(pgno, |&(p, _)| p);
-    split(g, cs, path, pgno, separator, data.len())?;
-    let target = page_at_height(g, root, separator, height)?;
-    let tframe = frame_of(g, target)?;
-    let tpage = view(g, tframe, target)?;
-    let at = match tpage.search(separator) {
-        Ok(i) => i + 1,
-        Err(i) => i,
-    };
-    if !tpage.fits(separator.len(), data.len()) {
-        return Err(corrupt(target, "branch half has no room after a split"));
+    let (mut target_path, mut target) = (path.to_vec(), pgno);
+    for _ in 0..MAX_DEPTH {
+        split(g, cs, &target_path, target, separator, data.len())?;
+        (target_path, target) = path_to_height(g, root, separator, height)?;
+        let tframe = frame_of(g, target)?;
+        let tpage = view(g, tframe, target)?;
+        if tpage.fits(separator.len(), data.len()) {
+            let at = match tpage.search(separator) {
+                Ok(i) => i + 1,
+                Err(i) => i,
+            };
+            let op = RedoOp::Insert {
+                index: at as u16,
+                key: separator.to_vec(),
+                data: data.to_vec(),
+            };
+            return modify(g, cs, target, op);
+        }
     }
-    let op = RedoOp::Insert {
-        index: at as u16,
-        key: separator.to_vec(),
-        data: data.to_vec(),
-    };
-    modify(g, cs, target, op)
+    Err(corrupt(pgno, "branch still full after repeated splits"))
 }
 
-/// The page `height` levels above the leaves on the path `key` takes from `root`.
-fn page_at_height(g: &mut Guard<'_>, root: u32, key: &[u8], height: usize) -> TreeResult<u32> {
+/// The page `height` levels above the leaves on the path `key` takes from `root`, and
+/// the branch pages above it (with the entry followed in each).
+fn path_to_height(
+    g: &mut Guard<'_>,
+    root: u32,
+    key: &[u8],
+    height: usize,
+) -> TreeResult<(Vec<(u32, usize)>, u32)> {
     let steps = height_of(g, root)?
         .checked_sub(height)
         .ok_or_else(|| corrupt(root, "tree lower than the split branch"))?;
+    let mut path = Vec::with_capacity(steps);
     let mut p = root;
     for _ in 0..steps {
         let f = frame_of(g, p)?;
         let page = view(g, f, p)?;
         let i = route(&page, p, key)?;
+        path.push((p, i));
         p = child_of(&page, p, i)?;
     }
-    Ok(p)
+    Ok((path, p))
 }
 
 /// A full root: its records move to a new child, and the root becomes a branch with a

@@ -87,7 +87,7 @@ impl PrepareOptions {
         let pages = (self.database_bytes / ps).saturating_sub(2);
         u32::try_from(pages).map_err(|_| PrepareError::Invalid(format!(
             "--database-size {} is too large for {} pages (at most {} pages per database); use a larger --page-size or more --databases",
-            human(self.database_bytes), self.page_size, u32::MAX
+            human_bytes(self.database_bytes), self.page_size, u32::MAX
         )))
     }
 
@@ -219,7 +219,8 @@ impl PrepareReport {
     }
 }
 
-fn human(bytes: u64) -> String {
+/// Formats a byte count with a binary unit ("1.5 GiB").
+pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = bytes as f64;
     let mut u = 0;
@@ -227,7 +228,11 @@ fn human(bytes: u64) -> String {
         v /= 1024.0;
         u += 1;
     }
-    format!("{v:.1} {}", UNITS[u])
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
 }
 
 /// Bytes the initial log files of an instance take.
@@ -290,8 +295,8 @@ impl PreparePlan {
             if bytes > available {
                 return Err(PrepareError::NoSpace {
                     path,
-                    needed: human(bytes),
-                    available: human(available),
+                    needed: human_bytes(bytes),
+                    available: human_bytes(available),
                 });
             }
         }

@@ -109,7 +109,7 @@ pub struct PageProblem {
 }
 
 /// State of the header pair.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct HeaderStatus {
     /// Slot 0 is valid.
     pub primary_valid: bool,
@@ -120,7 +120,7 @@ pub struct HeaderStatus {
 }
 
 /// Result of verifying one database.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct DatabaseScanReport {
     /// The database file.
     pub path: PathBuf,
@@ -259,20 +259,8 @@ pub fn scan_database(
             shadow_valid: selection.shadow_valid,
             state: format!("{:?}", header.state),
         },
-        pages_seen: 0,
-        bad_pages: 0,
-        correctable_pages: 0,
-        wrong_pgno_pages: 0,
-        uninitialized_pages: 0,
-        repaired_pages: 0,
-        highest_dbtime: 0,
-        bytes_read: 0,
-        seconds: 0.0,
-        mb_read: 0.0,
-        mb_per_sec: 0.0,
-        backend: String::new(),
-        problems: Vec::new(),
         problems_complete: true,
+        ..DatabaseScanReport::default()
     };
     let file_len = file.len()?;
     let start = page_offset(1, ps);
@@ -357,27 +345,14 @@ pub fn scan_database(
 fn unreadable_header_report(path: &Path, e: &HeaderError, started: Instant) -> DatabaseScanReport {
     DatabaseScanReport {
         path: path.to_path_buf(),
-        page_size: 0,
-        page_count: 0,
         header: HeaderStatus {
             primary_valid: false,
             shadow_valid: false,
             state: format!("unreadable: {e}"),
         },
-        pages_seen: 0,
-        bad_pages: 0,
-        correctable_pages: 0,
-        wrong_pgno_pages: 0,
-        uninitialized_pages: 0,
-        repaired_pages: 0,
-        highest_dbtime: 0,
-        bytes_read: 0,
         seconds: started.elapsed().as_secs_f64(),
-        mb_read: 0.0,
-        mb_per_sec: 0.0,
-        backend: String::new(),
-        problems: Vec::new(),
         problems_complete: true,
+        ..DatabaseScanReport::default()
     }
 }
 

@@ -8,10 +8,9 @@ use edbstress_engine::recovery::{RecoveryOptions, recover};
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
 
-#[test]
-fn recovery_reports_a_dropped_page_write_as_lost_flush() {
-    let dir = tempfile::tempdir().unwrap();
-    let layout = InstanceLayout::new(1, &dir.path().join("db"), &dir.path().join("logs"));
+/// A small prepared instance (buffered I/O, so tests run on any filesystem).
+fn prepared(dir: &std::path::Path) -> (InstanceLayout, InstanceConfig) {
+    let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
     let options = PrepareOptions {
         page_size: PageSize::K8,
         database_bytes: 2 << 20,
@@ -25,103 +24,74 @@ fn recovery_reports_a_dropped_page_write_as_lost_flush() {
         .unwrap();
     let mut config = InstanceConfig::new(layout.clone());
     config.io_mode = IoMode::Buffered;
-    let instance = Instance::open(config).unwrap();
+    (layout, config)
+}
 
-    let out = instance
-        .commit(
-            &[TxnOp::Insert {
-                mailbox: 2,
-                props: b"first version",
-                body: b"hello",
-            }],
-            Durability::Durable,
-        )
-        .unwrap();
-    let key = out.inserted[0];
+fn recovery_options() -> RecoveryOptions {
+    RecoveryOptions {
+        io_mode: IoMode::Buffered,
+        ..RecoveryOptions::default()
+    }
+}
+
+/// Inserts a message durably, optionally has the storage drop the next write of its
+/// leaf, flushes everything and writes the checkpoint, then changes the same leaf
+/// durably and crashes. Returns the message's key and leaf.
+fn change_flush_change_crash(
+    config: &InstanceConfig,
+    drop_write: bool,
+) -> (edbstress_engine::schema::MessageKey, u32) {
+    let instance = Instance::open(config.clone()).unwrap();
+    let insert = TxnOp::Insert {
+        mailbox: 2,
+        props: b"first version",
+        body: b"hello",
+    };
+    let key = instance
+        .commit(&[insert], Durability::Durable)
+        .unwrap()
+        .inserted[0];
     let leaf = instance.locate(key).unwrap();
-    // The storage "acknowledges" the next write of that leaf without keeping it.
-    instance.drop_next_write(leaf);
+    if drop_write {
+        instance.drop_next_write(leaf);
+    }
     instance.checkpoint_now().unwrap();
-    let out = instance
-        .commit(
-            &[TxnOp::Replace {
-                key,
-                props: b"second version",
-                body: None,
-            }],
-            Durability::Durable,
-        )
-        .unwrap();
-    assert_eq!(out.found, vec![true]);
+    let replace = TxnOp::Replace {
+        key,
+        props: b"second version",
+        body: None,
+    };
+    assert_eq!(
+        instance
+            .commit(&[replace], Durability::Durable)
+            .unwrap()
+            .found,
+        vec![true]
+    );
     instance.crash();
+    (key, leaf)
+}
 
-    let report = recover(
-        &layout,
-        &RecoveryOptions {
-            io_mode: IoMode::Buffered,
-            ..RecoveryOptions::default()
-        },
-    )
-    .unwrap();
+#[test]
+fn recovery_reports_a_dropped_page_write_as_lost_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let (layout, config) = prepared(dir.path());
+    let (_, leaf) = change_flush_change_crash(&config, true);
+    let report = recover(&layout, &recovery_options()).unwrap();
     assert!(!report.succeeded());
     assert_eq!(report.lost_flushes.len(), 1, "{report:?}");
     assert_eq!(report.lost_flushes[0].pgno, leaf);
     assert!(report.lost_flushes[0].page_dbtime < report.lost_flushes[0].expected_dbtime);
     // Still not clean: opening refuses until the damage is dealt with.
-    let mut config = InstanceConfig::new(layout);
-    config.io_mode = IoMode::Buffered;
     assert!(Instance::open(config).is_err());
 }
 
 #[test]
 fn without_a_dropped_write_the_same_sequence_recovers_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    let layout = InstanceLayout::new(1, &dir.path().join("db"), &dir.path().join("logs"));
-    let options = PrepareOptions {
-        page_size: PageSize::K8,
-        database_bytes: 2 << 20,
-        mailboxes: 4,
-        io_mode: IoMode::Buffered,
-        ..PrepareOptions::default()
-    };
-    PreparePlan::check(vec![layout.clone()], options)
-        .unwrap()
-        .execute(&mut |_| {})
-        .unwrap();
-    let mut config = InstanceConfig::new(layout.clone());
-    config.io_mode = IoMode::Buffered;
-    let instance = Instance::open(config.clone()).unwrap();
-    let out = instance
-        .commit(
-            &[TxnOp::Insert {
-                mailbox: 2,
-                props: b"first version",
-                body: b"hello",
-            }],
-            Durability::Durable,
-        )
-        .unwrap();
-    let key = out.inserted[0];
-    instance.checkpoint_now().unwrap();
-    instance
-        .commit(
-            &[TxnOp::Replace {
-                key,
-                props: b"second version",
-                body: None,
-            }],
-            Durability::Durable,
-        )
-        .unwrap();
-    instance.crash();
-    let report = recover(
-        &layout,
-        &RecoveryOptions {
-            io_mode: IoMode::Buffered,
-            ..RecoveryOptions::default()
-        },
-    )
-    .unwrap();
+    let (layout, config) = prepared(dir.path());
+    let (key, _) = change_flush_change_crash(&config, false);
+    let report = recover(&layout, &recovery_options()).unwrap();
     assert!(report.succeeded(), "{report:?}");
     assert!(report.redone >= 1);
     let instance = Instance::open(config).unwrap();
