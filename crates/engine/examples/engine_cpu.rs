@@ -68,7 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let mut props = vec![0u8; 300];
                     while !stop.load(Ordering::Relaxed) {
                         let mailbox = rng.range(0..u64::from(mailboxes)) as u32;
-                        let probe = rng.range(0..1 << 40);
+                        let probe = rng.range(0..instance.next_message_id());
                         let lazy = if rng.range(0..100) < 70 {
                             Durability::Lazy
                         } else {

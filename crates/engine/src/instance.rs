@@ -304,6 +304,11 @@ impl Instance {
         self.header.lock().page_size
     }
 
+    /// The next message id to be handed out (ids below it exist or were deleted).
+    pub fn next_message_id(&self) -> u64 {
+        self.cache.lock().state_ref().next_message_id
+    }
+
     /// Mailboxes the database was prepared with.
     pub fn mailbox_count(&self) -> u32 {
         self.header.lock().mailbox_count
