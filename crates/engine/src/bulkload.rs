@@ -16,7 +16,7 @@ use crate::content::{Compressibility, ContentGenerator};
 use crate::schema::{
     FIRST_NON_ROOT_PAGE, INLINE_BODY_MAX, KEY_LEN, LONG_VALUE_OBJECT_ID, LONG_VALUE_ROOT,
     LongValueKey, MAILBOX_TABLE_OBJECT_ID, MAILBOX_TABLE_ROOT, MessageKey, MessageShape,
-    ROW_FIXED_LEN, chunk_len, record_footprint, write_row_fixed,
+    ROW_FIXED_LEN, RowHeader, chunk_len, record_footprint,
 };
 
 /// The dbtime every bulk-loaded page carries; the engine continues from here.
@@ -479,7 +479,7 @@ impl BulkLoadPlan {
         for message in first..end {
             let shape = MessageShape::of(self.spec.signature, message);
             let row = &mut row[..shape.row_len()];
-            write_row_fixed(row, shape, message, 1_700_000_000 + message);
+            RowHeader::for_message(message, shape.body_len, 1_700_000_000 + message).write(row);
             content.fill(&mut row[ROW_FIXED_LEN..]);
             let key = MessageKey {
                 mailbox: self.mailbox_of(message),

@@ -16,7 +16,7 @@ use crate::dbfile::{HeaderReadError, read_header_from};
 use crate::error::EngineError;
 use crate::schema::{
     LONG_VALUE_OBJECT_ID, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_OBJECT_ID,
-    MAILBOX_TABLE_ROOT, MessageKey, ROW_FIXED_LEN, ROW_FLAG_LONG_VALUE, chunk_len,
+    MAILBOX_TABLE_ROOT, MessageKey, RowHeader, chunk_len,
 };
 
 /// Problems listed individually (all are counted).
@@ -257,14 +257,10 @@ pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineErr
     let mut messages = 0u64;
     let mut visit_row = |k: &[u8], row: &[u8]| {
         messages += 1;
-        if MessageKey::decode(k).is_none() || row.len() < ROW_FIXED_LEN {
-            bad_rows.push(k.to_vec());
-            return;
-        }
-        if row[0] & ROW_FLAG_LONG_VALUE != 0 {
-            let body_len = u32::from_le_bytes([row[1], row[2], row[3], row[4]]);
-            let lvid = u64::from_le_bytes(row[5..13].try_into().unwrap_or_default());
-            refs.push((lvid, body_len));
+        match (MessageKey::decode(k), RowHeader::decode(row)) {
+            (Some(_), Some(h)) if h.long => refs.push((h.lvid, h.body_len)),
+            (Some(_), Some(_)) => {}
+            _ => bad_rows.push(k.to_vec()),
         }
     };
     let mut table = TreeWalk {

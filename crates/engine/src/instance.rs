@@ -28,8 +28,7 @@ use crate::error::EngineError;
 use crate::layout::InstanceLayout;
 use crate::log::{LogConfig, LogCounters, LogWriter};
 use crate::schema::{
-    INLINE_BODY_MAX, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_ROOT, MessageKey, ROW_FIXED_LEN,
-    ROW_FLAG_LONG_VALUE, chunk_len,
+    LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_ROOT, MessageKey, RowHeader, chunk_len,
 };
 
 /// How to open an instance.
@@ -450,10 +449,10 @@ impl Instance {
                             s.next_message_id - 1
                         };
                         let key = MessageKey { mailbox, message };
-                        let long = body.len() > INLINE_BODY_MAX as usize;
-                        let row = encode_row(props, body, message, long);
+                        let header = RowHeader::for_message(message, body.len() as u32, unix_now());
+                        let row = header.encode(props, if header.long { &[][..] } else { body });
                         btree::insert(g, cs, MAILBOX_TABLE_ROOT, &key.encode(), &row)?;
-                        if long {
+                        if header.long {
                             insert_chunks(g, cs, message, body, chunk_len)?;
                         }
                         inserted.push(key);
@@ -463,7 +462,7 @@ impl Instance {
                             found.push(false);
                             continue;
                         };
-                        let fixed = RowFixed::decode(&row).ok_or_else(|| bad_row(key))?;
+                        let fixed = RowHeader::decode(&row).ok_or_else(|| bad_row(key))?;
                         if fixed.long {
                             delete_chunks(g, cs, fixed.lvid, fixed.body_len, chunk_len)?;
                         }
@@ -475,32 +474,24 @@ impl Instance {
                             found.push(false);
                             continue;
                         };
-                        let fixed = RowFixed::decode(&row).ok_or_else(|| bad_row(key))?;
+                        let fixed = RowHeader::decode(&row).ok_or_else(|| bad_row(key))?;
                         let new_row = match body {
                             Some(body) => {
                                 if fixed.long {
                                     delete_chunks(g, cs, fixed.lvid, fixed.body_len, chunk_len)?;
                                 }
-                                let long = body.len() > INLINE_BODY_MAX as usize;
-                                if long {
+                                let header = RowHeader::for_message(
+                                    key.message,
+                                    body.len() as u32,
+                                    fixed.received,
+                                );
+                                if header.long {
                                     insert_chunks(g, cs, key.message, body, chunk_len)?;
                                 }
-                                encode_row(props, body, key.message, long)
+                                header.encode(props, if header.long { &[][..] } else { body })
                             }
-                            None => {
-                                let inline = if fixed.long {
-                                    &[][..]
-                                } else {
-                                    fixed.inline_body(&row)
-                                };
-                                let mut r = encode_row(props, inline, key.message, fixed.long);
-                                // Keep the long value's length and id as they were.
-                                r[1..5].copy_from_slice(&fixed.body_len.to_le_bytes());
-                                if fixed.long {
-                                    r[5..13].copy_from_slice(&fixed.lvid.to_le_bytes());
-                                }
-                                r
-                            }
+                            // Properties only: the body (inline or long) stays as it was.
+                            None => fixed.encode(props, fixed.inline_body(&row)),
                         };
                         btree::replace(g, cs, MAILBOX_TABLE_ROOT, &key.encode(), &new_row)?;
                         found.push(true);
@@ -533,13 +524,8 @@ impl Instance {
                 btree::get(g, MAILBOX_TABLE_ROOT, &key.encode())
             })?;
             let Some(row) = row else { return Ok(None) };
-            let fixed = RowFixed::decode(&row).ok_or_else(|| self.corrupt_row(key))?;
-            let inline = if fixed.long {
-                0
-            } else {
-                fixed.body_len as usize
-            };
-            let props = row[ROW_FIXED_LEN..row.len() - inline].to_vec();
+            let fixed = RowHeader::decode(&row).ok_or_else(|| self.corrupt_row(key))?;
+            let props = fixed.props(&row).to_vec();
             let body = if !with_body {
                 None
             } else if fixed.long {
@@ -807,45 +793,10 @@ fn bad_row(key: MessageKey) -> TreeError {
     }
 }
 
-/// The fixed part of a row (see `schema`).
-struct RowFixed {
-    long: bool,
-    body_len: u32,
-    lvid: u64,
-}
-
-impl RowFixed {
-    fn decode(row: &[u8]) -> Option<RowFixed> {
-        if row.len() < ROW_FIXED_LEN {
-            return None;
-        }
-        let long = row[0] & ROW_FLAG_LONG_VALUE != 0;
-        let body_len = u32::from_le_bytes(row[1..5].try_into().ok()?);
-        let lvid = u64::from_le_bytes(row[5..13].try_into().ok()?);
-        if !long && ROW_FIXED_LEN + body_len as usize > row.len() {
-            return None;
-        }
-        Some(RowFixed {
-            long,
-            body_len,
-            lvid,
-        })
-    }
-
-    fn inline_body<'r>(&self, row: &'r [u8]) -> &'r [u8] {
-        &row[row.len() - self.body_len as usize..]
-    }
-}
-
-fn encode_row(props: &[u8], body: &[u8], message: u64, long: bool) -> Vec<u8> {
-    let inline = if long { &[][..] } else { body };
-    let mut row = vec![0u8; ROW_FIXED_LEN + props.len() + inline.len()];
-    row[0] = if long { ROW_FLAG_LONG_VALUE } else { 0 };
-    row[1..5].copy_from_slice(&(body.len() as u32).to_le_bytes());
-    row[5..13].copy_from_slice(&(if long { message } else { 0 }).to_le_bytes());
-    row[ROW_FIXED_LEN..ROW_FIXED_LEN + props.len()].copy_from_slice(props);
-    row[ROW_FIXED_LEN + props.len()..].copy_from_slice(inline);
-    row
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 fn insert_chunks(

@@ -149,15 +149,77 @@ impl MessageShape {
     }
 }
 
-/// Writes the fixed part of a row; the caller fills the properties (and inline body)
-/// that follow [`ROW_FIXED_LEN`].
-pub fn write_row_fixed(row: &mut [u8], shape: MessageShape, message: u64, received: u64) {
-    let long = shape.has_long_value();
-    row[0] = if long { ROW_FLAG_LONG_VALUE } else { 0 };
-    row[1..5].copy_from_slice(&shape.body_len.to_le_bytes());
-    let lvid = if long { message } else { 0 };
-    row[5..13].copy_from_slice(&lvid.to_le_bytes());
-    row[13..21].copy_from_slice(&received.to_le_bytes());
+/// The fixed part of a mailbox-table row: flags u8, body_len u32, lvid u64, received
+/// u64 (little-endian), followed by the properties and, for small bodies, the body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowHeader {
+    /// The body lives in the long-value tree under `lvid`.
+    pub long: bool,
+    /// Body length in bytes.
+    pub body_len: u32,
+    /// Long-value id (0 when the body is inline).
+    pub lvid: u64,
+    /// Received time (seconds), a property every message has.
+    pub received: u64,
+}
+
+impl RowHeader {
+    /// The header of a row for message `message` with a body of `body_len` bytes.
+    pub fn for_message(message: u64, body_len: u32, received: u64) -> RowHeader {
+        let long = body_len > INLINE_BODY_MAX;
+        RowHeader {
+            long,
+            body_len,
+            lvid: if long { message } else { 0 },
+            received,
+        }
+    }
+
+    /// Decodes the fixed part of `row`; None when the row is too short for it (or for
+    /// its inline body).
+    pub fn decode(row: &[u8]) -> Option<RowHeader> {
+        let fixed: &[u8; ROW_FIXED_LEN] = row.get(..ROW_FIXED_LEN)?.try_into().ok()?;
+        let long = fixed[0] & ROW_FLAG_LONG_VALUE != 0;
+        let body_len = u32::from_le_bytes(fixed[1..5].try_into().ok()?);
+        let header = RowHeader {
+            long,
+            body_len,
+            lvid: u64::from_le_bytes(fixed[5..13].try_into().ok()?),
+            received: u64::from_le_bytes(fixed[13..21].try_into().ok()?),
+        };
+        (long || ROW_FIXED_LEN + body_len as usize <= row.len()).then_some(header)
+    }
+
+    /// Writes the fixed part into the first [`ROW_FIXED_LEN`] bytes of `row`.
+    pub fn write(&self, row: &mut [u8]) {
+        row[0] = if self.long { ROW_FLAG_LONG_VALUE } else { 0 };
+        row[1..5].copy_from_slice(&self.body_len.to_le_bytes());
+        row[5..13].copy_from_slice(&self.lvid.to_le_bytes());
+        row[13..21].copy_from_slice(&self.received.to_le_bytes());
+    }
+
+    /// The inline body of `row` (empty for a long value).
+    pub fn inline_body<'r>(&self, row: &'r [u8]) -> &'r [u8] {
+        if self.long {
+            &[]
+        } else {
+            &row[row.len() - self.body_len as usize..]
+        }
+    }
+
+    /// The properties of `row`.
+    pub fn props<'r>(&self, row: &'r [u8]) -> &'r [u8] {
+        &row[ROW_FIXED_LEN..row.len() - self.inline_body(row).len()]
+    }
+
+    /// A whole row: this header, `props`, then `inline_body` (empty for long values).
+    pub fn encode(&self, props: &[u8], inline_body: &[u8]) -> Vec<u8> {
+        let mut row = vec![0u8; ROW_FIXED_LEN + props.len() + inline_body.len()];
+        self.write(&mut row);
+        row[ROW_FIXED_LEN..ROW_FIXED_LEN + props.len()].copy_from_slice(props);
+        row[ROW_FIXED_LEN + props.len()..].copy_from_slice(inline_body);
+        row
+    }
 }
 
 /// Long-value chunk size for a page size: several chunks fill a page exactly
@@ -215,6 +277,31 @@ mod tests {
         );
         // Deterministic.
         assert_eq!(MessageShape::of(9, 77), MessageShape::of(9, 77));
+    }
+
+    #[test]
+    fn rows_round_trip() {
+        let inline = RowHeader::for_message(7, 5, 99);
+        let row = inline.encode(b"props", b"hello");
+        let back = RowHeader::decode(&row).unwrap();
+        assert_eq!(back, inline);
+        assert_eq!(
+            (back.props(&row), back.inline_body(&row)),
+            (&b"props"[..], &b"hello"[..])
+        );
+        let long = RowHeader::for_message(8, 50_000, 1);
+        assert!(long.long && long.lvid == 8);
+        let row = long.encode(b"p", &[]);
+        let back = RowHeader::decode(&row).unwrap();
+        assert_eq!(
+            (back.props(&row), back.inline_body(&row)),
+            (&b"p"[..], &[][..])
+        );
+        // Too short for its fixed part or for the inline body it claims.
+        assert_eq!(RowHeader::decode(&row[..10]), None);
+        let mut lying = inline.encode(b"", b"hello");
+        lying[1] = 200;
+        assert_eq!(RowHeader::decode(&lying), None);
     }
 
     #[test]
