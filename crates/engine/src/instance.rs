@@ -18,7 +18,7 @@ use edbstress_format::header::{DatabaseHeader, DbState};
 use edbstress_format::log::{CheckpointState, LogPosition, LogRecord};
 use edbstress_format::page::PageMut;
 use edbstress_format::page::flags as page_flags;
-use edbstress_io::{Access, AlignedBuf, BackendKind, DataFile, IoMode, IoStats};
+use edbstress_io::{Access, AlignedBuf, BackendKind, DataFile, IoClass, IoMode, IoStats};
 use parking_lot::Mutex;
 
 use crate::btree::{self, ChangeSet, Guard, TreeError, TreeState};
@@ -268,6 +268,8 @@ impl Instance {
                 instance: config.instance,
                 backend: config.backend,
                 verify_structure: true,
+                read_class: IoClass::DbRead,
+                write_class: IoClass::DbWrite,
             },
             file.clone(),
             log.clone() as Arc<dyn WalSync>,

@@ -254,6 +254,8 @@ pub fn recover(
             instance: layout.instance as u16,
             backend: options.backend,
             verify_structure: true,
+            read_class: IoClass::RecoveryRead,
+            write_class: IoClass::RecoveryWrite,
         },
         file.clone(),
         Arc::new(ReplayedLog { end: log_end }),

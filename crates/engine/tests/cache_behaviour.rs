@@ -261,6 +261,8 @@ mod cache {
             instance: 3,
             backend: BackendKind::Auto,
             verify_structure: false,
+            read_class: IoClass::DbRead,
+            write_class: IoClass::DbWrite,
         }
     }
 

@@ -6,7 +6,7 @@ use edbstress_engine::layout::InstanceLayout;
 use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
 use edbstress_engine::recovery::{RecoveryOptions, recover};
 use edbstress_format::PageSize;
-use edbstress_io::IoMode;
+use edbstress_io::{IoClass, IoMode};
 
 /// A small prepared instance (buffered I/O, so tests run on any filesystem).
 fn prepared(dir: &std::path::Path) -> (InstanceLayout, InstanceConfig) {
@@ -94,6 +94,17 @@ fn without_a_dropped_write_the_same_sequence_recovers_cleanly() {
     let report = recover(&layout, &recovery_options()).unwrap();
     assert!(report.succeeded(), "{report:?}");
     assert!(report.redone >= 1);
+    // Replay I/O is accounted as recovery I/O, not as transactional I/O.
+    assert!(
+        report.io.total(IoClass::RecoveryWrite).ops >= 1,
+        "{:?}",
+        report.io.total(IoClass::RecoveryWrite)
+    );
+    assert!(report.io.total(IoClass::RecoveryRead).ops >= 1);
+    assert_eq!(
+        report.io.total(IoClass::DbRead).ops + report.io.total(IoClass::DbWrite).ops,
+        0
+    );
     let instance = Instance::open(config).unwrap();
     let m = instance.read(key, true).unwrap().unwrap();
     assert_eq!(m.props, b"second version");

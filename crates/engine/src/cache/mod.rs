@@ -77,6 +77,10 @@ pub struct CacheConfig {
     /// users of cached pages may skip per-access checks. Off only for tests that use
     /// the cache with raw page bytes.
     pub verify_structure: bool,
+    /// Class of page reads on a miss (database reads; recovery reads during replay).
+    pub read_class: IoClass,
+    /// Class of page writes (database writes; recovery writes during replay).
+    pub write_class: IoClass,
 }
 
 impl CacheConfig {
@@ -94,6 +98,8 @@ impl CacheConfig {
             instance: 0,
             backend: BackendKind::Auto,
             verify_structure: true,
+            read_class: IoClass::DbRead,
+            write_class: IoClass::DbWrite,
         }
     }
 
@@ -437,7 +443,7 @@ impl<S: Send + 'static> PageCache<S> {
         if let Some(latency_ns) = read.latency_ns {
             core.read_stats.record(
                 shared.config.instance,
-                IoClass::DbRead,
+                shared.config.read_class,
                 shared.config.page_size.bytes() as u64,
                 latency_ns,
                 read.verdict.is_ok()

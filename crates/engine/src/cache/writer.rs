@@ -16,7 +16,7 @@ use std::time::Duration;
 use edbstress_format::checksum::seal_page;
 use edbstress_format::log::LogPosition;
 use edbstress_format::{PageSize, page_offset};
-use edbstress_io::{AlignedBuf, FileId, IoBackend, IoClass, IoCompletion, IoOp, IoRequest};
+use edbstress_io::{AlignedBuf, FileId, IoBackend, IoCompletion, IoOp, IoRequest};
 use parking_lot::MutexGuard;
 
 use super::Shared;
@@ -494,7 +494,7 @@ impl<S> Writer<S> {
                 offset,
                 buf,
                 len: job.len,
-                class: IoClass::DbWrite,
+                class: self.shared.config.write_class,
                 instance: self.instance,
                 tag: slot as u64,
             };
@@ -601,7 +601,7 @@ impl<S> Writer<S> {
             if fin.issued {
                 core.write_stats.record(
                     self.instance,
-                    IoClass::DbWrite,
+                    self.shared.config.write_class,
                     job.len as u64,
                     fin.latency_ns,
                     fin.result.is_ok(),
