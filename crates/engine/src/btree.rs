@@ -19,6 +19,7 @@ use edbstress_format::page::{Page, PageHeader, flags};
 
 use crate::cache::{CacheGuard, FrameId};
 use crate::redo::{RedoOp, page_dbtime};
+use crate::schema::FREE_LIST_ANCHOR;
 
 /// The engine state protected by the instance lock, next to the cache.
 #[derive(Clone, Debug)]
@@ -339,8 +340,28 @@ fn apply(
 }
 
 /// Allocates a never-used page and a frame for it.
-fn allocate(g: &mut Guard<'_>, cs: &mut ChangeSet) -> TreeResult<(u32, FrameId)> {
+///
+/// A page from the free list is reused first (`fresh` = false: it exists on disk, so
+/// its replacement is logged against its real dbtime); otherwise a never-used page
+/// from the end of the file.
+fn allocate(g: &mut Guard<'_>, cs: &mut ChangeSet) -> TreeResult<(u32, FrameId, bool)> {
     cs.begin(g);
+    let anchor = frame_of(g, FREE_LIST_ANCHOR)?;
+    let anchor_header = PageHeader::read(g.page(anchor));
+    if anchor_header.next != 0 {
+        let pgno = anchor_header.next;
+        let frame = frame_of(g, pgno)?;
+        let h = PageHeader::read(g.page(frame));
+        if h.flags & flags::EMPTY == 0 || pgno == FREE_LIST_ANCHOR {
+            return Err(corrupt(pgno, "the free-page list holds a page in use"));
+        }
+        let links = RedoOp::SetLinks {
+            prev: anchor_header.prev,
+            next: h.next,
+        };
+        modify(g, cs, FREE_LIST_ANCHOR, links)?;
+        return Ok((pgno, frame, false));
+    }
     let pgno = g.state_ref().next_unused_page;
     if pgno > g.state_ref().page_count {
         return Err(TreeError::NeedGrowth);
@@ -348,7 +369,77 @@ fn allocate(g: &mut Guard<'_>, cs: &mut ChangeSet) -> TreeResult<(u32, FrameId)>
     let frame = g.new_page(pgno).ok_or(TreeError::NoFrame)?;
     cs.created.push(frame);
     g.state().next_unused_page = pgno + 1;
-    Ok((pgno, frame))
+    Ok((pgno, frame, true))
+}
+
+/// Puts page `pgno` (already unlinked from its tree) at the head of the free list.
+fn free_page(g: &mut Guard<'_>, cs: &mut ChangeSet, pgno: u32) -> TreeResult<()> {
+    let anchor = frame_of(g, FREE_LIST_ANCHOR)?;
+    let anchor_header = PageHeader::read(g.page(anchor));
+    let empty = RedoOp::Build {
+        object_id: 0,
+        flags: flags::EMPTY,
+        prev: 0,
+        next: anchor_header.next,
+        records: Vec::new(),
+    };
+    modify(g, cs, pgno, empty)?;
+    modify(
+        g,
+        cs,
+        FREE_LIST_ANCHOR,
+        RedoOp::SetLinks {
+            prev: anchor_header.prev,
+            next: pgno,
+        },
+    )
+}
+
+/// A leaf emptied by a delete leaves its tree for the free list: its parent's entry is
+/// removed and its neighbours are linked to each other. Only when the parent keeps at
+/// least one other entry (no branch ever becomes empty; no merges).
+fn release_empty_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition) -> TreeResult<()> {
+    let Some(&(parent, index)) = pos.path.last() else {
+        return Ok(());
+    };
+    let leaf_frame = frame_of(g, pos.leaf)?;
+    let leaf = view(g, leaf_frame, pos.leaf)?;
+    if leaf.record_count() != 0 {
+        return Ok(());
+    }
+    let h = leaf.header();
+    let parent_frame = frame_of(g, parent)?;
+    if view(g, parent_frame, parent)?.record_count() < 2 {
+        return Ok(());
+    }
+    for (neighbour, is_prev) in [(h.prev, true), (h.next, false)] {
+        if neighbour == 0 {
+            continue;
+        }
+        let f = frame_of(g, neighbour)?;
+        let nh = PageHeader::read(g.page(f));
+        let links = if is_prev {
+            RedoOp::SetLinks {
+                prev: nh.prev,
+                next: h.next,
+            }
+        } else {
+            RedoOp::SetLinks {
+                prev: h.prev,
+                next: nh.next,
+            }
+        };
+        modify(g, cs, neighbour, links)?;
+    }
+    modify(
+        g,
+        cs,
+        parent,
+        RedoOp::Delete {
+            index: index as u16,
+        },
+    )?;
+    free_page(g, cs, pos.leaf)
 }
 
 /// Largest key + data an insert accepts: half of what fits an empty page, so that two
@@ -401,6 +492,7 @@ pub fn delete(g: &mut Guard<'_>, cs: &mut ChangeSet, root: u32, key: &[u8]) -> T
     match pos.slot {
         Ok(i) => {
             modify(g, cs, pos.leaf, RedoOp::Delete { index: i as u16 })?;
+            release_empty_leaf(g, cs, &pos)?;
             Ok(true)
         }
         Err(_) => Ok(false),
@@ -510,7 +602,7 @@ fn split(
         std::cmp::Ordering::Equal => (split_at, key.to_vec()),
         std::cmp::Ordering::Greater => (split_at - 1, records[split_at - 1].0.clone()),
     };
-    let (new_pgno, new_frame) = allocate(g, cs)?;
+    let (new_pgno, new_frame, fresh) = allocate(g, cs)?;
     let moved = records[keep..].to_vec();
     let (prev, next) = if is_leaf { (pgno, h.next) } else { (0, 0) };
     let build = RedoOp::Build {
@@ -520,7 +612,7 @@ fn split(
         next,
         records: moved,
     };
-    apply(g, cs, new_frame, new_pgno, build, true)?;
+    apply(g, cs, new_frame, new_pgno, build, fresh)?;
     if keep < n {
         modify(g, cs, pgno, RedoOp::Truncate { keep: keep as u16 })?;
     }
@@ -667,7 +759,7 @@ fn split_root(
     h: PageHeader,
     records: Vec<(Vec<u8>, Vec<u8>)>,
 ) -> TreeResult<()> {
-    let (child, child_frame) = allocate(g, cs)?;
+    let (child, child_frame, fresh) = allocate(g, cs)?;
     let child_flags = h.flags & !flags::ROOT;
     let build = RedoOp::Build {
         object_id: h.object_id,
@@ -676,7 +768,7 @@ fn split_root(
         next: 0,
         records,
     };
-    apply(g, cs, child_frame, child, build, true)?;
+    apply(g, cs, child_frame, child, build, fresh)?;
     let root_flags = flags::ROOT | flags::BRANCH | (h.flags & flags::LONG_VALUE);
     let build = RedoOp::Build {
         object_id: h.object_id,

@@ -18,6 +18,11 @@ pub const LONG_VALUE_OBJECT_ID: u32 = 101;
 pub const MAILBOX_TABLE_ROOT: u32 = 1;
 /// Fixed root page of the long-value tree.
 pub const LONG_VALUE_ROOT: u32 = 2;
+/// The page whose `next` field heads the list of free pages (roots have no siblings,
+/// so the field is free; keeping the head in a page makes every change to the list an
+/// ordinary logged page change). 0 = empty list; each free page (flag EMPTY) links to
+/// the next through its own `next` field.
+pub const FREE_LIST_ANCHOR: u32 = MAILBOX_TABLE_ROOT;
 /// First page that is not a root.
 pub const FIRST_NON_ROOT_PAGE: u32 = 3;
 

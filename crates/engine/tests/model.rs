@@ -88,6 +88,29 @@ fn cut_log(dir: &Path, durable: LogPosition, rng: &mut SmallRng) {
     }
 }
 
+/// Prints the page a deep-check problem names (debugging aid for MODEL_CHECK_EVERY_STEP).
+fn dump_named_page(layout: &InstanceLayout, problem: &str) {
+    let Some(pgno) = problem
+        .split_whitespace()
+        .nth(1)
+        .and_then(|w| w.trim_end_matches(':').parse::<u64>().ok())
+    else {
+        return;
+    };
+    let bytes = std::fs::read(&layout.db_file).unwrap();
+    let page = &bytes[((pgno + 1) * 8192) as usize..((pgno + 2) * 8192) as usize];
+    let p = edbstress_format::page::Page::new(page).unwrap();
+    let h = p.header();
+    eprintln!(
+        "page {pgno}: flags {:#x} prev {} next {} object {}",
+        h.flags, h.prev, h.next, h.object_id
+    );
+    for i in 0..p.record_count() {
+        let r = p.record(i).unwrap();
+        eprintln!("  {i}: key {:02x?} data {} bytes", r.key, r.data.len());
+    }
+}
+
 fn run_model(seed: u64, steps: usize) {
     let dir = tempfile::tempdir().unwrap();
     let layout = prepare(dir.path(), seed);
@@ -202,6 +225,9 @@ fn run_model(seed: u64, steps: usize) {
         if std::env::var_os("MODEL_CHECK_EVERY_STEP").is_some() {
             instance.checkpoint_now().unwrap();
             let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
+            if !check.is_clean() {
+                dump_named_page(&layout, &check.problems[0]);
+            }
             assert!(
                 check.is_clean(),
                 "seed {seed} step {step} ({:?}): {:?}",

@@ -1,7 +1,9 @@
 //! Trees that grow through several levels: thousands of inserts into a small database
 //! with 4 KiB pages split leaves, branches and the fixed root branch (which moves its
 //! entries to a new child), grow the file, and must leave trees that pass the deep
-//! check and give every message back — also after a crash and recovery.
+//! check and give every message back — also after a crash and recovery. Deleting
+//! everything puts the emptied pages on the free list, and inserting the same data
+//! again reuses them instead of growing the file.
 
 use edbstress_engine::check::deep_check;
 use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
@@ -85,7 +87,7 @@ fn many_inserts_split_root_branches_and_survive_recovery() {
         "long-value tree depth {}",
         check.long_value_depth
     );
-    let instance = Instance::open(config).unwrap();
+    let instance = Instance::open(config.clone()).unwrap();
     assert!(instance.read(keys[0].0, false).unwrap().is_none());
     for &(key, i) in &keys[1..] {
         let m = instance
@@ -95,5 +97,48 @@ fn many_inserts_split_root_branches_and_survive_recovery() {
         assert_eq!(m.props, i.to_le_bytes());
         assert_eq!(m.body.unwrap(), body(i), "body of message {i}");
     }
+
+    // Delete everything: emptied leaves go to the free list ...
+    for chunk in keys[1..].chunks(50) {
+        let ops: Vec<TxnOp<'_>> = chunk
+            .iter()
+            .map(|&(key, _)| TxnOp::Delete { key })
+            .collect();
+        let out = instance.commit(&ops, Durability::Lazy).unwrap();
+        assert!(out.found.iter().all(|&f| f));
+    }
     instance.shutdown().unwrap();
+    let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
+    assert!(check.is_clean(), "{:?}", check.problems);
+    assert!(
+        check.free_pages > 1000,
+        "only {} pages on the free list",
+        check.free_pages
+    );
+    let file_len = std::fs::metadata(&layout.db_file).unwrap().len();
+
+    // ... and inserting the same data again reuses them instead of growing the file.
+    let instance = Instance::open(config).unwrap();
+    for i in 0..3000u64 {
+        let b = body(i);
+        instance
+            .commit(
+                &[TxnOp::Insert {
+                    mailbox: (i % 8) as u32,
+                    props: &i.to_le_bytes(),
+                    body: &b,
+                }],
+                Durability::Lazy,
+            )
+            .unwrap();
+    }
+    assert_eq!(
+        instance.counters().growths,
+        0,
+        "the file grew although free pages were there"
+    );
+    instance.shutdown().unwrap();
+    assert_eq!(std::fs::metadata(&layout.db_file).unwrap().len(), file_len);
+    let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
+    assert!(check.is_clean(), "{:?}", check.problems);
 }
