@@ -478,7 +478,7 @@ pub fn insert(
             };
             return modify(g, cs, pos.leaf, op);
         }
-        split(g, cs, &pos.path, pos.leaf, key, data.len())?;
+        split(g, cs, &pos.path, pos.leaf, key, data.len(), None)?;
     }
     Err(corrupt(
         root,
@@ -535,6 +535,10 @@ pub fn replace(
 
 /// Splits page `pgno` (reached through `path`) to make room for a record with `key`
 /// and `data_len` bytes of data, which the caller then inserts by descending again.
+///
+/// `position` is where the new record will go: for leaves its key's place (None: found
+/// by search); for branches the slot after the entry of the page that split, which key
+/// order alone cannot give when a first entry's separator exceeds its subtree.
 fn split(
     g: &mut Guard<'_>,
     cs: &mut ChangeSet,
@@ -542,6 +546,7 @@ fn split(
     pgno: u32,
     key: &[u8],
     data_len: usize,
+    position: Option<usize>,
 ) -> TreeResult<()> {
     let frame = frame_of(g, pgno)?;
     let page = view(g, frame, pgno)?;
@@ -558,8 +563,11 @@ fn split(
     };
     let is_leaf = h.flags & flags::LEAF != 0;
     let n = records.len();
-    let insert_at = match records.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
-        Ok(i) | Err(i) => i,
+    let insert_at = match position {
+        Some(p) => p.min(n),
+        None => match records.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
+            Ok(i) | Err(i) => i,
+        },
     };
     // Where the upper part starts (an index into the old records), and the separator.
     let right_edge = insert_at == n
@@ -648,6 +656,7 @@ fn split(
         parent_index + 1,
         &separator,
         new_pgno,
+        pgno,
     )
 }
 
@@ -680,7 +689,10 @@ fn height_of(g: &mut Guard<'_>, pgno: u32) -> TreeResult<usize> {
     }
 }
 
-/// Inserts (separator → child) at `index` of branch `pgno`, splitting it if full.
+/// Inserts (separator → child) into branch `pgno` right after the entry of `left`,
+/// the page that split into `left` and `child` (at `index` − 1), splitting the branch
+/// if it is full.
+#[allow(clippy::too_many_arguments)]
 fn insert_separator(
     g: &mut Guard<'_>,
     cs: &mut ChangeSet,
@@ -689,42 +701,86 @@ fn insert_separator(
     index: usize,
     separator: &[u8],
     child: u32,
+    left: u32,
 ) -> TreeResult<()> {
     let data = child.to_le_bytes();
     let frame = frame_of(g, pgno)?;
     if view(g, frame, pgno)?.fits(separator.len(), data.len()) {
-        let op = RedoOp::Insert {
-            index: index as u16,
-            key: separator.to_vec(),
-            data: data.to_vec(),
-        };
-        return modify(g, cs, pgno, op);
+        return place_entry(g, cs, pgno, index, separator, child);
     }
-    // Split the branch, then place the entry in whichever page at this height now
-    // covers the separator. The root keeps its number but grows a level when split
-    // (its records move to a new child, which may itself need splitting: loop).
+    // Split the branch, then place the entry next to `left`'s in whichever page at
+    // this height now holds it. The root keeps its number but grows a level when
+    // split (its records move to a new child, which may itself need splitting: loop).
     let height = height_of(g, pgno)?;
     let root = path.first().map_or(pgno, |&(p, _)| p);
-    let (mut target_path, mut target) = (path.to_vec(), pgno);
+    let (mut target_path, mut target, mut at) = (path.to_vec(), pgno, index);
     for _ in 0..MAX_DEPTH {
-        split(g, cs, &target_path, target, separator, data.len())?;
+        split(g, cs, &target_path, target, separator, data.len(), Some(at))?;
         (target_path, target) = path_to_height(g, root, separator, height)?;
         let tframe = frame_of(g, target)?;
         let tpage = view(g, tframe, target)?;
+        // Right after `left`'s entry; or first, when the split made the new entry the
+        // first of the upper half (then `left`'s entry ends the lower half).
+        let left_bytes = left.to_le_bytes();
+        at = match (0..tpage.record_count())
+            .find(|&i| tpage.record(i).is_ok_and(|r| r.data == left_bytes))
+        {
+            Some(i) => i + 1,
+            None if tpage.record(0).map_or(true, |r| r.key >= separator) => 0,
+            None => {
+                return Err(corrupt(
+                    target,
+                    format!("no entry for page {left} after a branch split"),
+                ));
+            }
+        };
         if tpage.fits(separator.len(), data.len()) {
-            let at = match tpage.search(separator) {
-                Ok(i) => i + 1,
-                Err(i) => i,
-            };
-            let op = RedoOp::Insert {
-                index: at as u16,
-                key: separator.to_vec(),
-                data: data.to_vec(),
-            };
-            return modify(g, cs, target, op);
+            return place_entry(g, cs, target, at, separator, child);
         }
     }
     Err(corrupt(pgno, "branch still full after repeated splits"))
+}
+
+/// Inserts (separator → child) at `index` of branch `pgno`, which has room.
+///
+/// The first entry of a branch also takes keys below its separator, so its separator
+/// may exceed keys of its subtree (after the entry before it was removed, say). When
+/// the new separator goes right after it and is smaller, the first entry's key is
+/// rewritten as the empty key — what it means anyway — to keep separators in order.
+fn place_entry(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    pgno: u32,
+    index: usize,
+    separator: &[u8],
+    child: u32,
+) -> TreeResult<()> {
+    if index == 1 {
+        let frame = frame_of(g, pgno)?;
+        let first = view(g, frame, pgno)?
+            .record(0)
+            .map_err(|e| corrupt(pgno, e.to_string()))?;
+        if first.key > separator {
+            let first_child = first.data.to_vec();
+            modify(g, cs, pgno, RedoOp::Delete { index: 0 })?;
+            modify(
+                g,
+                cs,
+                pgno,
+                RedoOp::Insert {
+                    index: 0,
+                    key: Vec::new(),
+                    data: first_child,
+                },
+            )?;
+        }
+    }
+    let op = RedoOp::Insert {
+        index: index as u16,
+        key: separator.to_vec(),
+        data: child.to_le_bytes().to_vec(),
+    };
+    modify(g, cs, pgno, op)
 }
 
 /// The page `height` levels above the leaves on the path `key` takes from `root`, and
