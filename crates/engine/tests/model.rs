@@ -88,7 +88,8 @@ fn cut_log(dir: &Path, durable: LogPosition, rng: &mut SmallRng) {
     }
 }
 
-/// Prints the page a deep-check problem names (debugging aid for MODEL_CHECK_EVERY_STEP).
+/// Prints the page a deep-check problem names (debugging aid for MODEL_CHECK_EVERY_STEP;
+/// the model's databases have 8 KiB pages).
 fn dump_named_page(layout: &InstanceLayout, problem: &str) {
     let Some(pgno) = problem
         .split_whitespace()
