@@ -5,28 +5,23 @@ use std::process::ExitCode;
 use clap::Args;
 use edbstress_engine::check::{CheckReport, deep_check};
 
-use crate::common::{CommandError, IoArgs, PathArgs, instances_on_disk};
+use crate::common::{CommandError, TargetArgs, instances_on_disk};
 
 /// Arguments of `edbstress check`.
 #[derive(Args, Debug)]
 pub struct CheckArgs {
-    /// Print the result as JSON on standard output.
-    #[arg(long)]
-    json: bool,
     #[command(flatten)]
-    paths: PathArgs,
-    #[command(flatten)]
-    io: IoArgs,
+    target: TargetArgs,
 }
 
 /// Runs `edbstress check`.
 pub fn run(args: CheckArgs) -> Result<ExitCode, CommandError> {
     let mut reports: Vec<CheckReport> = Vec::new();
-    for layout in instances_on_disk(&args.paths)? {
-        reports.push(deep_check(&layout.db_file, args.io.mode())?);
+    for layout in instances_on_disk(&args.target.paths)? {
+        reports.push(deep_check(&layout.db_file, args.target.io.mode())?);
     }
     let ok = reports.iter().all(CheckReport::is_clean);
-    if args.json {
+    if args.target.json {
         let doc =
             serde_json::json!({ "result": if ok { "pass" } else { "fail" }, "databases": reports });
         println!("{}", serde_json::to_string_pretty(&doc)?);

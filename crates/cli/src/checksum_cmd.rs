@@ -12,7 +12,7 @@ use edbstress_engine::verify::{
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::common::{CommandError, IoArgs, PathArgs};
+use crate::common::{CommandError, TargetArgs};
 use crate::units::parse_size;
 
 /// Arguments of `edbstress checksum`.
@@ -24,16 +24,11 @@ pub struct ChecksumArgs {
     /// Rewrite pages with a single flipped bit (correctable) with the bit restored.
     #[arg(long)]
     repair: bool,
-    /// Print the result as JSON on standard output.
-    #[arg(long)]
-    json: bool,
     /// Size of each read, e.g. 1MiB.
     #[arg(long, default_value = "1MiB", value_parser = parse_size)]
     read_size: u64,
     #[command(flatten)]
-    paths: PathArgs,
-    #[command(flatten)]
-    io: IoArgs,
+    target: TargetArgs,
 }
 
 /// Runs `edbstress checksum`.
@@ -43,17 +38,18 @@ pub fn run(args: ChecksumArgs) -> Result<ExitCode, CommandError> {
             "--read-size must be a multiple of 4 KiB between 4 KiB and 64 MiB".into(),
         ));
     }
-    let nothing_named =
-        args.files.is_empty() && args.paths.db_paths.is_empty() && args.paths.log_paths.is_empty();
+    let nothing_named = args.files.is_empty()
+        && args.target.paths.db_paths.is_empty()
+        && args.target.paths.log_paths.is_empty();
     let db_dirs = if nothing_named {
-        args.paths.db_paths_or_default()
+        args.target.paths.db_paths_or_default()
     } else {
-        args.paths.db_paths.clone()
+        args.target.paths.db_paths.clone()
     };
     let log_roots = if nothing_named {
-        args.paths.log_paths_or_default()
+        args.target.paths.log_paths_or_default()
     } else {
-        args.paths.log_paths.clone()
+        args.target.paths.log_paths.clone()
     };
 
     let mut databases = args.files.clone();
@@ -92,10 +88,10 @@ pub fn run(args: ChecksumArgs) -> Result<ExitCode, CommandError> {
     }
 
     let options = ScanOptions {
-        io_mode: args.io.mode(),
-        backend: args.io.backend,
+        io_mode: args.target.io.mode(),
+        backend: args.target.io.backend,
         read_len: args.read_size as usize,
-        queue_depth: args.io.queue_depth.map_or(16, |d| d as usize),
+        queue_depth: args.target.io.queue_depth.map_or(16, |d| d as usize),
         repair: args.repair,
         ..ScanOptions::default()
     };
@@ -124,12 +120,12 @@ pub fn run(args: ChecksumArgs) -> Result<ExitCode, CommandError> {
     bar.finish_and_clear();
     let mut log_reports = Vec::new();
     for dir in &log_dirs {
-        log_reports.push(scan_log_dir(dir, args.io.mode())?);
+        log_reports.push(scan_log_dir(dir, args.target.io.mode())?);
     }
     let clean = db_reports.iter().all(DatabaseScanReport::is_clean)
         && log_reports.iter().all(LogScanReport::is_clean);
     let result = if clean { "pass" } else { "fail" };
-    if args.json {
+    if args.target.json {
         let doc =
             serde_json::json!({ "result": result, "databases": db_reports, "logs": log_reports });
         println!("{}", serde_json::to_string_pretty(&doc)?);

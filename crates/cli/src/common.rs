@@ -53,6 +53,19 @@ fn parse_backend(s: &str) -> Result<BackendKind, String> {
         .map_err(|_| format!("unknown backend '{s}': use auto, io_uring or threads"))
 }
 
+/// What every command that works on instances takes: where they are, how to do I/O,
+/// and whether to print JSON.
+#[derive(Args, Debug, Clone)]
+pub struct TargetArgs {
+    /// Print the result as JSON on standard output.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub paths: PathArgs,
+    #[command(flatten)]
+    pub io: IoArgs,
+}
+
 /// Paths of database directories and log directories.
 #[derive(Args, Debug, Clone)]
 pub struct PathArgs {

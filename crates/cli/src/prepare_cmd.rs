@@ -9,7 +9,7 @@ use edbstress_engine::prepare::{InstanceAction, PrepareOptions, PreparePlan, Pre
 use edbstress_format::PageSize;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::common::{CommandError, IoArgs, PathArgs};
+use crate::common::{CommandError, TargetArgs};
 use crate::units::{human_bytes, parse_page_size, parse_size};
 
 /// Arguments of `edbstress prepare`.
@@ -42,13 +42,8 @@ pub struct PrepareArgs {
     /// Seed for signatures and content: the same seed prepares identical databases.
     #[arg(long)]
     seed: Option<u64>,
-    /// Print the result as JSON on standard output.
-    #[arg(long)]
-    json: bool,
     #[command(flatten)]
-    paths: PathArgs,
-    #[command(flatten)]
-    io: IoArgs,
+    target: TargetArgs,
 }
 
 /// Runs `edbstress prepare`.
@@ -67,21 +62,21 @@ pub fn run(args: PrepareArgs) -> Result<ExitCode, CommandError> {
         database_bytes: args.database_size,
         mailboxes: args.mailboxes,
         compressibility: args.compressibility,
-        io_mode: args.io.mode(),
-        backend: args.io.backend,
+        io_mode: args.target.io.mode(),
+        backend: args.target.io.backend,
         recreate: args.recreate,
         write_len: args.write_size as usize,
-        queue_depth: args.io.queue_depth.map_or(8, |d| d as usize),
+        queue_depth: args.target.io.queue_depth.map_or(8, |d| d as usize),
         threads: args.threads.unwrap_or(0),
         seed: args.seed,
     };
     let layouts = InstanceLayout::spread(
         args.databases,
-        &args.paths.db_paths_or_default(),
-        &args.paths.log_paths_or_default(),
+        &args.target.paths.db_paths_or_default(),
+        &args.target.paths.log_paths_or_default(),
     );
     let plan = PreparePlan::check(layouts, options)?;
-    if !args.json {
+    if !args.target.json {
         for (layout, action) in &plan.instances {
             let what = match action {
                 InstanceAction::Create => "create".to_string(),
@@ -112,7 +107,7 @@ pub fn run(args: PrepareArgs) -> Result<ExitCode, CommandError> {
     })?;
     bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
-    if args.json {
+    if args.target.json {
         let doc = serde_json::json!({ "databases": reports, "seconds": elapsed });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {

@@ -6,7 +6,7 @@ use clap::Args;
 use edbstress_engine::layout::InstanceLayout;
 use edbstress_engine::recovery::{RecoveryOptions, RecoveryReport, recover};
 
-use crate::common::{CommandError, IoArgs, PathArgs, instances_on_disk};
+use crate::common::{CommandError, TargetArgs, instances_on_disk};
 use crate::units::parse_size;
 
 /// Arguments of `edbstress recover`.
@@ -15,21 +15,16 @@ pub struct RecoverArgs {
     /// Database cache used for replay, e.g. 256MiB.
     #[arg(long, default_value = "256MiB", value_parser = parse_size)]
     cache: u64,
-    /// Print the result as JSON on standard output.
-    #[arg(long)]
-    json: bool,
     #[command(flatten)]
-    paths: PathArgs,
-    #[command(flatten)]
-    io: IoArgs,
+    target: TargetArgs,
 }
 
 /// Runs `edbstress recover`.
 pub fn run(args: RecoverArgs) -> Result<ExitCode, CommandError> {
-    let layouts: Vec<InstanceLayout> = instances_on_disk(&args.paths)?;
+    let layouts: Vec<InstanceLayout> = instances_on_disk(&args.target.paths)?;
     let options = RecoveryOptions {
-        io_mode: args.io.mode(),
-        backend: args.io.backend,
+        io_mode: args.target.io.mode(),
+        backend: args.target.io.backend,
         cache_bytes: args.cache,
         ..RecoveryOptions::default()
     };
@@ -38,7 +33,7 @@ pub fn run(args: RecoverArgs) -> Result<ExitCode, CommandError> {
         reports.push(recover(layout, &options)?);
     }
     let ok = reports.iter().all(RecoveryReport::succeeded);
-    if args.json {
+    if args.target.json {
         let doc =
             serde_json::json!({ "result": if ok { "pass" } else { "fail" }, "instances": reports });
         println!("{}", serde_json::to_string_pretty(&doc)?);
