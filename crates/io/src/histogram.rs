@@ -88,6 +88,39 @@ impl LatencyHistogram {
         self.max_ns = self.max_ns.max(other.max_ns);
     }
 
+    /// The values recorded since `earlier`, a copy of this histogram taken before
+    /// (interval sampling of cumulative counters). Bucket counts and the sum are exact;
+    /// minimum and maximum are those of the lowest and highest non-empty bucket, capped
+    /// by this histogram's exact ones.
+    pub fn since(&self, earlier: &LatencyHistogram) -> LatencyHistogram {
+        let mut delta = self.clone();
+        if earlier.is_empty() {
+            return delta;
+        }
+        if delta.hist.subtract(&earlier.hist).is_err() {
+            // `earlier` is not a prefix of this histogram: report everything.
+            return self.clone();
+        }
+        delta.sum_ns = self.sum_ns.saturating_sub(earlier.sum_ns);
+        if delta.hist.is_empty() {
+            delta.hist.reset();
+            delta.sum_ns = 0;
+            delta.min_ns = u64::MAX;
+            delta.max_ns = 0;
+        } else {
+            delta.min_ns = delta
+                .hist
+                .lowest_equivalent(delta.hist.min())
+                .max(self.min_ns);
+            delta.max_ns = delta
+                .hist
+                .highest_equivalent(delta.hist.max())
+                .min(self.max_ns)
+                .max(delta.min_ns);
+        }
+        delta
+    }
+
     /// Number of values recorded.
     pub fn count(&self) -> u64 {
         self.hist.len()
@@ -227,6 +260,29 @@ impl<'de> Deserialize<'de> for LatencyHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn since_gives_the_interval_between_two_snapshots() {
+        let mut h = LatencyHistogram::new();
+        for v in [1_000_000u64, 2_000_000, 3_000_000] {
+            h.record(v);
+        }
+        let earlier = h.clone();
+        h.record(50_000_000);
+        h.record(70_000_000);
+        let d = h.since(&earlier);
+        assert_eq!(d.count(), 2);
+        assert_eq!(d.sum_ns(), 120_000_000);
+        assert_eq!(d.mean_ns(), 60_000_000.0);
+        assert!(
+            d.min_ns() >= 49_900_000 && d.min_ns() <= 50_100_000,
+            "{}",
+            d.min_ns()
+        );
+        assert_eq!(d.max_ns(), 70_000_000);
+        assert!(h.since(&h).is_empty());
+        assert_eq!(h.since(&LatencyHistogram::new()).count(), 5);
+    }
 
     #[test]
     fn empty_histogram_reports_zeroes() {

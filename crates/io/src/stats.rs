@@ -35,6 +35,16 @@ impl ClassStats {
         self.latency.merge(&other.latency);
     }
 
+    /// The counters accumulated since `earlier`, a snapshot of the same counters.
+    pub fn since(&self, earlier: &ClassStats) -> ClassStats {
+        ClassStats {
+            ops: self.ops.saturating_sub(earlier.ops),
+            bytes: self.bytes.saturating_sub(earlier.bytes),
+            errors: self.errors.saturating_sub(earlier.errors),
+            latency: self.latency.since(&earlier.latency),
+        }
+    }
+
     /// Average bytes per successful I/O; 0 when there were none.
     pub fn mean_bytes(&self) -> f64 {
         match self.ops {
@@ -147,6 +157,19 @@ impl IoStats {
     /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.iter().next().is_none()
+    }
+
+    /// The counters accumulated since `earlier`, a snapshot of these counters.
+    pub fn since(&self, earlier: &IoStats) -> IoStats {
+        let mut delta = IoStats::new();
+        for (instance, class, stats) in self.iter() {
+            let d = match earlier.get(instance, class) {
+                Some(e) => stats.since(e),
+                None => stats.clone(),
+            };
+            *delta.entry(instance, class) = d;
+        }
+        delta
     }
 
     /// Returns the counters and leaves this empty (for interval sampling).

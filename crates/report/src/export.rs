@@ -1,0 +1,82 @@
+//! Exporters: each writes one file of a run directory from the results.
+//!
+//! Every file is written under a temporary name in the same directory, synced, then
+//! renamed over the final name, so an interrupted run never leaves half a file.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::model::RunResults;
+
+mod csv_samples;
+mod html;
+mod json;
+
+pub use csv_samples::SamplesCsv;
+pub use html::HtmlReport;
+pub use json::{ResultsJson, read_results};
+
+/// Why an export failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// Writing the file failed.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Encoding the results failed.
+    #[error("cannot encode {what}: {message}")]
+    Encode {
+        /// Which file.
+        what: &'static str,
+        /// The encoder's message.
+        message: String,
+    },
+}
+
+/// One output format of a run.
+pub trait Exporter {
+    /// File name in the run directory: "results.json".
+    fn file_name(&self) -> &'static str;
+    /// The file's bytes.
+    fn render(&self, results: &RunResults) -> Result<Vec<u8>, ExportError>;
+
+    /// Renders and writes the file into `dir` atomically; returns its path.
+    fn export(&self, results: &RunResults, dir: &Path) -> Result<PathBuf, ExportError> {
+        let bytes = self.render(results)?;
+        let path = dir.join(self.file_name());
+        write_atomically(&path, &bytes)?;
+        Ok(path)
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ExportError> {
+    let io = |source| ExportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".edbstress-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(io)?;
+    tmp.write_all(bytes).map_err(io)?;
+    tmp.as_file().sync_data().map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+/// The exporters of every run directory, in writing order (results.json last, so its
+/// presence means the others are complete).
+pub fn standard_exporters() -> Vec<Box<dyn Exporter>> {
+    vec![
+        Box::new(SamplesCsv),
+        Box::new(HtmlReport),
+        Box::new(ResultsJson),
+    ]
+}

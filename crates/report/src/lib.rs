@@ -1,0 +1,16 @@
+//! Results of edbstress runs and the files made from them. It owns the results model
+//! (`results.json`, schema version [`model::SCHEMA_VERSION`], documented in
+//! `docs/results-schema.md`), the summaries of I/O counters (rates, averages,
+//! percentiles), the interval time series, and the exporters that write them
+//! (`results.json`, `samples.csv`, `report.html`), every file written whole under a
+//! temporary name and renamed.
+//!
+//! It must not run tests, touch databases or decide pass/fail: the workload crate
+//! measures and judges, this crate records and presents what it was given.
+
+pub mod export;
+pub mod model;
+pub mod summary;
+
+pub use export::{ExportError, Exporter, read_results, standard_exporters, write_atomically};
+pub use model::*;

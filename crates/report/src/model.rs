@@ -1,0 +1,729 @@
+//! The results of one run, as written to `results.json` (see `docs/results-schema.md`).
+//!
+//! Field names are the schema: renaming one is a schema change and needs a new
+//! [`SCHEMA_VERSION`]. Adding an optional field is not.
+
+use std::collections::BTreeMap;
+
+use edbstress_io::{IoClass, LatencyHistogram};
+use serde::{Deserialize, Serialize};
+
+/// Version of the `results.json` layout.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Which test ran (names as in Jetstress).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestType {
+    /// Transactional load for the test duration, Jetstress's default thresholds.
+    Performance,
+    /// A long transactional run with lenient maximum-latency thresholds.
+    Stress,
+    /// Sequential 256 KB reads of every database.
+    DatabaseBackup,
+    /// Replay of generated logs after a crash.
+    SoftRecovery,
+}
+
+impl TestType {
+    /// Every test type.
+    pub const ALL: [TestType; 4] = [
+        TestType::Performance,
+        TestType::Stress,
+        TestType::DatabaseBackup,
+        TestType::SoftRecovery,
+    ];
+
+    /// Jetstress's name, also the run directory prefix: "Performance", "DatabaseBackup".
+    pub fn label(self) -> &'static str {
+        match self {
+            TestType::Performance => "Performance",
+            TestType::Stress => "Stress",
+            TestType::DatabaseBackup => "DatabaseBackup",
+            TestType::SoftRecovery => "SoftRecovery",
+        }
+    }
+
+    /// The command-line spelling: "performance", "database-backup".
+    pub fn cli_name(self) -> &'static str {
+        match self {
+            TestType::Performance => "performance",
+            TestType::Stress => "stress",
+            TestType::DatabaseBackup => "database-backup",
+            TestType::SoftRecovery => "soft-recovery",
+        }
+    }
+
+    /// Whether the test runs transactions (and is judged by the latency rules).
+    pub fn is_transactional(self) -> bool {
+        matches!(self, TestType::Performance | TestType::Stress)
+    }
+}
+
+/// The overall verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Verdict {
+    /// Every criterion met.
+    Pass,
+    /// At least one criterion missed (or the run was aborted).
+    Fail,
+}
+
+impl Verdict {
+    /// "Pass" or "Fail".
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Pass => "Pass",
+            Verdict::Fail => "Fail",
+        }
+    }
+}
+
+/// How a measured value is compared with its threshold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Comparison {
+    /// Passes when measured ≤ threshold.
+    AtMost,
+    /// Passes when measured ≥ threshold.
+    AtLeast,
+}
+
+impl Comparison {
+    /// "≤" or "≥".
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Comparison::AtMost => "<=",
+            Comparison::AtLeast => ">=",
+        }
+    }
+
+    /// Whether `measured` meets `threshold`.
+    pub fn holds(self, measured: f64, threshold: f64) -> bool {
+        match self {
+            Comparison::AtMost => measured <= threshold,
+            Comparison::AtLeast => measured >= threshold,
+        }
+    }
+}
+
+/// One pass/fail criterion as evaluated.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Criterion {
+    /// Machine name: "db_read_avg_latency", "transactional_iops", ...
+    pub key: String,
+    /// Human name in Jetstress's wording.
+    pub name: String,
+    /// "Instance0001" (per instance) or "Total".
+    pub scope: String,
+    /// What was measured.
+    pub measured: f64,
+    /// The limit.
+    pub threshold: f64,
+    /// How the two compare.
+    pub comparison: Comparison,
+    /// Unit of both numbers: "ms", "IOPS", "per sec", "count".
+    pub unit: String,
+    /// Whether the criterion is met.
+    pub passed: bool,
+}
+
+impl Criterion {
+    /// One line: "Instance0001: Database Reads Average Latency 23.400 ms > 20 ms".
+    pub fn describe(&self) -> String {
+        let op = match (self.passed, self.comparison) {
+            (true, c) => c.symbol(),
+            (false, Comparison::AtMost) => ">",
+            (false, Comparison::AtLeast) => "<",
+        };
+        format!(
+            "{}: {} {} {} {} {} {}",
+            self.scope,
+            self.name,
+            format_number(self.measured),
+            self.unit,
+            op,
+            format_number(self.threshold),
+            self.unit
+        )
+    }
+}
+
+fn format_number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// The tool that made the results.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    /// "edbstress".
+    pub name: String,
+    /// Its version.
+    pub version: String,
+}
+
+/// The machine the run was on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// Host name.
+    pub hostname: String,
+    /// Operating system ("Debian GNU/Linux 13 (trixie)").
+    pub os: String,
+    /// Kernel release.
+    pub kernel: String,
+    /// Logical CPUs.
+    pub cpus: u32,
+    /// Installed memory in MB.
+    pub memory_mb: u64,
+}
+
+/// Share of each operation in the transaction mix, in percent (they add up to 100).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpMix {
+    /// Insert a message.
+    pub insert: u32,
+    /// Delete a message.
+    pub delete: u32,
+    /// Replace a message's properties (and sometimes its body).
+    pub replace: u32,
+    /// Read a message.
+    pub read: u32,
+}
+
+/// The parameters the run used (Jetstress's "System Parameters"), for the report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SystemParameters {
+    /// Version profile: "exchange2013", ...
+    pub profile: String,
+    /// Mailbox-profile runs: mailboxes.
+    pub mailboxes: Option<u64>,
+    /// Mailbox-profile runs: transactional IOPS per mailbox.
+    pub iops_per_mailbox: Option<f64>,
+    /// Mailbox-profile runs: mailbox quota in MB.
+    pub mailbox_quota_mb: Option<u64>,
+    /// Number of databases (instances).
+    pub databases: u32,
+    /// Database copies (1 = no replication).
+    pub copies: u32,
+    /// Page size in bytes.
+    pub page_size: u32,
+    /// Size of each database file in bytes, as asked.
+    pub database_bytes: u64,
+    /// Sessions running transactions (the chosen count after auto-tuning).
+    pub threads: u32,
+    /// Whether transactions started on an open-loop schedule.
+    pub open_loop: bool,
+    /// Minimum database cache per instance, bytes.
+    pub cache_min_bytes: u64,
+    /// Maximum database cache per instance, bytes.
+    pub cache_max_bytes: u64,
+    /// Checkpoint depth per instance, bytes.
+    pub checkpoint_depth_bytes: u64,
+    /// Operation mix.
+    pub op_mix: OpMix,
+    /// Share of commits that are lazy, percent.
+    pub lazy_commit_pct: u32,
+    /// Background database maintenance on.
+    pub bdm: bool,
+    /// BDM read rate per database, MB/s.
+    pub bdm_mb_per_sec: f64,
+    /// Test duration asked for, seconds.
+    pub duration_seconds: f64,
+    /// Sampling interval, seconds.
+    pub sample_interval_seconds: f64,
+    /// Seed of the transaction generator.
+    pub seed: u64,
+    /// "direct" or "buffered".
+    pub io_mode: String,
+    /// I/O backend of background writes: "io_uring" or "threads".
+    pub backend: String,
+}
+
+/// Database sizes before and after the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DatabaseSizing {
+    /// Number of databases.
+    pub database_count: u32,
+    /// Sum of database file sizes at the start, bytes.
+    pub initial_bytes: u64,
+    /// Sum at the end, bytes.
+    pub final_bytes: u64,
+}
+
+/// Figures of one I/O class (of one instance, or totalled over all).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClassSummary {
+    /// Successful I/Os.
+    pub count: u64,
+    /// Failed I/Os.
+    pub errors: u64,
+    /// I/Os per second over the measured period.
+    pub per_sec: f64,
+    /// Average bytes per I/O.
+    pub avg_bytes: f64,
+    /// Average latency, ms.
+    pub avg_latency_ms: f64,
+    /// Highest average latency of one sampling interval, ms (Jetstress's "maximum").
+    pub max_interval_latency_ms: f64,
+    /// Median latency, ms.
+    pub p50_ms: f64,
+    /// 90th percentile, ms.
+    pub p90_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// 99.9th percentile, ms.
+    pub p999_ms: f64,
+    /// Highest single latency, ms.
+    pub max_ms: f64,
+    /// The full latency histogram (mergeable across instances and runs).
+    pub histogram: LatencyHistogram,
+}
+
+/// Figures per I/O class, keyed by class name ("db_read", ...).
+pub type IoSummary = BTreeMap<IoClass, ClassSummary>;
+
+/// Transactions of a run (of one instance, or totalled).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TransactionSummary {
+    /// Transactions completed in the measured period.
+    pub count: u64,
+    /// Per second.
+    pub per_sec: f64,
+    /// Inserts.
+    pub inserts: u64,
+    /// Deletes.
+    pub deletes: u64,
+    /// Replaces.
+    pub replaces: u64,
+    /// Reads.
+    pub reads: u64,
+    /// Commits that did not wait for the log.
+    pub lazy_commits: u64,
+    /// Transactions that failed with an error.
+    pub errors: u64,
+    /// Latency from the intended start (open loop) or the actual start (closed loop) to
+    /// completion.
+    pub latency: LatencySummary,
+}
+
+/// Average and percentiles of a latency histogram, ms.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Average.
+    pub avg_ms: f64,
+    /// Median.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// Highest.
+    pub max_ms: f64,
+    /// The histogram.
+    pub histogram: LatencyHistogram,
+}
+
+/// Engine counters of one instance over the measured period.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineSummary {
+    /// Database cache size at the end, MB.
+    pub cache_size_mb: f64,
+    /// Maximum cache size, MB.
+    pub cache_max_mb: f64,
+    /// Cache hit ratio, percent of page requests found in the cache.
+    pub cache_hit_pct: f64,
+    /// Average database page fault stalls per second (no free page for a read).
+    pub page_fault_stalls_per_sec: f64,
+    /// Average checkpoint depth, MB of log.
+    pub checkpoint_depth_mb: f64,
+    /// Log generation at the end.
+    pub log_generation: u32,
+    /// Log files written during the measured period.
+    pub log_files_written: u32,
+    /// Log bytes written per second.
+    pub log_bytes_per_sec: f64,
+}
+
+/// Results of one instance.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstanceResult {
+    /// "Instance0001" (Jetstress numbering, from 1).
+    pub name: String,
+    /// Instance number as in file names (from 0).
+    pub instance: u32,
+    /// Database file.
+    pub database_path: String,
+    /// Log directory.
+    pub log_path: String,
+    /// Database file size at the start and at the end, bytes.
+    pub initial_bytes: u64,
+    /// Database file size at the end, bytes.
+    pub final_bytes: u64,
+    /// I/O per class.
+    pub io: IoSummary,
+    /// Transactional runs: transactions.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub transactions: Option<TransactionSummary>,
+    /// Transactional runs: engine counters.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub engine: Option<EngineSummary>,
+    /// DatabaseBackup: read throughput of this database, MB/s.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mb_per_sec: Option<f64>,
+    /// DatabaseBackup: bytes read.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub bytes_read: Option<u64>,
+    /// SoftRecovery: log files generated before the crash.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub logs_generated: Option<u32>,
+    /// SoftRecovery: log files replayed.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub logs_replayed: Option<u32>,
+    /// DatabaseBackup and SoftRecovery: seconds the instance took.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub elapsed_seconds: Option<f64>,
+}
+
+/// Totals over all instances.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// I/O per class.
+    pub io: IoSummary,
+    /// Transactional runs: transactions.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub transactions: Option<TransactionSummary>,
+    /// DatabaseBackup: total read throughput, MB/s.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mb_per_sec: Option<f64>,
+    /// SoftRecovery: average seconds to replay one log file.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub seconds_per_log: Option<f64>,
+}
+
+/// Minimum, average and maximum of a sampled value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Range {
+    /// Lowest sample.
+    pub min: f64,
+    /// Average of the samples.
+    pub avg: f64,
+    /// Highest sample.
+    pub max: f64,
+}
+
+impl Range {
+    /// Range of `values`; zeros when empty.
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Range {
+        let (mut min, mut max, mut sum, mut n) = (f64::INFINITY, f64::NEG_INFINITY, 0.0, 0u64);
+        for v in values {
+            min = min.min(v);
+            max = max.max(v);
+            sum += v;
+            n += 1;
+        }
+        if n == 0 {
+            return Range::default();
+        }
+        Range {
+            min,
+            avg: sum / n as f64,
+            max,
+        }
+    }
+}
+
+/// A block device under a database or log path, over the measured period.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DiskSummary {
+    /// Kernel name ("nvme0n1", "dm-2").
+    pub device: String,
+    /// The run's paths on it.
+    pub paths: Vec<String>,
+    /// Reads per second.
+    pub reads_per_sec: f64,
+    /// Writes per second.
+    pub writes_per_sec: f64,
+    /// Average bytes per read.
+    pub bytes_per_read: f64,
+    /// Average bytes per write.
+    pub bytes_per_write: f64,
+    /// Average read latency, ms.
+    pub avg_read_latency_ms: f64,
+    /// Average write latency, ms.
+    pub avg_write_latency_ms: f64,
+}
+
+/// Host counters over the measured period (Jetstress's "Host System Performance" and
+/// "Disk Subsystem Performance").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostCounters {
+    /// CPU busy, percent of all CPUs.
+    pub cpu_pct: Range,
+    /// Available memory, MB.
+    pub available_memory_mb: Range,
+    /// Page faults per second.
+    pub page_faults_per_sec: Range,
+    /// Devices under the run's paths.
+    pub disks: Vec<DiskSummary>,
+}
+
+/// One session count tried by auto-tuning.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AutoTuneStep {
+    /// Sessions.
+    pub threads: u32,
+    /// Transactional IOPS achieved.
+    pub achieved_iops: f64,
+    /// Average database read latency, ms.
+    pub db_read_avg_ms: f64,
+    /// Average log write latency, ms.
+    pub log_write_avg_ms: f64,
+    /// Whether the step met the thresholds (and the target, if any).
+    pub passed: bool,
+    /// Seconds measured.
+    pub seconds: f64,
+}
+
+/// What auto-tuning chose and the curve it explored.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AutoTune {
+    /// The largest passing session count (the run then used it).
+    pub chosen_threads: u32,
+    /// Every step, in the order tried.
+    pub steps: Vec<AutoTuneStep>,
+}
+
+/// Offline check of one database after the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DatabaseVerification {
+    /// Database file.
+    pub path: String,
+    /// Pages read.
+    pub pages_seen: u64,
+    /// Pages with an uncorrectable checksum mismatch.
+    pub bad_pages: u64,
+    /// Pages with a single-bit error.
+    pub correctable_pages: u64,
+    /// Pages holding another page's content.
+    pub wrong_page_number: u64,
+    /// Seconds.
+    pub seconds: f64,
+    /// Read throughput, MB/s.
+    pub mb_per_sec: f64,
+}
+
+/// Offline check of one log directory after the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogVerification {
+    /// Log directory.
+    pub path: String,
+    /// Log files checked.
+    pub files: u64,
+    /// Segments checked.
+    pub segments_seen: u64,
+    /// Segments with a checksum mismatch.
+    pub bad_segments: u64,
+}
+
+/// Checksum verification after the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Verification {
+    /// Whether every page and segment was intact.
+    pub passed: bool,
+    /// Per database.
+    pub databases: Vec<DatabaseVerification>,
+    /// Per log directory.
+    pub logs: Vec<LogVerification>,
+}
+
+/// What a sample row describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SampleFamily {
+    /// One I/O class of one instance (or the total).
+    Io(IoClass),
+    /// Transactions of one instance (or the total).
+    Transactions,
+    /// Engine counters of one instance.
+    Engine,
+    /// Host counters.
+    Host,
+    /// One block device.
+    Disk,
+}
+
+impl SampleFamily {
+    /// The `family` column: the I/O class name, "transactions", "engine", "host", "disk".
+    pub fn name(self) -> &'static str {
+        match self {
+            SampleFamily::Io(class) => class.name(),
+            SampleFamily::Transactions => "transactions",
+            SampleFamily::Engine => "engine",
+            SampleFamily::Host => "host",
+            SampleFamily::Disk => "disk",
+        }
+    }
+}
+
+/// One row of the time series: one interval, one scope, one counter family. Only the
+/// fields of the row's family are set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Interval number, from 1.
+    pub interval: u32,
+    /// Seconds since measurement started, at the end of the interval.
+    pub elapsed_s: f64,
+    /// Wall-clock time at the end of the interval (RFC 3339).
+    pub timestamp: String,
+    /// "Instance0001", "Total" or "Host".
+    pub scope: String,
+    /// Counter family: an I/O class name, "transactions", "engine", "host" or "disk".
+    pub family: String,
+    /// Disk rows: the device.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub device: Option<String>,
+    /// I/O and transaction rows: operations per second.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub per_sec: Option<f64>,
+    /// I/O rows: MB per second.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mb_per_sec: Option<f64>,
+    /// I/O rows: average bytes.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub avg_bytes: Option<f64>,
+    /// I/O and transaction rows: average latency, ms.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub avg_latency_ms: Option<f64>,
+    /// I/O and transaction rows: 99th percentile, ms.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub p99_ms: Option<f64>,
+    /// I/O and transaction rows: highest latency, ms.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub max_ms: Option<f64>,
+    /// I/O and transaction rows: errors.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub errors: Option<u64>,
+    /// Engine rows: cache size, MB.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cache_mb: Option<f64>,
+    /// Engine rows: cache hit ratio, percent.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cache_hit_pct: Option<f64>,
+    /// Engine rows: page fault stalls per second.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub page_fault_stalls_per_sec: Option<f64>,
+    /// Engine rows: checkpoint depth, MB.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub checkpoint_depth_mb: Option<f64>,
+    /// Engine rows: log generation.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub log_generation: Option<u32>,
+    /// Host rows: CPU busy, percent.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cpu_pct: Option<f64>,
+    /// Host rows: available memory, MB.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub available_memory_mb: Option<f64>,
+    /// Host rows: page faults per second.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub page_faults_per_sec: Option<f64>,
+    /// Disk rows: reads per second.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reads_per_sec: Option<f64>,
+    /// Disk rows: writes per second.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub writes_per_sec: Option<f64>,
+    /// Disk rows: bytes per read.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub bytes_per_read: Option<f64>,
+    /// Disk rows: bytes per write.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub bytes_per_write: Option<f64>,
+    /// Disk rows: average read latency, ms.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub avg_read_latency_ms: Option<f64>,
+    /// Disk rows: average write latency, ms.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub avg_write_latency_ms: Option<f64>,
+}
+
+/// Everything one run produced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResults {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The tool.
+    pub tool: ToolInfo,
+    /// Which test.
+    pub test_type: TestType,
+    /// "Pass" or "Fail".
+    pub overall_result: Verdict,
+    /// The run was stopped early (Ctrl-C or an error); such a run always fails.
+    pub aborted: bool,
+    /// Why it was aborted.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub abort_reason: Option<String>,
+    /// The criteria that failed (a subset of `criteria`).
+    pub failed_criteria: Vec<Criterion>,
+    /// Every criterion evaluated.
+    pub criteria: Vec<Criterion>,
+    /// Start of the test (RFC 3339).
+    pub started_at: String,
+    /// End of the test (RFC 3339).
+    pub ended_at: String,
+    /// Seconds of the measured period.
+    pub measured_seconds: f64,
+    /// The machine.
+    pub host: HostInfo,
+    /// Parameters of the run.
+    pub parameters: SystemParameters,
+    /// Transactional database reads/s + writes/s, over all instances.
+    pub achieved_transactional_iops: f64,
+    /// Mailboxes × IOPS per mailbox; null for throughput runs and non-transactional tests.
+    pub target_transactional_iops: Option<f64>,
+    /// Database sizes.
+    pub sizing: DatabaseSizing,
+    /// Per instance.
+    pub instances: Vec<InstanceResult>,
+    /// Over all instances.
+    pub totals: Totals,
+    /// Host counters.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub host_counters: Option<HostCounters>,
+    /// Auto-tuning runs: the chosen session count and the curve.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub autotune: Option<AutoTune>,
+    /// Checksum verification after a transactional run.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub verification: Option<Verification>,
+    /// The time series (also in `samples.csv`).
+    pub samples: Vec<Sample>,
+}
+
+impl RunResults {
+    /// The verdict from the criteria and the abort flag: Pass only when nothing failed.
+    pub fn judge(&mut self) {
+        self.failed_criteria = self
+            .criteria
+            .iter()
+            .filter(|c| !c.passed)
+            .cloned()
+            .collect();
+        self.overall_result = if self.aborted || !self.failed_criteria.is_empty() {
+            Verdict::Fail
+        } else {
+            Verdict::Pass
+        };
+    }
+}
+
+/// The name of instance `n` (from 0) in results: "Instance0001".
+pub fn instance_name(n: u32) -> String {
+    format!("Instance{:04}", n + 1)
+}

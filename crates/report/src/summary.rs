@@ -1,0 +1,138 @@
+//! From raw counters (`ClassStats`, histograms) to the figures of the results.
+
+use edbstress_io::{ClassStats, IoClass, IoStats, LatencyHistogram};
+
+use crate::model::{ClassSummary, IoSummary, LatencySummary};
+
+const NS_PER_MS: f64 = 1e6;
+
+/// Figures of one class over `seconds`; `max_interval_latency_ms` is the highest
+/// per-interval average the caller tracked.
+pub fn class_summary(
+    stats: &ClassStats,
+    seconds: f64,
+    max_interval_latency_ms: f64,
+) -> ClassSummary {
+    let h = &stats.latency;
+    ClassSummary {
+        count: stats.ops,
+        errors: stats.errors,
+        per_sec: rate(stats.ops, seconds),
+        avg_bytes: stats.mean_bytes(),
+        avg_latency_ms: h.mean_ns() / NS_PER_MS,
+        max_interval_latency_ms,
+        p50_ms: h.percentile_ns(50.0) as f64 / NS_PER_MS,
+        p90_ms: h.percentile_ns(90.0) as f64 / NS_PER_MS,
+        p99_ms: h.percentile_ns(99.0) as f64 / NS_PER_MS,
+        p999_ms: h.percentile_ns(99.9) as f64 / NS_PER_MS,
+        max_ms: h.max_ns() as f64 / NS_PER_MS,
+        histogram: h.clone(),
+    }
+}
+
+/// Average and percentiles of a histogram, ms.
+pub fn latency_summary(h: &LatencyHistogram) -> LatencySummary {
+    LatencySummary {
+        avg_ms: h.mean_ns() / NS_PER_MS,
+        p50_ms: h.percentile_ns(50.0) as f64 / NS_PER_MS,
+        p90_ms: h.percentile_ns(90.0) as f64 / NS_PER_MS,
+        p99_ms: h.percentile_ns(99.0) as f64 / NS_PER_MS,
+        p999_ms: h.percentile_ns(99.9) as f64 / NS_PER_MS,
+        max_ms: h.max_ns() as f64 / NS_PER_MS,
+        histogram: h.clone(),
+    }
+}
+
+/// `count / seconds`, 0 for an empty period.
+pub fn rate(count: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        count as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
+/// Average latency of `stats` in ms, 0 without I/O.
+pub fn avg_latency_ms(stats: &ClassStats) -> f64 {
+    stats.latency.mean_ns() / NS_PER_MS
+}
+
+/// The classes a results `io` object always lists, whether or not they saw I/O.
+pub const ALWAYS_LISTED: [IoClass; 6] = [
+    IoClass::DbRead,
+    IoClass::DbWrite,
+    IoClass::LogWrite,
+    IoClass::LogRead,
+    IoClass::BdmRead,
+    IoClass::ReplicationRead,
+];
+
+/// Figures of every class of `instance` in `stats` (every class when `instance` is
+/// None): the [`ALWAYS_LISTED`] ones always, the others when they saw I/O.
+/// `max_interval` gives each class's highest per-interval average latency.
+pub fn io_summary(
+    stats: &IoStats,
+    instance: Option<u16>,
+    seconds: f64,
+    max_interval: &dyn Fn(IoClass) -> f64,
+) -> IoSummary {
+    let mut out = IoSummary::new();
+    for class in IoClass::ALL {
+        let s = match instance {
+            Some(i) => stats.get(i, class).cloned().unwrap_or_default(),
+            None => stats.total(class),
+        };
+        if s.ops == 0 && s.errors == 0 && !ALWAYS_LISTED.contains(&class) {
+            continue;
+        }
+        out.insert(class, class_summary(&s, seconds, max_interval(class)));
+    }
+    out
+}
+
+/// Transactional IOPS of a summary: database reads/s + writes/s.
+pub fn transactional_iops(io: &IoSummary) -> f64 {
+    [IoClass::DbRead, IoClass::DbWrite]
+        .iter()
+        .filter_map(|c| io.get(c))
+        .map(|s| s.per_sec)
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_of_known_latencies() {
+        let mut stats = ClassStats::new();
+        for ms in 1..=100u64 {
+            stats.ops += 1;
+            stats.bytes += 32768;
+            stats.latency.record(ms * 1_000_000);
+        }
+        let s = class_summary(&stats, 10.0, 77.0);
+        assert_eq!(s.count, 100);
+        assert_eq!(s.per_sec, 10.0);
+        assert_eq!(s.avg_bytes, 32768.0);
+        assert!((s.avg_latency_ms - 50.5).abs() < 1e-9);
+        assert!((s.p50_ms - 50.0).abs() < 0.1, "{}", s.p50_ms);
+        assert!((s.p99_ms - 99.0).abs() < 0.1, "{}", s.p99_ms);
+        assert_eq!(s.max_ms, 100.0);
+        assert_eq!(s.max_interval_latency_ms, 77.0);
+    }
+
+    #[test]
+    fn io_summary_lists_the_six_main_classes_and_used_others() {
+        let mut stats = IoStats::new();
+        stats.record(0, IoClass::DbRead, 32768, 2_000_000, true);
+        stats.record(1, IoClass::BackupRead, 262144, 2_000_000, true);
+        let all = io_summary(&stats, None, 1.0, &|_| 0.0);
+        assert_eq!(all.len(), 7);
+        assert!(all.contains_key(&IoClass::BackupRead));
+        let one = io_summary(&stats, Some(0), 1.0, &|_| 0.0);
+        assert_eq!(one.len(), 6);
+        assert_eq!(one[&IoClass::DbRead].count, 1);
+        assert_eq!(transactional_iops(&one), 1.0);
+    }
+}

@@ -1,0 +1,214 @@
+//! The transactions sessions run: the operation mix of the profile (insert, delete,
+//! replace, read), with the profile's share of lazy commits.
+//!
+//! Every transaction touches one mailbox chosen uniformly. Inserts add a message with
+//! a realistic size (the same distribution as prepared databases, ~40 KB on average with
+//! a quarter small enough to live in the row); deletes, replaces and reads pick an
+//! existing message by seeking to a random id in the mailbox. Replaces rewrite the
+//! properties, and one in five also the body (a draft saved again).
+
+use edbstress_engine::content::{Compressibility, ContentGenerator};
+use edbstress_engine::error::EngineError;
+use edbstress_engine::instance::{Durability, Instance, TxnOp};
+use edbstress_engine::schema::MessageShape;
+use edbstress_report::OpMix;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+/// The kind of a transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TxnKind {
+    /// Insert a message.
+    Insert,
+    /// Delete a message.
+    Delete,
+    /// Replace a message's properties (sometimes its body).
+    Replace,
+    /// Read a message with its body.
+    Read,
+}
+
+impl TxnKind {
+    /// Every kind, in mix order.
+    pub const ALL: [TxnKind; 4] = [
+        TxnKind::Insert,
+        TxnKind::Delete,
+        TxnKind::Replace,
+        TxnKind::Read,
+    ];
+}
+
+/// What one transaction did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxnOutcome {
+    /// Its kind.
+    pub kind: TxnKind,
+    /// Whether it committed lazily (reads never commit).
+    pub lazy: bool,
+    /// Whether it found a message to work on (deletes, replaces and reads of an empty
+    /// mailbox do nothing).
+    pub found: bool,
+}
+
+/// Generates and runs transactions of one session.
+pub struct TransactionGenerator {
+    rng: SmallRng,
+    content: ContentGenerator,
+    mix: OpMix,
+    lazy_commit_pct: u32,
+    props: Vec<u8>,
+    body: Vec<u8>,
+}
+
+impl TransactionGenerator {
+    /// A generator for session `session` of a run seeded with `seed`.
+    pub fn new(
+        seed: u64,
+        session: u32,
+        mix: OpMix,
+        lazy_commit_pct: u32,
+        compressibility: Compressibility,
+    ) -> TransactionGenerator {
+        let session_seed = seed ^ (u64::from(session) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        TransactionGenerator {
+            rng: SmallRng::seed_from_u64(session_seed),
+            content: ContentGenerator::for_stream(session_seed.rotate_left(17), compressibility),
+            mix,
+            lazy_commit_pct,
+            props: Vec::with_capacity(512),
+            body: Vec::with_capacity(64 << 10),
+        }
+    }
+
+    /// The kind of the next transaction, drawn from the mix.
+    pub fn next_kind(&mut self) -> TxnKind {
+        let m = self.mix;
+        let total = (m.insert + m.delete + m.replace + m.read).max(1);
+        let r = self.rng.random_range(0..total);
+        if r < m.insert {
+            TxnKind::Insert
+        } else if r < m.insert + m.delete {
+            TxnKind::Delete
+        } else if r < m.insert + m.delete + m.replace {
+            TxnKind::Replace
+        } else {
+            TxnKind::Read
+        }
+    }
+
+    fn durability(&mut self) -> Durability {
+        if self.rng.random_range(0..100) < self.lazy_commit_pct {
+            Durability::Lazy
+        } else {
+            Durability::Durable
+        }
+    }
+
+    fn fill_props(&mut self, len: usize) {
+        self.props.resize(len, 0);
+        self.content.fill(&mut self.props);
+    }
+
+    fn fill_body(&mut self, len: usize) {
+        self.body.resize(len, 0);
+        self.content.fill(&mut self.body);
+    }
+
+    /// Runs one transaction of `kind` against `instance`.
+    pub fn run(&mut self, instance: &Instance, kind: TxnKind) -> Result<TxnOutcome, EngineError> {
+        let mailboxes = instance.mailbox_count().max(1);
+        let mailbox = self.rng.random_range(0..mailboxes);
+        if kind == TxnKind::Insert {
+            let shape = MessageShape::of(self.rng.random(), 0);
+            self.fill_props(shape.props_len as usize);
+            self.fill_body(shape.body_len as usize);
+            let durability = self.durability();
+            instance.commit(
+                &[TxnOp::Insert {
+                    mailbox,
+                    props: &self.props,
+                    body: &self.body,
+                }],
+                durability,
+            )?;
+            return Ok(TxnOutcome {
+                kind,
+                lazy: durability == Durability::Lazy,
+                found: true,
+            });
+        }
+        let from = self.rng.random_range(0..instance.next_message_id().max(1));
+        let Some(key) = instance.seek_message(mailbox, from)? else {
+            return Ok(TxnOutcome {
+                kind,
+                lazy: false,
+                found: false,
+            });
+        };
+        let (durability, found) = match kind {
+            TxnKind::Insert => unreachable!("handled above"),
+            TxnKind::Read => {
+                let found = instance.read(key, true)?.is_some();
+                return Ok(TxnOutcome {
+                    kind,
+                    lazy: false,
+                    found,
+                });
+            }
+            TxnKind::Delete => {
+                let durability = self.durability();
+                let outcome = instance.commit(&[TxnOp::Delete { key }], durability)?;
+                (durability, outcome.found.first().copied().unwrap_or(false))
+            }
+            TxnKind::Replace => {
+                let props_len = self.rng.random_range(180..=420);
+                self.fill_props(props_len);
+                let with_body = self.rng.random_range(0..5) == 0;
+                if with_body {
+                    let shape = MessageShape::of(self.rng.random(), 0);
+                    self.fill_body(shape.body_len as usize);
+                }
+                let durability = self.durability();
+                let outcome = instance.commit(
+                    &[TxnOp::Replace {
+                        key,
+                        props: &self.props,
+                        body: with_body.then_some(&self.body[..]),
+                    }],
+                    durability,
+                )?;
+                (durability, outcome.found.first().copied().unwrap_or(false))
+            }
+        };
+        Ok(TxnOutcome {
+            kind,
+            lazy: durability == Durability::Lazy,
+            found,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_follow_the_mix() {
+        let mix = OpMix {
+            insert: 40,
+            delete: 20,
+            replace: 5,
+            read: 35,
+        };
+        let mut g = TransactionGenerator::new(7, 0, mix, 70, Compressibility::MAIL);
+        let mut counts = [0u32; 4];
+        for _ in 0..100_000 {
+            let k = g.next_kind();
+            counts[TxnKind::ALL.iter().position(|x| *x == k).unwrap()] += 1;
+        }
+        for (count, want) in counts.iter().zip([40.0, 20.0, 5.0, 35.0]) {
+            let pct = f64::from(*count) / 1000.0;
+            assert!((pct - want).abs() < 1.0, "{counts:?}");
+        }
+    }
+}
