@@ -74,9 +74,9 @@ impl Exporter for HtmlReport {
     fn render(&self, r: &RunResults) -> Result<Vec<u8>, ExportError> {
         let mut o = String::new();
         let title = format!("edbstress {} Test Result Report", r.test_type.label());
-        let _ = write!(
+        let _ = writeln!(
             o,
-            "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head><body><h1>{t}</h1>\n",
+            "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head><body><h1>{t}</h1>",
             t = escape(&title)
         );
         let class = match r.overall_result {
