@@ -725,6 +725,13 @@ impl Instance {
         Ok(leaf)
     }
 
+    /// Log bytes between the checkpoint (the oldest unwritten change) and the end of
+    /// the log: what soft recovery would replay now.
+    pub fn checkpoint_depth_bytes(&self) -> u64 {
+        let checkpoint = self.cache.lock().checkpoint_position();
+        self.log.bytes_between(checkpoint, self.log.current())
+    }
+
     /// Current log generation.
     pub fn log_generation(&self) -> u32 {
         self.log.generation()

@@ -1043,8 +1043,10 @@ mod cache {
         let mut cfg = config(64);
         cfg.write_depth = 0;
         assert!(PageCache::new(cfg, file, FakeWal::new(0), ()).is_err());
+        let cfg = config(100_000);
+        assert_eq!((cfg.available_start(), cfg.available_stop()), (1000, 2000));
         let cfg = config(1000);
-        assert_eq!((cfg.available_start(), cfg.available_stop()), (10, 20));
+        assert_eq!((cfg.available_start(), cfg.available_stop()), (24, 48));
         let cfg = config(10);
         assert_eq!((cfg.available_start(), cfg.available_stop()), (1, 2));
     }

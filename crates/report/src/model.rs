@@ -353,9 +353,9 @@ pub struct EngineSummary {
 /// Results of one instance.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct InstanceResult {
-    /// "Instance0001" (Jetstress numbering, from 1).
+    /// "Instance0001".
     pub name: String,
-    /// Instance number as in file names (from 0).
+    /// Instance number as in file names (from 1).
     pub instance: u32,
     /// Database file.
     pub database_path: String,
@@ -723,7 +723,8 @@ impl RunResults {
     }
 }
 
-/// The name of instance `n` (from 0) in results: "Instance0001".
+/// The name of instance `n` in results, numbered as its files: instance 1
+/// (`edbstress001.edb`) is "Instance0001".
 pub fn instance_name(n: u32) -> String {
-    format!("Instance{:04}", n + 1)
+    format!("Instance{n:04}")
 }

@@ -10,6 +10,42 @@
 //! of `edbstress-report` and leaves presentation to it; it never prints (the CLI shows
 //! progress from the events it reports).
 
+pub mod bdm;
 pub mod config;
+pub mod criteria;
+pub mod host;
 pub mod profile;
+pub mod replication;
+pub mod rundir;
+pub mod runner;
+pub mod schedule;
 pub mod transaction;
+pub mod transactional;
+
+/// Why a run could not be carried out (a failed test is not an error: it is a result).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The configuration cannot work.
+    #[error("{0}")]
+    Config(String),
+    /// Creating or reusing databases failed.
+    #[error("preparing databases failed: {0}")]
+    Prepare(String),
+    /// The engine refused or failed.
+    #[error("cannot {what}: {message}")]
+    Engine {
+        /// What was being done.
+        what: String,
+        /// The engine's message.
+        message: String,
+    },
+    /// Verification after the run could not be carried out.
+    #[error("checksum verification failed to run: {0}")]
+    Verify(String),
+    /// The run directory.
+    #[error(transparent)]
+    RunDir(#[from] rundir::RunDirError),
+    /// Writing a result file.
+    #[error(transparent)]
+    Export(#[from] edbstress_report::ExportError),
+}

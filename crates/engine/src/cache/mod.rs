@@ -15,7 +15,7 @@
 //! Frames are page-sized [`AlignedBuf`]s: `min_frames` at start, more allocated as
 //! pages are read, up to `max_frames`. From then on frames come only from the available
 //! pool, which the page writer keeps between [`CacheConfig::available_start`] (1 %) and
-//! [`CacheConfig::available_stop`] (2 %) of the maximum by evicting the coldest pages
+//! [`CacheConfig::available_stop`] (2 %) of the maximum (with a floor for small caches) by evicting the coldest pages
 //! by LRU-2: pages are ranked by the time of their second-most-recent reference on a
 //! logical clock (one tick per reference), pages referenced once being the coldest.
 //! References closer together than a correlation window (a fault and its retry, a
@@ -103,16 +103,23 @@ impl CacheConfig {
         }
     }
 
-    /// Free frames below which the page writer starts evicting: 1 % of the maximum, at
-    /// least 1.
+    /// Free frames below which the page writer starts evicting: 1 % of the maximum
+    /// (Jetstress's flush threshold), but at least what one large transaction needs
+    /// (24 frames: a 512 KB body in 32 KB pages plus its row and splits) as long as that
+    /// is at most an eighth of the cache, so small test caches do not stall on every
+    /// large insert; at least 1.
     pub fn available_start(&self) -> usize {
-        (self.max_frames / 100).max(1)
+        (self.max_frames / 100)
+            .max(24.min(self.max_frames / 8))
+            .max(1)
     }
 
-    /// Free frames at which the page writer stops evicting: 2 % of the maximum, at
-    /// least 2.
+    /// Free frames at which the page writer stops evicting: 2 % of the maximum, with the
+    /// same floor doubled (48 frames, at most a quarter of the cache); at least 2.
     pub fn available_stop(&self) -> usize {
-        (self.max_frames / 50).max(2)
+        (self.max_frames / 50)
+            .max(48.min(self.max_frames / 4))
+            .max(2)
     }
 
     fn validate(&self) -> Result<(), EngineError> {

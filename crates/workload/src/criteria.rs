@@ -1,0 +1,410 @@
+//! The pass/fail rules (product spec §4), evaluated on measured results.
+//!
+//! Per instance: average database read latency, the highest per-interval average
+//! database read latency, the same two for log writes, and average database page fault
+//! stalls per second, each against the profile's threshold (optional p99 limits when
+//! configured). For the run: achieved transactional IOPS against the target
+//! (mailbox-profile runs), no I/O errors, and an intact checksum verification.
+//! A threshold met exactly passes.
+
+use edbstress_io::IoClass;
+use edbstress_report::{Comparison, Criterion, InstanceResult, IoSummary, Verification};
+
+use crate::profile::Thresholds;
+
+/// What the rules look at.
+pub struct Measurements<'a> {
+    /// Per-instance results (their `io` and `engine` summaries).
+    pub instances: &'a [InstanceResult],
+    /// Totals over all instances.
+    pub totals: &'a IoSummary,
+    /// Transactional IOPS achieved over all instances.
+    pub achieved_iops: f64,
+    /// The target, for mailbox-profile runs.
+    pub target_iops: Option<f64>,
+    /// Checksum verification after the run, when it ran.
+    pub verification: Option<&'a Verification>,
+    /// Transactions that failed with an engine error.
+    pub transaction_errors: u64,
+    /// Corrupt pages background database maintenance found during the run.
+    pub bdm_bad_pages: u64,
+    /// Instances that could not be shut down cleanly.
+    pub shutdown_errors: u64,
+}
+
+struct CriterionSpec {
+    key: &'static str,
+    name: &'static str,
+    unit: &'static str,
+    comparison: Comparison,
+}
+
+fn criterion(spec: &CriterionSpec, scope: &str, measured: f64, threshold: f64) -> Criterion {
+    Criterion {
+        key: spec.key.to_string(),
+        name: spec.name.to_string(),
+        scope: scope.to_string(),
+        measured,
+        threshold,
+        comparison: spec.comparison,
+        unit: spec.unit.to_string(),
+        passed: spec.comparison.holds(measured, threshold),
+    }
+}
+
+const fn at_most(key: &'static str, name: &'static str, unit: &'static str) -> CriterionSpec {
+    CriterionSpec {
+        key,
+        name,
+        unit,
+        comparison: Comparison::AtMost,
+    }
+}
+
+const DB_READ_AVG: CriterionSpec = at_most(
+    "db_read_avg_latency",
+    "I/O Database Reads Average Latency",
+    "ms",
+);
+const DB_READ_MAX: CriterionSpec = at_most(
+    "db_read_max_latency",
+    "I/O Database Reads Maximum Latency (highest interval average)",
+    "ms",
+);
+const DB_READ_P99: CriterionSpec = at_most(
+    "db_read_p99_latency",
+    "I/O Database Reads 99th Percentile Latency",
+    "ms",
+);
+const LOG_WRITE_AVG: CriterionSpec = at_most(
+    "log_write_avg_latency",
+    "I/O Log Writes Average Latency",
+    "ms",
+);
+const LOG_WRITE_MAX: CriterionSpec = at_most(
+    "log_write_max_latency",
+    "I/O Log Writes Maximum Latency (highest interval average)",
+    "ms",
+);
+const LOG_WRITE_P99: CriterionSpec = at_most(
+    "log_write_p99_latency",
+    "I/O Log Writes 99th Percentile Latency",
+    "ms",
+);
+const STALLS: CriterionSpec = at_most(
+    "page_fault_stalls",
+    "Database Page Fault Stalls/sec",
+    "per sec",
+);
+const IOPS: CriterionSpec = CriterionSpec {
+    key: "transactional_iops",
+    name: "Achieved Transactional I/O per Second (target)",
+    unit: "IOPS",
+    comparison: Comparison::AtLeast,
+};
+const IO_ERRORS: CriterionSpec = at_most("io_errors", "I/O errors", "count");
+const TXN_ERRORS: CriterionSpec = at_most("transaction_errors", "Failed transactions", "count");
+const BDM_CHECKSUMS: CriterionSpec = at_most(
+    "bdm_checksum_errors",
+    "Database pages failing checksum verification during the run (BDM)",
+    "pages",
+);
+const SHUTDOWN: CriterionSpec = at_most(
+    "shutdown_errors",
+    "Instances not shut down cleanly",
+    "count",
+);
+const DB_CHECKSUMS: CriterionSpec = at_most(
+    "database_checksum_errors",
+    "Database pages failing checksum verification",
+    "pages",
+);
+const LOG_CHECKSUMS: CriterionSpec = at_most(
+    "log_checksum_errors",
+    "Log segments failing checksum verification",
+    "segments",
+);
+
+/// Evaluates every rule; the result lists each criterion with its measured value,
+/// threshold and whether it passed.
+pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
+    let mut out = Vec::new();
+    for inst in m.instances {
+        let scope = inst.name.as_str();
+        let class = |c: IoClass| inst.io.get(&c).cloned().unwrap_or_default();
+        let reads = class(IoClass::DbRead);
+        let logs = class(IoClass::LogWrite);
+        out.push(criterion(
+            &DB_READ_AVG,
+            scope,
+            reads.avg_latency_ms,
+            t.db_read_avg_ms,
+        ));
+        out.push(criterion(
+            &DB_READ_MAX,
+            scope,
+            reads.max_interval_latency_ms,
+            t.db_read_max_ms,
+        ));
+        if let Some(p99) = t.db_read_p99_ms {
+            out.push(criterion(&DB_READ_P99, scope, reads.p99_ms, p99));
+        }
+        out.push(criterion(
+            &LOG_WRITE_AVG,
+            scope,
+            logs.avg_latency_ms,
+            t.log_write_avg_ms,
+        ));
+        out.push(criterion(
+            &LOG_WRITE_MAX,
+            scope,
+            logs.max_interval_latency_ms,
+            t.log_write_max_ms,
+        ));
+        if let Some(p99) = t.log_write_p99_ms {
+            out.push(criterion(&LOG_WRITE_P99, scope, logs.p99_ms, p99));
+        }
+        let stalls = inst
+            .engine
+            .as_ref()
+            .map_or(0.0, |e| e.page_fault_stalls_per_sec);
+        out.push(criterion(
+            &STALLS,
+            scope,
+            stalls,
+            t.page_fault_stalls_per_sec,
+        ));
+    }
+    if let Some(target) = m.target_iops {
+        out.push(criterion(&IOPS, "Total", m.achieved_iops, target));
+    }
+    let io_errors: u64 = m.totals.values().map(|c| c.errors).sum();
+    out.push(criterion(&IO_ERRORS, "Total", io_errors as f64, 0.0));
+    out.push(criterion(
+        &TXN_ERRORS,
+        "Total",
+        m.transaction_errors as f64,
+        0.0,
+    ));
+    out.push(criterion(
+        &BDM_CHECKSUMS,
+        "Total",
+        m.bdm_bad_pages as f64,
+        0.0,
+    ));
+    out.push(criterion(&SHUTDOWN, "Total", m.shutdown_errors as f64, 0.0));
+    if let Some(v) = m.verification {
+        let bad_pages: u64 = v
+            .databases
+            .iter()
+            .map(|d| d.bad_pages + d.correctable_pages + d.wrong_page_number)
+            .sum();
+        let bad_segments: u64 = v.logs.iter().map(|l| l.bad_segments).sum();
+        out.push(criterion(&DB_CHECKSUMS, "Total", bad_pages as f64, 0.0));
+        out.push(criterion(&LOG_CHECKSUMS, "Total", bad_segments as f64, 0.0));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use edbstress_report::{ClassSummary, EngineSummary, instance_name};
+
+    use super::*;
+    use crate::profile::Profile;
+    use edbstress_report::TestType;
+
+    fn instance(
+        db_avg: f64,
+        db_max: f64,
+        log_avg: f64,
+        log_max: f64,
+        stalls: f64,
+    ) -> InstanceResult {
+        let mut io = IoSummary::new();
+        io.insert(
+            IoClass::DbRead,
+            ClassSummary {
+                avg_latency_ms: db_avg,
+                max_interval_latency_ms: db_max,
+                p99_ms: db_avg * 2.0,
+                ..Default::default()
+            },
+        );
+        io.insert(
+            IoClass::LogWrite,
+            ClassSummary {
+                avg_latency_ms: log_avg,
+                max_interval_latency_ms: log_max,
+                p99_ms: log_avg * 2.0,
+                ..Default::default()
+            },
+        );
+        InstanceResult {
+            name: instance_name(0),
+            io,
+            engine: Some(EngineSummary {
+                page_fault_stalls_per_sec: stalls,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn failed(instances: &[InstanceResult], achieved: f64, target: Option<f64>) -> Vec<String> {
+        let totals = IoSummary::new();
+        let m = Measurements {
+            instances,
+            totals: &totals,
+            achieved_iops: achieved,
+            target_iops: target,
+            verification: None,
+            transaction_errors: 0,
+            bdm_bad_pages: 0,
+            shutdown_errors: 0,
+        };
+        let t = Profile::Exchange2013.thresholds(TestType::Performance);
+        evaluate(&m, &t)
+            .into_iter()
+            .filter(|c| !c.passed)
+            .map(|c| c.key)
+            .collect()
+    }
+
+    #[test]
+    fn thresholds_met_exactly_pass() {
+        let inst = [instance(20.0, 100.0, 10.0, 100.0, 1.0)];
+        assert!(failed(&inst, 500.0, Some(500.0)).is_empty());
+    }
+
+    #[test]
+    fn each_criterion_fails_alone() {
+        let cases = [
+            (
+                instance(20.001, 100.0, 10.0, 100.0, 1.0),
+                500.0,
+                "db_read_avg_latency",
+            ),
+            (
+                instance(20.0, 100.001, 10.0, 100.0, 1.0),
+                500.0,
+                "db_read_max_latency",
+            ),
+            (
+                instance(20.0, 100.0, 10.001, 100.0, 1.0),
+                500.0,
+                "log_write_avg_latency",
+            ),
+            (
+                instance(20.0, 100.0, 10.0, 100.001, 1.0),
+                500.0,
+                "log_write_max_latency",
+            ),
+            (
+                instance(20.0, 100.0, 10.0, 100.0, 1.001),
+                500.0,
+                "page_fault_stalls",
+            ),
+            (
+                instance(20.0, 100.0, 10.0, 100.0, 1.0),
+                499.999,
+                "transactional_iops",
+            ),
+        ];
+        for (inst, achieved, key) in cases {
+            assert_eq!(failed(&[inst], achieved, Some(500.0)), [key]);
+        }
+    }
+
+    #[test]
+    fn throughput_runs_have_no_iops_criterion_and_stress_is_lenient() {
+        let inst = [instance(5.0, 150.0, 1.0, 150.0, 0.0)];
+        assert_eq!(
+            failed(&inst, 1.0, None),
+            ["db_read_max_latency", "log_write_max_latency"]
+        );
+        let totals = IoSummary::new();
+        let m = Measurements {
+            instances: &inst,
+            totals: &totals,
+            achieved_iops: 1.0,
+            target_iops: None,
+            verification: None,
+            transaction_errors: 0,
+            bdm_bad_pages: 0,
+            shutdown_errors: 0,
+        };
+        let stress = Profile::Exchange2013.thresholds(TestType::Stress);
+        assert!(evaluate(&m, &stress).iter().all(|c| c.passed));
+    }
+
+    #[test]
+    fn errors_and_checksum_failures_fail_the_run() {
+        let inst = [instance(1.0, 1.0, 1.0, 1.0, 0.0)];
+        let mut totals = IoSummary::new();
+        totals.insert(
+            IoClass::DbWrite,
+            ClassSummary {
+                errors: 2,
+                ..Default::default()
+            },
+        );
+        let verification = Verification {
+            passed: false,
+            databases: vec![edbstress_report::DatabaseVerification {
+                bad_pages: 1,
+                ..Default::default()
+            }],
+            logs: vec![],
+        };
+        let m = Measurements {
+            instances: &inst,
+            totals: &totals,
+            achieved_iops: 1.0,
+            target_iops: None,
+            verification: Some(&verification),
+            transaction_errors: 3,
+            bdm_bad_pages: 0,
+            shutdown_errors: 0,
+        };
+        let t = Profile::Exchange2013.thresholds(TestType::Performance);
+        let failed: Vec<_> = evaluate(&m, &t).into_iter().filter(|c| !c.passed).collect();
+        let keys: Vec<_> = failed.iter().map(|c| c.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "io_errors",
+                "transaction_errors",
+                "database_checksum_errors"
+            ]
+        );
+        assert_eq!(failed[0].measured, 2.0);
+        assert!(
+            failed[0].describe().contains("I/O errors 2 count > 0"),
+            "{}",
+            failed[0].describe()
+        );
+    }
+
+    #[test]
+    fn optional_percentile_limits() {
+        let inst = [instance(10.0, 10.0, 1.0, 1.0, 0.0)];
+        let totals = IoSummary::new();
+        let m = Measurements {
+            instances: &inst,
+            totals: &totals,
+            achieved_iops: 1.0,
+            target_iops: None,
+            verification: None,
+            transaction_errors: 0,
+            bdm_bad_pages: 0,
+            shutdown_errors: 0,
+        };
+        let mut t = Profile::Exchange2010.thresholds(TestType::Performance);
+        t.db_read_p99_ms = Some(19.0);
+        let failed: Vec<_> = evaluate(&m, &t).into_iter().filter(|c| !c.passed).collect();
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0].key, "db_read_p99_latency");
+        assert_eq!(failed[0].measured, 20.0);
+    }
+}

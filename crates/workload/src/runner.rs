@@ -1,0 +1,452 @@
+//! One run from start to verdict: the run directory, the test log, preparing missing
+//! databases, the test itself, checksum verification, the criteria, and the result
+//! files.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use chrono::Local;
+use edbstress_engine::cache::CacheConfig;
+use edbstress_engine::content::Compressibility;
+use edbstress_engine::layout::InstanceLayout;
+use edbstress_engine::prepare::{
+    InstanceAction, PrepareOptions, PreparePlan, PrepareProgress, human_bytes,
+};
+use edbstress_engine::verify::{ScanOptions, scan_database, scan_log_dir};
+use edbstress_io::{BackendKind, IoClass, IoMode};
+use edbstress_report::summary::transactional_iops;
+use edbstress_report::{
+    DatabaseSizing, DatabaseVerification, LogVerification, RunResults, SCHEMA_VERSION,
+    SystemParameters, TestType, ToolInfo, Verdict, Verification, instance_name, standard_exporters,
+};
+
+use crate::RunError;
+use crate::config::RunConfig;
+use crate::criteria::{Measurements, evaluate};
+use crate::host::host_info;
+use crate::rundir::{RunDirectory, TestLog};
+use crate::transactional::{LiveStatus, Measurement, PhaseKind, StopReason, Workbench, join_list};
+
+/// What the caller is told while a run goes.
+pub enum RunEvent<'a> {
+    /// A line of the test log.
+    Log(&'a str),
+    /// Database creation progress.
+    Prepare(&'a PrepareProgress),
+    /// Live figures of a transactional phase, once a second.
+    Live(&'a LiveStatus),
+    /// Progress of a non-transactional test: (what, done, total).
+    Progress(&'a str, u64, u64),
+}
+
+/// A finished run.
+pub struct RunOutcome {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// The results (also in `results.json`).
+    pub results: RunResults,
+    /// The files written, in order.
+    pub files: Vec<PathBuf>,
+}
+
+/// Runs the test `config` describes, writing its run directory. `stop` (set by Ctrl-C)
+/// ends it early: the instances are shut down cleanly and the results are written,
+/// marked aborted.
+pub fn run(
+    config: &RunConfig,
+    stop: &AtomicBool,
+    events: &(dyn Fn(RunEvent<'_>) + Sync),
+) -> Result<RunOutcome, RunError> {
+    let started_at = Local::now();
+    let dir = RunDirectory::create(&config.results_dir, config.test, started_at)?;
+    let forward = |line: &str| events(RunEvent::Log(line));
+    let log = dir.test_log()?.with_sink(&forward);
+    edbstress_report::write_atomically(
+        &dir.path().join("config.toml"),
+        config_toml(config).as_bytes(),
+    )?;
+    log.line("edbstress testing begins ...");
+    log.line("Preparing for testing ...");
+    let layouts = InstanceLayout::spread(config.databases, &config.db_paths, &config.log_paths);
+    prepare(config, &layouts, &log, events)?;
+    let mut results = match config.test {
+        TestType::Performance | TestType::Stress => {
+            transactional_test(config, &layouts, &log, stop, events)?
+        }
+        TestType::DatabaseBackup | TestType::SoftRecovery => {
+            return Err(RunError::Config(format!(
+                "the {} test is not available in this build",
+                config.test.label()
+            )));
+        }
+    };
+    results.started_at = started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
+    results.ended_at = Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
+    results.judge();
+    log.line("Creating test report ...");
+    for c in &results.failed_criteria {
+        log.line(format!("Failed: {}", c.describe()));
+    }
+    log.line(format!(
+        "Overall Test Result: {}",
+        results.overall_result.label()
+    ));
+    let mut files = vec![dir.path().join("config.toml"), dir.path().join("test.log")];
+    for exporter in standard_exporters() {
+        files.push(exporter.export(&results, dir.path())?);
+    }
+    Ok(RunOutcome {
+        dir: dir.path().to_path_buf(),
+        results,
+        files,
+    })
+}
+
+fn config_toml(config: &RunConfig) -> String {
+    let body = toml::to_string_pretty(config).unwrap_or_else(|e| format!("# cannot encode: {e}\n"));
+    format!(
+        "# Effective configuration of this run; `edbstress run --config config.toml` repeats it.\n{body}"
+    )
+}
+
+/// Creates missing databases (and reuses existing ones) like `edbstress prepare`.
+fn prepare(
+    config: &RunConfig,
+    layouts: &[InstanceLayout],
+    log: &TestLog<'_>,
+    events: &(dyn Fn(RunEvent<'_>) + Sync),
+) -> Result<(), RunError> {
+    let mailboxes_per_db = config
+        .mailboxes
+        .map_or(100, |m| m.div_ceil(u64::from(config.databases.max(1))))
+        .clamp(1, u64::from(u32::MAX)) as u32;
+    let options = PrepareOptions {
+        page_size: config.page_size,
+        database_bytes: config.database_size,
+        mailboxes: mailboxes_per_db,
+        compressibility: Compressibility::from_ratio(config.compressibility)
+            .map_err(RunError::Config)?,
+        io_mode: config.io_mode,
+        backend: config.backend,
+        seed: Some(config.seed),
+        ..PrepareOptions::default()
+    };
+    let plan = PreparePlan::check(layouts.to_vec(), options)
+        .map_err(|e| RunError::Prepare(e.to_string()))?;
+    for (layout, action) in &plan.instances {
+        let what = match action {
+            InstanceAction::Create => format!("creating ({})", human_bytes(config.database_size)),
+            InstanceAction::Reuse => "reusing the existing database".to_string(),
+            InstanceAction::Rebuild(why) => format!("rebuilding ({why})"),
+        };
+        log.line(format!(
+            "{}: {} -- {what}",
+            instance_name(layout.instance),
+            layout.db_file.display()
+        ));
+    }
+    let started = Instant::now();
+    let reports = plan
+        .execute(&mut |p| events(RunEvent::Prepare(&p)))
+        .map_err(|e| RunError::Prepare(e.to_string()))?;
+    let created: Vec<_> = reports.iter().filter(|r| !r.reused).collect();
+    if !created.is_empty() {
+        let bytes: u64 = created.iter().map(|r| r.bytes_written).sum();
+        let secs = started.elapsed().as_secs_f64();
+        log.line(format!(
+            "Created {} database(s), {} in {:.1} s ({:.0} MB/s).",
+            created.len(),
+            human_bytes(bytes),
+            secs,
+            bytes as f64 / 1e6 / secs.max(1e-9)
+        ));
+    }
+    Ok(())
+}
+
+/// The parameters section of the results.
+pub fn system_parameters(config: &RunConfig, threads: u32) -> SystemParameters {
+    SystemParameters {
+        profile: config.profile.name().to_string(),
+        mailboxes: config.mailboxes,
+        iops_per_mailbox: config.mailboxes.map(|_| config.iops_per_mailbox),
+        mailbox_quota_mb: config.mailboxes.map(|_| config.mailbox_quota >> 20),
+        databases: config.databases,
+        copies: config.copies,
+        page_size: config.page_size.bytes() as u32,
+        database_bytes: config.database_size,
+        threads,
+        open_loop: config.open_loop(),
+        cache_min_bytes: config.cache_min_per_instance(),
+        cache_max_bytes: config.cache_max_per_instance(),
+        checkpoint_depth_bytes: config.checkpoint_depth,
+        op_mix: config.op_mix,
+        lazy_commit_pct: config.lazy_commit_pct,
+        bdm: config.bdm,
+        bdm_mb_per_sec: if config.bdm {
+            config.bdm_mb_per_sec
+        } else {
+            0.0
+        },
+        duration_seconds: config.duration.as_secs_f64(),
+        sample_interval_seconds: config.sample_interval.as_secs_f64(),
+        seed: config.seed,
+        io_mode: match config.io_mode {
+            IoMode::Direct => "direct",
+            IoMode::Buffered => "buffered",
+        }
+        .to_string(),
+        backend: match config.backend {
+            BackendKind::Auto => "auto",
+            BackendKind::IoUring => "io_uring",
+            BackendKind::Threads => "threads",
+        }
+        .to_string(),
+    }
+}
+
+/// Results with everything but the test's own figures.
+pub fn empty_results(config: &RunConfig, threads: u32) -> RunResults {
+    RunResults {
+        schema_version: SCHEMA_VERSION,
+        tool: ToolInfo {
+            name: "edbstress".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        test_type: config.test,
+        overall_result: Verdict::Fail,
+        aborted: false,
+        abort_reason: None,
+        failed_criteria: Vec::new(),
+        criteria: Vec::new(),
+        started_at: String::new(),
+        ended_at: String::new(),
+        measured_seconds: 0.0,
+        host: host_info(),
+        parameters: system_parameters(config, threads),
+        achieved_transactional_iops: 0.0,
+        target_transactional_iops: if config.test.is_transactional() {
+            config.target_iops()
+        } else {
+            None
+        },
+        sizing: DatabaseSizing {
+            database_count: config.databases,
+            ..Default::default()
+        },
+        instances: Vec::new(),
+        totals: Default::default(),
+        host_counters: None,
+        autotune: None,
+        verification: None,
+        samples: Vec::new(),
+    }
+}
+
+fn transactional_test(
+    config: &RunConfig,
+    layouts: &[InstanceLayout],
+    log: &TestLog<'_>,
+    stop: &AtomicBool,
+    events: &(dyn Fn(RunEvent<'_>) + Sync),
+) -> Result<RunResults, RunError> {
+    let live = |s: &LiveStatus| events(RunEvent::Live(s));
+    let mut bench = Workbench::open(config, layouts, log, &live)?;
+    let threads = config.sessions();
+    log.line("Starting transaction dispatch ..");
+    log.line(format!(
+        "Database cache settings: (minimum: {}, maximum: {}) per instance",
+        human_bytes(config.cache_min_per_instance()),
+        human_bytes(config.cache_max_per_instance())
+    ));
+    let page = config.page_size.bytes() as u64;
+    let pool = CacheConfig::new(
+        config.page_size,
+        (config.cache_max_per_instance() / page) as usize,
+    );
+    log.line(format!(
+        "Database flush thresholds: (start: {}, stop: {})",
+        human_bytes(pool.available_start() as u64 * page),
+        human_bytes(pool.available_stop() as u64 * page)
+    ));
+    let t = &config.thresholds;
+    log.line(format!(
+        "Database read latency thresholds: (average: {} msec/read, maximum: {} msec/read).",
+        t.db_read_avg_ms, t.db_read_max_ms
+    ));
+    log.line(format!(
+        "Log write latency thresholds: (average: {} msec/write, maximum: {} msec/write).",
+        t.log_write_avg_ms, t.log_write_max_ms
+    ));
+    let m = config.op_mix;
+    log.line(format!(
+        "Operation mix: Sessions {threads}, Inserts {}%, Deletes {}%, Replaces {}%, Reads {}%, Lazy Commits {}%.",
+        m.insert, m.delete, m.replace, m.read, config.lazy_commit_pct
+    ));
+    match config.target_iops() {
+        Some(target) => log.line(format!(
+            "Open-loop dispatch: target {target:.1} transactional IOPS ({} mailboxes x {} IOPS), offered with a {:.0} % margin; latency measured from each transaction's intended start.",
+            config.mailboxes.unwrap_or(0),
+            config.iops_per_mailbox,
+            (config.target_margin - 1.0) * 100.0
+        )),
+        None => log.line("Closed-loop dispatch (throughput run): every session starts its next transaction when the last one ends."),
+    }
+    let phases = [
+        (PhaseKind::AttainPrerequisites, config.warmup_timeout),
+        (PhaseKind::Measure, config.duration),
+    ];
+    let (measurement, stopped) = bench.dispatch(threads, &phases, stop);
+    log.line("Dispatching transactions ends.");
+    let initial_bytes: u64 = bench.initial_bytes().iter().sum();
+    let bench_layouts = bench.layouts();
+    let close = bench.close();
+    let mut results = empty_results(config, threads);
+    let abort_reason = match &stopped {
+        Some(StopReason::Interrupted) => Some("interrupted (Ctrl-C)".to_string()),
+        Some(StopReason::Failed(e)) => Some(e.clone()),
+        None => None,
+    };
+    if let Some(why) = &abort_reason {
+        log.line(format!("The test was aborted: {why}"));
+    }
+    results.aborted = abort_reason.is_some();
+    results.abort_reason = abort_reason;
+    results.sizing.initial_bytes = initial_bytes;
+    results.sizing.final_bytes = close.final_bytes.iter().sum();
+    for e in &close.shutdown_errors {
+        log.line(format!("Shutdown problem: {e}"));
+    }
+    let verification = if config.verify_after && !stop.load(Ordering::Relaxed) {
+        Some(verify(config, &bench_layouts, log, events)?)
+    } else {
+        None
+    };
+    if let Some(m) = measurement {
+        fill_measurement(&mut results, m, log);
+    }
+    let measurements = Measurements {
+        instances: &results.instances,
+        totals: &results.totals.io,
+        achieved_iops: results.achieved_transactional_iops,
+        target_iops: results.target_transactional_iops,
+        verification: verification.as_ref(),
+        transaction_errors: results.totals.transactions.as_ref().map_or(0, |t| t.errors),
+        bdm_bad_pages: close.bdm_bad_pages.len() as u64,
+        shutdown_errors: close.shutdown_errors.len() as u64,
+    };
+    results.criteria = evaluate(&measurements, &config.thresholds);
+    for p in &close.bdm_bad_pages {
+        log.line(format!("BDM found a corrupt page: {p}"));
+    }
+    results.verification = verification;
+    Ok(results)
+}
+
+fn fill_measurement(results: &mut RunResults, m: Measurement, log: &TestLog<'_>) {
+    log.line(format!(
+        "JetInterop batch transaction stats: {}.",
+        join_list(
+            &m.instances
+                .iter()
+                .map(|i| i.transactions.as_ref().map_or(0, |t| t.count).to_string())
+                .collect::<Vec<_>>()
+        )
+    ));
+    for inst in &m.instances {
+        for class in [IoClass::DbRead, IoClass::LogWrite, IoClass::LogRead] {
+            let avg = inst.io.get(&class).map_or(0.0, |s| s.avg_latency_ms);
+            log.line(format!(
+                "{} has {avg:.1} for I/O {} Average Latency.",
+                inst.name,
+                class.label()
+            ));
+        }
+    }
+    let max_stalls = m
+        .samples
+        .iter()
+        .filter_map(|s| s.page_fault_stalls_per_sec)
+        .fold(0.0, f64::max);
+    let stalled = m
+        .samples
+        .iter()
+        .filter(|s| s.page_fault_stalls_per_sec.is_some_and(|v| v > 0.0))
+        .count();
+    log.line(format!(
+        "Test has {max_stalls:.0} Maximum Database Page Fault Stalls/sec."
+    ));
+    log.line(format!(
+        "The test has {stalled} Database Page Fault Stalls/sec samples higher than 0."
+    ));
+    log.line(format!(
+        "samples.csv has {} intervals.",
+        m.samples.iter().map(|s| s.interval).max().unwrap_or(0)
+    ));
+    results.measured_seconds = m.seconds;
+    results.achieved_transactional_iops = transactional_iops(&m.totals.io);
+    results.parameters.threads = m.sessions;
+    results.instances = m.instances;
+    results.totals = m.totals;
+    results.samples = m.samples;
+    results.host_counters = Some(m.host);
+}
+
+/// Offline checksum verification of every database and log directory.
+fn verify(
+    config: &RunConfig,
+    layouts: &[InstanceLayout],
+    log: &TestLog<'_>,
+    events: &(dyn Fn(RunEvent<'_>) + Sync),
+) -> Result<Verification, RunError> {
+    log.line("Verifying database and log checksums ...");
+    let options = ScanOptions {
+        io_mode: config.io_mode,
+        backend: config.backend,
+        ..ScanOptions::default()
+    };
+    let mut v = Verification {
+        passed: true,
+        ..Default::default()
+    };
+    for layout in layouts {
+        let what = format!("checksum {}", layout.db_file.display());
+        let db = scan_database(&layout.db_file, &options, &mut |done, total| {
+            events(RunEvent::Progress(&what, done, total))
+        })
+        .map_err(|e| RunError::Verify(e.to_string()))?;
+        let logs = scan_log_dir(&layout.log_dir, config.io_mode)
+            .map_err(|e| RunError::Verify(e.to_string()))?;
+        let clean = db.is_clean() && logs.bad_segments == 0;
+        v.passed &= clean;
+        log.line(format!(
+            "{}: {} pages checked, {} bad, {} correctable, {} wrong page number ({:.0} MB/s); {} log segments in {} files checked, {} bad.",
+            instance_name(layout.instance),
+            db.pages_seen,
+            db.bad_pages,
+            db.correctable_pages,
+            db.wrong_pgno_pages,
+            db.mb_per_sec,
+            logs.segments_seen,
+            logs.files,
+            logs.bad_segments
+        ));
+        v.databases.push(DatabaseVerification {
+            path: layout.db_file.display().to_string(),
+            pages_seen: db.pages_seen,
+            bad_pages: db.bad_pages,
+            correctable_pages: db.correctable_pages,
+            wrong_page_number: db.wrong_pgno_pages,
+            seconds: db.seconds,
+            mb_per_sec: db.mb_per_sec,
+        });
+        v.logs.push(LogVerification {
+            path: layout.log_dir.display().to_string(),
+            files: logs.files,
+            segments_seen: logs.segments_seen,
+            bad_segments: logs.bad_segments,
+        });
+    }
+    Ok(v)
+}

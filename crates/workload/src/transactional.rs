@@ -1,0 +1,937 @@
+//! The transactional tests (Performance and Stress): open the instances, start the
+//! background activities, dispatch transactions through phases (attaining
+//! prerequisites, settling, measuring), sample every counter, and shut down cleanly.
+//!
+//! A [`Workbench`] owns the open instances and their background activities; it can
+//! drive several session counts one after another (auto-tuning) before the measured
+//! run, keeping caches warm in between.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use edbstress_engine::cache::CacheCounters;
+use edbstress_engine::content::Compressibility;
+use edbstress_engine::instance::{Instance, InstanceConfig};
+use edbstress_engine::layout::InstanceLayout;
+use edbstress_engine::log::LogCounters;
+use edbstress_io::{ClassStats, IoClass, IoStats, LatencyHistogram};
+use edbstress_report::summary::{latency_summary, rate};
+use edbstress_report::{
+    EngineSummary, HostCounters, InstanceResult, IoSummary, Sample, SampleFamily, Totals,
+    TransactionSummary, instance_name,
+};
+use parking_lot::Mutex;
+
+use crate::RunError;
+use crate::bdm::{BdmConfig, BdmHandle, BdmScanner};
+use crate::config::RunConfig;
+use crate::host::{HostInterval, HostSampler, HostSnapshot, host_counters};
+use crate::replication::{LogReplicator, ReplicationConfig, ReplicationHandle};
+use crate::rundir::TestLog;
+use crate::schedule::{ArrivalSchedule, RateController};
+use crate::transaction::{TransactionGenerator, TxnKind};
+
+const MB: f64 = 1_048_576.0;
+/// How often progress is reported and the open-loop rate adjusted.
+const TICK: Duration = Duration::from_secs(1);
+/// The classes whose rates and latencies the live progress shows.
+const LIVE_CLASSES: [IoClass; 5] = [
+    IoClass::DbRead,
+    IoClass::DbWrite,
+    IoClass::LogWrite,
+    IoClass::BdmRead,
+    IoClass::ReplicationRead,
+];
+
+/// What a phase of dispatch is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PhaseKind {
+    /// Warm the caches until each holds ≥ 90 % of its maximum (Jetstress's "attaining
+    /// prerequisites"), or until the warm-up timeout.
+    AttainPrerequisites,
+    /// Run without measuring (latency settles after a change of session count).
+    Settle,
+    /// The measured period.
+    Measure,
+}
+
+impl PhaseKind {
+    /// Name shown in progress.
+    pub fn name(self) -> &'static str {
+        match self {
+            PhaseKind::AttainPrerequisites => "attaining prerequisites",
+            PhaseKind::Settle => "settling",
+            PhaseKind::Measure => "measuring",
+        }
+    }
+}
+
+/// Live figures, once a second.
+#[derive(Clone, Debug)]
+pub struct LiveStatus {
+    /// Current phase.
+    pub phase: PhaseKind,
+    /// Sessions running.
+    pub sessions: u32,
+    /// Time in the phase.
+    pub elapsed: Duration,
+    /// Time left in the phase, when it has a fixed length.
+    pub remaining: Option<Duration>,
+    /// Transactions per second over the last tick.
+    pub txn_per_sec: f64,
+    /// Per class over the last tick: (class, I/Os per second, average latency ms).
+    pub classes: Vec<(IoClass, f64, f64)>,
+    /// Smallest cache fill over the instances, percent of maximum.
+    pub cache_fill_pct: f64,
+    /// Open-loop transaction rate being offered, per second.
+    pub offered_rate: Option<f64>,
+}
+
+/// Transaction counters of one instance (cumulative).
+#[derive(Clone, Debug, Default)]
+struct TxnStats {
+    by_kind: [u64; 4],
+    lazy: u64,
+    errors: u64,
+    latency: LatencyHistogram,
+}
+
+impl TxnStats {
+    fn count(&self) -> u64 {
+        self.by_kind.iter().sum()
+    }
+
+    fn since(&self, earlier: &TxnStats) -> TxnStats {
+        let mut by_kind = [0; 4];
+        for (i, k) in by_kind.iter_mut().enumerate() {
+            *k = self.by_kind[i].saturating_sub(earlier.by_kind[i]);
+        }
+        TxnStats {
+            by_kind,
+            lazy: self.lazy.saturating_sub(earlier.lazy),
+            errors: self.errors.saturating_sub(earlier.errors),
+            latency: self.latency.since(&earlier.latency),
+        }
+    }
+
+    fn merge(&mut self, other: &TxnStats) {
+        for (a, b) in self.by_kind.iter_mut().zip(other.by_kind) {
+            *a += b;
+        }
+        self.lazy += other.lazy;
+        self.errors += other.errors;
+        self.latency.merge(&other.latency);
+    }
+
+    fn summary(&self, seconds: f64) -> TransactionSummary {
+        TransactionSummary {
+            count: self.count(),
+            per_sec: rate(self.count(), seconds),
+            inserts: self.by_kind[0],
+            deletes: self.by_kind[1],
+            replaces: self.by_kind[2],
+            reads: self.by_kind[3],
+            lazy_commits: self.lazy,
+            errors: self.errors,
+            latency: latency_summary(&self.latency),
+        }
+    }
+}
+
+fn kind_index(kind: TxnKind) -> usize {
+    match kind {
+        TxnKind::Insert => 0,
+        TxnKind::Delete => 1,
+        TxnKind::Replace => 2,
+        TxnKind::Read => 3,
+    }
+}
+
+/// One open instance with what runs beside it.
+struct Slot {
+    number: u32,
+    layout: InstanceLayout,
+    instance: Arc<Instance>,
+    txn: Mutex<TxnStats>,
+    schedule: ArrivalSchedule,
+    initial_bytes: u64,
+    bdm: Option<BdmHandle>,
+    replication: Option<ReplicationHandle>,
+}
+
+/// Cumulative counters of every instance at one moment.
+struct Snapshot {
+    at: Instant,
+    io: IoStats,
+    cache: Vec<CacheCounters>,
+    log: Vec<LogCounters>,
+    txn: Vec<TxnStats>,
+    checkpoint_depth: Vec<u64>,
+    generation: Vec<u32>,
+    host: HostSnapshot,
+}
+
+impl Snapshot {
+    /// A copy (the host counters are read again: they cannot be cloned, and the
+    /// microseconds between the two reads do not matter).
+    fn duplicate(&self, bench: &Workbench<'_>) -> Snapshot {
+        Snapshot {
+            at: self.at,
+            io: self.io.clone(),
+            cache: self.cache.clone(),
+            log: self.log.clone(),
+            txn: self.txn.clone(),
+            checkpoint_depth: self.checkpoint_depth.clone(),
+            generation: self.generation.clone(),
+            host: bench.host.snapshot(),
+        }
+    }
+}
+
+/// Figures between two snapshots.
+struct Interval {
+    seconds: f64,
+    io: IoStats,
+    cache: Vec<CacheCounters>,
+    cache_now: Vec<CacheCounters>,
+    log: Vec<LogCounters>,
+    txn: Vec<TxnStats>,
+    checkpoint_depth: Vec<u64>,
+    generation: Vec<u32>,
+    generations_written: Vec<u32>,
+    host: HostInterval,
+}
+
+/// What a measured phase produced.
+pub struct Measurement {
+    /// Seconds measured.
+    pub seconds: f64,
+    /// Sessions that ran.
+    pub sessions: u32,
+    /// Per instance results.
+    pub instances: Vec<InstanceResult>,
+    /// Totals.
+    pub totals: Totals,
+    /// Time series (one row per interval, scope and family).
+    pub samples: Vec<Sample>,
+    /// Host counters over the period.
+    pub host: HostCounters,
+    /// Transactions that failed.
+    pub transaction_errors: u64,
+}
+
+/// Why dispatch stopped early, if it did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The user asked (Ctrl-C).
+    Interrupted,
+    /// A transaction failed (the engine's message).
+    Failed(String),
+}
+
+/// Open instances and their background activities.
+pub struct Workbench<'a> {
+    config: &'a RunConfig,
+    log: &'a TestLog<'a>,
+    slots: Vec<Slot>,
+    host: HostSampler,
+    background_stop: Arc<AtomicBool>,
+    controller: Mutex<Option<RateController>>,
+    failure: Mutex<Option<String>>,
+    progress: &'a (dyn Fn(&LiveStatus) + Sync),
+    seed_epoch: u32,
+}
+
+/// What closing the workbench found.
+#[derive(Debug, Default)]
+pub struct CloseReport {
+    /// Database pages BDM found corrupt during the run, as "instance: page N (what)".
+    pub bdm_bad_pages: Vec<String>,
+    /// Database file sizes at the end, per instance.
+    pub final_bytes: Vec<u64>,
+    /// Problems shutting down (each makes the run fail).
+    pub shutdown_errors: Vec<String>,
+}
+
+impl<'a> Workbench<'a> {
+    /// Opens every instance (databases must exist and be clean) and starts BDM and log
+    /// replication as configured.
+    pub fn open(
+        config: &'a RunConfig,
+        layouts: &[InstanceLayout],
+        log: &'a TestLog<'a>,
+        progress: &'a (dyn Fn(&LiveStatus) + Sync),
+    ) -> Result<Workbench<'a>, RunError> {
+        log.line("Attaching databases ...");
+        let background_stop = Arc::new(AtomicBool::new(false));
+        let mut slots = Vec::new();
+        let start = Instant::now();
+        for layout in layouts {
+            let mut ic = InstanceConfig::new(layout.clone());
+            ic.cache_min_bytes = config.cache_min_per_instance();
+            ic.cache_max_bytes = config.cache_max_per_instance();
+            ic.checkpoint_depth = config.checkpoint_depth;
+            ic.io_mode = config.io_mode;
+            ic.backend = config.backend;
+            // Runs can be long; logs behind the checkpoint are not needed for recovery.
+            ic.circular_logging = true;
+            let instance = Arc::new(Instance::open(ic).map_err(|e| RunError::Engine {
+                what: format!("open {}", layout.db_file.display()),
+                message: e.to_string(),
+            })?);
+            let initial_bytes = file_len(&layout.db_file);
+            let n = u16::try_from(layout.instance).unwrap_or(u16::MAX);
+            let bdm = if config.bdm && config.bdm_mb_per_sec > 0.0 {
+                Some(
+                    BdmScanner::spawn(
+                        BdmConfig {
+                            instance: n,
+                            db_file: layout.db_file.clone(),
+                            bytes_per_sec: config.bdm_mb_per_sec * MB,
+                            read_len: 256 << 10,
+                            io_mode: config.io_mode,
+                        },
+                        background_stop.clone(),
+                    )
+                    .map_err(|e| RunError::Engine {
+                        what: format!("start BDM on {}", layout.db_file.display()),
+                        message: e.to_string(),
+                    })?,
+                )
+            } else {
+                None
+            };
+            let replication = if config.copies > 1 {
+                let inst = instance.clone();
+                Some(
+                    LogReplicator::spawn(
+                        ReplicationConfig {
+                            instance: n,
+                            log_dir: layout.log_dir.clone(),
+                            readers: config.copies - 1,
+                            read_len: 256 << 10,
+                            io_mode: config.io_mode,
+                        },
+                        Arc::new(move || inst.log_generation()),
+                        background_stop.clone(),
+                    )
+                    .map_err(|e| RunError::Engine {
+                        what: format!("start log replication of {}", layout.log_dir.display()),
+                        message: e.to_string(),
+                    })?,
+                )
+            } else {
+                None
+            };
+            slots.push(Slot {
+                number: layout.instance,
+                layout: layout.clone(),
+                instance,
+                txn: Mutex::new(TxnStats::default()),
+                schedule: ArrivalSchedule::new(
+                    1.0,
+                    start,
+                    config.seed ^ u64::from(layout.instance),
+                ),
+                initial_bytes,
+                bdm,
+                replication,
+            });
+        }
+        let mut paths: Vec<PathBuf> = config.db_paths.clone();
+        paths.extend(config.log_paths.iter().cloned());
+        let controller = config.target_iops().map(|t| {
+            let c = RateController::new(t * config.target_margin, 1.0);
+            for s in &slots {
+                s.schedule.set_rate(c.rate() / layouts.len().max(1) as f64);
+            }
+            c
+        });
+        log.line("Preparations for testing are complete.");
+        Ok(Workbench {
+            config,
+            log,
+            slots,
+            host: HostSampler::new(&paths),
+            background_stop,
+            controller: Mutex::new(controller),
+            failure: Mutex::new(None),
+            progress,
+            seed_epoch: 0,
+        })
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        let mut io = IoStats::new();
+        let mut cache = Vec::new();
+        let mut log = Vec::new();
+        let mut txn = Vec::new();
+        let mut checkpoint_depth = Vec::new();
+        let mut generation = Vec::new();
+        for s in &self.slots {
+            io.merge(&s.instance.io_stats());
+            if let Some(b) = &s.bdm {
+                io.merge(&b.stats());
+            }
+            if let Some(r) = &s.replication {
+                io.merge(&r.stats());
+            }
+            cache.push(s.instance.cache_counters());
+            log.push(s.instance.log_counters());
+            txn.push(s.txn.lock().clone());
+            checkpoint_depth.push(s.instance.checkpoint_depth_bytes());
+            generation.push(s.instance.log_generation());
+        }
+        Snapshot {
+            at: Instant::now(),
+            io,
+            cache,
+            log,
+            txn,
+            checkpoint_depth,
+            generation,
+            host: self.host.snapshot(),
+        }
+    }
+
+    fn interval(&self, earlier: &Snapshot, now: &Snapshot) -> Interval {
+        let cache = now
+            .cache
+            .iter()
+            .zip(&earlier.cache)
+            .map(|(n, e)| cache_since(n, e))
+            .collect();
+        let log = now
+            .log
+            .iter()
+            .zip(&earlier.log)
+            .map(|(n, e)| LogCounters {
+                bytes_written: n.bytes_written.saturating_sub(e.bytes_written),
+                ..*n
+            })
+            .collect();
+        Interval {
+            seconds: (now.at - earlier.at).as_secs_f64(),
+            io: now.io.since(&earlier.io),
+            cache,
+            cache_now: now.cache.clone(),
+            log,
+            txn: now
+                .txn
+                .iter()
+                .zip(&earlier.txn)
+                .map(|(n, e)| n.since(e))
+                .collect(),
+            checkpoint_depth: now.checkpoint_depth.clone(),
+            generation: now.generation.clone(),
+            generations_written: now
+                .generation
+                .iter()
+                .zip(&earlier.generation)
+                .map(|(n, e)| n.saturating_sub(*e))
+                .collect(),
+            host: now.host.interval_since(&earlier.host),
+        }
+    }
+
+    /// Caches' fill, smallest over the instances, percent of their maximum.
+    fn cache_fill_pct(snapshot: &Snapshot) -> f64 {
+        snapshot
+            .cache
+            .iter()
+            .map(|c| 100.0 * c.frames as f64 / c.max_frames.max(1) as f64)
+            .fold(f64::INFINITY, f64::min)
+            .min(100.0)
+    }
+
+    /// The error that stopped dispatch, if any.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().clone()
+    }
+
+    /// Runs `sessions` sessions through `phases`; returns the measurement of the
+    /// `Measure` phase (if any) and why dispatch stopped early (if it did).
+    pub fn dispatch(
+        &mut self,
+        sessions: u32,
+        phases: &[(PhaseKind, Duration)],
+        stop: &AtomicBool,
+    ) -> (Option<Measurement>, Option<StopReason>) {
+        let sessions_stop = AtomicBool::new(false);
+        let open_loop = self.controller.lock().is_some();
+        self.seed_epoch += 1;
+        let epoch = self.seed_epoch;
+        let config = self.config;
+        let compressibility =
+            Compressibility::from_ratio(config.compressibility).unwrap_or(Compressibility::MAIL);
+        let this: &Workbench<'a> = self;
+        let mut outcome = (None, None);
+        std::thread::scope(|scope| {
+            let n = this.slots.len() as u32;
+            for session in 0..sessions {
+                let slot = &this.slots[(session % n) as usize];
+                let sessions_stop = &sessions_stop;
+                let failure = &this.failure;
+                let mut generator = TransactionGenerator::new(
+                    config.seed ^ (u64::from(epoch) << 40),
+                    session,
+                    config.op_mix,
+                    config.lazy_commit_pct,
+                    compressibility,
+                );
+                scope.spawn(move || {
+                    run_session(
+                        slot,
+                        &mut generator,
+                        open_loop,
+                        sessions_stop,
+                        stop,
+                        failure,
+                    )
+                });
+            }
+            outcome = self_drive(this, sessions, phases, stop);
+            sessions_stop.store(true, Ordering::SeqCst);
+        });
+        outcome
+    }
+
+    /// Stops the background activities and shuts every instance down cleanly.
+    pub fn close(self) -> CloseReport {
+        self.background_stop.store(true, Ordering::SeqCst);
+        let mut report = CloseReport::default();
+        self.log.line("Shutting down databases ...");
+        let mut done = Vec::new();
+        for slot in self.slots {
+            if let Some(b) = slot.bdm {
+                let r = b.stop_and_join();
+                for (pgno, what) in r.bad_pages {
+                    report.bdm_bad_pages.push(format!(
+                        "{}: page {pgno} ({what})",
+                        instance_name(slot.number)
+                    ));
+                }
+            }
+            if let Some(r) = slot.replication {
+                r.stop_and_join();
+            }
+            let name = instance_name(slot.number);
+            match Arc::try_unwrap(slot.instance) {
+                Ok(instance) => match instance.shutdown() {
+                    Ok(_) => done.push(format!("{name} (complete)")),
+                    Err(e) => {
+                        done.push(format!("{name} (failed)"));
+                        report.shutdown_errors.push(format!("{name}: {e}"));
+                    }
+                },
+                Err(_) => {
+                    done.push(format!("{name} (still in use)"));
+                    report
+                        .shutdown_errors
+                        .push(format!("{name}: still in use at shutdown"));
+                }
+            }
+            report.final_bytes.push(file_len(&slot.layout.db_file));
+        }
+        self.log.line(join_list(&done));
+        report
+    }
+
+    /// Initial database file sizes, per instance.
+    pub fn initial_bytes(&self) -> Vec<u64> {
+        self.slots.iter().map(|s| s.initial_bytes).collect()
+    }
+
+    /// The layouts of the open instances.
+    pub fn layouts(&self) -> Vec<InstanceLayout> {
+        self.slots.iter().map(|s| s.layout.clone()).collect()
+    }
+}
+
+/// The main thread's part of dispatch: phases, ticks, samples.
+fn self_drive(
+    bench: &Workbench<'_>,
+    sessions: u32,
+    phases: &[(PhaseKind, Duration)],
+    stop: &AtomicBool,
+) -> (Option<Measurement>, Option<StopReason>) {
+    let mut measurement = None;
+    for &(kind, length) in phases {
+        let phase_start = Instant::now();
+        for s in &bench.slots {
+            s.schedule.restart_at(phase_start);
+        }
+        let mut last_tick = bench.snapshot();
+        let mut recorder =
+            (kind == PhaseKind::Measure).then(|| MeasureRecorder::new(bench, &last_tick));
+        let mut next_sample = phase_start + bench.config.sample_interval;
+        let deadline = phase_start + length;
+        if kind == PhaseKind::AttainPrerequisites {
+            bench.log.line("Attaining prerequisites:");
+        }
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return (measurement, Some(StopReason::Interrupted));
+            }
+            if let Some(f) = bench.failure() {
+                return (measurement, Some(StopReason::Failed(f)));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            let wake = (now + TICK).min(deadline);
+            sleep_until(wake, stop);
+            let snap = bench.snapshot();
+            let tick = bench.interval(&last_tick, &snap);
+            let offered = bench.controller.lock().as_mut().map(|c| {
+                let ios: u64 = [IoClass::DbRead, IoClass::DbWrite]
+                    .iter()
+                    .map(|class| tick.io.total(*class).ops)
+                    .sum();
+                let txns: u64 = tick.txn.iter().map(TxnStats::count).sum();
+                let r = c.observe(ios, txns);
+                for s in &bench.slots {
+                    s.schedule.set_rate(r / bench.slots.len() as f64);
+                }
+                r
+            });
+            let fill = Workbench::cache_fill_pct(&snap);
+            (bench.progress)(&LiveStatus {
+                phase: kind,
+                sessions,
+                elapsed: snap.at - phase_start,
+                remaining: (kind != PhaseKind::AttainPrerequisites)
+                    .then(|| deadline.saturating_duration_since(snap.at)),
+                txn_per_sec: rate(tick.txn.iter().map(TxnStats::count).sum(), tick.seconds),
+                classes: LIVE_CLASSES
+                    .iter()
+                    .map(|c| {
+                        let s = tick.io.total(*c);
+                        (*c, rate(s.ops, tick.seconds), s.latency.mean_ns() / 1e6)
+                    })
+                    .collect(),
+                cache_fill_pct: fill,
+                offered_rate: offered,
+            });
+            if kind == PhaseKind::AttainPrerequisites && fill >= 90.0 {
+                let last: u64 = snap.cache.iter().map(|c| c.frames as u64).sum();
+                let max: u64 = snap.cache.iter().map(|c| c.max_frames as u64).sum();
+                let page = bench.config.page_size.bytes() as f64;
+                bench.log.line(format!(
+                    "Database Cache Size, Last: {:.1} (lower bound: {:.1}, upper bound: none)",
+                    last as f64 * page,
+                    0.9 * max as f64 * page
+                ));
+                break;
+            }
+            if let Some(r) = recorder.as_mut() {
+                if snap.at >= next_sample || snap.at >= deadline {
+                    r.sample(bench, &snap);
+                    next_sample += bench.config.sample_interval;
+                }
+            }
+            last_tick = snap;
+        }
+        if kind == PhaseKind::AttainPrerequisites && Instant::now() >= deadline {
+            bench.log.line(format!(
+                "Caches did not reach 90 % of their maximum within {}; measuring anyway (smallest fill {:.0} %).",
+                humantime::format_duration(length),
+                Workbench::cache_fill_pct(&bench.snapshot())
+            ));
+        }
+        if let Some(r) = recorder {
+            let end = bench.snapshot();
+            measurement = Some(r.finish(bench, &end, sessions));
+        }
+    }
+    (measurement, None)
+}
+
+fn sleep_until(wake: Instant, stop: &AtomicBool) {
+    loop {
+        let now = Instant::now();
+        if now >= wake || stop.load(Ordering::Relaxed) {
+            return;
+        }
+        std::thread::sleep((wake - now).min(Duration::from_millis(50)));
+    }
+}
+
+/// One session: transactions until told to stop.
+fn run_session(
+    slot: &Slot,
+    generator: &mut TransactionGenerator,
+    open_loop: bool,
+    sessions_stop: &AtomicBool,
+    stop: &AtomicBool,
+    failure: &Mutex<Option<String>>,
+) {
+    let stopping = || sessions_stop.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed);
+    while !stopping() {
+        let intended = if open_loop {
+            let due = slot.schedule.take();
+            // Sleep until due, checking for stop; a late arrival starts at once.
+            loop {
+                let now = Instant::now();
+                if now >= due {
+                    break;
+                }
+                if stopping() {
+                    return;
+                }
+                std::thread::sleep((due - now).min(Duration::from_millis(50)));
+            }
+            due
+        } else {
+            Instant::now()
+        };
+        let kind = generator.next_kind();
+        let result = generator.run(&slot.instance, kind);
+        let latency = intended.elapsed().as_nanos() as u64;
+        let mut t = slot.txn.lock();
+        match result {
+            Ok(outcome) => {
+                t.by_kind[kind_index(kind)] += 1;
+                if outcome.lazy {
+                    t.lazy += 1;
+                }
+                t.latency.record(latency);
+            }
+            Err(e) => {
+                t.errors += 1;
+                drop(t);
+                let mut f = failure.lock();
+                if f.is_none() {
+                    *f = Some(format!(
+                        "{}: {kind:?} transaction failed: {e}",
+                        instance_name(slot.number)
+                    ));
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Accumulates a measured phase: samples at each interval, the highest interval
+/// averages, and the totals from the first to the last snapshot.
+struct MeasureRecorder {
+    start: Snapshot,
+    last_sample: Snapshot,
+    interval_no: u32,
+    samples: Vec<Sample>,
+    host_intervals: Vec<HostInterval>,
+    /// Highest per-interval average latency, ms, per (instance or None for total, class).
+    max_interval: BTreeMap<(Option<u16>, IoClass), f64>,
+    stalls: Vec<Vec<f64>>,
+    depth_mb: Vec<Vec<f64>>,
+}
+
+impl MeasureRecorder {
+    fn new(bench: &Workbench<'_>, start: &Snapshot) -> MeasureRecorder {
+        bench.log.line(format!(
+            "Performance logging started (interval: {} ms).",
+            bench.config.sample_interval.as_millis()
+        ));
+        MeasureRecorder {
+            start: start.duplicate(bench),
+            last_sample: start.duplicate(bench),
+            interval_no: 0,
+            samples: Vec::new(),
+            host_intervals: Vec::new(),
+            max_interval: BTreeMap::new(),
+            stalls: vec![Vec::new(); bench.slots.len()],
+            depth_mb: vec![Vec::new(); bench.slots.len()],
+        }
+    }
+
+    fn sample(&mut self, bench: &Workbench<'_>, now: &Snapshot) {
+        let iv = bench.interval(&self.last_sample, now);
+        if iv.seconds <= 0.0 {
+            return;
+        }
+        self.interval_no += 1;
+        let elapsed = (now.at - self.start.at).as_secs_f64();
+        let stamp = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
+        let base = |scope: String, family: &str| Sample {
+            interval: self.interval_no,
+            elapsed_s: elapsed,
+            timestamp: stamp.clone(),
+            scope,
+            family: family.to_string(),
+            ..Default::default()
+        };
+        let mut rows = Vec::new();
+        let io_row = |scope: String, class: IoClass, s: &ClassStats, rows: &mut Vec<Sample>| {
+            let mut r = base(scope, SampleFamily::Io(class).name());
+            r.per_sec = Some(rate(s.ops, iv.seconds));
+            r.mb_per_sec = Some(s.bytes as f64 / MB / iv.seconds);
+            r.avg_bytes = Some(s.mean_bytes());
+            r.avg_latency_ms = Some(s.latency.mean_ns() / 1e6);
+            r.p99_ms = Some(s.latency.percentile_ns(99.0) as f64 / 1e6);
+            r.max_ms = Some(s.latency.max_ns() as f64 / 1e6);
+            r.errors = Some(s.errors);
+            rows.push(r);
+        };
+        for (i, slot) in bench.slots.iter().enumerate() {
+            let n = u16::try_from(slot.number).unwrap_or(u16::MAX);
+            let scope = instance_name(slot.number);
+            for class in IoClass::ALL {
+                let Some(s) = iv.io.get(n, class) else {
+                    continue;
+                };
+                if s.ops == 0 && s.errors == 0 {
+                    continue;
+                }
+                io_row(scope.clone(), class, s, &mut rows);
+                if s.ops > 0 {
+                    let m = self.max_interval.entry((Some(n), class)).or_insert(0.0);
+                    *m = m.max(s.latency.mean_ns() / 1e6);
+                }
+            }
+            let t = &iv.txn[i];
+            let mut r = base(scope.clone(), "transactions");
+            r.per_sec = Some(rate(t.count(), iv.seconds));
+            r.avg_latency_ms = Some(t.latency.mean_ns() / 1e6);
+            r.p99_ms = Some(t.latency.percentile_ns(99.0) as f64 / 1e6);
+            r.max_ms = Some(t.latency.max_ns() as f64 / 1e6);
+            r.errors = Some(t.errors);
+            rows.push(r);
+            let c = &iv.cache[i];
+            let stalls = rate(c.stalls, iv.seconds);
+            let depth = iv.checkpoint_depth[i] as f64 / MB;
+            self.stalls[i].push(stalls);
+            self.depth_mb[i].push(depth);
+            let mut r = base(scope, "engine");
+            let page = bench.config.page_size.bytes() as f64;
+            r.cache_mb = Some(iv.cache_now[i].frames as f64 * page / MB);
+            r.cache_hit_pct = Some(hit_pct(c));
+            r.page_fault_stalls_per_sec = Some(stalls);
+            r.checkpoint_depth_mb = Some(depth);
+            r.log_generation = Some(iv.generation[i]);
+            r.per_sec = Some(rate(t.count(), iv.seconds));
+            rows.push(r);
+        }
+        for class in IoClass::ALL {
+            let s = iv.io.total(class);
+            if s.ops == 0 && s.errors == 0 {
+                continue;
+            }
+            io_row("Total".into(), class, &s, &mut rows);
+            if s.ops > 0 {
+                let m = self.max_interval.entry((None, class)).or_insert(0.0);
+                *m = m.max(s.latency.mean_ns() / 1e6);
+            }
+        }
+        rows.extend(iv.host.samples(self.interval_no, elapsed, &stamp));
+        self.samples.extend(rows);
+        self.host_intervals.push(iv.host);
+        self.last_sample = now.duplicate(bench);
+    }
+
+    fn finish(mut self, bench: &Workbench<'_>, end: &Snapshot, sessions: u32) -> Measurement {
+        if (end.at - self.last_sample.at).as_secs_f64() >= 0.5 {
+            self.sample(bench, end);
+        }
+        let whole = bench.interval(&self.start, end);
+        let seconds = whole.seconds;
+        bench.log.line("Performance logging has ended.");
+        let max = |key: (Option<u16>, IoClass)| self.max_interval.get(&key).copied().unwrap_or(0.0);
+        let mut instances = Vec::new();
+        let mut all_txn = TxnStats::default();
+        for (i, slot) in bench.slots.iter().enumerate() {
+            let n = u16::try_from(slot.number).unwrap_or(u16::MAX);
+            let io = edbstress_report::summary::io_summary(&whole.io, Some(n), seconds, &|c| {
+                max((Some(n), c))
+            });
+            let c = &whole.cache[i];
+            let avg = |v: &[f64]| {
+                if v.is_empty() {
+                    0.0
+                } else {
+                    v.iter().sum::<f64>() / v.len() as f64
+                }
+            };
+            let page = bench.config.page_size.bytes() as f64;
+            let engine = EngineSummary {
+                cache_size_mb: end.cache[i].frames as f64 * page / MB,
+                cache_max_mb: end.cache[i].max_frames as f64 * page / MB,
+                cache_hit_pct: hit_pct(c),
+                page_fault_stalls_per_sec: rate(c.stalls, seconds),
+                checkpoint_depth_mb: avg(&self.depth_mb[i]),
+                log_generation: end.generation[i],
+                log_files_written: whole.generations_written[i],
+                log_bytes_per_sec: whole.log[i].bytes_written as f64 / seconds.max(1e-9),
+            };
+            all_txn.merge(&whole.txn[i]);
+            instances.push(InstanceResult {
+                name: instance_name(slot.number),
+                instance: slot.number,
+                database_path: slot.layout.db_file.display().to_string(),
+                log_path: slot.layout.log_dir.display().to_string(),
+                initial_bytes: slot.initial_bytes,
+                final_bytes: file_len(&slot.layout.db_file),
+                io,
+                transactions: Some(whole.txn[i].summary(seconds)),
+                engine: Some(engine),
+                ..Default::default()
+            });
+        }
+        let totals_io: IoSummary =
+            edbstress_report::summary::io_summary(&whole.io, None, seconds, &|c| max((None, c)));
+        let host = host_counters(&self.host_intervals, &whole.host);
+        Measurement {
+            seconds,
+            sessions,
+            transaction_errors: all_txn.errors,
+            totals: Totals {
+                io: totals_io,
+                transactions: Some(all_txn.summary(seconds)),
+                ..Default::default()
+            },
+            instances,
+            samples: self.samples,
+            host,
+        }
+    }
+}
+
+fn hit_pct(c: &CacheCounters) -> f64 {
+    let total = c.hits + c.misses;
+    if total == 0 {
+        100.0
+    } else {
+        100.0 * c.hits as f64 / total as f64
+    }
+}
+
+fn cache_since(n: &CacheCounters, e: &CacheCounters) -> CacheCounters {
+    CacheCounters {
+        hits: n.hits.saturating_sub(e.hits),
+        misses: n.misses.saturating_sub(e.misses),
+        stalls: n.stalls.saturating_sub(e.stalls),
+        stall_ns: n.stall_ns.saturating_sub(e.stall_ns),
+        reads: n.reads.saturating_sub(e.reads),
+        pages_written: n.pages_written.saturating_sub(e.pages_written),
+        writes: n.writes.saturating_sub(e.writes),
+        bytes_written: n.bytes_written.saturating_sub(e.bytes_written),
+        ..*n
+    }
+}
+
+fn file_len(path: &std::path::Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// "a, b and c", as Jetstress lists things.
+pub fn join_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
