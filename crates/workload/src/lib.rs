@@ -10,6 +10,7 @@
 //! of `edbstress-report` and leaves presentation to it; it never prints (the CLI shows
 //! progress from the events it reports).
 
+pub mod autotune;
 pub mod bdm;
 pub mod config;
 pub mod criteria;

@@ -22,6 +22,7 @@ use edbstress_report::{
 };
 
 use crate::RunError;
+use crate::autotune::{AutoTuneOptions, auto_tune};
 use crate::config::RunConfig;
 use crate::criteria::{Measurements, evaluate};
 use crate::host::host_info;
@@ -253,7 +254,6 @@ fn transactional_test(
 ) -> Result<RunResults, RunError> {
     let live = |s: &LiveStatus| events(RunEvent::Live(s));
     let mut bench = Workbench::open(config, layouts, log, &live)?;
-    let threads = config.sessions();
     log.line("Starting transaction dispatch ..");
     log.line(format!(
         "Database cache settings: (minimum: {}, maximum: {}) per instance",
@@ -279,6 +279,33 @@ fn transactional_test(
         "Log write latency thresholds: (average: {} msec/write, maximum: {} msec/write).",
         t.log_write_avg_ms, t.log_write_max_ms
     ));
+    let mut autotune = None;
+    let mut stopped = None;
+    let mut threads = config.sessions();
+    if config.auto_tune {
+        let (m, s) = bench.dispatch(
+            threads,
+            &[(PhaseKind::AttainPrerequisites, config.warmup_timeout)],
+            false,
+            stop,
+        );
+        debug_assert!(m.is_none());
+        stopped = s;
+        if stopped.is_none() {
+            let (tune, s) = auto_tune(
+                &mut bench,
+                config.databases,
+                &config.thresholds,
+                config.target_iops(),
+                AutoTuneOptions::for_interval(config.sample_interval),
+                log,
+                stop,
+            );
+            threads = tune.chosen_threads;
+            stopped = s;
+            autotune = Some(tune);
+        }
+    }
     let m = config.op_mix;
     log.line(format!(
         "Operation mix: Sessions {threads}, Inserts {}%, Deletes {}%, Replaces {}%, Reads {}%, Lazy Commits {}%.",
@@ -293,11 +320,24 @@ fn transactional_test(
         )),
         None => log.line("Closed-loop dispatch (throughput run): every session starts its next transaction when the last one ends."),
     }
-    let phases = [
-        (PhaseKind::AttainPrerequisites, config.warmup_timeout),
-        (PhaseKind::Measure, config.duration),
-    ];
-    let (measurement, stopped) = bench.dispatch(threads, &phases, stop);
+    let warm_up = if autotune.is_some() {
+        // Warm already; the new session count settles for one sampling interval.
+        (PhaseKind::Settle, config.sample_interval)
+    } else {
+        (PhaseKind::AttainPrerequisites, config.warmup_timeout)
+    };
+    let measurement = if stopped.is_none() {
+        let (m, s) = bench.dispatch(
+            threads,
+            &[warm_up, (PhaseKind::Measure, config.duration)],
+            config.open_loop(),
+            stop,
+        );
+        stopped = s;
+        m
+    } else {
+        None
+    };
     log.line("Dispatching transactions ends.");
     let initial_bytes: u64 = bench.initial_bytes().iter().sum();
     let bench_layouts = bench.layouts();
@@ -341,6 +381,7 @@ fn transactional_test(
         log.line(format!("BDM found a corrupt page: {p}"));
     }
     results.verification = verification;
+    results.autotune = autotune;
     Ok(results)
 }
 

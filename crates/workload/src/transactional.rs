@@ -452,16 +452,19 @@ impl<'a> Workbench<'a> {
         self.failure.lock().clone()
     }
 
-    /// Runs `sessions` sessions through `phases`; returns the measurement of the
-    /// `Measure` phase (if any) and why dispatch stopped early (if it did).
+    /// Runs `sessions` sessions through `phases`, on the open-loop schedule when
+    /// `open_loop` (and the run has a target), else closed loop; returns the
+    /// measurement of the `Measure` phase (if any) and why dispatch stopped early (if
+    /// it did).
     pub fn dispatch(
         &mut self,
         sessions: u32,
         phases: &[(PhaseKind, Duration)],
+        open_loop: bool,
         stop: &AtomicBool,
     ) -> (Option<Measurement>, Option<StopReason>) {
         let sessions_stop = AtomicBool::new(false);
-        let open_loop = self.controller.lock().is_some();
+        let open_loop = open_loop && self.controller.lock().is_some();
         self.seed_epoch += 1;
         let epoch = self.seed_epoch;
         let config = self.config;
@@ -493,7 +496,7 @@ impl<'a> Workbench<'a> {
                     )
                 });
             }
-            outcome = self_drive(this, sessions, phases, stop);
+            outcome = self_drive(this, sessions, phases, open_loop, stop);
             sessions_stop.store(true, Ordering::SeqCst);
         });
         outcome
@@ -556,6 +559,7 @@ fn self_drive(
     bench: &Workbench<'_>,
     sessions: u32,
     phases: &[(PhaseKind, Duration)],
+    open_loop: bool,
     stop: &AtomicBool,
 ) -> (Option<Measurement>, Option<StopReason>) {
     let mut measurement = None;
@@ -587,7 +591,8 @@ fn self_drive(
             sleep_until(wake, stop);
             let snap = bench.snapshot();
             let tick = bench.interval(&last_tick, &snap);
-            let offered = bench.controller.lock().as_mut().map(|c| {
+            let mut controller = bench.controller.lock();
+            let offered = controller.as_mut().filter(|_| open_loop).map(|c| {
                 let ios: u64 = [IoClass::DbRead, IoClass::DbWrite]
                     .iter()
                     .map(|class| tick.io.total(*class).ops)
@@ -599,6 +604,7 @@ fn self_drive(
                 }
                 r
             });
+            drop(controller);
             let fill = Workbench::cache_fill_pct(&snap);
             (bench.progress)(&LiveStatus {
                 phase: kind,

@@ -55,3 +55,63 @@ fn throughput_performance_run_writes_a_complete_run_directory() {
     assert_eq!(json["test_type"], "performance");
     assert!(matches!(r.overall_result, Verdict::Pass | Verdict::Fail));
 }
+
+#[test]
+fn open_loop_overload_fails_with_high_latency_instead_of_passing_at_lower_iops() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = common::small_config(tmp.path(), TestType::Performance);
+    // Ten million transactional IOPS: far beyond any device (and this CPU).
+    config.mailboxes = Some(10_000_000);
+    config.iops_per_mailbox = 1.0;
+    config.bdm = false;
+    config.copies = 1;
+    config.verify_after = false;
+    let stop = AtomicBool::new(false);
+    let outcome = run(&config, &stop, &|_| {}).unwrap();
+    let r = &outcome.results;
+    assert_eq!(r.overall_result, Verdict::Fail);
+    assert_eq!(r.target_transactional_iops, Some(10_000_000.0));
+    let iops = r
+        .failed_criteria
+        .iter()
+        .find(|c| c.key == "transactional_iops")
+        .expect("the target criterion fails");
+    assert!(iops.measured < iops.threshold);
+    assert!(r.parameters.open_loop);
+    // Latency is measured from each transaction's intended start: the backlog of a
+    // schedule the storage cannot keep shows as latency growing through the run.
+    let t = r.totals.transactions.as_ref().unwrap();
+    assert!(t.count > 0);
+    assert!(
+        t.latency.p99_ms > 1000.0,
+        "p99 {} ms: an overloaded schedule must show its backlog",
+        t.latency.p99_ms
+    );
+}
+
+#[test]
+fn stress_run_uses_the_lenient_maxima() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = common::small_config(tmp.path(), TestType::Stress);
+    config.duration = std::time::Duration::from_secs(2);
+    let stop = AtomicBool::new(false);
+    let outcome = run(&config, &stop, &|_| {}).unwrap();
+    let r = &outcome.results;
+    assert_eq!(r.test_type, TestType::Stress);
+    assert!(
+        outcome
+            .dir
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("Stress_")
+    );
+    let max = r
+        .criteria
+        .iter()
+        .find(|c| c.key == "db_read_max_latency")
+        .unwrap();
+    assert_eq!(max.threshold, 200.0);
+    assert!(r.verification.as_ref().unwrap().passed);
+}
