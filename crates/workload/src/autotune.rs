@@ -176,7 +176,7 @@ mod tests {
         let (tried, chosen) = search(37, 2, 256);
         assert_eq!(&tried[..6], &[2, 4, 8, 16, 32, 64]);
         let chosen = chosen.unwrap();
-        assert!(chosen <= 37 && chosen >= 37 - 37 / 8, "{chosen} {tried:?}");
+        assert!((37 - 37 / 8..=37).contains(&chosen), "{chosen} {tried:?}");
     }
 
     #[test]
