@@ -206,6 +206,18 @@ pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
     out
 }
 
+/// The criteria of the DatabaseBackup and SoftRecovery tests, which have no latency
+/// thresholds: no I/O error, and no `problem` (pages failing their checksum, instances
+/// not recovered), named by `key` and `name`.
+pub fn offline_criteria(totals: &IoSummary, key: &'static str, name: &'static str, problems: u64) -> Vec<Criterion> {
+    let io_errors: u64 = totals.values().map(|c| c.errors).sum();
+    let problem = at_most(key, name, "count");
+    vec![
+        criterion(&IO_ERRORS, "Total", io_errors as f64, 0.0),
+        criterion(&problem, "Total", problems as f64, 0.0),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use edbstress_report::{ClassSummary, EngineSummary, instance_name};
