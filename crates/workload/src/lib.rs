@@ -11,5 +11,6 @@
 //! progress from the events it reports).
 
 pub mod config;
+pub mod host;
 pub mod profile;
 pub mod transaction;
