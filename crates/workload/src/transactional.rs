@@ -163,6 +163,7 @@ struct Slot {
 }
 
 /// Cumulative counters of every instance at one moment.
+#[derive(Clone)]
 struct Snapshot {
     at: Instant,
     io: IoStats,
@@ -172,23 +173,6 @@ struct Snapshot {
     checkpoint_depth: Vec<u64>,
     generation: Vec<u32>,
     host: HostSnapshot,
-}
-
-impl Snapshot {
-    /// A copy (the host counters are read again: they cannot be cloned, and the
-    /// microseconds between the two reads do not matter).
-    fn duplicate(&self, bench: &Workbench<'_>) -> Snapshot {
-        Snapshot {
-            at: self.at,
-            io: self.io.clone(),
-            cache: self.cache.clone(),
-            log: self.log.clone(),
-            txn: self.txn.clone(),
-            checkpoint_depth: self.checkpoint_depth.clone(),
-            generation: self.generation.clone(),
-            host: bench.host.snapshot(),
-        }
-    }
 }
 
 /// Figures between two snapshots.
@@ -744,8 +728,8 @@ impl MeasureRecorder {
             bench.config.sample_interval.as_millis()
         ));
         MeasureRecorder {
-            start: start.duplicate(bench),
-            last_sample: start.duplicate(bench),
+            start: start.clone(),
+            last_sample: start.clone(),
             interval_no: 0,
             samples: Vec::new(),
             host_intervals: Vec::new(),
@@ -836,7 +820,7 @@ impl MeasureRecorder {
         rows.extend(iv.host.samples(self.interval_no, elapsed, &stamp));
         self.samples.extend(rows);
         self.host_intervals.push(iv.host);
-        self.last_sample = now.duplicate(bench);
+        self.last_sample = now.clone();
     }
 
     fn finish(mut self, bench: &Workbench<'_>, end: &Snapshot, sessions: u32) -> Measurement {
