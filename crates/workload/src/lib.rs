@@ -10,6 +10,8 @@
 //! of `edbstress-report` and leaves presentation to it; it never prints (the CLI shows
 //! progress from the events it reports).
 
+pub mod bdm;
 pub mod config;
 pub mod profile;
+pub mod replication;
 pub mod transaction;
