@@ -38,7 +38,7 @@ fn throughput_performance_run_writes_a_complete_run_directory() {
         reads.avg_bytes
     );
     assert!(r.totals.io[&IoClass::LogWrite].count > 0);
-    //BDMSTUB assert!(r.totals.io[&IoClass::BdmRead].count > 0);
+    assert!(r.totals.io[&IoClass::BdmRead].count > 0);
     assert!(r.target_transactional_iops.is_none());
     let v = r.verification.as_ref().unwrap();
     assert!(v.passed);

@@ -1,0 +1,360 @@
+//! Log replication readers (engine.md §7): with `copies > 1`, each passive copy ships
+//! every log generation once the active copy has closed it. What that costs the active
+//! storage is modelled by (copies − 1) readers per instance, each reading every closed
+//! log file sequentially in large reads.
+//!
+//! A generation is closed once the instance writes a newer one. Readers start at the
+//! generation being written when they are spawned (files of earlier runs are not
+//! shipped). With circular logging a file may be removed before a reader gets to it:
+//! it is counted as missed, which is what a passive copy falling behind would suffer.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use edbstress_format::log::log_file_name;
+use edbstress_io::{Access, AlignedBuf, DataFile, IoClass, IoError, IoMode, IoStats};
+use parking_lot::Mutex;
+
+use crate::bdm::StopSignal;
+
+/// Default bytes per replication read.
+pub const DEFAULT_REPLICATION_READ_LEN: usize = 256 << 10;
+
+/// How often a reader looks for newly closed generations.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+/// Pause after a failed open or read, so a failing device does not make readers spin.
+const ERROR_DELAY: Duration = Duration::from_millis(20);
+/// Direct I/O needs lengths in multiples of this.
+const IO_ALIGN: usize = 4096;
+
+/// The current (open) log generation of the instance.
+pub type GenerationSource = Arc<dyn Fn() -> u32 + Send + Sync>;
+
+/// How to ship the logs of one instance.
+#[derive(Clone, Debug)]
+pub struct ReplicationConfig {
+    /// Instance number the reads are accounted to.
+    pub instance: u16,
+    /// The instance's log directory.
+    pub log_dir: PathBuf,
+    /// Readers: the number of passive copies (copies − 1); 0 reads nothing.
+    pub readers: u32,
+    /// Bytes per read (rounded down to a multiple of 4 KiB, at least 4 KiB);
+    /// [`DEFAULT_REPLICATION_READ_LEN`] normally.
+    pub read_len: usize,
+    /// Direct or buffered I/O; direct falls back to buffered on a filesystem that
+    /// refuses it.
+    pub io_mode: IoMode,
+}
+
+/// Why log replication could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicationError {
+    /// The log directory is missing or not a directory.
+    #[error(
+        "log replication cannot read {path}: {why}; give the log directory of an open instance"
+    )]
+    LogDir {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A read buffer could not be allocated.
+    #[error("log replication: {0}")]
+    Io(#[from] IoError),
+    /// A reader thread could not be started.
+    #[error("cannot start a log replication reader thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// Progress of the readers of one instance.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplicationProgress {
+    /// Log files read completely, all readers together.
+    pub files_read: u64,
+    /// Log files removed before a reader got to them, all readers together.
+    pub missed: u64,
+}
+
+/// What the readers of one instance did.
+#[derive(Clone, Debug, Default)]
+pub struct ReplicationReport {
+    /// Log files read completely, all readers together.
+    pub files_read: u64,
+    /// Bytes read, all readers together.
+    pub bytes_read: u64,
+    /// Log files removed before a reader got to them, all readers together.
+    pub missed: u64,
+    /// Closed log files not yet read when the readers stopped: the most any reader
+    /// was behind.
+    pub behind: u64,
+    /// Opens and reads that failed.
+    pub io_errors: u64,
+    /// The last I/O error, if any, for the test log.
+    pub last_error: Option<String>,
+    /// The readers' I/O, class [`IoClass::ReplicationRead`] of the instance.
+    pub stats: IoStats,
+}
+
+/// What all readers of an instance share with its handle, updated after every read.
+#[derive(Default)]
+struct ReplicationState {
+    stats: IoStats,
+    files_read: u64,
+    bytes_read: u64,
+    missed: u64,
+    io_errors: u64,
+    last_error: Option<String>,
+}
+
+/// Starts log replication readers.
+pub struct LogReplicator;
+
+impl LogReplicator {
+    /// Starts `config.readers` reader threads. Each reads every generation from the
+    /// one `current_generation` returns now, once it is closed, until `stop` is set or
+    /// the handle is stopped.
+    pub fn spawn(
+        config: ReplicationConfig,
+        current_generation: GenerationSource,
+        stop: Arc<AtomicBool>,
+    ) -> Result<ReplicationHandle, ReplicationError> {
+        match std::fs::metadata(&config.log_dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(ReplicationError::LogDir {
+                    path: config.log_dir.clone(),
+                    why: "it is not a directory".into(),
+                });
+            }
+            Err(e) => {
+                return Err(ReplicationError::LogDir {
+                    path: config.log_dir.clone(),
+                    why: e.to_string(),
+                });
+            }
+        }
+        let read_len = (config.read_len / IO_ALIGN).max(1) * IO_ALIGN;
+        let first = current_generation();
+        let state = Arc::new(Mutex::new(ReplicationState::default()));
+        let stop = StopSignal::new(stop);
+        let mut handle = ReplicationHandle {
+            state: Arc::clone(&state),
+            stop: stop.clone(),
+            current_generation: Arc::clone(&current_generation),
+            readers: Vec::new(),
+        };
+        for reader in 0..config.readers {
+            let mut r = Reader {
+                instance: config.instance,
+                log_dir: config.log_dir.clone(),
+                io_mode: config.io_mode,
+                buf: AlignedBuf::try_new(read_len)?,
+                next: first,
+                current_generation: Arc::clone(&current_generation),
+                stop: stop.clone(),
+                state: Arc::clone(&state),
+            };
+            let thread = std::thread::Builder::new()
+                .name(format!("logship-{}-{}", config.instance, reader + 1))
+                .spawn(move || {
+                    r.run();
+                    r.next
+                })
+                // Dropping `handle` stops and joins the readers already started.
+                .map_err(ReplicationError::Thread)?;
+            handle.readers.push(thread);
+        }
+        Ok(handle)
+    }
+}
+
+/// The running readers of one instance.
+pub struct ReplicationHandle {
+    state: Arc<Mutex<ReplicationState>>,
+    stop: StopSignal,
+    current_generation: GenerationSource,
+    /// Each returns the generation it would have read next.
+    readers: Vec<JoinHandle<u32>>,
+}
+
+impl ReplicationHandle {
+    /// The readers' I/O counters so far (cumulative).
+    pub fn stats(&self) -> IoStats {
+        self.state.lock().stats.clone()
+    }
+
+    /// Files read and missed so far.
+    pub fn progress(&self) -> ReplicationProgress {
+        let s = self.state.lock();
+        ReplicationProgress {
+            files_read: s.files_read,
+            missed: s.missed,
+        }
+    }
+
+    /// Stops the readers (without touching the run's stop flag), waits for them and
+    /// reports what they did.
+    pub fn stop_and_join(mut self) -> ReplicationReport {
+        let behind = self.join();
+        let s = std::mem::take(&mut *self.state.lock());
+        ReplicationReport {
+            files_read: s.files_read,
+            bytes_read: s.bytes_read,
+            missed: s.missed,
+            behind,
+            io_errors: s.io_errors,
+            last_error: s.last_error,
+            stats: s.stats,
+        }
+    }
+
+    /// Stops and joins every reader; the most closed files any had not read.
+    fn join(&mut self) -> u64 {
+        self.stop.stop();
+        let next: Vec<u32> = self
+            .readers
+            .drain(..)
+            // A panicked reader still leaves its counters in the shared state.
+            .filter_map(|t| t.join().ok())
+            .collect();
+        let current = (self.current_generation)();
+        next.into_iter()
+            .map(|n| u64::from(current.saturating_sub(n)))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for ReplicationHandle {
+    fn drop(&mut self) {
+        // A handle dropped without stop_and_join must not leave readers running.
+        self.join();
+    }
+}
+
+/// One passive copy's log shipping.
+struct Reader {
+    instance: u16,
+    log_dir: PathBuf,
+    io_mode: IoMode,
+    buf: AlignedBuf,
+    /// The next generation to read.
+    next: u32,
+    current_generation: GenerationSource,
+    stop: StopSignal,
+    state: Arc<Mutex<ReplicationState>>,
+}
+
+/// How reading one generation ended.
+enum FileOutcome {
+    Read,
+    Missing,
+    Failed,
+    Stopped,
+}
+
+impl Reader {
+    fn run(&mut self) {
+        while !self.stop.is_stopped() {
+            if self.next >= (self.current_generation)() {
+                if !self.stop.sleep(POLL_INTERVAL) {
+                    return;
+                }
+                continue;
+            }
+            let path = self.log_dir.join(log_file_name(self.next));
+            match self.read_file(&path) {
+                FileOutcome::Read => self.state.lock().files_read += 1,
+                FileOutcome::Missing => self.state.lock().missed += 1,
+                // Not retried: a passive copy would reseed; the error is reported.
+                FileOutcome::Failed => {
+                    if !self.stop.sleep(ERROR_DELAY) {
+                        return;
+                    }
+                }
+                FileOutcome::Stopped => return,
+            }
+            self.next += 1;
+        }
+    }
+
+    /// Reads the whole file at `path` sequentially.
+    fn read_file(&mut self, path: &Path) -> FileOutcome {
+        let file = match open_for_reading(path, self.io_mode) {
+            Ok(file) => file,
+            Err(IoError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return FileOutcome::Missing;
+            }
+            Err(e) => {
+                self.io_error(&e);
+                return FileOutcome::Failed;
+            }
+        };
+        // The length is taken once: a closed generation does not change. Once open, a
+        // removal by circular logging does not stop the read.
+        let len = match file.len() {
+            Ok(len) => len,
+            Err(e) => {
+                self.io_error(&e);
+                return FileOutcome::Failed;
+            }
+        };
+        let mut offset = 0u64;
+        while offset < len {
+            if self.stop.is_stopped() {
+                return FileOutcome::Stopped;
+            }
+            let want = (len - offset).min(self.buf.len() as u64) as usize;
+            // Direct I/O reads whole blocks; a tail shorter than that is read rounded up
+            // and comes back short.
+            let request = want.div_ceil(IO_ALIGN) * IO_ALIGN;
+            let started = Instant::now();
+            let result = file.read_at(&mut self.buf[..request], offset);
+            let latency = started.elapsed().as_nanos() as u64;
+            let mut s = self.state.lock();
+            match result {
+                Ok(0) => break,
+                Ok(n) => {
+                    s.stats.record(
+                        self.instance,
+                        IoClass::ReplicationRead,
+                        n as u64,
+                        latency,
+                        true,
+                    );
+                    s.bytes_read += n as u64;
+                    offset += n as u64;
+                }
+                Err(e) => {
+                    s.stats
+                        .record(self.instance, IoClass::ReplicationRead, 0, latency, false);
+                    drop(s);
+                    self.io_error(&e);
+                    return FileOutcome::Failed;
+                }
+            }
+        }
+        FileOutcome::Read
+    }
+
+    fn io_error(&self, e: &IoError) {
+        let mut s = self.state.lock();
+        s.io_errors += 1;
+        s.last_error = Some(e.to_string());
+    }
+}
+
+/// Opens `path` read-only in `mode`, or buffered if its filesystem refuses direct I/O.
+fn open_for_reading(path: &Path, mode: IoMode) -> Result<DataFile, IoError> {
+    match DataFile::open(path, mode, Access::ReadOnly) {
+        Err(IoError::DirectIoUnsupported { .. }) => {
+            DataFile::open(path, IoMode::Buffered, Access::ReadOnly)
+        }
+        other => other,
+    }
+}

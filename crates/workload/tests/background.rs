@@ -1,0 +1,367 @@
+//! Background activities of a run on small real databases and log directories: the
+//! BDM checksum scan (whole-file passes, damage found, throttling, no false alarms
+//! while the engine writes) and the log replication readers (every closed generation
+//! read by every reader, removed files counted as missed).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use edbstress_engine::content::Compressibility;
+use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
+use edbstress_engine::layout::InstanceLayout;
+use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
+use edbstress_format::log::log_file_name;
+use edbstress_format::{PageSize, page_offset};
+use edbstress_io::{IoClass, IoMode};
+use edbstress_report::OpMix;
+use edbstress_workload::bdm::{BdmConfig, BdmError, BdmHandle, BdmScanner};
+use edbstress_workload::replication::{LogReplicator, ReplicationConfig, ReplicationError};
+use edbstress_workload::transaction::TransactionGenerator;
+
+const READ_LEN: usize = 256 << 10;
+const PS: PageSize = PageSize::K32;
+/// 256 data pages of 32 KiB plus the two header slots: every full pass is 32 reads
+/// of exactly 256 KiB.
+const DB_BYTES: u64 = (8 << 20) + 2 * 32768;
+const DATA_PAGES: u64 = 256;
+
+/// Guards against a hang; never reached when things work.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn prepare(dir: &Path) -> InstanceLayout {
+    let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
+    let options = PrepareOptions {
+        page_size: PS,
+        database_bytes: DB_BYTES,
+        mailboxes: 8,
+        io_mode: IoMode::Buffered,
+        seed: Some(11),
+        threads: 1,
+        ..PrepareOptions::default()
+    };
+    PreparePlan::check(vec![layout.clone()], options)
+        .unwrap()
+        .execute(&mut |_| {})
+        .unwrap();
+    layout
+}
+
+fn open_instance(layout: &InstanceLayout, cache_bytes: u64) -> Instance {
+    let mut config = InstanceConfig::new(layout.clone());
+    config.io_mode = IoMode::Buffered;
+    config.cache_min_bytes = cache_bytes;
+    config.cache_max_bytes = cache_bytes;
+    Instance::open(config).unwrap()
+}
+
+fn bdm_config(db_file: &Path, bytes_per_sec: f64) -> BdmConfig {
+    BdmConfig {
+        instance: 1,
+        db_file: db_file.to_path_buf(),
+        bytes_per_sec,
+        read_len: READ_LEN,
+        io_mode: IoMode::Direct,
+    }
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn one_pass(handle: &BdmHandle) {
+    wait_until("a BDM pass", || handle.progress().passes >= 1);
+}
+
+/// Flips `bits` (byte, bit) of page `pgno` on disk.
+fn flip_bits(db_file: &Path, pgno: u32, bits: &[(usize, u8)]) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(db_file)
+        .unwrap();
+    let mut page = vec![0u8; PS.bytes()];
+    let offset = page_offset(pgno, PS);
+    file.read_exact_at(&mut page, offset).unwrap();
+    for &(byte, bit) in bits {
+        page[byte] ^= 1 << bit;
+    }
+    file.write_all_at(&page, offset).unwrap();
+    file.sync_all().unwrap();
+}
+
+#[test]
+fn bdm_scans_every_page_and_reports_damaged_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = prepare(dir.path());
+    let stop = Arc::new(AtomicBool::new(false));
+
+    let handle = BdmScanner::spawn(bdm_config(&layout.db_file, 200e6), Arc::clone(&stop)).unwrap();
+    one_pass(&handle);
+    let report = handle.stop_and_join();
+    assert!(
+        !stop.load(Ordering::Relaxed),
+        "the run's stop flag is left alone"
+    );
+    assert!(report.passes >= 1);
+    assert!(report.pages_checked >= DATA_PAGES, "{report:?}");
+    assert!(report.bad_pages.is_empty(), "{:?}", report.bad_pages);
+    assert_eq!(report.bad_page_count, 0);
+    assert_eq!(report.correctable_pages, 0);
+    assert_eq!(report.io_errors, 0);
+    let reads = report.stats.get(1, IoClass::BdmRead).unwrap();
+    assert_eq!(reads.bytes, report.bytes_read);
+    assert_eq!(
+        reads.bytes,
+        reads.ops * READ_LEN as u64,
+        "every read is 256 KiB"
+    );
+    assert!(reads.ops >= DATA_PAGES * PS.bytes() as u64 / READ_LEN as u64);
+    assert_eq!(report.stats.total(IoClass::BdmRead).ops, reads.ops);
+
+    // Two flipped bits: damaged. One flipped bit elsewhere: correctable.
+    flip_bits(&layout.db_file, 50, &[(1000, 3), (20000, 5)]);
+    flip_bits(&layout.db_file, 60, &[(3000, 1)]);
+    let handle = BdmScanner::spawn(bdm_config(&layout.db_file, 200e6), Arc::clone(&stop)).unwrap();
+    one_pass(&handle);
+    let progress = handle.progress();
+    let report = handle.stop_and_join();
+    assert!(progress.bad_pages == 1 && progress.correctable_pages == 1);
+    assert_eq!(report.bad_page_count, 1);
+    assert_eq!(
+        report.bad_pages.len(),
+        1,
+        "each page once: {:?}",
+        report.bad_pages
+    );
+    assert_eq!(report.bad_pages[0].0, 50);
+    assert_eq!(report.correctable_pages, 1);
+    // The damaged page was read again on its own before it was reported.
+    let reads = report.stats.get(1, IoClass::BdmRead).unwrap();
+    assert!(
+        reads.ops * (READ_LEN as u64) > reads.bytes,
+        "single-page re-reads"
+    );
+}
+
+#[test]
+fn bdm_throttle_limits_the_bytes_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = prepare(dir.path());
+    let rate = 2e6;
+    let started = Instant::now();
+    let handle = BdmScanner::spawn(
+        bdm_config(&layout.db_file, rate),
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    let report = handle.stop_and_join();
+    let elapsed = started.elapsed().as_secs_f64();
+    assert!(report.bytes_read > 0);
+    // One read may start at once; after that the rate holds (a slow machine reads less).
+    let limit = READ_LEN as f64 + rate * elapsed * 1.05;
+    assert!(
+        (report.bytes_read as f64) <= limit,
+        "{} bytes in {elapsed:.2} s at {rate} B/s",
+        report.bytes_read
+    );
+}
+
+#[test]
+fn bdm_finds_no_damage_while_the_instance_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = prepare(dir.path());
+    // A cache of 32 pages: the engine writes pages back all the time.
+    let instance = open_instance(&layout, 1 << 20);
+    let mut config = bdm_config(&layout.db_file, 500e6);
+    // The engine writes through the page cache here; reads through it race the
+    // writes at memory-copy granularity, the hardest case for torn reads.
+    config.io_mode = IoMode::Buffered;
+    let handle = BdmScanner::spawn(config, Arc::new(AtomicBool::new(false))).unwrap();
+    let mix = OpMix {
+        insert: 40,
+        delete: 20,
+        replace: 30,
+        read: 10,
+    };
+    let mut generator = TransactionGenerator::new(5, 0, mix, 70, Compressibility::MAIL);
+    let started = Instant::now();
+    let db_writes = || instance.io_stats().total(IoClass::DbWrite).ops;
+    while (db_writes() < 200 || handle.progress().passes < 3) && started.elapsed() < DEADLINE {
+        for _ in 0..20 {
+            let kind = generator.next_kind();
+            generator.run(&instance, kind).unwrap();
+        }
+    }
+    let report = handle.stop_and_join();
+    instance.shutdown().unwrap();
+    assert!(report.passes >= 1, "{report:?}");
+    assert!(report.bad_pages.is_empty(), "{:?}", report.bad_pages);
+    assert_eq!(report.correctable_pages, 0);
+    assert_eq!(report.io_errors, 0, "{:?}", report.last_error);
+}
+
+#[test]
+fn bdm_refuses_what_it_cannot_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let missing = dir.path().join("none.edb");
+    let err = BdmScanner::spawn(bdm_config(&missing, 1e6), Arc::clone(&stop))
+        .err()
+        .unwrap();
+    assert!(matches!(err, BdmError::Io(_)), "{err}");
+    assert!(err.to_string().contains("none.edb"), "{err}");
+
+    let other = dir.path().join("other.bin");
+    std::fs::write(&other, vec![7u8; 1 << 20]).unwrap();
+    let mut config = bdm_config(&other, 1e6);
+    config.io_mode = IoMode::Buffered;
+    let err = BdmScanner::spawn(config, Arc::clone(&stop)).err().unwrap();
+    assert!(matches!(err, BdmError::NotOurs { .. }), "{err}");
+    assert_eq!(std::fs::read(&other).unwrap(), vec![7u8; 1 << 20]);
+
+    let err = BdmScanner::spawn(bdm_config(&other, 0.0), stop)
+        .err()
+        .unwrap();
+    assert!(matches!(err, BdmError::Invalid(_)), "{err}");
+}
+
+fn replication_config(log_dir: &Path, readers: u32) -> ReplicationConfig {
+    ReplicationConfig {
+        instance: 1,
+        log_dir: log_dir.to_path_buf(),
+        readers,
+        read_len: READ_LEN,
+        io_mode: IoMode::Direct,
+    }
+}
+
+#[test]
+fn replication_readers_each_read_every_closed_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = prepare(dir.path());
+    let instance = Arc::new(open_instance(&layout, 4 << 20));
+    let start = instance.log_generation();
+    let source = Arc::clone(&instance);
+    let handle = LogReplicator::spawn(
+        replication_config(&layout.log_dir, 2),
+        Arc::new(move || source.log_generation()),
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap();
+    let body = vec![0x5a; 64 << 10];
+    for i in 0..2000u32 {
+        if instance.log_generation() >= start + 5 {
+            break;
+        }
+        let props = i.to_le_bytes();
+        instance
+            .commit(
+                &[TxnOp::Insert {
+                    mailbox: i % 8,
+                    props: &props,
+                    body: &body,
+                }],
+                Durability::Durable,
+            )
+            .unwrap();
+    }
+    let closed = u64::from(instance.log_generation() - start);
+    assert!(closed >= 5, "the log rolled {closed} generations");
+    wait_until("the readers to catch up", || {
+        handle.progress().files_read >= 2 * closed
+    });
+    let report = handle.stop_and_join();
+    Arc::try_unwrap(instance)
+        .ok()
+        .expect("the readers let go of the instance")
+        .shutdown()
+        .unwrap();
+    assert_eq!(report.files_read, 2 * closed, "{report:?}");
+    assert_eq!(report.missed, 0);
+    assert_eq!(report.behind, 0);
+    assert_eq!(report.io_errors, 0, "{:?}", report.last_error);
+    let reads = report.stats.get(1, IoClass::ReplicationRead).unwrap();
+    assert_eq!(reads.bytes, report.bytes_read);
+    assert_eq!(
+        reads.bytes,
+        reads.ops * READ_LEN as u64,
+        "every read is 256 KiB"
+    );
+    assert_eq!(reads.bytes, report.files_read << 20, "log files are 1 MiB");
+}
+
+fn write_log(dir: &Path, generation: u32, len: usize) -> PathBuf {
+    let path = dir.join(log_file_name(generation));
+    std::fs::write(&path, vec![generation as u8; len]).unwrap();
+    path
+}
+
+#[test]
+fn replication_counts_removed_files_as_missed_and_reads_odd_tails() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path();
+    // Generations 1 and 2 are from before the readers started: never read.
+    write_log(logs, 1, 1 << 20);
+    write_log(logs, 2, 1 << 20);
+    write_log(logs, 3, 1 << 20);
+    write_log(logs, 4, (300 << 10) + 100);
+    // 5 was removed by circular logging.
+    write_log(logs, 6, 1 << 20);
+    let generation = Arc::new(AtomicU32::new(3));
+    let source = Arc::clone(&generation);
+    let handle = LogReplicator::spawn(
+        replication_config(logs, 2),
+        Arc::new(move || source.load(Ordering::Relaxed)),
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap();
+    generation.store(7, Ordering::Relaxed);
+    wait_until("generations 3..6 to be shipped", || {
+        let p = handle.progress();
+        p.files_read + p.missed >= 8
+    });
+    let report = handle.stop_and_join();
+    assert_eq!(report.files_read, 6);
+    assert_eq!(report.missed, 2);
+    assert_eq!(report.behind, 0);
+    assert_eq!(report.io_errors, 0, "{:?}", report.last_error);
+    assert_eq!(report.bytes_read, 2 * ((2 << 20) + (300 << 10) + 100));
+    // Per reader: 4 + 2 (256 KiB and the 44 KiB tail) + 4 reads.
+    assert_eq!(report.stats.total(IoClass::ReplicationRead).ops, 2 * 10);
+
+    // Stopped by the run's flag before reading anything: all closed files are behind.
+    let generation = Arc::new(AtomicU32::new(3));
+    let source = Arc::clone(&generation);
+    let handle = LogReplicator::spawn(
+        replication_config(logs, 1),
+        Arc::new(move || source.load(Ordering::Relaxed)),
+        Arc::new(AtomicBool::new(true)),
+    )
+    .unwrap();
+    generation.store(10, Ordering::Relaxed);
+    let report = handle.stop_and_join();
+    assert_eq!(report.files_read + report.missed, 0);
+    assert_eq!(report.behind, 7);
+}
+
+#[test]
+fn replication_refuses_a_missing_log_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = LogReplicator::spawn(
+        replication_config(&dir.path().join("nope"), 1),
+        Arc::new(|| 1),
+        Arc::new(AtomicBool::new(false)),
+    )
+    .err()
+    .unwrap();
+    assert!(matches!(err, ReplicationError::LogDir { .. }), "{err}");
+    assert!(err.to_string().contains("nope"), "{err}");
+}
