@@ -10,6 +10,8 @@
 //! of `edbstress-report` and leaves presentation to it; it never prints (the CLI shows
 //! progress from the events it reports).
 
+pub mod backup;
 pub mod config;
 pub mod profile;
+pub mod soft_recovery;
 pub mod transaction;
