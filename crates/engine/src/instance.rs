@@ -54,6 +54,11 @@ pub struct InstanceConfig {
     pub io_mode: IoMode,
     /// I/O backend for background writes.
     pub backend: BackendKind,
+    /// Hold the checkpoint where it was at open (the SoftRecovery test): it is never
+    /// advanced, so a crash makes recovery replay every log generation written since,
+    /// and no page is written for checkpoint depth (`checkpoint_depth` is then unused;
+    /// pages are still written when the cache needs frames, which replay tolerates).
+    pub hold_checkpoint: bool,
 }
 
 impl InstanceConfig {
@@ -70,6 +75,7 @@ impl InstanceConfig {
             circular_logging: false,
             io_mode: IoMode::Direct,
             backend: BackendKind::Auto,
+            hold_checkpoint: false,
         }
     }
 }
@@ -262,7 +268,12 @@ impl Instance {
                 page_size,
                 min_frames: frames(config.cache_min_bytes.min(config.cache_max_bytes)),
                 max_frames: frames(config.cache_max_bytes),
-                checkpoint_depth: config.checkpoint_depth,
+                // Writes for checkpoint depth only serve to advance the checkpoint.
+                checkpoint_depth: if config.hold_checkpoint {
+                    u64::MAX
+                } else {
+                    config.checkpoint_depth
+                },
                 coalesce_max: 512 * 1024,
                 write_depth: 32,
                 instance: config.instance,
@@ -373,7 +384,9 @@ impl Instance {
                     let checkpoint = g.checkpoint_position();
                     let state = g.state_ref().checkpoint_state();
                     drop(g);
-                    self.log.set_checkpoint(checkpoint, state);
+                    if !self.config.hold_checkpoint {
+                        self.log.set_checkpoint(checkpoint, state);
+                    }
                     match durability {
                         Durability::Durable => {
                             self.log.flush_to(end)?;
@@ -671,9 +684,14 @@ impl Instance {
         Ok(())
     }
 
-    /// Writes every dirty page and the checkpoint file now.
+    /// Writes every dirty page and the checkpoint file now. With
+    /// [`InstanceConfig::hold_checkpoint`] the file keeps the held position, which is
+    /// returned.
     pub fn checkpoint_now(&self) -> Result<LogPosition, EngineError> {
         self.cache.flush_all()?;
+        if self.config.hold_checkpoint {
+            return self.log.write_checkpoint();
+        }
         let (checkpoint, state) = {
             let g = self.cache.lock();
             (g.checkpoint_position(), g.state_ref().checkpoint_state())

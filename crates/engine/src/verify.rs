@@ -15,7 +15,7 @@ use edbstress_format::log::{
 };
 use edbstress_format::{PageSize, page_offset};
 use edbstress_io::{
-    Access, AlignedBuf, BackendKind, DataFile, IoClass, IoError, IoMode, IoOp, IoRequest,
+    Access, AlignedBuf, BackendKind, DataFile, IoClass, IoError, IoMode, IoOp, IoRequest, IoStats,
     open_backend,
 };
 use serde::Serialize;
@@ -266,43 +266,28 @@ pub fn scan_database(
     let start = page_offset(1, ps);
     let end = page_offset(header.page_count + 1, ps);
     let readable_end = end.min(file_len - file_len % ps.bytes() as u64);
-    let read_len = (options.read_len / ps.bytes()).max(1) * ps.bytes();
-
-    let mut backend = open_backend(options.backend, options.queue_depth)?;
-    report.backend = backend.name().to_string();
-    let file_id = backend.register(&file)?;
-    let depth = backend.depth().max(1);
-    let mut spare: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(read_len)).collect();
-    let mut completions = Vec::with_capacity(depth);
-    let mut next = start;
+    let read_options = SequentialReadOptions {
+        backend: options.backend,
+        read_len: (options.read_len / ps.bytes()).max(1) * ps.bytes(),
+        queue_depth: options.queue_depth,
+        class: IoClass::ChecksumRead,
+        instance: 0,
+    };
     let mut tally = PageTally {
         report: &mut report,
         max_listed: options.max_listed,
     };
     let mut bytes_read = 0u64;
-    while next < readable_end || backend.in_flight() > 0 {
-        while next < readable_end && backend.in_flight() < depth {
-            let Some(buf) = spare.pop() else { break };
-            let len = (readable_end - next).min(read_len as u64) as usize;
-            backend.submit(IoRequest {
-                file: file_id,
-                op: IoOp::Read,
-                offset: next,
-                len,
-                buf,
-                class: IoClass::ChecksumRead,
-                instance: 0,
-                tag: len as u64,
-            })?;
-            next += len as u64;
-        }
-        backend.wait(1, &mut completions)?;
-        for c in completions.drain(..) {
-            let wanted = c.tag as usize;
-            let got = c.result.as_ref().map_or(0, |&n| n.min(wanted));
+    let summary = read_sequentially(
+        &file,
+        start..readable_end,
+        &read_options,
+        &|| false,
+        &mut |chunk| {
+            let got = chunk.data.len();
             bytes_read += got as u64;
-            let first_pgno = (c.offset / ps.bytes() as u64 - 1) as u32;
-            for (i, page) in c.buf[..got - got % ps.bytes()]
+            let first_pgno = (chunk.offset / ps.bytes() as u64 - 1) as u32;
+            for (i, page) in chunk.data[..got - got % ps.bytes()]
                 .chunks_exact(ps.bytes())
                 .enumerate()
             {
@@ -310,16 +295,17 @@ pub fn scan_database(
                 tally.check(page, pgno, page_offset(pgno, ps));
             }
             // Whatever could not be read is reported page by page.
-            let unread = (wanted - got).div_ceil(ps.bytes());
+            let unread = (chunk.wanted - got).div_ceil(ps.bytes());
             for i in 0..unread {
                 let pgno = first_pgno + ((got / ps.bytes()) + i) as u32;
                 tally.report.pages_seen += 1;
                 tally.add(pgno, page_offset(pgno, ps), PageProblemKind::ReadError);
             }
-            spare.push(c.buf);
             progress(bytes_read, end - start);
-        }
-    }
+            Ok(())
+        },
+    )?;
+    tally.report.backend = summary.backend.to_string();
     // Pages the header promises but the file does not have.
     let mut pgno = ((readable_end.max(start)) / ps.bytes() as u64 - 1) as u32;
     while page_offset(pgno, ps) < end {
@@ -327,7 +313,6 @@ pub fn scan_database(
         tally.add(pgno, page_offset(pgno, ps), PageProblemKind::Missing);
         pgno += 1;
     }
-    drop(backend);
     if options.repair {
         repair_pages(&file, ps, &mut report)?;
     }
@@ -340,6 +325,115 @@ pub fn scan_database(
         0.0
     };
     Ok(report)
+}
+
+/// How [`read_sequentially`] reads.
+#[derive(Clone, Debug)]
+pub struct SequentialReadOptions {
+    /// I/O backend.
+    pub backend: BackendKind,
+    /// Bytes per read (the last read of the range may be shorter). Keep it a multiple
+    /// of 4096 for direct I/O.
+    pub read_len: usize,
+    /// Reads in flight.
+    pub queue_depth: usize,
+    /// Class the reads are accounted to.
+    pub class: IoClass,
+    /// Instance the reads are accounted to.
+    pub instance: u16,
+}
+
+/// One completed read of [`read_sequentially`], handed over in completion order (not
+/// necessarily file order).
+#[derive(Debug)]
+pub struct ReadChunk<'a> {
+    /// File offset of the read.
+    pub offset: u64,
+    /// Bytes asked for.
+    pub wanted: usize,
+    /// Bytes read: shorter than `wanted` when the read failed (then empty) or hit the
+    /// end of the file.
+    pub data: &'a [u8],
+}
+
+/// What [`read_sequentially`] did.
+#[derive(Debug)]
+pub struct SequentialReadSummary {
+    /// I/O backend used.
+    pub backend: &'static str,
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Whether `should_stop` ended the reads before the end of the range.
+    pub stopped: bool,
+    /// The reads, by instance and class (failed reads counted as errors).
+    pub stats: IoStats,
+}
+
+/// Reads `range` of `file` front to back with `queue_depth` reads of `read_len` bytes
+/// in flight, handing every completed read to `on_chunk` (the database scans of the
+/// checksum verification and of the backup test). `should_stop` is asked before each
+/// new read: once it says yes, reads in flight are finished and no more are issued.
+/// An error of `on_chunk` ends the reads and is returned.
+pub fn read_sequentially(
+    file: &DataFile,
+    range: std::ops::Range<u64>,
+    options: &SequentialReadOptions,
+    should_stop: &dyn Fn() -> bool,
+    on_chunk: &mut dyn FnMut(ReadChunk<'_>) -> Result<(), IoError>,
+) -> Result<SequentialReadSummary, IoError> {
+    let read_len = options.read_len.max(1);
+    let mut backend = open_backend(options.backend, options.queue_depth)?;
+    let file_id = backend.register(file)?;
+    let depth = backend.depth().max(1);
+    let mut spare: Vec<AlignedBuf> = (0..depth)
+        .map(|_| AlignedBuf::try_new(read_len))
+        .collect::<Result<_, _>>()?;
+    let mut completions = Vec::with_capacity(depth);
+    let mut next = range.start;
+    let mut bytes_read = 0u64;
+    let mut stopped = false;
+    while (next < range.end && !stopped) || backend.in_flight() > 0 {
+        while next < range.end && backend.in_flight() < depth {
+            if should_stop() {
+                stopped = true;
+                break;
+            }
+            let Some(buf) = spare.pop() else { break };
+            let len = (range.end - next).min(read_len as u64) as usize;
+            backend.submit(IoRequest {
+                file: file_id,
+                op: IoOp::Read,
+                offset: next,
+                len,
+                buf,
+                class: options.class,
+                instance: options.instance,
+                tag: len as u64,
+            })?;
+            next += len as u64;
+        }
+        if backend.in_flight() == 0 {
+            break;
+        }
+        backend.wait(1, &mut completions)?;
+        for c in completions.drain(..) {
+            let wanted = c.tag as usize;
+            let got = c.result.as_ref().map_or(0, |&n| n.min(wanted));
+            bytes_read += got as u64;
+            on_chunk(ReadChunk {
+                offset: c.offset,
+                wanted,
+                data: &c.buf[..got],
+            })?;
+            spare.push(c.buf);
+        }
+    }
+    Ok(SequentialReadSummary {
+        backend: backend.name(),
+        bytes_read,
+        stopped,
+        stats: backend.take_stats(),
+    })
 }
 
 fn unreadable_header_report(path: &Path, e: &HeaderError, started: Instant) -> DatabaseScanReport {

@@ -209,7 +209,12 @@ pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
 /// The criteria of the DatabaseBackup and SoftRecovery tests, which have no latency
 /// thresholds: no I/O error, and no `problem` (pages failing their checksum, instances
 /// not recovered), named by `key` and `name`.
-pub fn offline_criteria(totals: &IoSummary, key: &'static str, name: &'static str, problems: u64) -> Vec<Criterion> {
+pub fn offline_criteria(
+    totals: &IoSummary,
+    key: &'static str,
+    name: &'static str,
+    problems: u64,
+) -> Vec<Criterion> {
     let io_errors: u64 = totals.values().map(|c| c.errors).sum();
     let problem = at_most(key, name, "count");
     vec![

@@ -11,6 +11,7 @@
 //! progress from the events it reports).
 
 pub mod autotune;
+pub mod backup;
 pub mod bdm;
 pub mod config;
 pub mod criteria;
@@ -20,6 +21,7 @@ pub mod replication;
 pub mod rundir;
 pub mod runner;
 pub mod schedule;
+pub mod soft_recovery;
 pub mod transaction;
 pub mod transactional;
 

@@ -15,18 +15,21 @@ use edbstress_engine::prepare::{
 };
 use edbstress_engine::verify::{ScanOptions, scan_database, scan_log_dir};
 use edbstress_io::{BackendKind, IoClass, IoMode};
-use edbstress_report::summary::transactional_iops;
+use edbstress_report::summary::{io_summary, transactional_iops};
 use edbstress_report::{
-    DatabaseSizing, DatabaseVerification, LogVerification, RunResults, SCHEMA_VERSION,
-    SystemParameters, TestType, ToolInfo, Verdict, Verification, instance_name, standard_exporters,
+    DatabaseSizing, DatabaseVerification, InstanceResult, LogVerification, RunResults,
+    SCHEMA_VERSION, SystemParameters, TestType, ToolInfo, Verdict, Verification, instance_name,
+    standard_exporters,
 };
 
 use crate::RunError;
 use crate::autotune::{AutoTuneOptions, auto_tune};
+use crate::backup::{BackupOptions, run_backup};
 use crate::config::RunConfig;
-use crate::criteria::{Measurements, evaluate};
+use crate::criteria::{Measurements, evaluate, offline_criteria};
 use crate::host::host_info;
 use crate::rundir::{RunDirectory, TestLog};
+use crate::soft_recovery::{SoftRecoveryOptions, run_soft_recovery};
 use crate::transactional::{LiveStatus, Measurement, PhaseKind, StopReason, Workbench, join_list};
 
 /// What the caller is told while a run goes.
@@ -75,12 +78,8 @@ pub fn run(
         TestType::Performance | TestType::Stress => {
             transactional_test(config, &layouts, &log, stop, events)?
         }
-        TestType::DatabaseBackup | TestType::SoftRecovery => {
-            return Err(RunError::Config(format!(
-                "the {} test is not available in this build",
-                config.test.label()
-            )));
-        }
+        TestType::DatabaseBackup => backup_test(config, &layouts, &log, stop, events)?,
+        TestType::SoftRecovery => soft_recovery_test(config, &layouts, &log, stop, events)?,
     };
     results.started_at = started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
     results.ended_at = Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
@@ -490,4 +489,172 @@ fn verify(
         });
     }
     Ok(v)
+}
+
+fn backup_test(
+    config: &RunConfig,
+    layouts: &[InstanceLayout],
+    log: &TestLog<'_>,
+    stop: &AtomicBool,
+    events: &(dyn Fn(RunEvent<'_>) + Sync),
+) -> Result<RunResults, RunError> {
+    let options = BackupOptions::from_config(config);
+    log.line(format!(
+        "Database backup: sequential 256 KB reads of {} database(s){}.",
+        layouts.len(),
+        config
+            .backup_path
+            .as_ref()
+            .map_or(String::new(), |p| format!(", copied to {}", p.display()))
+    ));
+    let started = Instant::now();
+    let (reports, io) = run_backup(layouts, &options, stop, &|instance, done, total| {
+        events(RunEvent::Progress(
+            &format!("backup {}", instance_name(instance)),
+            done,
+            total,
+        ))
+    })
+    .map_err(|e| RunError::Engine {
+        what: "back up the databases".into(),
+        message: e.to_string(),
+    })?;
+    let seconds = started.elapsed().as_secs_f64();
+    let mut results = empty_results(config, 0);
+    results.measured_seconds = seconds;
+    let mut bad = 0;
+    for r in &reports {
+        let n = u16::try_from(r.instance).unwrap_or(u16::MAX);
+        let layout = layouts.iter().find(|l| l.instance == r.instance);
+        log.line(format!(
+            "{}: {} read in {:.1} s, {:.2} MB/s{}.",
+            instance_name(r.instance),
+            human_bytes(r.bytes_read),
+            r.seconds,
+            r.mb_per_sec,
+            if r.bad_pages > 0 {
+                format!(", {} bad pages", r.bad_pages)
+            } else {
+                String::new()
+            }
+        ));
+        bad += r.bad_pages;
+        results.instances.push(InstanceResult {
+            name: instance_name(r.instance),
+            instance: r.instance,
+            database_path: r.db_file.display().to_string(),
+            log_path: layout.map_or(String::new(), |l| l.log_dir.display().to_string()),
+            initial_bytes: r.bytes_read,
+            final_bytes: r.bytes_read,
+            io: io_summary(&io, Some(n), r.seconds, &|_| 0.0),
+            mb_per_sec: Some(r.mb_per_sec),
+            bytes_read: Some(r.bytes_read),
+            elapsed_seconds: Some(r.seconds),
+            ..Default::default()
+        });
+    }
+    let total_bytes: u64 = reports.iter().map(|r| r.bytes_read).sum();
+    let total_mb_s = total_bytes as f64 / 1_048_576.0 / seconds.max(1e-9);
+    log.line(format!(
+        "Total: {} in {seconds:.1} s, {total_mb_s:.2} MB/s.",
+        human_bytes(total_bytes)
+    ));
+    results.totals.io = io_summary(&io, None, seconds, &|_| 0.0);
+    results.totals.mb_per_sec = Some(total_mb_s);
+    results.sizing.initial_bytes = total_bytes;
+    results.sizing.final_bytes = total_bytes;
+    if stop.load(Ordering::Relaxed) {
+        results.aborted = true;
+        results.abort_reason = Some("interrupted (Ctrl-C)".into());
+    }
+    results.criteria = offline_criteria(
+        &results.totals.io,
+        "backup_checksum_errors",
+        "Database pages failing checksum verification during the backup",
+        bad,
+    );
+    Ok(results)
+}
+
+fn soft_recovery_test(
+    config: &RunConfig,
+    layouts: &[InstanceLayout],
+    log: &TestLog<'_>,
+    stop: &AtomicBool,
+    events: &(dyn Fn(RunEvent<'_>) + Sync),
+) -> Result<RunResults, RunError> {
+    let options = SoftRecoveryOptions::from_config(config);
+    let sessions_per_instance = options.sessions_per_instance;
+    log.line(format!(
+        "Soft recovery: generating {} log files per instance with the checkpoint held back, then crashing and replaying.",
+        config.logs_to_replay
+    ));
+    let (reports, io) =
+        run_soft_recovery(layouts, &options, stop, &|phase, instance, done, total| {
+            events(RunEvent::Progress(
+                &format!("{phase:?} {}", instance_name(instance)),
+                u64::from(done),
+                u64::from(total),
+            ))
+        })
+        .map_err(|e| RunError::Engine {
+            what: "run the soft recovery test".into(),
+            message: e.to_string(),
+        })?;
+    let mut results = empty_results(config, sessions_per_instance * config.databases);
+    let mut failed_recoveries = 0;
+    let mut replayed = 0u32;
+    let mut replay_seconds = 0.0;
+    for r in &reports {
+        let n = u16::try_from(r.instance).unwrap_or(u16::MAX);
+        let layout = layouts.iter().find(|l| l.instance == r.instance);
+        log.line(format!(
+            "{}: {} log files generated in {:.1} s; {} log files replayed in {:.1} s.",
+            instance_name(r.instance),
+            r.logs_generated,
+            r.generate_seconds,
+            r.logs_replayed,
+            r.elapsed_seconds
+        ));
+        if !r.recovery.succeeded() {
+            failed_recoveries += 1;
+        }
+        replayed += r.logs_replayed;
+        replay_seconds += r.elapsed_seconds;
+        results.instances.push(InstanceResult {
+            name: instance_name(r.instance),
+            instance: r.instance,
+            database_path: layout.map_or(String::new(), |l| l.db_file.display().to_string()),
+            log_path: layout.map_or(String::new(), |l| l.log_dir.display().to_string()),
+            io: io_summary(&io, Some(n), r.elapsed_seconds, &|_| 0.0),
+            logs_generated: Some(r.logs_generated),
+            logs_replayed: Some(r.logs_replayed),
+            elapsed_seconds: Some(r.elapsed_seconds),
+            ..Default::default()
+        });
+    }
+    let wall = reports
+        .iter()
+        .map(|r| r.elapsed_seconds)
+        .fold(0.0, f64::max);
+    results.measured_seconds = wall;
+    results.totals.io = io_summary(&io, None, wall, &|_| 0.0);
+    if replayed > 0 {
+        let per_log = replay_seconds / f64::from(replayed);
+        results.totals.seconds_per_log = Some(per_log);
+        log.line(format!(
+            "Average time to replay one log file: {per_log:.3} s."
+        ));
+    }
+    if stop.load(Ordering::Relaxed) {
+        results.aborted = true;
+        results.abort_reason = Some("interrupted (Ctrl-C)".into());
+    }
+    results.criteria = offline_criteria(
+        &results.totals.io,
+        "recovery_failures",
+        "Instances whose recovery did not complete cleanly",
+        failed_recoveries,
+    );
+    Ok(results)
 }
