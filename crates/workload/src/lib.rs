@@ -13,3 +13,4 @@
 pub mod config;
 pub mod profile;
 pub mod transaction;
+pub mod units;
