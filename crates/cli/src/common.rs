@@ -5,10 +5,8 @@ use std::path::PathBuf;
 use clap::Args;
 use edbstress_io::{BackendKind, IoMode};
 
-/// Default database directory of the quick start.
-pub const DEFAULT_DB_PATH: &str = "edbstress-data/db";
-/// Default log directory of the quick start.
-pub const DEFAULT_LOG_PATH: &str = "edbstress-data/logs";
+// The defaults of runs and of the other commands are the same directories.
+pub use edbstress_workload::config::{DEFAULT_DB_PATH, DEFAULT_LOG_PATH};
 
 /// A failure that ends the command with exit code 2 and this message.
 #[derive(Debug)]
@@ -48,7 +46,8 @@ impl IoArgs {
     }
 }
 
-fn parse_backend(s: &str) -> Result<BackendKind, String> {
+/// Parses `--backend`.
+pub fn parse_backend(s: &str) -> Result<BackendKind, String> {
     s.parse::<BackendKind>()
         .map_err(|_| format!("unknown backend '{s}': use auto, io_uring or threads"))
 }

@@ -8,9 +8,11 @@
 mod check_cmd;
 mod checksum_cmd;
 mod common;
+mod config_cmd;
 mod prepare_cmd;
 mod probe_cmd;
 mod recover_cmd;
+mod run_args;
 mod units;
 
 use std::process::ExitCode;
@@ -40,6 +42,8 @@ enum Command {
     Recover(recover_cmd::RecoverArgs),
     /// Deep consistency check of the B+trees of offline databases.
     Check(check_cmd::CheckArgs),
+    /// Write a configuration template, or show the configuration a run would use.
+    Config(config_cmd::ConfigArgs),
     /// Run durable-commit sessions printing every acknowledged commit (crash testing).
     #[command(hide = true)]
     DurabilityProbe(probe_cmd::DurabilityProbeArgs),
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
         Command::Checksum(args) => checksum_cmd::run(args),
         Command::Recover(args) => recover_cmd::run(args),
         Command::Check(args) => check_cmd::run(args),
+        Command::Config(args) => config_cmd::run(args),
         Command::DurabilityProbe(args) => probe_cmd::run(args),
     };
     match result {

@@ -23,32 +23,32 @@ pub mod runner;
 pub mod schedule;
 pub mod soft_recovery;
 pub mod transaction;
-pub mod transactional;
 
-/// Why a run could not be carried out (a failed test is not an error: it is a result).
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The configuration cannot work.
-    #[error("{0}")]
-    Config(String),
-    /// Creating or reusing databases failed.
-    #[error("preparing databases failed: {0}")]
-    Prepare(String),
-    /// The engine refused or failed.
-    #[error("cannot {what}: {message}")]
-    Engine {
-        /// What was being done.
-        what: String,
         /// The engine's message.
+        /// What was being done.
         message: String,
-    },
-    /// Verification after the run could not be carried out.
+        what: String,
+    #[error("cannot {what}: {message}")]
     #[error("checksum verification failed to run: {0}")]
-    Verify(String),
+    #[error("preparing databases failed: {0}")]
+    #[error("{0}")]
+    #[error(transparent)]
+    /// Creating or reusing databases failed.
+    /// The configuration cannot work.
+    /// The engine refused or failed.
     /// The run directory.
-    #[error(transparent)]
-    RunDir(#[from] rundir::RunDirError),
+    /// Verification after the run could not be carried out.
     /// Writing a result file.
-    #[error(transparent)]
+    Config(String),
+    Engine {
     Export(#[from] edbstress_report::ExportError),
+    Prepare(String),
+    RunDir(#[from] rundir::RunDirError),
+    Verify(String),
+    },
+#[derive(Debug, thiserror::Error)]
+/// Why a run could not be carried out (a failed test is not an error: it is a result).
+pub enum RunError {
+pub mod transactional;
+pub mod units;
 }

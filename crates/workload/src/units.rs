@@ -1,0 +1,179 @@
+//! Sizes and durations as people write them: `256MiB`, `1.5GiB`, `500MB`, `32K`,
+//! `1048576`; `90s`, `15m`, `2h`. Binary units (KiB, MiB, …, and the bare K/M/G/T fio
+//! accepts) and decimal units (KB, MB, GB, TB) are both understood; no unit means bytes.
+//! The command line and the configuration file share these parsers, so a value means
+//! the same in both.
+
+use std::time::Duration;
+
+use edbstress_format::PageSize;
+
+/// Binary units, largest first, as written by [`format_size`].
+const BINARY_UNITS: [(&str, u64); 4] = [
+    ("TiB", 1 << 40),
+    ("GiB", 1 << 30),
+    ("MiB", 1 << 20),
+    ("KiB", 1 << 10),
+];
+
+/// Decimal units, largest first, as written by [`format_size`].
+const DECIMAL_UNITS: [(&str, u64); 4] = [
+    ("TB", 1_000_000_000_000),
+    ("GB", 1_000_000_000),
+    ("MB", 1_000_000),
+    ("KB", 1_000),
+];
+
+/// Parses a size with an optional unit.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let fix = "use a number with an optional unit, e.g. 256MiB, 1GiB, 500MB or 32KiB";
+    if number.is_empty() {
+        return Err(format!("invalid size '{s}': {fix}"));
+    }
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("invalid size '{s}': {fix}"))?;
+    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        other => return Err(format!("invalid size '{s}': unknown unit '{other}'; {fix}")),
+    };
+    // Whole numbers are multiplied exactly: f64 would round sizes above 2^53 bytes.
+    if let Ok(whole) = number.parse::<u64>() {
+        return whole
+            .checked_mul(multiplier)
+            .ok_or_else(|| format!("invalid size '{s}': too large"));
+    }
+    let bytes = value * multiplier as f64;
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        return Err(format!("invalid size '{s}': too large"));
+    }
+    if bytes.fract() != 0.0 {
+        return Err(format!("invalid size '{s}': not a whole number of bytes"));
+    }
+    Ok(bytes as u64)
+}
+
+/// Parses a page size: 4KiB, 8KiB, 16KiB or 32KiB (also 8K, 32KB, 8192).
+pub fn parse_page_size(s: &str) -> Result<PageSize, String> {
+    let fix = "use 4KiB, 8KiB, 16KiB or 32KiB";
+    let mut bytes = parse_size(s).map_err(|e| format!("{e}; for a page size {fix}"))?;
+    // "8KB" means 8 KiB for page sizes: nobody has 8000-byte pages.
+    if bytes % 1000 == 0 && bytes % 1024 != 0 {
+        bytes = bytes / 1000 * 1024;
+    }
+    PageSize::from_bytes(bytes as usize)
+        .ok_or_else(|| format!("unsupported page size '{s}': {fix}"))
+}
+
+/// Writes a size exactly, in the unit that gives the smallest number ("256MiB", "2GB",
+/// "12345"), so that [`parse_size`] reads back the same number of bytes.
+pub fn format_size(bytes: u64) -> String {
+    let mut best = (bytes, "");
+    // Binary first: on a tie (never, in practice) the binary unit wins.
+    for (unit, len) in BINARY_UNITS.iter().chain(DECIMAL_UNITS.iter()) {
+        if bytes != 0 && bytes % len == 0 && bytes / len < best.0 {
+            best = (bytes / len, unit);
+        }
+    }
+    format!("{}{}", best.0, best.1)
+}
+
+/// Writes a page size as "32KiB".
+pub fn format_page_size(page_size: PageSize) -> String {
+    format_size(page_size.bytes() as u64)
+}
+
+/// Parses a duration: "90s", "15m", "2h", "1h 30m", "500ms"; a bare number is seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if let Ok(seconds) = t.parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
+    }
+    humantime::parse_duration(t)
+        .map_err(|e| format!("invalid duration '{s}': {e}; write e.g. 90s, 15m, 2h or 1h 30m"))
+}
+
+/// Writes a duration as "2h", "1m 30s", "500ms"; [`parse_duration`] reads it back.
+pub fn format_duration(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_size("1.5GiB"), Ok(3 << 29));
+        assert_eq!(parse_size("2 GB"), Ok(2_000_000_000));
+        assert_eq!(parse_size("32K"), Ok(32768));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("9007199254740993"), Ok(9_007_199_254_740_993));
+        assert!(parse_size("").is_err());
+        assert!(parse_size("-5MiB").is_err());
+        assert!(
+            parse_size("99999999999TiB")
+                .unwrap_err()
+                .contains("too large")
+        );
+        assert!(
+            parse_size("12 parsecs")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
+        assert!(parse_size("0.3B").is_err());
+    }
+
+    #[test]
+    fn page_sizes() {
+        assert_eq!(parse_page_size("32KiB"), Ok(PageSize::K32));
+        assert_eq!(parse_page_size("8KB"), Ok(PageSize::K8));
+        assert_eq!(parse_page_size("8192"), Ok(PageSize::K8));
+        assert!(parse_page_size("64KiB").unwrap_err().contains("4KiB, 8KiB"));
+        for p in PageSize::ALL {
+            assert_eq!(parse_page_size(&format_page_size(p)), Ok(p));
+        }
+    }
+
+    #[test]
+    fn sizes_format_exactly() {
+        assert_eq!(format_size(256 << 20), "256MiB");
+        assert_eq!(format_size(2_000_000_000), "2GB");
+        assert_eq!(format_size(1_000_000_000_000), "1TB");
+        assert_eq!(format_size(32768), "32KiB");
+        assert_eq!(format_size(12345), "12345");
+        assert_eq!(format_size(0), "0");
+        for bytes in [0, 1, 1000, 1024, 3 << 29, 1_666_666_666_666, u64::MAX] {
+            assert_eq!(parse_size(&format_size(bytes)), Ok(bytes), "{bytes}");
+        }
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("1m 30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
+        assert!(parse_duration("soon").unwrap_err().contains("90s, 15m"));
+        for d in [
+            Duration::from_secs(86400),
+            Duration::from_millis(1500),
+            Duration::from_secs(45),
+        ] {
+            assert_eq!(parse_duration(&format_duration(d)), Ok(d));
+        }
+    }
+}
