@@ -23,32 +23,33 @@ pub mod runner;
 pub mod schedule;
 pub mod soft_recovery;
 pub mod transaction;
-
-        /// The engine's message.
-        /// What was being done.
-        message: String,
-        what: String,
-    #[error("cannot {what}: {message}")]
-    #[error("checksum verification failed to run: {0}")]
-    #[error("preparing databases failed: {0}")]
-    #[error("{0}")]
-    #[error(transparent)]
-    /// Creating or reusing databases failed.
-    /// The configuration cannot work.
-    /// The engine refused or failed.
-    /// The run directory.
-    /// Verification after the run could not be carried out.
-    /// Writing a result file.
-    Config(String),
-    Engine {
-    Export(#[from] edbstress_report::ExportError),
-    Prepare(String),
-    RunDir(#[from] rundir::RunDirError),
-    Verify(String),
-    },
-#[derive(Debug, thiserror::Error)]
-/// Why a run could not be carried out (a failed test is not an error: it is a result).
-pub enum RunError {
 pub mod transactional;
 pub mod units;
+
+/// Why a run could not be carried out (a failed test is not an error: it is a result).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The configuration cannot work.
+    #[error("{0}")]
+    Config(String),
+    /// Creating or reusing databases failed.
+    #[error("preparing databases failed: {0}")]
+    Prepare(String),
+    /// The engine refused or failed.
+    #[error("cannot {what}: {message}")]
+    Engine {
+        /// What was being done.
+        what: String,
+        /// The engine's message.
+        message: String,
+    },
+    /// Verification after the run could not be carried out.
+    #[error("checksum verification failed to run: {0}")]
+    Verify(String),
+    /// The run directory.
+    #[error(transparent)]
+    RunDir(#[from] rundir::RunDirError),
+    /// Writing a result file.
+    #[error(transparent)]
+    Export(#[from] edbstress_report::ExportError),
 }

@@ -68,7 +68,7 @@ pub fn run(
     let log = dir.test_log()?.with_sink(&forward);
     edbstress_report::write_atomically(
         &dir.path().join("config.toml"),
-        config_toml(config).as_bytes(),
+        config.to_toml().as_bytes(),
     )?;
     log.line("edbstress testing begins ...");
     log.line("Preparing for testing ...");
@@ -103,12 +103,6 @@ pub fn run(
     })
 }
 
-fn config_toml(config: &RunConfig) -> String {
-    let body = toml::to_string_pretty(config).unwrap_or_else(|e| format!("# cannot encode: {e}\n"));
-    format!(
-        "# Effective configuration of this run; `edbstress run --config config.toml` repeats it.\n{body}"
-    )
-}
 
 /// Creates missing databases (and reuses existing ones) like `edbstress prepare`.
 fn prepare(

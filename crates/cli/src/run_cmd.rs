@@ -1,0 +1,210 @@
+//! `edbstress run`: the main job. Resolves the configuration, runs the test through the
+//! workload crate, shows live progress on a terminal, and prints the verdict, the main
+//! figures and where the report is.
+//!
+//! Ctrl-C (or SIGTERM) asks the run to stop: sessions finish their transaction, the
+//! instances shut down cleanly and the result files are written, marked aborted. A
+//! second Ctrl-C exits at once.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
+
+use clap::Args;
+use edbstress_io::IoClass;
+use edbstress_report::{RunResults, Verdict};
+use edbstress_workload::runner::{RunEvent, RunOutcome, run as run_test};
+use edbstress_workload::transactional::LiveStatus;
+use indicatif::ProgressBar;
+
+use crate::common::CommandError;
+use crate::run_args::RunArgs;
+
+/// Arguments of `edbstress run`.
+#[derive(Args, Debug)]
+pub struct RunCmdArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// Print the results (results.json) on standard output instead of the summary.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells do).
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// Runs the test.
+pub fn run(args: RunCmdArgs) -> Result<ExitCode, CommandError> {
+    let config = args.run.resolve()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    install_interrupt_handler(stop.clone())?;
+    let terminal = std::io::stderr().is_terminal();
+    let bar = if terminal {
+        let bar = ProgressBar::new_spinner();
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let events = |event: RunEvent<'_>| match event {
+        RunEvent::Log(line) => {
+            if terminal {
+                bar.println(line);
+            } else {
+                eprintln!("{line}");
+            }
+        }
+        RunEvent::Prepare(p) => {
+            bar.set_message(format!(
+                "preparing database {:03}: {} / {}",
+                p.instance,
+                edbstress_engine::prepare::human_bytes(p.bytes_done),
+                edbstress_engine::prepare::human_bytes(p.bytes_total)
+            ));
+        }
+        RunEvent::Live(status) => bar.set_message(live_line(status)),
+        RunEvent::Progress(what, done, total) => {
+            let pct = if total > 0 {
+                100.0 * done as f64 / total as f64
+            } else {
+                0.0
+            };
+            bar.set_message(format!("{what}: {pct:.0} %"));
+        }
+    };
+    let outcome = run_test(&config, &stop, &events).map_err(|e| CommandError::Usage(e.to_string()))?;
+    bar.finish_and_clear();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&outcome.results)?);
+    } else {
+        print_summary(&outcome);
+    }
+    Ok(exit_code(&outcome.results))
+}
+
+/// 0 pass, 1 fail, 130 interrupted.
+fn exit_code(r: &RunResults) -> ExitCode {
+    if r.aborted && r.abort_reason.as_deref().is_some_and(|w| w.starts_with("interrupted")) {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else if r.overall_result == Verdict::Pass {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn install_interrupt_handler(stop: Arc<AtomicBool>) -> Result<(), CommandError> {
+    let presses = AtomicU32::new(0);
+    ctrlc::set_handler(move || {
+        if presses.fetch_add(1, Ordering::SeqCst) == 0 {
+            eprintln!(
+                "\nstopping: finishing transactions, shutting the databases down cleanly and writing the results (Ctrl-C again to quit at once)"
+            );
+            stop.store(true, Ordering::SeqCst);
+        } else {
+            eprintln!("quitting without shutting down; databases will need `edbstress recover`");
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+    })
+    .map_err(|e| CommandError::Usage(format!("cannot install the Ctrl-C handler: {e}")))
+}
+
+fn live_line(s: &LiveStatus) -> String {
+    let mut out = format!("{} ({} sessions) {:.0}s", s.phase.name(), s.sessions, s.elapsed.as_secs_f64());
+    if let Some(r) = s.remaining {
+        out.push_str(&format!(" / {:.0}s left", r.as_secs_f64()));
+    }
+    out.push_str(&format!(" | {:.0} txn/s", s.txn_per_sec));
+    if let Some(rate) = s.offered_rate {
+        out.push_str(&format!(" (offered {rate:.0})"));
+    }
+    for (class, per_sec, ms) in &s.classes {
+        if *per_sec > 0.0 {
+            out.push_str(&format!(" | {} {per_sec:.0}/s {ms:.1}ms", short(*class)));
+        }
+    }
+    out.push_str(&format!(" | cache {:.0}%", s.cache_fill_pct));
+    out
+}
+
+fn short(class: IoClass) -> &'static str {
+    match class {
+        IoClass::DbRead => "db rd",
+        IoClass::DbWrite => "db wr",
+        IoClass::LogWrite => "log wr",
+        IoClass::BdmRead => "bdm",
+        IoClass::ReplicationRead => "repl",
+        other => other.name(),
+    }
+}
+
+fn print_summary(outcome: &RunOutcome) {
+    let r = &outcome.results;
+    println!();
+    println!("{} test: {}", r.test_type.label(), r.overall_result.label());
+    if let Some(why) = &r.abort_reason {
+        println!("  aborted: {why}");
+    }
+    if r.test_type.is_transactional() {
+        match r.target_transactional_iops {
+            Some(t) => println!(
+                "  achieved transactional IOPS: {:.1} (target {t:.1})",
+                r.achieved_transactional_iops
+            ),
+            None => println!(
+                "  achieved transactional IOPS: {:.1} (throughput run, no target)",
+                r.achieved_transactional_iops
+            ),
+        }
+        if let Some(t) = &r.totals.transactions {
+            println!(
+                "  transactions: {:.1}/s, latency avg {:.1} ms, p99 {:.1} ms{}",
+                t.per_sec,
+                t.latency.avg_ms,
+                t.latency.p99_ms,
+                if r.parameters.open_loop {
+                    " (from intended start)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    println!(
+        "  {:<24} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "I/O class", "per sec", "avg KB", "avg ms", "p99 ms", "max ms"
+    );
+    for (class, s) in &r.totals.io {
+        if s.count == 0 {
+            continue;
+        }
+        println!(
+            "  {:<24} {:>10.1} {:>10.1} {:>10.2} {:>10.2} {:>10.2}",
+            class.label(),
+            s.per_sec,
+            s.avg_bytes / 1024.0,
+            s.avg_latency_ms,
+            s.p99_ms,
+            s.max_ms
+        );
+    }
+    if let Some(mb) = r.totals.mb_per_sec {
+        println!("  total throughput: {mb:.1} MB/s");
+    }
+    if let Some(s) = r.totals.seconds_per_log {
+        println!("  average time to replay one log file: {s:.3} s");
+    }
+    if let Some(v) = &r.verification {
+        println!(
+            "  checksum verification after the run: {}",
+            if v.passed { "clean" } else { "FAILED" }
+        );
+    }
+    for c in &r.failed_criteria {
+        println!("  FAILED: {}", c.describe());
+    }
+    println!("  report: {}", outcome.dir.join("report.html").display());
+    println!("  results: {}", outcome.dir.join("results.json").display());
+}

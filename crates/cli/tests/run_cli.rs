@@ -1,0 +1,222 @@
+//! `edbstress run` end to end through the binary: a short run, a clean Ctrl-C, and
+//! configuration errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn edbstress(dir: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_edbstress"));
+    c.current_dir(dir);
+    c
+}
+
+/// A short run on two small databases under `dir`, through the page cache.
+const SMALL: &[&str] = &[
+    "run",
+    "--databases",
+    "2",
+    "--database-size",
+    "32MiB",
+    "--cache-max",
+    "8MiB",
+    "--cache-min",
+    "4MiB",
+    "--threads",
+    "4",
+    "--sample-interval",
+    "1s",
+    "--bdm-rate",
+    "20",
+    "--copies",
+    "2",
+    "--buffered",
+    "--db-path",
+    "db",
+    "--log-path",
+    "logs",
+    "--results-dir",
+    "results",
+];
+
+fn run_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir.join("results"))
+        .map(|rd| rd.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
+fn results(run_dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(run_dir.join("results.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn a_short_run_prints_the_verdict_and_writes_a_complete_run_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = edbstress(tmp.path())
+        .args(SMALL)
+        .args(["--duration", "3s"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(0) || out.status.code() == Some(1),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("Performance test: "), "{stdout}");
+    assert!(stdout.contains("report: "), "{stdout}");
+    assert!(stderr.contains("Attaining prerequisites"), "{stderr}");
+    let dirs = run_dirs(tmp.path());
+    assert_eq!(dirs.len(), 1);
+    for f in [
+        "config.toml",
+        "test.log",
+        "samples.csv",
+        "report.html",
+        "results.json",
+    ] {
+        assert!(dirs[0].join(f).is_file(), "{f}");
+    }
+    let r = results(&dirs[0]);
+    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["aborted"], false);
+    let expected = if out.status.code() == Some(0) {
+        "Pass"
+    } else {
+        "Fail"
+    };
+    assert_eq!(r["overall_result"], expected);
+    for class in [
+        "db_read",
+        "db_write",
+        "log_write",
+        "log_read",
+        "bdm_read",
+        "replication_read",
+    ] {
+        for key in [
+            "count",
+            "per_sec",
+            "avg_bytes",
+            "avg_latency_ms",
+            "max_interval_latency_ms",
+            "p50_ms",
+            "p90_ms",
+            "p99_ms",
+            "p999_ms",
+            "max_ms",
+        ] {
+            assert!(
+                r["totals"]["io"][class][key].is_number(),
+                "totals.io.{class}.{key}"
+            );
+            assert!(
+                r["instances"][0]["io"][class][key].is_number(),
+                "instances[0].io.{class}.{key}"
+            );
+        }
+    }
+    // The effective configuration repeats the run.
+    let again = edbstress(tmp.path())
+        .args(["config", "show", "--config"])
+        .arg(dirs[0].join("config.toml"))
+        .output()
+        .unwrap();
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_and_writes_an_aborted_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = edbstress(tmp.path())
+        .args(SMALL)
+        .args(["--duration", "10m"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until measurement has started, then interrupt.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let started = run_dirs(tmp.path()).first().is_some_and(|d| {
+            std::fs::read_to_string(d.join("test.log"))
+                .is_ok_and(|t| t.contains("Performance logging started"))
+        });
+        if started {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the run did not start measuring");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY-free: kill(1) from the shell sends SIGINT like a terminal's Ctrl-C.
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dirs = run_dirs(tmp.path());
+    let r = results(&dirs[0]);
+    assert_eq!(r["aborted"], true);
+    assert_eq!(r["overall_result"], "Fail");
+    assert!(r["measured_seconds"].as_f64().unwrap() > 1.0);
+    assert!(r["totals"]["io"]["db_read"]["count"].as_u64().unwrap() > 0);
+    // The databases were shut down cleanly: an offline checksum passes and a new run
+    // opens them without recovery.
+    let check = edbstress(tmp.path())
+        .args([
+            "checksum",
+            "--db-path",
+            "db",
+            "--log-path",
+            "logs",
+            "--buffered",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let again = edbstress(tmp.path())
+        .args(SMALL)
+        .args(["--duration", "1s", "--no-verify"])
+        .output()
+        .unwrap();
+    assert!(
+        matches!(again.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}
+
+#[test]
+fn bad_configuration_is_a_clear_error_with_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = edbstress(tmp.path())
+        .args(["run", "--op-mix", "50/50/50/50", "--results-dir", "results"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("op"), "{stderr}");
+    assert!(
+        !tmp.path().join("results").exists(),
+        "nothing is written for a bad configuration"
+    );
+}
