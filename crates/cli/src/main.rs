@@ -36,7 +36,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a test (Performance by default) and write its run directory and verdict.
-    Run(run_cmd::RunCmdArgs),
+    Run(Box<run_cmd::RunCmdArgs>),
     /// Create database files filled with bulk-loaded B+trees of mailbox records.
     Prepare(prepare_cmd::PrepareArgs),
     /// Verify every page of databases and every segment of logs, offline (like eseutil /k).
@@ -70,7 +70,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
     let result = match cli.command {
-        Command::Run(args) => run_cmd::run(args),
+        Command::Run(args) => run_cmd::run(*args),
         Command::Prepare(args) => prepare_cmd::run(args),
         Command::Checksum(args) => checksum_cmd::run(args),
         Command::Recover(args) => recover_cmd::run(args),

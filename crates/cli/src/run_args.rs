@@ -69,6 +69,9 @@ pub struct RunArgs {
     /// Minimum database cache for the whole run [default: 32MiB per database].
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub cache_min: Option<u64>,
+    /// Largest coalesced database write [default: one page].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub write_coalesce: Option<u64>,
     /// Sessions running transactions, 1 to 1024 [default: 4 per database, at least 8].
     #[arg(long, value_name = "N")]
     pub threads: Option<u32>,
@@ -138,6 +141,7 @@ impl RunArgs {
             page_size: self.page_size,
             cache_min: self.cache_min,
             cache_max: self.cache_max,
+            write_coalesce: self.write_coalesce,
             threads: self.threads,
             auto_tune: self.auto_tune.then_some(true),
             duration: self.duration,

@@ -74,7 +74,8 @@ pub fn run(args: RunCmdArgs) -> Result<ExitCode, CommandError> {
             bar.set_message(format!("{what}: {pct:.0} %"));
         }
     };
-    let outcome = run_test(&config, &stop, &events).map_err(|e| CommandError::Usage(e.to_string()))?;
+    let outcome =
+        run_test(&config, &stop, &events).map_err(|e| CommandError::Usage(e.to_string()))?;
     bar.finish_and_clear();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome.results)?);
@@ -86,7 +87,11 @@ pub fn run(args: RunCmdArgs) -> Result<ExitCode, CommandError> {
 
 /// 0 pass, 1 fail, 130 interrupted.
 fn exit_code(r: &RunResults) -> ExitCode {
-    if r.aborted && r.abort_reason.as_deref().is_some_and(|w| w.starts_with("interrupted")) {
+    if r.aborted
+        && r.abort_reason
+            .as_deref()
+            .is_some_and(|w| w.starts_with("interrupted"))
+    {
         ExitCode::from(EXIT_INTERRUPTED)
     } else if r.overall_result == Verdict::Pass {
         ExitCode::SUCCESS
@@ -112,7 +117,12 @@ fn install_interrupt_handler(stop: Arc<AtomicBool>) -> Result<(), CommandError> 
 }
 
 fn live_line(s: &LiveStatus) -> String {
-    let mut out = format!("{} ({} sessions) {:.0}s", s.phase.name(), s.sessions, s.elapsed.as_secs_f64());
+    let mut out = format!(
+        "{} ({} sessions) {:.0}s",
+        s.phase.name(),
+        s.sessions,
+        s.elapsed.as_secs_f64()
+    );
     if let Some(r) = s.remaining {
         out.push_str(&format!(" / {:.0}s left", r.as_secs_f64()));
     }

@@ -134,7 +134,7 @@ fn a_short_run_prints_the_verdict_and_writes_a_complete_run_directory() {
 #[test]
 fn ctrl_c_stops_cleanly_and_writes_an_aborted_result() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = edbstress(tmp.path())
+    let child = edbstress(tmp.path())
         .args(SMALL)
         .args(["--duration", "10m"])
         .stdout(Stdio::piped())
@@ -155,7 +155,7 @@ fn ctrl_c_stops_cleanly_and_writes_an_aborted_result() {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_secs(2));
-    // SAFETY-free: kill(1) from the shell sends SIGINT like a terminal's Ctrl-C.
+    // kill -INT is what a terminal sends on Ctrl-C.
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

@@ -59,6 +59,9 @@ pub struct InstanceConfig {
     /// and no page is written for checkpoint depth (`checkpoint_depth` is then unused;
     /// pages are still written when the cache needs frames, which replay tolerates).
     pub hold_checkpoint: bool,
+    /// Largest write of contiguous dirty pages the page writer coalesces, bytes (at
+    /// least one page is always written).
+    pub write_coalesce_max: usize,
 }
 
 impl InstanceConfig {
@@ -76,6 +79,7 @@ impl InstanceConfig {
             io_mode: IoMode::Direct,
             backend: BackendKind::Auto,
             hold_checkpoint: false,
+            write_coalesce_max: 512 << 10,
         }
     }
 }
@@ -274,7 +278,7 @@ impl Instance {
                 } else {
                     config.checkpoint_depth
                 },
-                coalesce_max: 512 * 1024,
+                coalesce_max: config.write_coalesce_max,
                 write_depth: 32,
                 instance: config.instance,
                 backend: config.backend,

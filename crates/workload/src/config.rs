@@ -70,6 +70,9 @@ pub struct RunConfig {
     pub cache_max: u64,
     /// Checkpoint depth per instance, bytes.
     pub checkpoint_depth: u64,
+    /// Largest database write the page writer makes of contiguous dirty pages, bytes
+    /// (default one page: see the user guide).
+    pub write_coalesce: u64,
     /// Sessions running transactions over all instances (None: chosen by the tool).
     pub threads: Option<u32>,
     /// Find the largest session count that meets the thresholds.
@@ -203,6 +206,9 @@ pub struct ConfigFile {
     /// Checkpoint depth per instance, bytes.
     #[serde(skip_serializing_if = "Option::is_none", with = "forms::size")]
     pub checkpoint_depth: Option<u64>,
+    /// Largest coalesced database write, bytes.
+    #[serde(skip_serializing_if = "Option::is_none", with = "forms::size")]
+    pub write_coalesce: Option<u64>,
     /// Sessions over all instances.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
@@ -371,6 +377,7 @@ impl From<&RunConfig> for ConfigFile {
             cache_min: Some(c.cache_min),
             cache_max: Some(c.cache_max),
             checkpoint_depth: Some(c.checkpoint_depth),
+            write_coalesce: Some(c.write_coalesce),
             threads: c.threads,
             auto_tune: Some(c.auto_tune),
             duration: Some(c.duration),
@@ -638,6 +645,8 @@ impl RunConfig {
             cache_max,
             checkpoint_depth: last(layers, |l| l.checkpoint_depth)
                 .unwrap_or(defaults.checkpoint_depth),
+            // 0 until the page size is known: one page.
+            write_coalesce: last(layers, |l| l.write_coalesce).unwrap_or(0),
             threads: last(layers, |l| l.threads),
             auto_tune: last(layers, |l| l.auto_tune).unwrap_or(false),
             duration: last(layers, |l| l.duration).unwrap_or(default_duration),
@@ -659,6 +668,9 @@ impl RunConfig {
             backend: last(layers, |l| l.backend).unwrap_or(BackendKind::Auto),
             verify_after: last(layers, |l| l.verify_after).unwrap_or(true),
         };
+        if config.write_coalesce == 0 {
+            config.write_coalesce = config.page_size.bytes() as u64;
+        }
         config.validate()?;
         config.database_size = resolve_database_size(layers, &config)?;
         Ok(config)
@@ -776,6 +788,21 @@ impl RunConfig {
                     ),
                 ));
             }
+        }
+        let page = self.page_size.bytes() as u64;
+        if self.write_coalesce < page
+            || self.write_coalesce > 16 << 20
+            || self.write_coalesce % page != 0
+        {
+            return Err(invalid(
+                "write_coalesce",
+                format!(
+                    "{} is not a whole number of {} pages up to 16MiB; give e.g. \"{}\" (one page) or \"256KiB\"",
+                    format_size(self.write_coalesce),
+                    format_size(page),
+                    format_size(page)
+                ),
+            ));
         }
         if self.checkpoint_depth == 0 {
             return Err(invalid(

@@ -103,7 +103,6 @@ pub fn run(
     })
 }
 
-
 /// Creates missing databases (and reuses existing ones) like `edbstress prepare`.
 fn prepare(
     config: &RunConfig,

@@ -262,6 +262,7 @@ impl<'a> Workbench<'a> {
             ic.backend = config.backend;
             // Runs can be long; logs behind the checkpoint are not needed for recovery.
             ic.circular_logging = true;
+            ic.write_coalesce_max = usize::try_from(config.write_coalesce).unwrap_or(usize::MAX);
             let instance = Arc::new(Instance::open(ic).map_err(|e| RunError::Engine {
                 what: format!("open {}", layout.db_file.display()),
                 message: e.to_string(),
@@ -560,12 +561,15 @@ fn self_drive(
         if kind == PhaseKind::AttainPrerequisites {
             bench.log.line("Attaining prerequisites:");
         }
+        let mut stopped = None;
         loop {
             if stop.load(Ordering::Relaxed) {
-                return (measurement, Some(StopReason::Interrupted));
+                stopped = Some(StopReason::Interrupted);
+                break;
             }
             if let Some(f) = bench.failure() {
-                return (measurement, Some(StopReason::Failed(f)));
+                stopped = Some(StopReason::Failed(f));
+                break;
             }
             let now = Instant::now();
             if now >= deadline {
@@ -626,7 +630,8 @@ fn self_drive(
             }
             last_tick = snap;
         }
-        if kind == PhaseKind::AttainPrerequisites && Instant::now() >= deadline {
+        if kind == PhaseKind::AttainPrerequisites && stopped.is_none() && Instant::now() >= deadline
+        {
             bench.log.line(format!(
                 "Caches did not reach 90 % of their maximum within {}; measuring anyway (smallest fill {:.0} %).",
                 humantime::format_duration(length),
@@ -634,8 +639,12 @@ fn self_drive(
             ));
         }
         if let Some(r) = recorder {
+            // An interrupted measurement still reports what it measured.
             let end = bench.snapshot();
             measurement = Some(r.finish(bench, &end, sessions));
+        }
+        if stopped.is_some() {
+            return (measurement, stopped);
         }
     }
     (measurement, None)
