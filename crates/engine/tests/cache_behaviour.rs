@@ -437,7 +437,7 @@ mod cache {
         let pages: Vec<u32> = (0..60).map(|i| 7 + i * 31).collect();
         let wal = FakeWal::with_audit(1000, Some((db.path.clone(), pages.clone())));
         let cache = PageCache::new(
-            config(64),
+            config(128),
             open(&db.path, Access::ReadWrite),
             wal.clone(),
             (),
