@@ -11,6 +11,7 @@ mod common;
 mod prepare_cmd;
 mod probe_cmd;
 mod recover_cmd;
+mod report_cmd;
 mod units;
 
 use std::process::ExitCode;
@@ -40,6 +41,10 @@ enum Command {
     Recover(recover_cmd::RecoverArgs),
     /// Deep consistency check of the B+trees of offline databases.
     Check(check_cmd::CheckArgs),
+    /// Render a run directory's report again, or in another format (md, json, junit).
+    Report(report_cmd::ReportArgs),
+    /// Compare runs side by side (differences against the first), optionally as HTML.
+    Compare(report_cmd::CompareArgs),
     /// Run durable-commit sessions printing every acknowledged commit (crash testing).
     #[command(hide = true)]
     DurabilityProbe(probe_cmd::DurabilityProbeArgs),
@@ -67,6 +72,8 @@ fn main() -> ExitCode {
         Command::Checksum(args) => checksum_cmd::run(args),
         Command::Recover(args) => recover_cmd::run(args),
         Command::Check(args) => check_cmd::run(args),
+        Command::Report(args) => report_cmd::run(args),
+        Command::Compare(args) => report_cmd::compare(args),
         Command::DurabilityProbe(args) => probe_cmd::run(args),
     };
     match result {
