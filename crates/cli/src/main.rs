@@ -14,6 +14,7 @@ mod probe_cmd;
 mod recover_cmd;
 mod run_args;
 mod run_cmd;
+mod report_cmd;
 mod units;
 
 use std::process::ExitCode;
@@ -47,6 +48,10 @@ enum Command {
     Check(check_cmd::CheckArgs),
     /// Write a configuration template, or show the configuration a run would use.
     Config(config_cmd::ConfigArgs),
+    /// Render a run directory's report again, or in another format (md, json, junit).
+    Report(report_cmd::ReportArgs),
+    /// Compare runs side by side (differences against the first), optionally as HTML.
+    Compare(report_cmd::CompareArgs),
     /// Run durable-commit sessions printing every acknowledged commit (crash testing).
     #[command(hide = true)]
     DurabilityProbe(probe_cmd::DurabilityProbeArgs),
@@ -76,6 +81,8 @@ fn main() -> ExitCode {
         Command::Recover(args) => recover_cmd::run(args),
         Command::Check(args) => check_cmd::run(args),
         Command::Config(args) => config_cmd::run(args),
+        Command::Report(args) => report_cmd::run(args),
+        Command::Compare(args) => report_cmd::compare(args),
         Command::DurabilityProbe(args) => probe_cmd::run(args),
     };
     match result {

@@ -9,12 +9,16 @@ use std::path::{Path, PathBuf};
 use crate::model::RunResults;
 
 mod csv_samples;
-mod html;
+pub(crate) mod html;
 mod json;
+mod junit;
+mod markdown;
 
 pub use csv_samples::SamplesCsv;
-pub use html::HtmlReport;
+pub use html::{HtmlReport, read_test_log};
 pub use json::{ResultsJson, read_results};
+pub use junit::{JUNIT_MARKER, JunitXml, render_junit};
+pub use markdown::{MARKDOWN_MARKER, MarkdownSummary, md_cell, render_markdown};
 
 /// Why an export failed.
 #[derive(Debug, thiserror::Error)]
@@ -76,7 +80,21 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ExportError> {
 pub fn standard_exporters() -> Vec<Box<dyn Exporter>> {
     vec![
         Box::new(SamplesCsv),
-        Box::new(HtmlReport),
+        Box::new(HtmlReport::new()),
+        Box::new(MarkdownSummary),
+        Box::new(JunitXml),
         Box::new(ResultsJson),
     ]
+}
+
+/// Whether `bytes` are a file edbstress wrote (a report, summary, JUnit file, results
+/// or comparison): only such files may be overwritten by `edbstress report` and
+/// `edbstress compare`.
+pub fn is_edbstress_output(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(4096)];
+    let text = String::from_utf8_lossy(head);
+    text.contains("<meta name=\"generator\" content=\"edbstress\">")
+        || text.starts_with(MARKDOWN_MARKER)
+        || text.contains(JUNIT_MARKER)
+        || (text.trim_start().starts_with('{') && read_results(bytes).is_ok())
 }

@@ -2,15 +2,23 @@
 //! (`results.json`, schema version [`model::SCHEMA_VERSION`], documented in
 //! `docs/results-schema.md`), the summaries of I/O counters (rates, averages,
 //! percentiles), the interval time series, and the exporters that write them
-//! (`results.json`, `samples.csv`, `report.html`), every file written whole under a
-//! temporary name and renamed.
+//! (`results.json`, `samples.csv`, `report.html`, `summary.md`, `junit.xml`), every file
+//! written whole under a temporary name and renamed, the SVG charts of the report, and
+//! the comparison of several runs (`edbstress compare`).
 //!
 //! It must not run tests, touch databases or decide pass/fail: the workload crate
 //! measures and judges, this crate records and presents what it was given.
 
+pub mod charts;
+pub mod compare;
 pub mod export;
 pub mod model;
 pub mod summary;
+pub mod text;
+pub mod timeseries;
 
-pub use export::{ExportError, Exporter, read_results, standard_exporters, write_atomically};
+pub use export::{
+    ExportError, Exporter, HtmlReport, JunitXml, MarkdownSummary, ResultsJson, SamplesCsv,
+    is_edbstress_output, read_results, read_test_log, standard_exporters, write_atomically,
+};
 pub use model::*;

@@ -379,6 +379,9 @@ pub struct InstanceResult {
     /// DatabaseBackup: bytes read.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub bytes_read: Option<u64>,
+    /// DatabaseBackup: where the copy of this database was written, if one was.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub backup_path: Option<String>,
     /// SoftRecovery: log files generated before the crash.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub logs_generated: Option<u32>,
@@ -662,6 +665,10 @@ pub struct RunResults {
     pub tool: ToolInfo,
     /// Which test.
     pub test_type: TestType,
+    /// The user's description of the test (Jetstress's "Test Description"); the report
+    /// makes one from the parameters when absent.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub description: Option<String>,
     /// "Pass" or "Fail".
     pub overall_result: Verdict,
     /// The run was stopped early (Ctrl-C or an error); such a run always fails.

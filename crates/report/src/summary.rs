@@ -99,6 +99,31 @@ pub fn transactional_iops(io: &IoSummary) -> f64 {
         .sum()
 }
 
+/// Several classes of `io` as one (Jetstress's Total I/O Performance counts BDM reads
+/// as database reads): counts and rates add up, average bytes and latency are weighted
+/// by count. Percentiles and histograms are left empty.
+pub fn combined(io: &IoSummary, classes: &[IoClass]) -> ClassSummary {
+    let mut out = ClassSummary::default();
+    let (mut bytes, mut latency) = (0.0, 0.0);
+    for s in classes.iter().filter_map(|c| io.get(c)) {
+        if classes.len() == 1 {
+            return s.clone();
+        }
+        out.count += s.count;
+        out.errors += s.errors;
+        out.per_sec += s.per_sec;
+        bytes += s.avg_bytes * s.count as f64;
+        latency += s.avg_latency_ms * s.count as f64;
+        out.max_interval_latency_ms = out.max_interval_latency_ms.max(s.max_interval_latency_ms);
+        out.max_ms = out.max_ms.max(s.max_ms);
+    }
+    if out.count > 0 {
+        out.avg_bytes = bytes / out.count as f64;
+        out.avg_latency_ms = latency / out.count as f64;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,5 +159,22 @@ mod tests {
         assert_eq!(one.len(), 6);
         assert_eq!(one[&IoClass::DbRead].count, 1);
         assert_eq!(transactional_iops(&one), 1.0);
+    }
+
+    #[test]
+    fn combined_classes_weight_averages_by_count() {
+        let mut stats = IoStats::new();
+        for _ in 0..3 {
+            stats.record(0, IoClass::DbRead, 32768, 2_000_000, true);
+        }
+        stats.record(0, IoClass::BdmRead, 262144, 10_000_000, true);
+        let io = io_summary(&stats, None, 2.0, &|_| 0.0);
+        let both = combined(&io, &[IoClass::DbRead, IoClass::BdmRead]);
+        assert_eq!(both.count, 4);
+        assert_eq!(both.per_sec, 2.0);
+        assert_eq!(both.avg_bytes, (3.0 * 32768.0 + 262144.0) / 4.0);
+        assert!((both.avg_latency_ms - 4.0).abs() < 1e-9);
+        assert_eq!(combined(&io, &[IoClass::DbRead]), io[&IoClass::DbRead]);
+        assert_eq!(combined(&io, &[IoClass::BackupRead]).count, 0);
     }
 }

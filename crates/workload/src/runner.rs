@@ -208,6 +208,7 @@ pub fn empty_results(config: &RunConfig, threads: u32) -> RunResults {
             version: env!("CARGO_PKG_VERSION").into(),
         },
         test_type: config.test,
+        description: None,
         overall_result: Verdict::Fail,
         aborted: false,
         abort_reason: None,

@@ -1,0 +1,144 @@
+//! `edbstress report RUN_DIR`: renders a run directory's results again (after an
+//! upgrade, or in another format), and `edbstress compare RUN_DIR RUN_DIR…`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use edbstress_report::compare::RunComparison;
+use edbstress_report::{
+    Exporter, HtmlReport, JunitXml, MarkdownSummary, ResultsJson, RunResults, is_edbstress_output,
+    read_results, read_test_log, write_atomically,
+};
+
+use crate::common::CommandError;
+
+/// Output formats of `report`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// The HTML report (report.html).
+    Html,
+    /// The Markdown summary (summary.md).
+    Md,
+    /// The results (results.json), rewritten in this version's layout.
+    Json,
+    /// JUnit XML, one test case per criterion (junit.xml).
+    Junit,
+}
+
+/// Arguments of `edbstress report`.
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// The run directory (holding results.json, and test.log for the HTML report).
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: PathBuf,
+    /// What to write.
+    #[arg(long, value_enum, default_value = "html")]
+    pub format: ReportFormat,
+    /// Write here instead of into the run directory ("-": standard output). An existing
+    /// file is replaced only if edbstress wrote it.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Arguments of `edbstress compare`.
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Run directories; the first is the baseline the others are compared with.
+    #[arg(value_name = "RUN_DIR", num_args = 2.., required = true)]
+    pub run_dirs: Vec<PathBuf>,
+    /// Also write an HTML comparison with overlaid charts to this file (an existing
+    /// file is replaced only if edbstress wrote it).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// Reads `dir/results.json`, checking it is an edbstress results file of a schema this
+/// version reads.
+pub fn load_run(dir: &Path) -> Result<RunResults, CommandError> {
+    let path = dir.join("results.json");
+    let bytes = std::fs::read(&path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            CommandError::Usage(format!(
+                "{} has no results.json: not an edbstress run directory, or the run did not finish (results.json is written last)",
+                dir.display()
+            ))
+        } else {
+            CommandError::Usage(format!("cannot read {}: {e}", path.display()))
+        }
+    })?;
+    read_results(&bytes).map_err(|e| {
+        CommandError::Usage(format!(
+            "{} is not edbstress results this version can read: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// Writes `bytes` to `path` atomically, refusing to replace a file edbstress did not
+/// write.
+fn write_ours(path: &Path, bytes: &[u8]) -> Result<(), CommandError> {
+    if let Ok(existing) = std::fs::read(path) {
+        if !is_edbstress_output(&existing) {
+            return Err(CommandError::Usage(format!(
+                "{} exists and was not written by edbstress; choose another file or remove it",
+                path.display()
+            )));
+        }
+    } else if path.exists() {
+        return Err(CommandError::Usage(format!(
+            "{} exists and cannot be read; choose another file",
+            path.display()
+        )));
+    }
+    write_atomically(path, bytes)?;
+    Ok(())
+}
+
+/// Runs `edbstress report`.
+pub fn run(args: ReportArgs) -> Result<ExitCode, CommandError> {
+    let results = load_run(&args.run_dir)?;
+    let exporter: Box<dyn Exporter> = match args.format {
+        ReportFormat::Html => {
+            let log = read_test_log(&args.run_dir)?;
+            Box::new(HtmlReport::with_test_log(log))
+        }
+        ReportFormat::Md => Box::new(MarkdownSummary),
+        ReportFormat::Json => Box::new(ResultsJson),
+        ReportFormat::Junit => Box::new(JunitXml),
+    };
+    let bytes = exporter.render(&results)?;
+    match &args.output {
+        Some(p) if p.as_os_str() == "-" => {
+            std::io::stdout()
+                .write_all(&bytes)
+                .map_err(|e| CommandError::Usage(format!("cannot write standard output: {e}")))?;
+        }
+        Some(p) => {
+            write_ours(p, &bytes)?;
+            eprintln!("wrote {}", p.display());
+        }
+        None => {
+            let p = args.run_dir.join(exporter.file_name());
+            write_ours(&p, &bytes)?;
+            eprintln!("wrote {}", p.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `edbstress compare`.
+pub fn compare(args: CompareArgs) -> Result<ExitCode, CommandError> {
+    let mut runs = Vec::new();
+    for dir in &args.run_dirs {
+        runs.push((dir.display().to_string(), load_run(dir)?));
+    }
+    let comparison = RunComparison::new(runs);
+    print!("{}", comparison.to_text());
+    if let Some(path) = &args.html {
+        write_ours(path, comparison.to_html().as_bytes())?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

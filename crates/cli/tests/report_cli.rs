@@ -1,0 +1,306 @@
+//! `edbstress report` and `edbstress compare` on the run directory of a real short
+//! run, and its report rendered by headless Chromium.
+//!
+//! One run serves every check (a run takes a few seconds). Chromium must be installed
+//! (`apt-get install chromium`; `.ci/run` installs it); `EDBSTRESS_SKIP_CHROMIUM=1`
+//! skips that part loudly. `EDBSTRESS_REPORT_PNG=FILE` keeps the screenshot to look at.
+
+#[path = "../../workload/tests/common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use edbstress_report::{RunResults, TestType, Verdict};
+use edbstress_workload::runner::run;
+
+fn edbstress(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_edbstress"))
+        .args(args)
+        .output()
+        .expect("run edbstress")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn report_compare_and_chromium_on_a_real_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = common::small_config(tmp.path(), TestType::Performance);
+    config.database_size = 32 << 20;
+    // A closed-loop (throughput) run: its cache warms in about a second.
+    config.duration = Duration::from_secs(3);
+    let outcome = run(&config, &AtomicBool::new(false), &|_| {}).unwrap();
+    let dir = outcome.dir.clone();
+    re_rendering_reproduces_every_file(&dir);
+    bad_input_is_refused_and_foreign_files_are_kept(&dir, tmp.path());
+    compare_shows_the_differences_of_two_runs(&dir, tmp.path());
+    chromium_renders_the_verdict_and_the_charts(&dir, &outcome.results, tmp.path());
+}
+
+fn re_rendering_reproduces_every_file(dir: &Path) {
+    for (format, file) in [
+        ("html", "report.html"),
+        ("md", "summary.md"),
+        ("junit", "junit.xml"),
+        ("json", "results.json"),
+    ] {
+        let before = std::fs::read(dir.join(file)).unwrap();
+        let o = edbstress(&["report", s(dir), "--format", format]);
+        assert!(o.status.success(), "{format}: {}", stderr(&o));
+        assert!(stderr(&o).contains(file));
+        let after = std::fs::read(dir.join(file)).unwrap();
+        assert!(before == after, "re-rendered {file} differs from the run's");
+        let o = edbstress(&["report", s(dir), "--format", format, "--output", "-"]);
+        assert!(o.status.success());
+        assert!(o.stdout == before, "{file} on standard output differs");
+    }
+}
+
+fn bad_input_is_refused_and_foreign_files_are_kept(dir: &Path, tmp: &Path) {
+    let empty = tmp.join("not-a-run");
+    std::fs::create_dir(&empty).unwrap();
+    let o = edbstress(&["report", s(&empty)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("has no results.json"), "{}", stderr(&o));
+
+    let future = tmp.join("future-run");
+    std::fs::create_dir(&future).unwrap();
+    let json = std::fs::read_to_string(dir.join("results.json")).unwrap();
+    std::fs::write(
+        future.join("results.json"),
+        json.replacen("\"schema_version\": 1", "\"schema_version\": 99", 1),
+    )
+    .unwrap();
+    let o = edbstress(&["report", s(&future)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("schema_version 99"), "{}", stderr(&o));
+    assert!(!future.join("report.html").exists());
+
+    let notes = tmp.join("notes.html");
+    std::fs::write(&notes, "<html>my notes</html>").unwrap();
+    let o = edbstress(&["report", s(dir), "--output", s(&notes)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("not written by edbstress"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "<html>my notes</html>"
+    );
+}
+
+fn compare_shows_the_differences_of_two_runs(dir: &Path, tmp: &Path) {
+    // The second run: the first with 1.5× the transactional IOPS and twice the
+    // database read rate, so the expected differences are exact.
+    let after = tmp.join("after");
+    std::fs::create_dir(&after).unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
+    let iops = v["achieved_transactional_iops"].as_f64().unwrap();
+    v["achieved_transactional_iops"] = (iops * 1.5).into();
+    let reads = v["totals"]["io"]["db_read"]["per_sec"].as_f64().unwrap();
+    assert!(reads > 0.0);
+    v["totals"]["io"]["db_read"]["per_sec"] = (reads * 2.0).into();
+    std::fs::write(after.join("results.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+
+    let html = tmp.join("comparison.html");
+    let o = edbstress(&["compare", s(dir), s(&after), "--html", s(&html)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains(&format!("A: {}", dir.display())), "{text}");
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row:\n{text}"))
+            .to_string()
+    };
+    assert!(
+        line("Achieved transactional IOPS").ends_with("(+50.0 %)"),
+        "{text}"
+    );
+    assert!(line("Database Reads/sec").ends_with("(+100.0 %)"), "{text}");
+    assert!(line("Log Writes/sec").ends_with("(0.0 %)"), "{text}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("(+50.0 %)"));
+    assert!(
+        page.matches("<polyline").count() >= 4,
+        "overlaid series drawn"
+    );
+    // Our own comparison file may be replaced; the second run alone is not enough.
+    let o = edbstress(&["compare", s(dir), s(&after), "--html", s(&html)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = edbstress(&["compare", s(dir)]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+fn find_chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("EDBSTRESS_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    for name in [
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+    ] {
+        for d in std::env::split_paths(&path) {
+            if d.join(name).is_file() {
+                return Some(d.join(name));
+            }
+        }
+    }
+    None
+}
+
+/// RGB pixels of a PNG, with its width and height.
+fn decode_png(path: &Path) -> (u32, u32, Vec<[u8; 3]>) {
+    let mut decoder = png::Decoder::new(std::fs::File::open(path).unwrap());
+    decoder.set_transformations(png::Transformations::normalize_to_color8());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let bytes = &buf[..info.buffer_size()];
+    let channels = match info.color_type {
+        png::ColorType::Rgb => 3,
+        png::ColorType::Rgba => 4,
+        png::ColorType::Grayscale => 1,
+        png::ColorType::GrayscaleAlpha => 2,
+        other => panic!("unexpected PNG colour type {other:?}"),
+    };
+    let pixels = bytes
+        .chunks_exact(channels)
+        .map(|p| {
+            if channels < 3 {
+                [p[0], p[0], p[0]]
+            } else {
+                [p[0], p[1], p[2]]
+            }
+        })
+        .collect();
+    (info.width, info.height, pixels)
+}
+
+fn near(p: [u8; 3], c: [u8; 3], tolerance: i32) -> bool {
+    p.iter()
+        .zip(c)
+        .all(|(a, b)| (i32::from(*a) - i32::from(b)).abs() <= tolerance)
+}
+
+fn chromium_renders_the_verdict_and_the_charts(dir: &Path, results: &RunResults, tmp: &Path) {
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    // The charts carry the run's data: one point per sampling interval on the
+    // transactional IOPS line, and the thresholds drawn.
+    let intervals = results
+        .samples
+        .iter()
+        .map(|s| s.interval)
+        .max()
+        .unwrap_or(0) as usize;
+    assert!(intervals >= 2, "a 3 s run at 1 s intervals has intervals");
+    assert!(html.matches("<svg class=\"chart\"").count() >= 6);
+    let iops_chart = html
+        .split("<svg")
+        .find(|c| c.contains("I/O per second over the run"))
+        .expect("IOPS chart");
+    let line = iops_chart.split("points=\"").nth(1).unwrap();
+    let points = line[..line.find('"').unwrap()].split(' ').count();
+    assert_eq!(points, intervals, "one IOPS point per interval");
+    let read_chart = html
+        .split("<svg")
+        .find(|c| c.contains("Database Reads latency over the run"))
+        .expect("database read latency chart");
+    assert!(read_chart.contains("average limit 20 ms"));
+    assert!(read_chart.contains("maximum limit 100 ms"));
+
+    let Some(chromium) = find_chromium() else {
+        let msg = "chromium is not installed: the report could not be rendered to check it. \
+                   Install it (apt-get install chromium) or set EDBSTRESS_SKIP_CHROMIUM=1 to skip.";
+        if std::env::var("EDBSTRESS_SKIP_CHROMIUM").as_deref() == Ok("1") {
+            eprintln!("\n!!!!!!!!!!\n!!! SKIPPED: {msg}\n!!!!!!!!!!\n");
+            return;
+        }
+        panic!("{msg}");
+    };
+    let png_path = tmp.join("report.png");
+    let url = format!("file://{}", dir.join("report.html").display());
+    let mut child = Command::new(&chromium)
+        .args([
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--hide-scrollbars",
+            "--no-first-run",
+            &format!("--user-data-dir={}", tmp.join("chromium-profile").display()),
+            &format!("--screenshot={}", png_path.display()),
+            "--window-size=1280,9000",
+            &url,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromium");
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("chromium did not finish the screenshot within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(png_path.is_file(), "chromium wrote no screenshot");
+    if let Some(keep) = std::env::var_os("EDBSTRESS_REPORT_PNG") {
+        std::fs::copy(&png_path, keep).unwrap();
+    }
+    let (w, h, pixels) = decode_png(&png_path);
+    assert_eq!((w, h), (1280, 9000));
+    let non_white = pixels
+        .iter()
+        .filter(|p| !near(**p, [255, 255, 255], 8))
+        .count();
+    assert!(
+        non_white > pixels.len() / 50,
+        "the page looks blank: {non_white} of {} pixels are not white",
+        pixels.len()
+    );
+    // The verdict banner: PASS green or FAIL red, near the top.
+    const GREEN: [u8; 3] = [0x1E, 0x7B, 0x34];
+    const RED: [u8; 3] = [0xB3, 0x26, 0x1E];
+    let (want, other) = match results.overall_result {
+        Verdict::Pass => (GREEN, RED),
+        Verdict::Fail => (RED, GREEN),
+    };
+    let top = &pixels[..(w * 400) as usize];
+    let verdict = top.iter().filter(|p| near(**p, want, 24)).count();
+    let wrong = top.iter().filter(|p| near(**p, other, 24)).count();
+    assert!(
+        verdict > 50_000,
+        "verdict banner colour not found ({verdict} pixels) for {:?}",
+        results.overall_result
+    );
+    assert!(
+        wrong < 500,
+        "the other verdict's colour appears at the top ({wrong} pixels)"
+    );
+    // The charts were drawn: their series colour (blue, #0072B2) below the top.
+    let blue = pixels[(w * 400) as usize..]
+        .iter()
+        .filter(|p| near(**p, [0x00, 0x72, 0xB2], 30))
+        .count();
+    assert!(blue > 500, "chart lines not drawn ({blue} blue pixels)");
+}

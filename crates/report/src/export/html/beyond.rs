@@ -1,0 +1,576 @@
+//! What Jetstress lacks: every criterion with its measured value, latency percentiles
+//! and histograms per I/O class, time series with the thresholds drawn, the
+//! request-size distribution, the auto-tuning curve and the checksum verification
+//! (in the shape of the reference report's checksum appendix).
+
+use edbstress_io::IoClass;
+
+use super::{Cell, Doc, Table};
+use crate::charts::{Axis, BarRow, Chart, Draw, RefLine, Series, Ticks, hbar_chart};
+use crate::model::{ClassSummary, RunResults};
+use crate::text::{fixed3, group_thousands, plain_words, quantity, request_size};
+use crate::timeseries::{self, aligned, avg_latency, classes_seen, p99, per_sec, rate};
+
+/// Every section beyond Jetstress that has something to show.
+pub(super) fn sections(doc: &mut Doc, r: &RunResults) {
+    criteria(doc, r);
+    percentiles(doc, r);
+    histograms(doc, r);
+    time_series(doc, r);
+    request_sizes(doc, r);
+    if r.autotune.is_some() {
+        autotune(doc, r);
+    }
+    if r.verification.is_some() {
+        verification(doc, r);
+    }
+}
+
+fn criteria(doc: &mut Doc, r: &RunResults) {
+    doc.section("criteria", "Pass/Fail Criteria", true);
+    if r.criteria.is_empty() {
+        doc.note("No criterion was evaluated (the test stopped before measuring).");
+        doc.end();
+        return;
+    }
+    let mut t = Table::new(
+        "",
+        &[
+            "Criterion",
+            "Scope",
+            "Measured",
+            "Limit",
+            "Result",
+            "In plain words",
+        ],
+    );
+    for c in &r.criteria {
+        let limit = format!(
+            "{} {}",
+            c.comparison.symbol(),
+            quantity(c.threshold, &c.unit)
+        );
+        let cells = vec![
+            Cell::from(c.name.as_str()),
+            Cell::from(c.scope.as_str()),
+            Cell::from(quantity(c.measured, &c.unit)),
+            Cell::from(limit),
+            if c.passed {
+                Cell::with("PASS", "pass")
+            } else {
+                Cell::with("FAIL", "fail")
+            },
+            // Failed ones only: they are what the reader must act on.
+            Cell::with(
+                if c.passed {
+                    String::new()
+                } else {
+                    plain_words(c, r)
+                },
+                "words",
+            ),
+        ];
+        if c.passed {
+            t.row(cells);
+        } else {
+            t.failed_row(cells);
+        }
+    }
+    doc.table(&t);
+    doc.note("Maximum latency criteria use the highest average of one sampling interval, as Jetstress does; a limit met exactly passes.");
+    doc.end();
+}
+
+/// The classes of `r` that saw I/O, in class order.
+fn used_classes(r: &RunResults) -> Vec<(IoClass, &ClassSummary)> {
+    r.totals
+        .io
+        .iter()
+        .filter(|(_, s)| s.count > 0)
+        .map(|(c, s)| (*c, s))
+        .collect()
+}
+
+fn percentile_cells(name: String, s: &ClassSummary) -> Vec<Cell> {
+    vec![
+        Cell::from(name),
+        Cell::from(group_thousands(s.count as i64)),
+        Cell::from(fixed3(s.per_sec)),
+        Cell::from(fixed3(s.avg_latency_ms)),
+        Cell::from(fixed3(s.p50_ms)),
+        Cell::from(fixed3(s.p90_ms)),
+        Cell::from(fixed3(s.p99_ms)),
+        Cell::from(fixed3(s.p999_ms)),
+        Cell::from(fixed3(s.max_ms)),
+        Cell::from(fixed3(s.max_interval_latency_ms)),
+    ]
+}
+
+const PERCENTILE_HEAD: [&str; 10] = [
+    "I/O class",
+    "I/Os",
+    "I/O per sec",
+    "Average (msec)",
+    "p50 (msec)",
+    "p90 (msec)",
+    "p99 (msec)",
+    "p99.9 (msec)",
+    "Maximum (msec)",
+    "Highest Interval Average (msec)",
+];
+
+fn percentiles(doc: &mut Doc, r: &RunResults) {
+    doc.section("percentiles", "Latency Percentiles", true);
+    let classes = used_classes(r);
+    if classes.is_empty() {
+        doc.note("No I/O was measured.");
+        doc.end();
+        return;
+    }
+    doc.h3("All instances");
+    let mut t = Table::new("", &PERCENTILE_HEAD);
+    for (c, s) in &classes {
+        t.row(percentile_cells(c.label().to_string(), s));
+    }
+    doc.table(&t);
+    if r.instances.len() > 1 {
+        doc.h3("Per instance");
+        let mut head = PERCENTILE_HEAD;
+        head[0] = "Instance — I/O class";
+        let mut t = Table::new("", &head);
+        for (c, _) in &classes {
+            for i in &r.instances {
+                if let Some(s) = i.io.get(c).filter(|s| s.count > 0) {
+                    t.row(percentile_cells(format!("{} — {}", i.name, c.label()), s));
+                }
+            }
+        }
+        doc.table(&t);
+    }
+    if let Some(x) = &r.totals.transactions {
+        doc.h3("Transactions");
+        let l = &x.latency;
+        doc.kv(&[
+            ("Transactions", group_thousands(x.count as i64)),
+            (
+                "Average / p50 / p90 (msec)",
+                format!(
+                    "{} / {} / {}",
+                    fixed3(l.avg_ms),
+                    fixed3(l.p50_ms),
+                    fixed3(l.p90_ms)
+                ),
+            ),
+            (
+                "p99 / p99.9 / Maximum (msec)",
+                format!(
+                    "{} / {} / {}",
+                    fixed3(l.p99_ms),
+                    fixed3(l.p999_ms),
+                    fixed3(l.max_ms)
+                ),
+            ),
+        ]);
+    }
+    doc.note("Percentiles come from the full latency histogram of every I/O (submission to completion), within 0.1 %.");
+    doc.end();
+}
+
+/// The average-latency limit of `class` from the criteria, if it is judged.
+fn limits(r: &RunResults, class: IoClass) -> (Option<f64>, Option<f64>) {
+    let key = match class {
+        IoClass::DbRead => "db_read",
+        IoClass::LogWrite => "log_write",
+        _ => return (None, None),
+    };
+    let find = |suffix: &str| {
+        r.criteria
+            .iter()
+            .find(|c| c.key == format!("{key}_{suffix}"))
+            .map(|c| c.threshold)
+    };
+    (find("avg_latency"), find("max_latency"))
+}
+
+fn histograms(doc: &mut Doc, r: &RunResults) {
+    doc.section("histograms", "Latency Histograms", true);
+    let classes = used_classes(r);
+    if classes.is_empty() {
+        doc.note("No I/O was measured.");
+    }
+    for (class, s) in classes {
+        let total = s.histogram.count().max(1) as f64;
+        let mut chart = Chart::new(
+            format!(
+                "{} latency, all instances ({} I/Os)",
+                class.label(),
+                group_thousands(s.count as i64)
+            ),
+            Axis::log("latency (log scale)", Ticks::Millis),
+            Axis::linear("share of I/Os", Ticks::Percent),
+        );
+        chart.plot_height = 170.0;
+        // Buckets double: (bound+1)/2 .. bound+1 ns.
+        chart.bars = s
+            .histogram
+            .buckets()
+            .map(|(bound, n)| crate::charts::Bar {
+                x0: (bound + 1) as f64 / 2.0 / 1e6,
+                x1: (bound + 1) as f64 / 1e6,
+                y: n as f64 / total * 100.0,
+            })
+            .collect();
+        chart.bars_label = Some("I/Os per latency band (each band twice the last)".into());
+        for (label, v) in [("p50", s.p50_ms), ("p99", s.p99_ms), ("p99.9", s.p999_ms)] {
+            chart.v_lines.push(RefLine {
+                label: format!("{label} {}", quantity(v, "ms")),
+                value: v,
+                kind: 2,
+            });
+        }
+        if let (Some(avg), _) = limits(r, class) {
+            chart.v_lines.push(RefLine {
+                label: format!("average limit {}", quantity(avg, "ms")),
+                value: avg,
+                kind: 0,
+            });
+        }
+        doc.svg(&chart.to_svg());
+    }
+    doc.end();
+}
+
+fn time_axis() -> Axis {
+    Axis::linear("time since measurement started", Ticks::Elapsed)
+}
+
+fn latency_chart(r: &RunResults, class: IoClass) -> Chart {
+    let s = &r.samples;
+    let mut chart = Chart::new(
+        format!("{} latency over the run (all instances)", class.label()),
+        time_axis(),
+        Axis::log("latency, ms (log scale)", Ticks::Millis),
+    );
+    let series = |name: &str, style: usize, field: timeseries::Field| Series {
+        name: name.to_string(),
+        points: aligned(s, "Total", class.name(), field),
+        style,
+        draw: Draw::Line,
+        hollow: false,
+    };
+    chart
+        .series
+        .push(series("interval average", 0, avg_latency));
+    chart.series.push(series("interval p99", 1, p99));
+    let (avg, max) = limits(r, class);
+    if let Some(v) = avg {
+        chart.h_lines.push(RefLine {
+            label: format!("average limit {}", quantity(v, "ms")),
+            value: v,
+            kind: 0,
+        });
+    }
+    if let Some(v) = max {
+        chart.h_lines.push(RefLine {
+            label: format!(
+                "maximum limit {} (highest interval average)",
+                quantity(v, "ms")
+            ),
+            value: v,
+            kind: 1,
+        });
+    }
+    chart
+}
+
+fn time_series(doc: &mut Doc, r: &RunResults) {
+    doc.section("time-series", "I/O over the Run", true);
+    let s = &r.samples;
+    if s.is_empty() {
+        doc.note("No sampling interval was recorded.");
+        doc.end();
+        return;
+    }
+    let classes = classes_seen(s, "Total");
+    let mut iops = Chart::new(
+        "I/O per second over the run (all instances)",
+        time_axis(),
+        Axis::linear("I/O per second", Ticks::Number),
+    );
+    if r.test_type.is_transactional() {
+        iops.series.push(Series::line(
+            "transactional (database reads + writes)",
+            6,
+            timeseries::transactional_iops(s),
+        ));
+        if let Some(t) = r.target_transactional_iops {
+            iops.h_lines.push(RefLine {
+                label: format!("target {}", quantity(t, "IOPS")),
+                value: t,
+                kind: 2,
+            });
+        }
+    }
+    for (i, c) in classes.iter().enumerate() {
+        iops.series.push(Series::line(
+            c.label(),
+            i,
+            rate(s, "Total", c.name(), per_sec),
+        ));
+    }
+    doc.svg(&iops.to_svg());
+    if !r.test_type.is_transactional() {
+        let mut mbs = Chart::new(
+            "Throughput over the run (all instances)",
+            time_axis(),
+            Axis::linear("MB per second", Ticks::Number),
+        );
+        for (i, c) in classes.iter().enumerate() {
+            mbs.series.push(Series::line(
+                c.label(),
+                i,
+                rate(s, "Total", c.name(), timeseries::mb_per_sec),
+            ));
+        }
+        doc.svg(&mbs.to_svg());
+    }
+    let judged = [IoClass::DbRead, IoClass::LogWrite];
+    if r.test_type.is_transactional() {
+        for class in judged {
+            doc.svg(&latency_chart(r, class).to_svg());
+        }
+    }
+    let others: Vec<IoClass> = classes
+        .iter()
+        .copied()
+        .filter(|c| !r.test_type.is_transactional() || !judged.contains(c))
+        .collect();
+    if !others.is_empty() {
+        let mut chart = Chart::new(
+            if r.test_type.is_transactional() {
+                "Latency of the other I/O classes over the run (interval averages)"
+            } else {
+                "Latency over the run (interval averages, all instances)"
+            },
+            time_axis(),
+            Axis::log("latency, ms (log scale)", Ticks::Millis),
+        );
+        for (i, c) in classes.iter().enumerate() {
+            if others.contains(c) {
+                chart.series.push(Series {
+                    name: c.label().to_string(),
+                    points: aligned(s, "Total", c.name(), avg_latency),
+                    style: i,
+                    draw: Draw::Line,
+                    hollow: false,
+                });
+            }
+        }
+        doc.svg(&chart.to_svg());
+    }
+    doc.note("One point per sampling interval. Latency axes are logarithmic so the limits and sub-millisecond devices fit on one chart; a gap means no I/O of that class in the interval.");
+    doc.end();
+}
+
+fn request_sizes(doc: &mut Doc, r: &RunResults) {
+    doc.section("request-sizes", "Request Sizes", true);
+    let classes = used_classes(r);
+    let ios: f64 = classes.iter().map(|(_, s)| s.per_sec).sum();
+    let bytes: f64 = classes.iter().map(|(_, s)| s.per_sec * s.avg_bytes).sum();
+    if classes.is_empty() || ios <= 0.0 {
+        doc.note("No I/O was measured.");
+        doc.end();
+        return;
+    }
+    let rows: Vec<BarRow> = classes
+        .iter()
+        .map(|(c, s)| {
+            let io_share = s.per_sec / ios * 100.0;
+            let byte_share = if bytes > 0.0 {
+                s.per_sec * s.avg_bytes / bytes * 100.0
+            } else {
+                0.0
+            };
+            BarRow {
+                label: format!("{} ({})", c.label(), request_size(s.avg_bytes)),
+                values: vec![io_share, byte_share],
+                texts: vec![
+                    format!("{io_share:.1} % of I/Os ({:.1}/s)", s.per_sec),
+                    format!(
+                        "{byte_share:.1} % of bytes ({:.2} MB/s)",
+                        s.per_sec * s.avg_bytes / 1_048_576.0
+                    ),
+                ],
+            }
+        })
+        .collect();
+    doc.svg(&hbar_chart(
+        "Share of I/Os and of bytes by I/O class and average request size",
+        &["share of I/Os", "share of bytes"],
+        &rows,
+        100.0,
+    ));
+    doc.note("Each class is shown at its average request size (the results keep averages per class, not a size histogram).");
+    doc.end();
+}
+
+fn autotune(doc: &mut Doc, r: &RunResults) {
+    let Some(t) = &r.autotune else { return };
+    doc.section("autotune", "Auto-Tuning", true);
+    doc.note(&format!(
+        "Sessions were doubled until a step failed the thresholds, then bisected; the run used {} sessions, the largest count that passed.",
+        t.chosen_threads
+    ));
+    let mut sorted = t.steps.clone();
+    sorted.sort_by_key(|s| s.threads);
+    let mut chart = Chart::new(
+        "Achieved transactional IOPS by session count",
+        Axis::linear("sessions", Ticks::Number),
+        Axis::linear("transactional IOPS", Ticks::Number),
+    );
+    chart.series.push(Series::line(
+        "achieved IOPS",
+        0,
+        sorted
+            .iter()
+            .map(|s| (f64::from(s.threads), s.achieved_iops))
+            .collect(),
+    ));
+    for (passed, name, style) in [(true, "step passed", 2), (false, "step failed", 1)] {
+        let pts: Vec<(f64, Option<f64>)> = sorted
+            .iter()
+            .filter(|s| s.passed == passed)
+            .map(|s| (f64::from(s.threads), Some(s.achieved_iops)))
+            .collect();
+        if !pts.is_empty() {
+            chart.series.push(Series {
+                name: name.into(),
+                points: pts,
+                style,
+                draw: Draw::Markers,
+                hollow: !passed,
+            });
+        }
+    }
+    chart.v_lines.push(RefLine {
+        label: format!("chosen: {} sessions", t.chosen_threads),
+        value: f64::from(t.chosen_threads),
+        kind: 2,
+    });
+    doc.svg(&chart.to_svg());
+    let mut table = Table::new(
+        "",
+        &[
+            "Step",
+            "Sessions",
+            "Achieved Transactional IOPS",
+            "Database Reads Average Latency (msec)",
+            "Log Writes Average Latency (msec)",
+            "Seconds",
+            "Result",
+        ],
+    );
+    for (n, s) in t.steps.iter().enumerate() {
+        table.row(vec![
+            Cell::from((n + 1).to_string()),
+            Cell::from(s.threads.to_string()),
+            Cell::from(fixed3(s.achieved_iops)),
+            Cell::from(fixed3(s.db_read_avg_ms)),
+            Cell::from(fixed3(s.log_write_avg_ms)),
+            Cell::from(format!("{:.1}", s.seconds)),
+            if s.passed {
+                Cell::with("PASS", "pass")
+            } else {
+                Cell::with("FAIL", "fail")
+            },
+        ]);
+    }
+    doc.table(&table);
+    doc.end();
+}
+
+fn verification(doc: &mut Doc, r: &RunResults) {
+    let Some(v) = &r.verification else { return };
+    doc.section("checksum", "Checksum Statistics - All", true);
+    doc.note(&format!(
+        "Offline checksum verification of every database page and log segment after the run (like eseutil /k): {}.",
+        if v.passed { "all intact" } else { "DAMAGE FOUND" }
+    ));
+    let page = f64::from(r.parameters.page_size.max(1));
+    let mut t = Table::new(
+        "",
+        &[
+            "Database",
+            "Seen pages",
+            "Bad pages",
+            "Correctable pages",
+            "Wrong page-number pages",
+            "File length / seconds taken",
+            "MB/sec",
+        ],
+    );
+    let length = |pages: u64, secs: f64| {
+        let secs = if secs < 10.0 {
+            format!("{secs:.2}")
+        } else {
+            format!("{secs:.0}")
+        };
+        format!("{:.0} MB/{secs} sec", pages as f64 * page / 1_048_576.0)
+    };
+    let (mut seen, mut bad, mut corr, mut wrong, mut secs) = (0, 0, 0, 0, 0.0);
+    for d in &v.databases {
+        seen += d.pages_seen;
+        bad += d.bad_pages;
+        corr += d.correctable_pages;
+        wrong += d.wrong_page_number;
+        secs += d.seconds;
+        let cells = vec![
+            Cell::with(d.path.clone(), "path"),
+            Cell::from(d.pages_seen.to_string()),
+            Cell::from(d.bad_pages.to_string()),
+            Cell::from(d.correctable_pages.to_string()),
+            Cell::from(d.wrong_page_number.to_string()),
+            Cell::from(length(d.pages_seen, d.seconds)),
+            Cell::from(format!("{:.1}", d.mb_per_sec)),
+        ];
+        if d.bad_pages + d.correctable_pages + d.wrong_page_number > 0 {
+            t.failed_row(cells);
+        } else {
+            t.row(cells);
+        }
+    }
+    t.foot(vec![
+        Cell::from("(Sum)"),
+        Cell::from(seen.to_string()),
+        Cell::from(bad.to_string()),
+        Cell::from(corr.to_string()),
+        Cell::from(wrong.to_string()),
+        Cell::from(length(seen, secs)),
+        Cell::from(""),
+    ]);
+    doc.table(&t);
+    let mut t = Table::new(
+        "",
+        &[
+            "Log directory",
+            "Log files",
+            "Segments checked",
+            "Bad segments",
+        ],
+    );
+    for l in &v.logs {
+        let cells = vec![
+            Cell::with(l.path.clone(), "path"),
+            Cell::from(l.files.to_string()),
+            Cell::from(l.segments_seen.to_string()),
+            Cell::from(l.bad_segments.to_string()),
+        ];
+        if l.bad_segments > 0 {
+            t.failed_row(cells);
+        } else {
+            t.row(cells);
+        }
+    }
+    doc.table(&t);
+    doc.end();
+}

@@ -1,0 +1,244 @@
+//! Text shared by the renderers: escaping, number, size and time formats, and the
+//! failed criteria in plain words.
+
+use crate::model::{Criterion, RunResults};
+
+/// Escapes text for HTML and XML (element content and quoted attributes). Control
+/// characters other than tab and newline are dropped: XML 1.0 forbids them and a path
+/// or description could carry one.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\t' | '\n' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Three decimals, Jetstress's precision for rates and latencies.
+pub fn fixed3(v: f64) -> String {
+    format!("{v:.3}")
+}
+
+/// Bytes in binary megabytes as Jetstress writes them ("256.0 MB", "2.0 GB";
+/// 1 MB = 1,048,576 bytes).
+pub fn mb(bytes: u64) -> String {
+    const MIB: f64 = 1_048_576.0;
+    let v = bytes as f64 / MIB;
+    if v >= 10_240.0 * 1024.0 {
+        format!("{:.2} TB", v / 1024.0 / 1024.0)
+    } else if v >= 10_240.0 {
+        format!("{:.1} GB", v / 1024.0)
+    } else {
+        format!("{v:.1} MB")
+    }
+}
+
+/// A request size: "4 KiB", "32 KiB", "256 KiB", "1.5 MiB", "612 B".
+pub fn request_size(bytes: f64) -> String {
+    if bytes < 1024.0 {
+        format!("{bytes:.0} B")
+    } else if bytes < 1024.0 * 1024.0 {
+        let k = bytes / 1024.0;
+        if (k - k.round()).abs() < 0.05 {
+            format!("{k:.0} KiB")
+        } else {
+            format!("{k:.1} KiB")
+        }
+    } else {
+        format!("{:.1} MiB", bytes / 1024.0 / 1024.0)
+    }
+}
+
+/// An RFC 3339 time as "2026-11-21 14:05:09 +01:00"; other text unchanged, empty as "—".
+pub fn timestamp(rfc3339: &str) -> String {
+    if rfc3339.is_empty() {
+        return "—".into();
+    }
+    match chrono::DateTime::parse_from_rfc3339(rfc3339) {
+        Ok(t) => t.format("%Y-%m-%d %H:%M:%S %:z").to_string(),
+        Err(_) => rfc3339.to_string(),
+    }
+}
+
+/// `rfc3339` moved by `seconds` (negative: earlier), in the same offset.
+pub fn shift_timestamp(rfc3339: &str, seconds: f64) -> Option<String> {
+    let t = chrono::DateTime::parse_from_rfc3339(rfc3339).ok()?;
+    let d = chrono::Duration::milliseconds((seconds * 1000.0).round() as i64);
+    Some((t + d).to_rfc3339_opts(chrono::SecondsFormat::Secs, false))
+}
+
+/// Seconds as Jetstress's elapsed time, "03:46:20".
+pub fn hms(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// A measured or limit value with its unit, compactly: "23.4 ms", "1,200 IOPS", "3 pages".
+pub fn quantity(v: f64, unit: &str) -> String {
+    let n = if v.fract() == 0.0 && v.abs() < 1e15 {
+        group_thousands(v as i64)
+    } else if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    };
+    match unit {
+        "" => n,
+        "per sec" => format!("{n}/s"),
+        u => format!("{n} {u}"),
+    }
+}
+
+/// 1234567 → "1,234,567".
+pub fn group_thousands(v: i64) -> String {
+    let digits = v.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if v < 0 { format!("-{out}") } else { out }
+}
+
+/// Change of `value` against `base` in percent; None when the base is 0 (no change
+/// can be expressed; equal zeros are a 0 % change).
+pub fn pct_change(base: f64, value: f64) -> Option<f64> {
+    if base == 0.0 {
+        (value == 0.0).then_some(0.0)
+    } else {
+        Some((value - base) / base.abs() * 100.0)
+    }
+}
+
+/// "+12.5 %", "-3.0 %", "0.0 %", "n/a".
+pub fn pct_text(change: Option<f64>) -> String {
+    match change {
+        Some(c) if c.abs() < 0.05 => "0.0 %".into(),
+        Some(c) => format!("{c:+.1} %"),
+        None => "n/a".into(),
+    }
+}
+
+/// What a failed (or passed) criterion means, in a sentence a manager can read:
+/// "Database reads on Instance0001 took 23.4 ms on average; the limit is 20 ms."
+pub fn plain_words(c: &Criterion, r: &RunResults) -> String {
+    let m = |v: f64| quantity(v, &c.unit);
+    let on = if c.scope == "Total" {
+        String::new()
+    } else {
+        format!(" on {}", c.scope)
+    };
+    let (measured, limit) = (m(c.measured), m(c.threshold));
+    let count = c.measured.round() as i64;
+    match c.key.as_str() {
+        "db_read_avg_latency" => {
+            format!("Database reads{on} took {measured} on average; the limit is {limit}.")
+        }
+        "db_read_max_latency" => format!(
+            "In the worst sampling interval, database reads{on} averaged {measured}; the limit is {limit}."
+        ),
+        "db_read_p99_latency" => format!(
+            "1 database read in 100{on} took longer than {measured}; the limit for that 99th percentile is {limit}."
+        ),
+        "log_write_avg_latency" => {
+            format!("Log writes{on} took {measured} on average; the limit is {limit}.")
+        }
+        "log_write_max_latency" => format!(
+            "In the worst sampling interval, log writes{on} averaged {measured}; the limit is {limit}."
+        ),
+        "log_write_p99_latency" => format!(
+            "1 log write in 100{on} took longer than {measured}; the limit for that 99th percentile is {limit}."
+        ),
+        "page_fault_stalls" => format!(
+            "Transactions{on} waited for a free database cache page {} times per second (Database Page Fault Stalls/sec); the limit is {}.",
+            quantity(c.measured, ""),
+            quantity(c.threshold, "")
+        ),
+        "transactional_iops" => {
+            let p = &r.parameters;
+            let why = match (p.mailboxes, p.iops_per_mailbox) {
+                (Some(n), Some(per)) => format!(
+                    " ({} mailboxes × {} IOPS per mailbox)",
+                    group_thousands(n as i64),
+                    quantity(per, "")
+                ),
+                _ => String::new(),
+            };
+            format!(
+                "The storage delivered {measured} of transactional I/O; the target is {limit}{why}."
+            )
+        }
+        "io_errors" => format!("{count} I/O request(s) failed; there must be none."),
+        "transaction_errors" => format!("{count} transaction(s) failed; there must be none."),
+        "bdm_checksum_errors" => format!(
+            "Background database maintenance found {count} database page(s) failing their checksum during the run; there must be none."
+        ),
+        "shutdown_errors" => {
+            format!("{count} instance(s) could not be shut down cleanly; there must be none.")
+        }
+        "database_checksum_errors" => format!(
+            "The checksum verification after the run found {count} damaged database page(s); there must be none."
+        ),
+        "log_checksum_errors" => format!(
+            "The checksum verification after the run found {count} damaged log segment(s); there must be none."
+        ),
+        "backup_checksum_errors" => format!(
+            "The backup read {count} database page(s) failing their checksum; there must be none."
+        ),
+        "recovery_failures" => format!(
+            "{count} instance(s) did not recover cleanly from their logs; there must be none."
+        ),
+        _ => format!("{}.", c.describe()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup_and_drops_control_characters() {
+        assert_eq!(
+            escape("<script>alert('x')</script>&\"\u{1}"),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"
+        );
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(mb(256 << 20), "256.0 MB");
+        assert_eq!(mb(20 << 30), "20.0 GB");
+        assert_eq!(request_size(32768.0), "32 KiB");
+        assert_eq!(request_size(4633.09), "4.5 KiB");
+        assert_eq!(hms(13580.0), "03:46:20");
+        assert_eq!(group_thousands(3_553_834_303_488), "3,553,834,303,488");
+        assert_eq!(quantity(23.4, "ms"), "23.4 ms");
+        assert_eq!(quantity(1200.0, "IOPS"), "1,200 IOPS");
+        assert_eq!(quantity(812.54321, "IOPS"), "812.5 IOPS");
+        assert_eq!(pct_text(pct_change(200.0, 250.0)), "+25.0 %");
+        assert_eq!(pct_text(pct_change(0.0, 1.0)), "n/a");
+        assert_eq!(pct_text(pct_change(0.0, 0.0)), "0.0 %");
+        assert_eq!(
+            timestamp("2026-11-21T14:05:09+01:00"),
+            "2026-11-21 14:05:09 +01:00"
+        );
+        assert_eq!(
+            shift_timestamp("2026-11-21T14:05:09+01:00", -9.0).unwrap(),
+            "2026-11-21T14:05:00+01:00"
+        );
+    }
+}
