@@ -32,7 +32,7 @@ const GIB: u64 = 1 << 30;
 /// figure for a mailbox of average activity).
 const DEFAULT_IOPS_PER_MAILBOX: f64 = 0.12;
 /// Default mailbox quota.
-const DEFAULT_MAILBOX_QUOTA: u64 = 2_000_000_000;
+const DEFAULT_MAILBOX_QUOTA: u64 = 2 << 30;
 /// Smallest database file a run accepts: a few MiB leave the B+trees room to work.
 const MIN_DATABASE_SIZE: u64 = 4 * MIB;
 /// Database size of throughput runs given neither a size nor a capacity share.
@@ -1425,7 +1425,7 @@ mod tests {
         assert_eq!(c.sample_interval, Duration::from_secs(15));
         assert_eq!(c.warmup_timeout, Duration::from_secs(600));
         assert_eq!(c.iops_per_mailbox, 0.12);
-        assert_eq!(c.mailbox_quota, 2_000_000_000);
+        assert_eq!(c.mailbox_quota, 2 << 30);
         assert_eq!((c.cache_min, c.cache_max), (32 * MIB, 256 * MIB));
         assert_eq!(c.checkpoint_depth, 100 * MIB);
         assert_eq!(c.page_size, PageSize::K32);
@@ -1732,7 +1732,7 @@ mod tests {
             "database_size = \"256MiB\"",
             "duration = \"45s\"",
             "page_size = \"32KiB\"",
-            "mailbox_quota = \"2GB\"",
+            "mailbox_quota = \"2GiB\"",
             "op_mix = \"40/20/5/35\"",
             "test = \"performance\"",
         ] {
