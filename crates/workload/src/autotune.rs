@@ -35,10 +35,10 @@ pub struct AutoTuneOptions {
 }
 
 impl AutoTuneOptions {
-    /// Steps of two sampling intervals (at least 10 s) with half as much settling, up to
-    /// 256 sessions and 12 steps.
+    /// Steps of two sampling intervals (at least 2 s) with half as much settling, up to
+    /// 256 sessions and 12 steps: with the default 15 s interval, at most 9 minutes.
     pub fn for_interval(sample_interval: Duration) -> AutoTuneOptions {
-        let step = (sample_interval * 2).max(Duration::from_secs(10));
+        let step = (sample_interval * 2).max(Duration::from_secs(2));
         AutoTuneOptions {
             step,
             settle: step / 2,

@@ -115,3 +115,29 @@ fn stress_run_uses_the_lenient_maxima() {
     assert_eq!(max.threshold, 200.0);
     assert!(r.verification.as_ref().unwrap().passed);
 }
+
+#[test]
+fn auto_tune_reports_its_curve_and_runs_with_the_chosen_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = common::small_config(tmp.path(), TestType::Performance);
+    config.threads = None;
+    config.auto_tune = true;
+    config.duration = std::time::Duration::from_secs(2);
+    config.verify_after = false;
+    // A limit no storage meets: the first step fails, so the search ends at once and
+    // falls back to one session per database.
+    config.thresholds.log_write_avg_ms = 0.000_001;
+    let stop = AtomicBool::new(false);
+    let outcome = run(&config, &stop, &|_| {}).unwrap();
+    let r = &outcome.results;
+    let tune = r.autotune.as_ref().expect("auto-tune results");
+    assert_eq!(tune.steps.len(), 1);
+    assert!(!tune.steps[0].passed);
+    assert_eq!(tune.steps[0].threads, config.databases);
+    assert!(tune.steps[0].achieved_iops > 0.0);
+    assert_eq!(tune.chosen_threads, config.databases);
+    assert_eq!(r.parameters.threads, tune.chosen_threads);
+    assert!(r.measured_seconds >= 1.5);
+    let log = std::fs::read_to_string(outcome.dir.join("test.log")).unwrap();
+    assert!(log.contains("Auto-tune chose 2 sessions."), "{log}");
+}
