@@ -46,6 +46,8 @@ pub struct SoftRecoveryOptions {
     pub lazy_commit_pct: u32,
     /// Seed of the transaction generators.
     pub seed: u64,
+    /// Compressibility of the message content written.
+    pub compressibility: Compressibility,
     /// Direct or buffered I/O.
     pub io_mode: IoMode,
     /// I/O backend.
@@ -65,6 +67,8 @@ impl SoftRecoveryOptions {
             op_mix: config.op_mix,
             lazy_commit_pct: config.lazy_commit_pct,
             seed: config.seed,
+            compressibility: Compressibility::from_ratio(config.compressibility)
+                .unwrap_or(Compressibility::MAIL),
             io_mode: config.io_mode,
             backend: config.backend,
         }
@@ -264,7 +268,7 @@ fn soft_recover_one(
                     stream,
                     options.op_mix,
                     options.lazy_commit_pct,
-                    Compressibility::MAIL,
+                    options.compressibility,
                 );
                 loop {
                     if stop.load(Ordering::Relaxed)
@@ -406,6 +410,7 @@ mod tests {
             },
             lazy_commit_pct: 70,
             seed: 1,
+            compressibility: edbstress_engine::content::Compressibility::MAIL,
             io_mode: IoMode::Buffered,
             backend: BackendKind::Auto,
         };

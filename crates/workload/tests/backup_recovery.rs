@@ -183,6 +183,7 @@ fn soft_recovery_replays_every_generated_log_and_leaves_clean_databases() {
         },
         lazy_commit_pct: 70,
         seed: 3,
+        compressibility: edbstress_engine::content::Compressibility::MAIL,
         io_mode: IoMode::Buffered,
         backend: BackendKind::Auto,
     };
