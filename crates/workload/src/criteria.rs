@@ -268,17 +268,29 @@ mod tests {
         }
     }
 
-    fn failed(instances: &[InstanceResult], achieved: f64, target: Option<f64>) -> Vec<String> {
-        let totals = IoSummary::new();
-        let m = Measurements {
+    /// Measurements of `instances` with nothing else wrong.
+    fn clean<'a>(
+        instances: &'a [InstanceResult],
+        totals: &'a IoSummary,
+        achieved: f64,
+    ) -> Measurements<'a> {
+        Measurements {
             instances,
-            totals: &totals,
+            totals,
             achieved_iops: achieved,
-            target_iops: target,
+            target_iops: None,
             verification: None,
             transaction_errors: 0,
             bdm_bad_pages: 0,
             shutdown_errors: 0,
+        }
+    }
+
+    fn failed(instances: &[InstanceResult], achieved: f64, target: Option<f64>) -> Vec<String> {
+        let totals = IoSummary::new();
+        let m = Measurements {
+            target_iops: target,
+            ..clean(instances, &totals, achieved)
         };
         let t = Profile::Exchange2013.thresholds(TestType::Performance);
         evaluate(&m, &t)
@@ -341,16 +353,7 @@ mod tests {
             ["db_read_max_latency", "log_write_max_latency"]
         );
         let totals = IoSummary::new();
-        let m = Measurements {
-            instances: &inst,
-            totals: &totals,
-            achieved_iops: 1.0,
-            target_iops: None,
-            verification: None,
-            transaction_errors: 0,
-            bdm_bad_pages: 0,
-            shutdown_errors: 0,
-        };
+        let m = clean(&inst, &totals, 1.0);
         let stress = Profile::Exchange2013.thresholds(TestType::Stress);
         assert!(evaluate(&m, &stress).iter().all(|c| c.passed));
     }
@@ -375,14 +378,9 @@ mod tests {
             logs: vec![],
         };
         let m = Measurements {
-            instances: &inst,
-            totals: &totals,
-            achieved_iops: 1.0,
-            target_iops: None,
             verification: Some(&verification),
             transaction_errors: 3,
-            bdm_bad_pages: 0,
-            shutdown_errors: 0,
+            ..clean(&inst, &totals, 1.0)
         };
         let t = Profile::Exchange2013.thresholds(TestType::Performance);
         let failed: Vec<_> = evaluate(&m, &t).into_iter().filter(|c| !c.passed).collect();
@@ -407,16 +405,7 @@ mod tests {
     fn optional_percentile_limits() {
         let inst = [instance(10.0, 10.0, 1.0, 1.0, 0.0)];
         let totals = IoSummary::new();
-        let m = Measurements {
-            instances: &inst,
-            totals: &totals,
-            achieved_iops: 1.0,
-            target_iops: None,
-            verification: None,
-            transaction_errors: 0,
-            bdm_bad_pages: 0,
-            shutdown_errors: 0,
-        };
+        let m = clean(&inst, &totals, 1.0);
         let mut t = Profile::Exchange2010.thresholds(TestType::Performance);
         t.db_read_p99_ms = Some(19.0);
         let failed: Vec<_> = evaluate(&m, &t).into_iter().filter(|c| !c.passed).collect();

@@ -557,12 +557,9 @@ fn backup_test(
     results.totals.mb_per_sec = Some(total_mb_s);
     results.sizing.initial_bytes = total_bytes;
     results.sizing.final_bytes = total_bytes;
-    if stop.load(Ordering::Relaxed) {
-        results.aborted = true;
-        results.abort_reason = Some("interrupted (Ctrl-C)".into());
-    }
-    results.criteria = offline_criteria(
-        &results.totals.io,
+    finish_offline(
+        &mut results,
+        stop,
         "backup_checksum_errors",
         "Database pages failing checksum verification during the backup",
         bad,
@@ -640,15 +637,28 @@ fn soft_recovery_test(
             "Average time to replay one log file: {per_log:.3} s."
         ));
     }
-    if stop.load(Ordering::Relaxed) {
-        results.aborted = true;
-        results.abort_reason = Some("interrupted (Ctrl-C)".into());
-    }
-    results.criteria = offline_criteria(
-        &results.totals.io,
+    finish_offline(
+        &mut results,
+        stop,
         "recovery_failures",
         "Instances whose recovery did not complete cleanly",
         failed_recoveries,
     );
     Ok(results)
+}
+
+/// The end of a DatabaseBackup or SoftRecovery run: marked aborted when interrupted,
+/// judged by I/O errors and its own count of `problems`.
+fn finish_offline(
+    results: &mut RunResults,
+    stop: &AtomicBool,
+    key: &'static str,
+    name: &'static str,
+    problems: u64,
+) {
+    if stop.load(Ordering::Relaxed) {
+        results.aborted = true;
+        results.abort_reason = Some("interrupted (Ctrl-C)".into());
+    }
+    results.criteria = offline_criteria(&results.totals.io, key, name, problems);
 }
