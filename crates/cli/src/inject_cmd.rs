@@ -33,7 +33,9 @@ pub struct InjectArgs {
     /// Faults to inject, each on a distinct page, segment or checkpoint copy.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     count: u32,
-    /// Bits flipped per fault (bitflip: 1 = correctable; default random 1 or 2–8).
+    /// Bits flipped per fault (bitflip: 1 = correctable, 2 = bad, default 1 or 2 at
+    /// random; log-segment and checkpoint: at least 2, default 2). 3 or more bits in
+    /// one checksum block exceed the checksum's guarantee.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     bits: Option<u32>,
     /// Use buffered I/O for the transactions of lost-flush (filesystems without O_DIRECT).

@@ -237,7 +237,7 @@ fn a_performance_run_on_a_database_with_an_injected_bad_page_fails_naming_it() {
                 kind: FaultKind::Bitflip,
                 seed,
                 count: 1,
-                bits: Some(3),
+                bits: Some(2),
             };
             inject_database(&scratch, &request).unwrap()[0]
                 .pgno
@@ -249,7 +249,7 @@ fn a_performance_run_on_a_database_with_an_injected_bad_page_fails_naming_it() {
     let seed = seed.to_string();
     let out = edbstress(
         &[
-            "inject", "--json", "--db", DB, "--kind", "bitflip", "--bits", "3", "--seed", &seed,
+            "inject", "--json", "--db", DB, "--kind", "bitflip", "--bits", "2", "--seed", &seed,
         ],
         dir.path(),
     );
