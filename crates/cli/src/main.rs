@@ -9,6 +9,7 @@ mod check_cmd;
 mod checksum_cmd;
 mod common;
 mod config_cmd;
+mod inject_cmd;
 mod prepare_cmd;
 mod probe_cmd;
 mod recover_cmd;
@@ -55,6 +56,9 @@ enum Command {
     /// Run durable-commit sessions printing every acknowledged commit (crash testing).
     #[command(hide = true)]
     DurabilityProbe(probe_cmd::DurabilityProbeArgs),
+    /// Inject faults into edbstress's own files and print what was done (testing).
+    #[command(hide = true)]
+    Inject(inject_cmd::InjectArgs),
 }
 
 fn init_tracing(verbose: u8) {
@@ -84,6 +88,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report_cmd::run(args),
         Command::Compare(args) => report_cmd::compare(args),
         Command::DurabilityProbe(args) => probe_cmd::run(args),
+        Command::Inject(args) => inject_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -262,6 +262,8 @@ impl Instance {
                 next_message_id: header.next_message_id,
             },
         )?);
+        let barrier_file = Arc::clone(&file);
+        log.set_checkpoint_barrier(Box::new(move || Ok(barrier_file.sync_data()?)));
         // From here on the database may change: it needs recovery unless shut down cleanly.
         header.state = DbState::DirtyNeedsRecovery;
         header.update_seq += 1;

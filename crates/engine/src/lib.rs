@@ -15,6 +15,7 @@ pub mod check;
 pub mod content;
 pub mod dbfile;
 pub mod error;
+pub mod fault;
 pub mod instance;
 pub mod layout;
 pub mod log;

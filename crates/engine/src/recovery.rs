@@ -369,6 +369,8 @@ pub fn recover(
     }
     report.transactions_rolled_back += pending.len() as u64;
     cache.flush_all()?;
+    // Replayed pages must be durable before the checkpoint moves to the end of the log.
+    file.sync_data()?;
     report.pages_prefetched = cache.counters().prefetched;
     report.io = cache.io_stats();
     report.io.merge(&scan.io);

@@ -227,7 +227,11 @@ impl DataFile {
 
     /// Writes all of `buf` at `offset`, retrying on EINTR and short writes.
     pub fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<(), IoError> {
-        self.file.write_all_at(buf, offset).map_err(|e| {
+        crate::power_cut::write(&self.file, offset, buf, || {
+            self.file.write_all_at(buf, offset).map(|()| buf.len())
+        })
+        .map(|_| ())
+        .map_err(|e| {
             rw_error(
                 &self.path,
                 self.mode,
@@ -243,15 +247,13 @@ impl DataFile {
     /// `fdatasync`: the file's data (and the metadata needed to read it back, such as its
     /// size) are on stable storage when this returns.
     pub fn sync_data(&self) -> Result<(), IoError> {
-        self.file
-            .sync_data()
+        crate::power_cut::sync(&self.file, || self.file.sync_data())
             .map_err(|e| IoError::file_op(&self.path, "fdatasync", e))
     }
 
     /// `fsync`: data and all metadata on stable storage.
     pub fn sync_all(&self) -> Result<(), IoError> {
-        self.file
-            .sync_all()
+        crate::power_cut::sync(&self.file, || self.file.sync_all())
             .map_err(|e| IoError::file_op(&self.path, "fsync", e))
     }
 

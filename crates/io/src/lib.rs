@@ -24,6 +24,34 @@ mod class;
 mod error;
 mod file;
 mod histogram;
+#[cfg(feature = "power-cut-sim")]
+pub mod power_cut;
+/// Without the `power-cut-sim` feature every write and flush goes straight through.
+#[cfg(not(feature = "power-cut-sim"))]
+mod power_cut {
+    use std::fs::File;
+    use std::io;
+
+    #[inline]
+    pub(crate) fn armed() -> bool {
+        false
+    }
+
+    #[inline]
+    pub(crate) fn write(
+        _file: &File,
+        _offset: u64,
+        _buf: &[u8],
+        write: impl FnOnce() -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        write()
+    }
+
+    #[inline]
+    pub(crate) fn sync(_file: &File, sync: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
+        sync()
+    }
+}
 mod stats;
 
 pub use backend::{

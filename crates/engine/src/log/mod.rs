@@ -102,7 +102,8 @@ pub use reader::{
     read_log_with,
 };
 pub use writer::{
-    DEFAULT_LAZY_FLUSH_INTERVAL, DEFAULT_LOG_BUFFER_LEN, LogConfig, LogCounters, LogWriter,
+    CheckpointBarrier, DEFAULT_LAZY_FLUSH_INTERVAL, DEFAULT_LOG_BUFFER_LEN, LogConfig, LogCounters,
+    LogWriter,
 };
 
 /// The signatures that tie a log stream to its database: every log file header and

@@ -485,6 +485,8 @@ struct Shared {
     retention_floor: AtomicU32,
 
     checkpoint_file: Mutex<CheckpointFile>,
+    /// Makes the database's page writes durable before a checkpoint is written.
+    checkpoint_barrier: Mutex<Option<CheckpointBarrier>>,
     stats: Mutex<IoStats>,
     counters: AtomicCounters,
 
@@ -508,6 +510,12 @@ impl Shared {
         let mut file = self.checkpoint_file.lock();
         let state = self.checkpoint.lock().1;
         let checkpoint = self.checkpoint_to_write();
+        // The position covers only pages whose writes had completed; completed is not
+        // durable (a device cache may still lose them), and recovery will not replay
+        // changes before the checkpoint, so those writes are made durable first.
+        if let Some(barrier) = &*self.checkpoint_barrier.lock() {
+            barrier()?;
+        }
         file.write(checkpoint, state)?;
         bump(&self.counters.checkpoint_writes, 1);
         Ok(checkpoint)
@@ -1077,6 +1085,9 @@ fn run_precreator(shared: Arc<Shared>) {
     }
 }
 
+/// Makes the database's completed page writes durable (an `fdatasync` of the file).
+pub type CheckpointBarrier = Box<dyn Fn() -> Result<(), EngineError> + Send + Sync>;
+
 /// Appends transaction log records and makes them durable. `Send + Sync`: share it
 /// through an `Arc`. See [`crate::log`] for positions and the on-disk protocol.
 pub struct LogWriter {
@@ -1172,6 +1183,7 @@ impl LogWriter {
             checkpoint: Mutex::new((checkpoint, state)),
             retention_floor: AtomicU32::new(u32::MAX),
             checkpoint_file: Mutex::new(checkpoint_file),
+            checkpoint_barrier: Mutex::new(None),
             stats: Mutex::new(IoStats::new()),
             counters: AtomicCounters::default(),
             precreate: Mutex::new(PrecreateState {
@@ -1380,6 +1392,13 @@ impl LogWriter {
     /// written is never beyond the durable end of the log.
     pub fn set_checkpoint(&self, pos: LogPosition, state: CheckpointState) {
         *self.shared.checkpoint.lock() = (pos, state);
+    }
+
+    /// Sets what makes the database's page writes durable; it runs before every
+    /// checkpoint write (the checkpoint must never cover a page write that a power
+    /// loss could still undo).
+    pub fn set_checkpoint_barrier(&self, barrier: CheckpointBarrier) {
+        *self.shared.checkpoint_barrier.lock() = Some(barrier);
     }
 
     /// Writes the checkpoint file now (both copies, each made durable in turn).

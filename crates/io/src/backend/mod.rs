@@ -194,6 +194,12 @@ impl FromStr for BackendKind {
 /// the thread pool, logging why, when the kernel lacks or refuses it.
 pub fn open_backend(kind: BackendKind, depth: usize) -> Result<Box<dyn IoBackend>, IoError> {
     check_depth(depth)?;
+    // The kernel's own writes could not be journalled by a simulated power cut.
+    let kind = if crate::power_cut::armed() {
+        BackendKind::Threads
+    } else {
+        kind
+    };
     match kind {
         BackendKind::Threads => Ok(Box::new(ThreadPoolBackend::new(depth)?)),
         BackendKind::IoUring => Ok(Box::new(IoUringBackend::new(depth)?)),

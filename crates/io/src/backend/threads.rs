@@ -179,8 +179,13 @@ fn perform(job: &mut Job) -> io::Result<usize> {
     loop {
         let result = match job.op {
             IoOp::Read => job.file.read_at(&mut job.buf[..job.len], job.offset),
-            IoOp::Write => job.file.write_at(&job.buf[..job.len], job.offset),
-            IoOp::Fsync => job.file.sync_data().map(|()| 0),
+            IoOp::Write => {
+                let data = &job.buf[..job.len];
+                crate::power_cut::write(&job.file, job.offset, data, || {
+                    job.file.write_at(data, job.offset)
+                })
+            }
+            IoOp::Fsync => crate::power_cut::sync(&job.file, || job.file.sync_data()).map(|()| 0),
         };
         match result {
             Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
