@@ -12,9 +12,9 @@ mod config_cmd;
 mod prepare_cmd;
 mod probe_cmd;
 mod recover_cmd;
+mod report_cmd;
 mod run_args;
 mod run_cmd;
-mod report_cmd;
 mod units;
 
 use std::process::ExitCode;

@@ -24,6 +24,7 @@ mod class;
 mod error;
 mod file;
 mod histogram;
+pub mod probe;
 mod stats;
 
 pub use backend::{
