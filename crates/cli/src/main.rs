@@ -9,12 +9,13 @@ mod check_cmd;
 mod checksum_cmd;
 mod common;
 mod config_cmd;
+mod durability_probe_cmd;
 mod prepare_cmd;
-mod probe_cmd;
 mod recover_cmd;
 mod report_cmd;
 mod run_args;
 mod run_cmd;
+mod storage_probe_cmd;
 mod units;
 
 use std::process::ExitCode;
@@ -52,9 +53,11 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// Compare runs side by side (differences against the first), optionally as HTML.
     Compare(report_cmd::CompareArgs),
+    /// Measure what the storage under a path can do (random, sequential and log I/O).
+    Probe(storage_probe_cmd::StorageProbeArgs),
     /// Run durable-commit sessions printing every acknowledged commit (crash testing).
     #[command(hide = true)]
-    DurabilityProbe(probe_cmd::DurabilityProbeArgs),
+    DurabilityProbe(durability_probe_cmd::DurabilityProbeArgs),
 }
 
 fn init_tracing(verbose: u8) {
@@ -83,7 +86,8 @@ fn main() -> ExitCode {
         Command::Config(args) => config_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Compare(args) => report_cmd::compare(args),
-        Command::DurabilityProbe(args) => probe_cmd::run(args),
+        Command::Probe(args) => storage_probe_cmd::run(args),
+        Command::DurabilityProbe(args) => durability_probe_cmd::run(args),
     };
     match result {
         Ok(code) => code,
