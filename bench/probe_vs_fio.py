@@ -55,7 +55,7 @@ def size_bytes(text):
 
 
 def fio_job(path, rw, bs, depth, seconds, extra, offset=0, size=None, readonly=False):
-    """One fio job; returns (iops, cpu seconds of the job, mean latency ms)."""
+    """One fio job; returns (iops, CPU us per I/O of the job, mean latency ms, MiB/s)."""
     cmd = ["fio", "--name", "bench", "--filename", path, "--rw", rw, "--bs", bs,
            "--direct", "1", "--ioengine", "io_uring", "--iodepth", str(depth),
            "--runtime", str(seconds), "--time_based", "--norandommap", "--randrepeat", "0",
@@ -69,14 +69,16 @@ def fio_job(path, rw, bs, depth, seconds, extra, offset=0, size=None, readonly=F
     side = job["write"] if "write" in rw else job["read"]
     runtime_s = job["job_runtime"] / 1000.0
     cpu = (job["usr_cpu"] + job["sys_cpu"]) / 100.0 * runtime_s
+    ios = side.get("total_ios") or side["iops"] * runtime_s
+    cpu_us = 1e6 * cpu / ios if ios else float("nan")
     lat_ms = side["lat_ns"]["mean"] / 1e6 if "lat_ns" in side else float("nan")
-    return side["iops"], cpu, lat_ms
+    return side["iops"], cpu_us, lat_ms, side["bw_bytes"] / 2**20
 
 
 def probe(path, seconds, args):
     out, _ = run([EDB, "probe", "--file", path, "--keep", "--json", "--duration", f"{seconds}s"] + args)
     r = json.loads(out)
-    return r["iops"], r["cpu_seconds"], r["avg_latency_ms"]
+    return r["iops"], r["cpu_us_per_op"], r["avg_latency_ms"]
 
 
 def compare_patterns(work, size, runs, seconds, names):
@@ -99,9 +101,9 @@ def compare_patterns(work, size, runs, seconds, names):
                 fr, er = f(), e()
             else:
                 er, fr = e(), f()
-            fio_cpu_us = 1e6 * fr[1] / (fr[0] * seconds) if fr[0] else float("nan")
-            edb_cpu_us = 1e6 * er[1] / (er[0] * seconds) if er[0] else float("nan")
-            rows.append((fr[0], er[0], fio_cpu_us, edb_cpu_us, fr[2], er[2]))
+            fio_cpu_us, edb_cpu_us = fr[1], er[1]
+            # The paired ratio of one run (same minute of a noisy device) as well.
+            rows.append((fr[0], er[0], fio_cpu_us, edb_cpu_us, fr[2], er[2], er[0] / fr[0]))
             print(f"{name:11s} run {i + 1}: fio {fr[0]:9.0f} IOPS {fio_cpu_us:6.2f} us CPU/IO {fr[2]:7.3f} ms  |  "
                   f"edbstress {er[0]:9.0f} IOPS {edb_cpu_us:6.2f} us CPU/IO {er[2]:7.3f} ms", flush=True)
         med = [statistics.median(c) for c in zip(*rows)]
@@ -146,12 +148,14 @@ def compare_recovery(work, runs, seconds, logs):
             or class_entry(r.get("totals", {}).get("io", {}), "recovery_read") or {}
         reads = rr.get("count", 0)
         reads_per_s = reads / elapsed if elapsed else float("nan")
+        read_mbs = reads * rr.get("avg_bytes", 0) / 2**20 / elapsed if elapsed else float("nan")
         logs_per_s = (inst.get("logs_replayed") or 0) / elapsed if elapsed else float("nan")
         dbfile = sorted(glob.glob(os.path.join(db, "*.edb")))[0]
         fr = fio_job(dbfile, "randread", "32k", 32, seconds, [], readonly=True)
-        rows.append((fr[0], reads_per_s, logs_per_s))
-        print(f"soft-recovery run {i + 1}: fio randread 32k qd32 {fr[0]:9.0f} IOPS  |  recovery "
-              f"{reads_per_s:9.0f} reads/s, {logs_per_s:6.2f} logs/s ({reads} reads in {elapsed:.2f} s)", flush=True)
+        rows.append((fr[0], reads_per_s, logs_per_s, fr[3], read_mbs))
+        print(f"soft-recovery run {i + 1}: fio randread 32k qd32 {fr[0]:9.0f} IOPS {fr[3]:7.1f} MB/s  |  recovery "
+              f"{reads_per_s:9.0f} reads/s {read_mbs:7.1f} MB/s, {logs_per_s:6.2f} logs/s "
+              f"({reads} reads in {elapsed:.2f} s)", flush=True)
         shutil.rmtree(run_dir)
     return [statistics.median(c) for c in zip(*rows)]
 
@@ -163,7 +167,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=5, help="duration of each measurement")
     ap.add_argument("--patterns", default=",".join(PATTERNS), help="comma-separated: " + ",".join(PATTERNS))
-    ap.add_argument("--recovery-logs", type=int, default=40, help="logs per soft-recovery run (0: skip)")
+    ap.add_argument("--recovery-logs", type=int, default=200, help="logs per soft-recovery run (0: skip)")
     args = ap.parse_args()
     if shutil.which("fio") is None:
         sys.exit("fio is not installed: apt-get install fio")
@@ -185,14 +189,16 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
     print()
     print(f"medians of {args.runs} runs, {args.seconds} s each, O_DIRECT, io_uring")
-    print(f"{'pattern':11s} {'fio IOPS':>10s} {'edb IOPS':>10s} {'ratio':>6s}   "
+    print(f"{'pattern':11s} {'fio IOPS':>10s} {'edb IOPS':>10s} {'ratio':>6s} {'paired':>6s}   "
           f"{'fio us/IO':>9s} {'edb us/IO':>9s} {'ratio':>6s}   {'fio ms':>7s} {'edb ms':>7s}")
-    for name, (fi, ei, fc, ec, fl, el) in summary:
-        print(f"{name:11s} {fi:10.0f} {ei:10.0f} {ei / fi:6.3f}   {fc:9.2f} {ec:9.2f} {ec / fc:6.3f}   {fl:7.3f} {el:7.3f}")
+    for name, (fi, ei, fc, ec, fl, el, paired) in summary:
+        print(f"{name:11s} {fi:10.0f} {ei:10.0f} {ei / fi:6.3f} {paired:6.3f}   "
+              f"{fc:9.2f} {ec:9.2f} {ec / fc:6.3f}   {fl:7.3f} {el:7.3f}")
+    print("(ratio: of the medians; paired: median of each run's edbstress/fio IOPS)")
     if recovery:
-        fi, rr, lps = recovery
-        print(f"soft-recovery reads/s {rr:.0f} vs fio randread 32k qd32 {fi:.0f} IOPS: ratio {rr / fi:.3f} "
-              f"({lps:.2f} logs replayed/s)")
+        fi, rr, lps, fmb, rmb = recovery
+        print(f"soft-recovery: {rr:.0f} reads/s ({rmb:.1f} MB/s) vs fio randread 32k qd32 {fi:.0f} IOPS "
+              f"({fmb:.1f} MB/s): ratio {rr / fi:.3f} by I/Os, {rmb / fmb:.3f} by bytes; {lps:.2f} logs replayed/s")
 
 
 if __name__ == "__main__":
