@@ -9,13 +9,14 @@ mod check_cmd;
 mod checksum_cmd;
 mod common;
 mod config_cmd;
+mod durability_probe_cmd;
 mod inject_cmd;
 mod prepare_cmd;
-mod probe_cmd;
 mod recover_cmd;
 mod report_cmd;
 mod run_args;
 mod run_cmd;
+mod storage_probe_cmd;
 mod units;
 
 use std::process::ExitCode;
@@ -53,9 +54,11 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// Compare runs side by side (differences against the first), optionally as HTML.
     Compare(report_cmd::CompareArgs),
+    /// Measure what the storage under a path can do (random, sequential and log I/O).
+    Probe(storage_probe_cmd::StorageProbeArgs),
     /// Run durable-commit sessions printing every acknowledged commit (crash testing).
     #[command(hide = true)]
-    DurabilityProbe(probe_cmd::DurabilityProbeArgs),
+    DurabilityProbe(durability_probe_cmd::DurabilityProbeArgs),
     /// Inject faults into edbstress's own files and print what was done (testing).
     #[command(hide = true)]
     Inject(inject_cmd::InjectArgs),
@@ -87,7 +90,8 @@ fn main() -> ExitCode {
         Command::Config(args) => config_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Compare(args) => report_cmd::compare(args),
-        Command::DurabilityProbe(args) => probe_cmd::run(args),
+        Command::Probe(args) => storage_probe_cmd::run(args),
+        Command::DurabilityProbe(args) => durability_probe_cmd::run(args),
         Command::Inject(args) => inject_cmd::run(args),
     };
     match result {

@@ -153,6 +153,45 @@ pub enum IoError {
         source: io::Error,
     },
 
+    /// A probe file path holds a file that is not one of ours.
+    #[error(
+        "{} exists and is not an edbstress probe file; it will not be used or overwritten: \
+         choose another --file or --path, or delete it yourself if it is not needed",
+        path.display()
+    )]
+    ForeignFile {
+        /// The existing file.
+        path: PathBuf,
+    },
+
+    /// Not enough free space for a file about to be created.
+    #[error(
+        "not enough free space for {}: it needs {needed} bytes and {available} are available; \
+         free space or choose a smaller --size",
+        path.display()
+    )]
+    NoSpace {
+        /// The file that would have been created.
+        path: PathBuf,
+        /// Bytes it needs.
+        needed: u64,
+        /// Bytes available to unprivileged users.
+        available: u64,
+    },
+
+    /// A probe file size below the minimum.
+    #[error("a probe file of {size} bytes is too small; use at least {min} bytes")]
+    ProbeTooSmall {
+        /// The size asked for.
+        size: u64,
+        /// The smallest size accepted.
+        min: u64,
+    },
+
+    /// A probe measurement was asked with impossible parameters.
+    #[error("invalid probe measurement: {0}")]
+    BadProbeSpec(String),
+
     /// A backend name could not be parsed.
     #[error("unknown I/O backend {0:?}; expected auto, io_uring or threads")]
     UnknownBackend(String),

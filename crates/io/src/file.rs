@@ -103,13 +103,34 @@ impl DataFile {
         })
     }
 
+    /// Opens an existing file for reading and writing with `O_DSYNC`: every write is
+    /// durable (data, and the metadata needed to read it) when it completes.
+    pub fn open_dsync(path: impl AsRef<Path>, mode: IoMode) -> Result<DataFile, IoError> {
+        let path = path.as_ref();
+        let file = Self::open_file_with(path, mode, Access::ReadWrite, libc::O_DSYNC)?;
+        Ok(DataFile {
+            file,
+            path: path.to_path_buf(),
+            mode,
+            access: Access::ReadWrite,
+        })
+    }
+
     fn open_file(path: &Path, mode: IoMode, access: Access) -> Result<File, IoError> {
+        Self::open_file_with(path, mode, access, 0)
+    }
+
+    fn open_file_with(
+        path: &Path,
+        mode: IoMode,
+        access: Access,
+        extra_flags: i32,
+    ) -> Result<File, IoError> {
         let options = |direct: bool| {
             let mut options = OpenOptions::new();
             options.read(true).write(access == Access::ReadWrite);
-            if direct {
-                options.custom_flags(libc::O_DIRECT);
-            }
+            let direct_flag = if direct { libc::O_DIRECT } else { 0 };
+            options.custom_flags(direct_flag | extra_flags);
             options
         };
         match options(mode == IoMode::Direct).open(path) {

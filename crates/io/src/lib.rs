@@ -52,6 +52,7 @@ mod power_cut {
         sync()
     }
 }
+pub mod probe;
 mod stats;
 
 pub use backend::{
