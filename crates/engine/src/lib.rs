@@ -17,6 +17,7 @@ pub mod dbfile;
 pub mod error;
 pub mod instance;
 pub mod layout;
+pub mod lock;
 pub mod log;
 pub mod logfiles;
 pub mod prepare;
