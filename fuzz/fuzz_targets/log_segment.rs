@@ -8,7 +8,9 @@ fuzz_target!(|data: &[u8]| {
     let generation = data
         .get(..4)
         .map_or(1, |b| u32::from_le_bytes(b.try_into().unwrap()));
-    let slot = data.get(4..6).map_or(1, |b| u16::from_le_bytes([b[0], b[1]]));
+    let slot = data
+        .get(4..6)
+        .map_or(1, |b| u16::from_le_bytes([b[0], b[1]]));
     let _ = verify_segment(data, generation, slot);
     let _ = LogFileHeader::decode(data);
     let mut seg = data.to_vec();
