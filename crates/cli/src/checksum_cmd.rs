@@ -113,7 +113,9 @@ pub fn run(args: ChecksumArgs) -> Result<ExitCode, CommandError> {
             bar.set_position(done);
         })
         .map_err(|e| match e {
-            ScanError::NotOurs { .. } | ScanError::Io(_) => CommandError::Usage(e.to_string()),
+            ScanError::NotOurs { .. } | ScanError::Io(_) | ScanError::Locked(_) => {
+                CommandError::Usage(e.to_string())
+            }
         })?;
         db_reports.push(report);
     }

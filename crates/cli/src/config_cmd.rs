@@ -28,6 +28,7 @@ enum ConfigCommand {
         file: PathBuf,
     },
     /// Print the configuration a run with these options would use, as TOML.
+    #[command(allow_negative_numbers = true)]
     Show(Box<RunArgs>),
 }
 

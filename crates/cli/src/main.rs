@@ -7,6 +7,7 @@
 
 mod check_cmd;
 mod checksum_cmd;
+mod clean_cmd;
 mod common;
 mod config_cmd;
 mod durability_probe_cmd;
@@ -39,16 +40,33 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a test (Performance by default) and write its run directory and verdict.
+    // Negative numbers reach the value parsers, which say what range is allowed.
+    #[command(allow_negative_numbers = true)]
     Run(Box<run_cmd::RunCmdArgs>),
     /// Create database files filled with bulk-loaded B+trees of mailbox records.
+    // Negative numbers reach the value parsers, which say what range is allowed.
+    #[command(allow_negative_numbers = true)]
     Prepare(prepare_cmd::PrepareArgs),
     /// Verify every page of databases and every segment of logs, offline (like eseutil /k).
+    // Negative numbers reach the value parsers, which say what range is allowed.
+    #[command(allow_negative_numbers = true)]
     Checksum(checksum_cmd::ChecksumArgs),
     /// Replay the logs of instances that were not shut down cleanly (soft recovery).
+    // Negative numbers reach the value parsers, which say what range is allowed.
+    #[command(allow_negative_numbers = true)]
     Recover(recover_cmd::RecoverArgs),
     /// Deep consistency check of the B+trees of offline databases.
+    // Negative numbers reach the value parsers, which say what range is allowed.
+    #[command(allow_negative_numbers = true)]
     Check(check_cmd::CheckArgs),
+    /// Remove edbstress databases, their logs and (with --results-dir) run directories;
+    /// nothing without edbstress's signature.
+    // Negative numbers reach the value parsers, which say what range is allowed.
+    #[command(allow_negative_numbers = true)]
+    Clean(clean_cmd::CleanArgs),
     /// Write a configuration template, or show the configuration a run would use.
+    // Negative numbers reach the value parsers, which say what range is allowed.
+    #[command(allow_negative_numbers = true)]
     Config(config_cmd::ConfigArgs),
     /// Render a run directory's report again, or in another format (md, json, junit).
     Report(report_cmd::ReportArgs),
@@ -88,6 +106,7 @@ fn main() -> ExitCode {
         Command::Recover(args) => recover_cmd::run(args),
         Command::Check(args) => check_cmd::run(args),
         Command::Config(args) => config_cmd::run(args),
+        Command::Clean(args) => clean_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Compare(args) => report_cmd::compare(args),
         Command::Probe(args) => storage_probe_cmd::run(args),

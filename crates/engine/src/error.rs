@@ -60,6 +60,9 @@ pub enum EngineError {
     /// The engine is shutting down or was stopped after an earlier error.
     #[error("the instance is shut down{}", .0.as_ref().map(|e| format!(" after an earlier error: {e}")).unwrap_or_default())]
     ShutDown(Option<String>),
+    /// Another edbstress process holds the database.
+    #[error(transparent)]
+    Locked(#[from] crate::lock::LockError),
     /// An invalid argument or configuration.
     #[error("{0}")]
     Invalid(String),

@@ -210,6 +210,8 @@ pub struct Instance {
     next_trx: AtomicU64,
     chunk_len: usize,
     counters: AtomicCounters,
+    /// Keeps other processes and instances off the database while this one is open.
+    _lock: crate::lock::DatabaseLock,
 }
 
 /// Attempts before an operation gives up (each retry follows real progress: a page
@@ -220,6 +222,7 @@ impl Instance {
     /// Opens a cleanly shut down (or freshly prepared) instance and marks it in use.
     pub fn open(config: InstanceConfig) -> Result<Instance, EngineError> {
         let path = &config.layout.db_file;
+        let lock = crate::lock::DatabaseLock::acquire(path)?;
         let file = Arc::new(DataFile::open(path, config.io_mode, Access::ReadWrite)?);
         let mut header = read_header_from(&file)
             .map_err(|e| match e {
@@ -309,6 +312,7 @@ impl Instance {
             growth: Mutex::new(()),
             next_trx: AtomicU64::new(1),
             counters: AtomicCounters::default(),
+            _lock: lock,
         })
     }
 

@@ -18,6 +18,7 @@ pub mod error;
 pub mod fault;
 pub mod instance;
 pub mod layout;
+pub mod lock;
 pub mod log;
 pub mod logfiles;
 pub mod prepare;

@@ -143,12 +143,27 @@ pub enum PrepareError {
         /// Bytes available, formatted.
         available: String,
     },
+    /// Not enough free space for a run's databases and growing logs.
+    #[error(
+        "not enough free space on the filesystem holding {path} for the run: {needed} needed (the databases, and logs growing to about the checkpoint depth per instance), {available} available; lower checkpoint_depth, --database-size or --databases, or use another path"
+    )]
+    NoSpaceForRun {
+        /// A path on the filesystem.
+        path: PathBuf,
+        /// Bytes needed, formatted.
+        needed: String,
+        /// Bytes available, formatted.
+        available: String,
+    },
     /// The bulk load could not be planned.
     #[error(transparent)]
     BulkLoad(#[from] BulkLoadError),
     /// An I/O error.
     #[error(transparent)]
     Io(#[from] IoError),
+    /// Another edbstress process holds a database.
+    #[error(transparent)]
+    Locked(#[from] crate::lock::LockError),
 }
 
 /// What will happen to one instance.
@@ -260,11 +275,18 @@ impl PreparePlan {
             instances.push((layout, action));
         }
         let plan = PreparePlan { options, instances };
-        plan.check_space()?;
+        plan.check_space(0)?;
         Ok(plan)
     }
 
-    fn check_space(&self) -> Result<(), PrepareError> {
+    /// Checks free space for a run on top of the plan: besides the databases, each
+    /// instance's logs grow to about `log_bytes` (with circular logging, the checkpoint
+    /// depth plus a margin); the logs already there count towards it.
+    pub fn check_run_space(&self, log_bytes: u64) -> Result<(), PrepareError> {
+        self.check_space(log_bytes)
+    }
+
+    fn check_space(&self, run_log_bytes: u64) -> Result<(), PrepareError> {
         let file_len = self.options.file_len()?;
         // Needed bytes per filesystem; rebuilt files free their old space first.
         let mut needed: BTreeMap<u64, (PathBuf, u64)> = BTreeMap::new();
@@ -287,11 +309,23 @@ impl PreparePlan {
                 InstanceAction::Reuse => {}
             }
             if !layout.log_dir.join(log_file_name(1)).exists() {
-                add(log_dir, LOG_BYTES)?;
+                add(log_dir, LOG_BYTES.max(run_log_bytes))?;
+            } else if run_log_bytes > 0 {
+                add(
+                    log_dir,
+                    run_log_bytes.saturating_sub(dir_bytes(&layout.log_dir)),
+                )?;
             }
         }
         for (path, bytes) in needed.into_values() {
             let available = available_space(&path)?;
+            if bytes > available && run_log_bytes > 0 {
+                return Err(PrepareError::NoSpaceForRun {
+                    path,
+                    needed: human_bytes(bytes),
+                    available: human_bytes(available),
+                });
+            }
             if bytes > available {
                 return Err(PrepareError::NoSpace {
                     path,
@@ -315,6 +349,10 @@ impl PreparePlan {
     ) -> Result<Vec<PrepareReport>, PrepareError> {
         let mut reports = Vec::new();
         for (layout, action) in &self.instances {
+            if let Some(dir) = layout.db_file.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| io_err(dir, "create directory", e))?;
+            }
+            let _lock = crate::lock::DatabaseLock::acquire(&layout.db_file)?;
             let report = match action {
                 InstanceAction::Reuse => reuse_instance(layout)?,
                 InstanceAction::Create | InstanceAction::Rebuild(_) => {
@@ -339,6 +377,19 @@ fn io_err(path: &Path, op: &'static str, source: std::io::Error) -> IoError {
         offset: 0,
         source,
     }
+}
+
+/// Bytes the files directly in `dir` take (0 when it cannot be read).
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 /// The closest existing directory at or above `path` (for free-space checks of files
@@ -379,6 +430,8 @@ fn inspect_instance(
     if !path.exists() {
         return Ok(InstanceAction::Create);
     }
+    // A database in use looks unclean; name the holder instead.
+    crate::lock::ensure_not_held(path)?;
     let header = match read_header(path, IoMode::Buffered) {
         Ok(sel) => sel.header,
         Err(crate::dbfile::HeaderReadError::Header(HeaderError::NotOurs)) => {

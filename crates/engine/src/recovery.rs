@@ -169,6 +169,7 @@ pub fn recover(
 ) -> Result<RecoveryReport, EngineError> {
     let started = Instant::now();
     let path = &layout.db_file;
+    let _lock = crate::lock::DatabaseLock::acquire(path)?;
     let file = Arc::new(DataFile::open(path, options.io_mode, Access::ReadWrite)?);
     let mut header = read_header_from(&file)
         .map_err(|e| header_error(path, e))?

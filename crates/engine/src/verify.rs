@@ -68,6 +68,9 @@ pub enum ScanError {
     /// The file or directory could not be opened or read.
     #[error(transparent)]
     Io(#[from] IoError),
+    /// Another edbstress process holds the database (only a repair takes the lock).
+    #[error(transparent)]
+    Locked(#[from] crate::lock::LockError),
 }
 
 /// What is wrong with one page.
@@ -227,10 +230,13 @@ pub fn scan_database(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<DatabaseScanReport, ScanError> {
     let started = Instant::now();
-    let access = if options.repair {
-        Access::ReadWrite
+    let (access, _lock) = if options.repair {
+        (
+            Access::ReadWrite,
+            Some(crate::lock::DatabaseLock::acquire(path)?),
+        )
     } else {
-        Access::ReadOnly
+        (Access::ReadOnly, None)
     };
     let file = DataFile::open(path, options.io_mode, access)?;
     let selection = match read_header_from(&file) {

@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use edbstress_engine::dbfile::{HeaderReadError, read_header_from, sync_dir};
 use edbstress_engine::layout::InstanceLayout;
+use edbstress_engine::lock::DatabaseLock;
 use edbstress_engine::prepare::human_bytes;
 use edbstress_engine::verify::{SequentialReadOptions, read_sequentially};
 use edbstress_format::PageSize;
@@ -163,6 +164,9 @@ pub enum BackupError {
     /// A read or write failed.
     #[error(transparent)]
     Io(#[from] IoError),
+    /// Another edbstress process holds a database.
+    #[error(transparent)]
+    Locked(#[from] edbstress_engine::lock::LockError),
 }
 
 /// A database opened for backup.
@@ -171,6 +175,8 @@ struct Source<'a> {
     file: DataFile,
     page_size: PageSize,
     len: u64,
+    /// Keeps other processes from changing the database while it is copied.
+    _lock: DatabaseLock,
 }
 
 /// Backs up every database of `layouts` at once. `progress` receives (instance, bytes
@@ -265,6 +271,7 @@ fn check_options(options: &BackupOptions) -> Result<(), BackupError> {
 
 fn open_source(layout: &InstanceLayout, io_mode: IoMode) -> Result<Source<'_>, BackupError> {
     let path = &layout.db_file;
+    let lock = DatabaseLock::acquire(path)?;
     let file = DataFile::open(path, io_mode, Access::ReadOnly)?;
     let not_ours = |why: String| BackupError::NotOurs {
         path: path.clone(),
@@ -284,6 +291,7 @@ fn open_source(layout: &InstanceLayout, io_mode: IoMode) -> Result<Source<'_>, B
         file,
         page_size: header.page_size,
         len,
+        _lock: lock,
     })
 }
 

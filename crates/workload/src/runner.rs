@@ -17,7 +17,7 @@ use edbstress_engine::verify::{ScanOptions, scan_database, scan_log_dir};
 use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::summary::{io_summary, transactional_iops};
 use edbstress_report::{
-    DatabaseSizing, DatabaseVerification, InstanceResult, LogVerification, RunResults,
+    DatabaseSizing, DatabaseVerification, Exporter, InstanceResult, LogVerification, RunResults,
     SCHEMA_VERSION, SystemParameters, TestType, ToolInfo, Verdict, Verification, instance_name,
     standard_exporters,
 };
@@ -71,15 +71,12 @@ pub fn run(
         config.to_toml().as_bytes(),
     )?;
     log.line("edbstress testing begins ...");
-    log.line("Preparing for testing ...");
-    let layouts = InstanceLayout::spread(config.databases, &config.db_paths, &config.log_paths);
-    prepare(config, &layouts, &log, events)?;
-    let mut results = match config.test {
-        TestType::Performance | TestType::Stress => {
-            transactional_test(config, &layouts, &log, stop, events)?
+    let mut results = match run_in(config, &log, stop, events) {
+        Ok(results) => results,
+        Err(e) => {
+            record_failure(config, &dir, &log, started_at, &e);
+            return Err(e);
         }
-        TestType::DatabaseBackup => backup_test(config, &layouts, &log, stop, events)?,
-        TestType::SoftRecovery => soft_recovery_test(config, &layouts, &log, stop, events)?,
     };
     results.started_at = started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
     results.ended_at = Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
@@ -102,6 +99,52 @@ pub fn run(
         files,
     })
 }
+
+/// The part of a run after its directory exists: preparing and the test itself.
+fn run_in(
+    config: &RunConfig,
+    log: &TestLog<'_>,
+    stop: &AtomicBool,
+    events: &(dyn Fn(RunEvent<'_>) + Sync),
+) -> Result<RunResults, RunError> {
+    log.line("Preparing for testing ...");
+    let layouts = InstanceLayout::spread(config.databases, &config.db_paths, &config.log_paths);
+    prepare(config, &layouts, log, events)?;
+    let results = match config.test {
+        TestType::Performance | TestType::Stress => {
+            transactional_test(config, &layouts, log, stop, events)?
+        }
+        TestType::DatabaseBackup => backup_test(config, &layouts, log, stop, events)?,
+        TestType::SoftRecovery => soft_recovery_test(config, &layouts, log, stop, events)?,
+    };
+    Ok(results)
+}
+
+/// Records a run that could not go on (a database in use, a full disk, an I/O error):
+/// the reason in the test log and an aborted, failed results.json, so the run
+/// directory tells what happened. Best effort: the caller reports the error anyway.
+fn record_failure(
+    config: &RunConfig,
+    dir: &RunDirectory,
+    log: &TestLog<'_>,
+    started_at: chrono::DateTime<Local>,
+    error: &RunError,
+) {
+    log.line(format!("The test was aborted: {error}"));
+    log.line("Overall Test Result: Fail");
+    let mut results = empty_results(config, config.threads.unwrap_or(0));
+    results.started_at = started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
+    results.ended_at = Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
+    results.aborted = true;
+    results.abort_reason = Some(error.to_string());
+    results.overall_result = Verdict::Fail;
+    if let Err(e) = edbstress_report::ResultsJson.export(&results, dir.path()) {
+        log.line(format!("Cannot write results.json: {e}"));
+    }
+}
+
+/// Log bytes per instance beyond the checkpoint depth that a run needs room for.
+const RUN_LOG_MARGIN: u64 = 8 << 20;
 
 /// Creates missing databases (and reuses existing ones) like `edbstress prepare`.
 fn prepare(
@@ -126,6 +169,10 @@ fn prepare(
         ..PrepareOptions::default()
     };
     let plan = PreparePlan::check(layouts.to_vec(), options)
+        .map_err(|e| RunError::Prepare(e.to_string()))?;
+    // Runs use circular logging: the log of an instance stays near the checkpoint depth,
+    // plus the log buffer's worth in flight and the pre-created next generation.
+    plan.check_run_space(config.checkpoint_depth.saturating_add(RUN_LOG_MARGIN))
         .map_err(|e| RunError::Prepare(e.to_string()))?;
     for (layout, action) in &plan.instances {
         let what = match action {

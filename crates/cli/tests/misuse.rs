@@ -1,0 +1,245 @@
+//! Every misuse of every command gets one clear message and exit code 2, never a panic:
+//! unknown flags, bad sizes, negative counts, operation mixes not summing to 100, paths
+//! that do not exist or cannot be written, and database files from another tool.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// A directory layout with the obstacles the cases need.
+struct Fixture {
+    dir: tempfile::TempDir,
+    /// A read-only directory (a read-only tmpfs when root, since root ignores modes).
+    read_only: Option<String>,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path();
+        std::fs::write(t.join("afile"), "a regular file").unwrap();
+        // A file named like our database, written by another tool.
+        std::fs::create_dir_all(t.join("foreign")).unwrap();
+        let junk: Vec<u8> = (0..1u32 << 20).map(|i| (i * 7 + 3) as u8).collect();
+        std::fs::write(t.join("foreign/edbstress001.edb"), &junk).unwrap();
+        std::fs::create_dir_all(t.join("ro")).unwrap();
+        let read_only = if is_root() {
+            let ok = Command::new("mount")
+                .args(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs"])
+                .arg(t.join("ro"))
+                .status()
+                .is_ok_and(|s| s.success());
+            ok.then(|| "ro".to_string())
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(t.join("ro"), std::fs::Permissions::from_mode(0o555)).unwrap();
+            Some("ro".to_string())
+        };
+        if read_only.is_none() {
+            eprintln!("skipping read-only directory cases: cannot mount a read-only tmpfs");
+        }
+        Fixture { dir, read_only }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        if is_root() && self.read_only.is_some() {
+            let _ = Command::new("umount").arg(self.path().join("ro")).status();
+        }
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Small, quick settings so a case that got past validation would not run for long.
+const QUICK: &[&str] = &[
+    "--databases",
+    "1",
+    "--database-size",
+    "32MiB",
+    "--buffered",
+    "--duration",
+    "2s",
+    "--sample-interval",
+    "1s",
+];
+
+/// (command line, a word the message must contain). `{ro}` is the read-only directory.
+fn cases() -> Vec<(Vec<&'static str>, &'static str)> {
+    let mut cases: Vec<(Vec<&str>, &str)> = vec![
+        // Unknown flags, every command.
+        (vec!["run", "--bogus"], "--bogus"),
+        (vec!["prepare", "--bogus"], "--bogus"),
+        (vec!["checksum", "--bogus"], "--bogus"),
+        (vec!["recover", "--bogus"], "--bogus"),
+        (vec!["check", "--bogus"], "--bogus"),
+        (vec!["config", "show", "--bogus"], "--bogus"),
+        (vec!["report", "--bogus"], "--bogus"),
+        (vec!["compare", "--bogus"], "--bogus"),
+        (vec!["clean", "--bogus"], "--bogus"),
+        (vec!["no-such-command"], "no-such-command"),
+        // Bad sizes.
+        (vec!["prepare", "--database-size", "12XB"], "12XB"),
+        (vec!["run", "--database-size", "lots"], "lots"),
+        // clap reads "-5MiB" as a flag; its message names it.
+        (vec!["run", "--cache-max", "-5MiB"], "-5"),
+        (vec!["prepare", "--page-size", "3KiB"], "3KiB"),
+        (vec!["config", "show", "--database-size", "0"], "database"),
+        // Negative and zero counts.
+        (vec!["prepare", "--databases", "-1"], "-1"),
+        (vec!["run", "--databases", "-2"], "-2"),
+        (vec!["run", "--threads", "-3"], "-3"),
+        (vec!["config", "show", "--threads", "-3"], "-3"),
+        (vec!["prepare", "--databases", "0"], "0"),
+        (vec!["prepare", "--mailboxes", "-10"], "-10"),
+        // Operation mixes not summing to 100.
+        (vec!["run", "--op-mix", "50/20/20/20"], "100"),
+        (vec!["config", "show", "--op-mix", "10/10/10/10"], "100"),
+        (vec!["run", "--op-mix", "50/50"], "op"),
+        // Paths that do not exist.
+        (vec!["checksum", "--db-path", "missing"], "missing"),
+        (vec!["recover", "--db-path", "missing"], "missing"),
+        (vec!["check", "--db-path", "missing"], "missing"),
+        (vec!["clean", "--db-path", "missing", "--yes"], "missing"),
+        (vec!["report", "missing"], "missing"),
+        (vec!["compare", "missing", "missing2"], "missing"),
+        (
+            vec!["config", "show", "--config", "missing.toml"],
+            "missing.toml",
+        ),
+        // Paths under a regular file.
+        (vec!["prepare", "--db-path", "afile/db"], "afile"),
+        (vec!["prepare", "--log-path", "afile/logs"], "afile"),
+        (vec!["config", "init", "afile/edbstress.toml"], "afile"),
+        // Databases from another tool.
+        (
+            vec!["checksum", "--db-path", "foreign"],
+            "not an edbstress database",
+        ),
+        (vec!["check", "--db-path", "foreign"], "edbstress"),
+        (vec!["recover", "--db-path", "foreign"], "edbstress"),
+        (vec!["prepare", "--db-path", "foreign"], "edbstress001.edb"),
+        (
+            vec!["clean", "--db-path", "foreign", "--yes"],
+            "nothing to remove",
+        ),
+    ];
+    // Run cases that get past argument parsing carry the quick settings.
+    let run_paths: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", "--db-path", "afile/db"], "afile"),
+        (vec!["run", "--log-path", "afile/logs"], "afile"),
+        (vec!["run", "--results-dir", "afile/results"], "afile"),
+        (vec!["run", "--db-path", "foreign"], "edbstress001.edb"),
+    ];
+    for (mut args, word) in run_paths {
+        args.extend_from_slice(QUICK);
+        cases.push((args, word));
+    }
+    for (args, word) in [
+        (vec!["prepare", "--db-path", "{ro}/db"], "{ro}"),
+        (vec!["prepare", "--db-path", "{ro}"], "{ro}"),
+        (vec!["run", "--db-path", "{ro}"], "{ro}"),
+        (vec!["run", "--results-dir", "{ro}"], "{ro}"),
+    ] {
+        let mut args = args;
+        if args[0] == "run" {
+            args.extend_from_slice(QUICK);
+        } else {
+            args.extend_from_slice(&["--database-size", "32MiB", "--buffered"]);
+        }
+        cases.push((args, word));
+    }
+    cases
+}
+
+#[test]
+fn every_misuse_gets_one_clear_message_and_exit_code_2() {
+    let fixture = Fixture::new();
+    let mut failures = Vec::new();
+    for (args, word) in cases() {
+        let uses_ro = args.iter().any(|a| a.contains("{ro}"));
+        let ro = match (&fixture.read_only, uses_ro) {
+            (None, true) => continue,
+            (Some(ro), _) => ro.clone(),
+            (None, false) => String::new(),
+        };
+        let args: Vec<String> = args.iter().map(|a| a.replace("{ro}", &ro)).collect();
+        let word = word.replace("{ro}", &ro);
+        // Every case gets its own copy of the paths it may create in.
+        let out = Command::new(env!("CARGO_BIN_EXE_edbstress"))
+            .current_dir(fixture.path())
+            .args(&args)
+            .args(extra_paths(&args))
+            .env("RUST_BACKTRACE", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        let expected_ok = word == "nothing to remove";
+        let problem = if expected_ok {
+            (!out.status.success() || !stdout.contains(&word))
+                .then(|| "expected success with nothing removed".to_string())
+        } else if out.status.code() != Some(2) {
+            Some(format!("exit code {:?}, expected 2", out.status.code()))
+        } else if errors.len() != 1 {
+            Some(format!("{} error lines, expected 1", errors.len()))
+        } else if !stderr.contains(&word) {
+            Some(format!("message does not mention {word:?}"))
+        } else if stderr.contains("panicked") || stderr.contains("stack backtrace") {
+            Some("panicked".to_string())
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            failures.push(format!(
+                "edbstress {}: {problem}\n--- stderr:\n{stderr}--- stdout:\n{stdout}",
+                args.join(" ")
+            ));
+        }
+    }
+    // Nothing was created next to the obstacles or in the foreign directory.
+    assert_eq!(
+        std::fs::read_to_string(fixture.path().join("afile")).unwrap(),
+        "a regular file"
+    );
+    let foreign: Vec<_> = std::fs::read_dir(fixture.path().join("foreign"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(foreign, vec!["edbstress001.edb"], "foreign dir changed");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Paths a case does not set itself, pointed somewhere harmless inside the fixture.
+fn extra_paths(args: &[String]) -> Vec<String> {
+    let cmd = args[0].as_str();
+    if !matches!(cmd, "run" | "prepare") || args.iter().any(|a| a == "--bogus") {
+        return Vec::new();
+    }
+    let mut extra = Vec::new();
+    for (flag, default) in [
+        ("--db-path", "scratch/db"),
+        ("--log-path", "scratch/logs"),
+        ("--results-dir", "scratch/results"),
+    ] {
+        if flag == "--results-dir" && cmd != "run" {
+            continue;
+        }
+        if !args.iter().any(|a| a == flag) {
+            extra.push(flag.to_string());
+            extra.push(default.to_string());
+        }
+    }
+    extra
+}

@@ -1,0 +1,81 @@
+//! Two instances of one database in one process: the second open is refused with the
+//! PID and lock file while the first is open, and succeeds after it shuts down (or
+//! crashes); recovery and a repairing checksum take the same lock.
+
+use edbstress_engine::error::EngineError;
+use edbstress_engine::instance::{Instance, InstanceConfig};
+use edbstress_engine::layout::InstanceLayout;
+use edbstress_engine::lock::LockError;
+use edbstress_engine::prepare::{PrepareError, PrepareOptions, PreparePlan};
+use edbstress_engine::recovery::{RecoveryOptions, recover};
+use edbstress_engine::verify::{ScanError, ScanOptions, scan_database};
+use edbstress_format::PageSize;
+use edbstress_io::IoMode;
+
+fn prepared(dir: &std::path::Path) -> (InstanceLayout, InstanceConfig, PrepareOptions) {
+    let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
+    let options = PrepareOptions {
+        page_size: PageSize::K8,
+        database_bytes: 2 << 20,
+        mailboxes: 4,
+        io_mode: IoMode::Buffered,
+        ..PrepareOptions::default()
+    };
+    PreparePlan::check(vec![layout.clone()], options.clone())
+        .unwrap()
+        .execute(&mut |_| {})
+        .unwrap();
+    let mut config = InstanceConfig::new(layout.clone());
+    config.io_mode = IoMode::Buffered;
+    (layout, config, options)
+}
+
+fn is_held(e: &LockError) -> bool {
+    matches!(e, LockError::Held { pid: Some(pid), .. } if *pid == std::process::id())
+}
+
+#[test]
+fn a_second_instance_of_an_open_database_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (layout, config, options) = prepared(tmp.path());
+    let first = Instance::open(config.clone()).unwrap();
+    let lock_file = tmp.path().join("db/edbstress001.edb.lock");
+    assert!(lock_file.exists());
+
+    match Instance::open(config.clone()) {
+        Err(EngineError::Locked(e)) => {
+            assert!(is_held(&e), "{e}");
+            let message = e.to_string();
+            assert!(message.contains(&format!("PID {}", std::process::id())));
+            assert!(message.contains("edbstress001.edb.lock"), "{message}");
+        }
+        Err(other) => panic!("expected a lock error, got {other}"),
+        Ok(_) => panic!("a second instance opened the same database"),
+    }
+    let recovery = RecoveryOptions {
+        io_mode: IoMode::Buffered,
+        ..RecoveryOptions::default()
+    };
+    assert!(matches!(recover(&layout, &recovery), Err(EngineError::Locked(ref e)) if is_held(e)));
+    let repair = ScanOptions {
+        repair: true,
+        io_mode: IoMode::Buffered,
+        ..ScanOptions::default()
+    };
+    assert!(matches!(
+        scan_database(&layout.db_file, &repair, &mut |_, _| {}),
+        Err(ScanError::Locked(ref e)) if is_held(e)
+    ));
+    assert!(matches!(
+        PreparePlan::check(vec![layout.clone()], options),
+        Err(PrepareError::Locked(ref e)) if is_held(e)
+    ));
+
+    first.shutdown().unwrap();
+    assert!(!lock_file.exists(), "the lock file goes with the lock");
+    let second = Instance::open(config.clone()).unwrap();
+    second.crash();
+    // After a crash the lock is free again; recovery takes it and lets it go.
+    recover(&layout, &recovery).unwrap();
+    Instance::open(config).unwrap().shutdown().unwrap();
+}
