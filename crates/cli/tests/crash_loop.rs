@@ -1,0 +1,173 @@
+//! Crash loops: a running Performance test is killed with SIGKILL at a random moment,
+//! again and again on the same databases, recovering each time; every recovery must
+//! succeed without a lost flush, every checksum verification must be clean, and the run
+//! after the last recovery must pass.
+//!
+//! Two cycles by default; `EDBSTRESS_LONG_TESTS=1` runs 25.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A small open-loop Performance run (target 50 IOPS) under `dir`.
+const RUN: &[&str] = &[
+    "run",
+    "--mailboxes",
+    "100",
+    "--iops-per-mailbox",
+    "0.5",
+    "--databases",
+    "2",
+    "--database-size",
+    "32MiB",
+    "--cache-max",
+    "8MiB",
+    "--cache-min",
+    "4MiB",
+    "--copies",
+    "2",
+    "--bdm-rate",
+    "20",
+    "--sample-interval",
+    "1s",
+    "--buffered",
+    "--db-path",
+    "db",
+    "--log-path",
+    "logs",
+    "--results-dir",
+    "results",
+];
+
+fn edbstress(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_edbstress"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run edbstress")
+}
+
+/// A pseudo-random number from the clock (reproducibility is not the point here: each
+/// cycle kills at another moment; the moment is printed).
+fn jitter(max_ms: u64) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    u64::from(nanos) % max_ms
+}
+
+#[test]
+fn killed_performance_runs_recover_cleanly_and_the_next_run_passes() {
+    let cycles = if std::env::var("EDBSTRESS_LONG_TESTS").is_ok_and(|v| v == "1") {
+        25
+    } else {
+        2
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // Create the databases once, so every cycle kills a run of the same ones.
+    let first = edbstress(dir, &[RUN, &["--duration", "1s", "--no-verify"]].concat());
+    assert!(
+        matches!(first.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    for cycle in 0..cycles {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_edbstress"))
+            .args(RUN)
+            .args(["--duration", "10m"])
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Anywhere from attaching to well into the measured period.
+        let after = Duration::from_millis(300 + jitter(4000));
+        let started = Instant::now();
+        while started.elapsed() < after {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the run ended by itself"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let recover = edbstress(
+            dir,
+            &[
+                "recover",
+                "--db-path",
+                "db",
+                "--log-path",
+                "logs",
+                "--buffered",
+            ],
+        );
+        assert_eq!(
+            recover.status.code(),
+            Some(0),
+            "cycle {cycle} (killed after {after:?}): recovery failed or found a lost flush\n{}{}",
+            String::from_utf8_lossy(&recover.stdout),
+            String::from_utf8_lossy(&recover.stderr)
+        );
+        let check = edbstress(
+            dir,
+            &[
+                "checksum",
+                "--db-path",
+                "db",
+                "--log-path",
+                "logs",
+                "--buffered",
+            ],
+        );
+        assert_eq!(
+            check.status.code(),
+            Some(0),
+            "cycle {cycle}: checksum after recovery\n{}",
+            String::from_utf8_lossy(&check.stdout)
+        );
+        let deep = edbstress(
+            dir,
+            &[
+                "check",
+                "--db-path",
+                "db",
+                "--log-path",
+                "logs",
+                "--buffered",
+            ],
+        );
+        assert_eq!(
+            deep.status.code(),
+            Some(0),
+            "cycle {cycle}: B+tree check after recovery\n{}",
+            String::from_utf8_lossy(&deep.stdout)
+        );
+        println!("cycle {cycle}: killed after {after:?}, recovered, checksums clean");
+    }
+    let last = edbstress(dir, &[RUN, &["--duration", "3s"]].concat());
+    assert_eq!(
+        last.status.code(),
+        Some(0),
+        "the run after the last recovery must pass\n{}{}",
+        String::from_utf8_lossy(&last.stdout),
+        String::from_utf8_lossy(&last.stderr)
+    );
+    // Killed runs leave a test log and config.toml, never a partial results.json.
+    for entry in std::fs::read_dir(dir.join("results")).unwrap() {
+        let run_dir = entry.unwrap().path();
+        assert!(run_dir.join("test.log").is_file());
+        let leftovers: Vec<_> = std::fs::read_dir(&run_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(
+            leftovers.is_empty(),
+            "{leftovers:?} in {}",
+            run_dir.display()
+        );
+    }
+}
