@@ -15,7 +15,7 @@ use std::time::Duration;
 use clap::Args;
 use edbstress_io::IoClass;
 use edbstress_report::{RunResults, Verdict};
-use edbstress_workload::runner::{RunEvent, RunOutcome, run as run_test};
+use edbstress_workload::runner::{INTERRUPTED, RunEvent, RunOutcome, run as run_test};
 use edbstress_workload::transactional::LiveStatus;
 use indicatif::ProgressBar;
 
@@ -87,11 +87,7 @@ pub fn run(args: RunCmdArgs) -> Result<ExitCode, CommandError> {
 
 /// 0 pass, 1 fail, 130 interrupted.
 fn exit_code(r: &RunResults) -> ExitCode {
-    if r.aborted
-        && r.abort_reason
-            .as_deref()
-            .is_some_and(|w| w.starts_with("interrupted"))
-    {
+    if r.aborted && r.abort_reason.as_deref().is_some_and(|w| w == INTERRUPTED) {
         ExitCode::from(EXIT_INTERRUPTED)
     } else if r.overall_result == Verdict::Pass {
         ExitCode::SUCCESS

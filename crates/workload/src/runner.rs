@@ -32,6 +32,9 @@ use crate::rundir::{RunDirectory, TestLog};
 use crate::soft_recovery::{SoftRecoveryOptions, run_soft_recovery};
 use crate::transactional::{LiveStatus, Measurement, PhaseKind, StopReason, Workbench, join_list};
 
+/// `abort_reason` of a run the user stopped (Ctrl-C or SIGTERM).
+pub const INTERRUPTED: &str = "interrupted (Ctrl-C)";
+
 /// What the caller is told while a run goes.
 pub enum RunEvent<'a> {
     /// A line of the test log.
@@ -384,7 +387,7 @@ fn transactional_test(
     let close = bench.close();
     let mut results = empty_results(config, threads);
     let abort_reason = match &stopped {
-        Some(StopReason::Interrupted) => Some("interrupted (Ctrl-C)".to_string()),
+        Some(StopReason::Interrupted) => Some(INTERRUPTED.to_string()),
         Some(StopReason::Failed(e)) => Some(e.clone()),
         None => None,
     };
@@ -705,7 +708,7 @@ fn finish_offline(
 ) {
     if stop.load(Ordering::Relaxed) {
         results.aborted = true;
-        results.abort_reason = Some("interrupted (Ctrl-C)".into());
+        results.abort_reason = Some(INTERRUPTED.into());
     }
     results.criteria = offline_criteria(&results.totals.io, key, name, problems);
 }
