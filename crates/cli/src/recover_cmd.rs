@@ -85,6 +85,14 @@ fn print_text(reports: &[RecoveryReport]) {
             "          replayed log {} .. {}, {} pages read ahead",
             r.start, r.end, r.pages_prefetched
         );
+        if !r.pages_restored.is_empty() {
+            let pages: Vec<String> = r.pages_restored.iter().map(u32::to_string).collect();
+            println!(
+                "          {} torn page(s) rebuilt from their logged images: {}",
+                pages.len(),
+                pages.join(", ")
+            );
+        }
         for lost in &r.lost_flushes {
             println!(
                 "          LOST FLUSH: page {} has dbtime {}, the log at {} expects {} — the storage lost an acknowledged write",

@@ -72,6 +72,10 @@ pub struct RunArgs {
     /// Largest coalesced database write [default: one page].
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub write_coalesce: Option<u64>,
+    /// Log page images so recovery can rebuild pages torn by a power cut (costs about
+    /// one page of log per database page written).
+    #[arg(long)]
+    pub torn_write_protection: bool,
     /// Sessions running transactions, 1 to 1024 [default: 4 per database, at least 8].
     #[arg(long, value_name = "N")]
     pub threads: Option<u32>,
@@ -142,6 +146,7 @@ impl RunArgs {
             cache_min: self.cache_min,
             cache_max: self.cache_max,
             write_coalesce: self.write_coalesce,
+            torn_write_protection: self.torn_write_protection.then_some(true),
             threads: self.threads,
             auto_tune: self.auto_tune.then_some(true),
             duration: self.duration,

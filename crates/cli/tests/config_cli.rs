@@ -58,6 +58,7 @@ fn init_writes_a_file_show_accepts() {
             "--db-path",
             "/mnt/b",
             "--no-verify",
+            "--torn-write-protection",
         ],
         dir.path(),
     );
@@ -70,6 +71,7 @@ fn init_writes_a_file_show_accepts() {
         "bdm = false",
         "db_paths = [\"/mnt/a\", \"/mnt/b\"]",
         "verify_after = false",
+        "torn_write_protection = true",
     ] {
         assert!(shown.contains(line), "{line} missing from\n{shown}");
     }

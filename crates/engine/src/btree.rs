@@ -118,6 +118,23 @@ impl ChangeSet {
         self.records.is_empty()
     }
 
+    /// Appends a [`LogRecord::PageImage`] for each touched page whose change starts a new
+    /// dirty period ([`CacheGuard::starts_dirty_period`]): its bytes before the change
+    /// (taken from the undo copies, which are not needed once the change commits), or
+    /// an empty image for a page created by this change (never written).
+    pub fn take_page_images(&mut self, g: &Guard<'_>, out: &mut Vec<LogRecord>) {
+        for &(frame, pgno) in &self.touched {
+            if !g.starts_dirty_period(frame) {
+                continue;
+            }
+            let image = match self.originals.iter_mut().find(|(f, _)| *f == frame) {
+                Some((_, bytes)) => std::mem::take(bytes),
+                None => Vec::new(),
+            };
+            out.push(LogRecord::PageImage { pgno, image });
+        }
+    }
+
     /// Remembers the tree state before the first change.
     pub fn begin(&mut self, g: &mut CacheGuard<'_, TreeState>) {
         if self.state_before.is_none() {

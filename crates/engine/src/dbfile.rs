@@ -1,4 +1,5 @@
-//! Reading and writing the database header pair (slots 0 and 1) of a database file.
+//! Reading and writing the database header pair (slots 0 and 1) of a database file,
+//! and the content of a page no change has used yet.
 //!
 //! The header is written primary first, made durable, then the shadow, so a torn
 //! header write always leaves one valid copy (engine.md §1).
@@ -76,4 +77,12 @@ pub fn sync_dir(dir: &Path) {
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
+}
+
+/// Formats `page` as page `pgno` never used by a change (empty, dbtime 0) and seals it:
+/// what prepare and database growth write for pages beyond the data, and what
+/// recovery restores for a page whose logged image is empty.
+pub fn format_unused_page(page: &mut [u8], pgno: u32) {
+    edbstress_format::page::PageMut::format(page, pgno, 0, edbstress_format::page::flags::EMPTY, 0);
+    edbstress_format::checksum::seal_page(page, pgno);
 }

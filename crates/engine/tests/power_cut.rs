@@ -45,8 +45,9 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-fn config(layout: &InstanceLayout) -> InstanceConfig {
+fn config(layout: &InstanceLayout, torn_write_protection: bool) -> InstanceConfig {
     let mut c = InstanceConfig::new(layout.clone());
+    c.torn_write_protection = torn_write_protection;
     // A small cache and a shallow checkpoint: pages are written, evicted and the
     // checkpoint advances all the time, so cuts land amid page writes too.
     c.cache_min_bytes = 96 * 8192;
@@ -73,13 +74,22 @@ struct Figures {
     dropped: u64,
     /// Cuts after which recovery refused a torn page, naming it (torn-sector model).
     torn_pages_detected: u64,
+    /// Pages recovery rebuilt from their logged images (torn-write protection).
+    pages_restored: u64,
+}
+
+/// A device model and whether the engine logs page images.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct CutSetup {
+    model: CutModel,
+    torn_write_protection: bool,
 }
 
 /// Runs committing sessions until the cut; returns the commits acknowledged before it.
 fn commit_until_cut(
     layout: &InstanceLayout,
     seed: u64,
-    model: CutModel,
+    setup: CutSetup,
     figures: &mut Figures,
 ) -> Acknowledged {
     let acknowledged = Mutex::new(Acknowledged::new());
@@ -88,7 +98,7 @@ fn commit_until_cut(
     let mut rng = SmallRng::seed_from_u64(seed);
     let target = rng.random_range(20..300u64);
     power_cut::arm();
-    let instance = Instance::open(config(layout)).unwrap();
+    let instance = Instance::open(config(layout, setup.torn_write_protection)).unwrap();
     std::thread::scope(|s| {
         for session in 0..2u64 {
             let (instance, acknowledged, count, stop) = (&instance, &acknowledged, &count, &stop);
@@ -133,7 +143,7 @@ fn commit_until_cut(
         while count.load(Ordering::SeqCst) < target && started.elapsed() < Duration::from_secs(20) {
             std::thread::sleep(Duration::from_micros(rng.random_range(50..2000)));
         }
-        let report = power_cut::cut(seed, model).unwrap();
+        let report = power_cut::cut(seed, setup.model).unwrap();
         figures.writes_at_cut += report.writes;
         figures.persisted += report.persisted;
         figures.torn += report.torn;
@@ -145,12 +155,12 @@ fn commit_until_cut(
     acknowledged.into_inner().unwrap()
 }
 
-/// Runs `cuts` seeded cuts under `model` on copies of the prepared instance in
+/// Runs `cuts` seeded cuts under `setup` on copies of the prepared instance in
 /// `pristine`; returns the figures and every failure found.
 fn run_cuts(
     dir: &Path,
     pristine: &Path,
-    model: CutModel,
+    setup: CutSetup,
     seeds: std::ops::Range<u64>,
 ) -> (Figures, Vec<String>) {
     let mut figures = Figures::default();
@@ -160,7 +170,7 @@ fn run_cuts(
         copy_dir(pristine, &root);
         let layout = InstanceLayout::new(1, &root.join("db"), &root.join("logs"));
         figures.cuts += 1;
-        let acknowledged = commit_until_cut(&layout, seed, model, &mut figures);
+        let acknowledged = commit_until_cut(&layout, seed, setup, &mut figures);
         figures.acknowledged += acknowledged.len() as u64;
         let recovery = RecoveryOptions {
             io_mode: IoMode::Buffered,
@@ -184,7 +194,9 @@ fn run_cuts(
                 failures.push(format!("seed {seed}: recovery did not succeed: {r:?}"));
                 continue;
             }
-            Err(EngineError::CorruptPage { pgno, .. }) if model == CutModel::TornSectors => {
+            Err(EngineError::CorruptPage { pgno, .. })
+                if setup.model == CutModel::TornSectors && !setup.torn_write_protection =>
+            {
                 // A torn page write: recovery must refuse, naming the page, and the
                 // checksum scan must report that page as bad.
                 let found = scan(&layout);
@@ -208,7 +220,8 @@ fn run_cuts(
                 continue;
             }
         };
-        let instance = Instance::open(config(&layout)).unwrap();
+        figures.pages_restored += report.pages_restored.len() as u64;
+        let instance = Instance::open(config(&layout, setup.torn_write_protection)).unwrap();
         let mut lost = 0;
         for (key, (props, body)) in &acknowledged {
             match instance.read(*key, true) {
@@ -267,23 +280,38 @@ fn power_cuts_lose_no_acknowledged_commit_and_leave_no_undetected_damage() {
     let (whole, torn) = if long_mode() { (200, 100) } else { (20, 10) };
 
     // A device that writes each request atomically: every cut must be survived.
-    let (figures, failures) = run_cuts(dir.path(), &pristine, CutModel::WholeWrites, 0..whole);
+    let setup = CutSetup {
+        model: CutModel::WholeWrites,
+        torn_write_protection: false,
+    };
+    let (figures, failures) = run_cuts(dir.path(), &pristine, setup, 0..whole);
     println!("power cuts, whole writes: {figures:?}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert_eq!(figures.survived, figures.cuts);
     assert_eq!(figures.lost, 0);
 
-    // A device atomic per 4 KiB sector only: an 8 KiB page write may be torn. The
-    // engine keeps no full page images, so a torn page with changes to replay stops
+    // A device atomic per 4 KiB sector only: an 8 KiB page write may be torn. With
+    // torn-write protection, recovery rebuilds torn pages from their logged images:
+    // every cut must be survived with nothing lost.
+    let setup = CutSetup {
+        model: CutModel::TornSectors,
+        torn_write_protection: true,
+    };
+    let (figures, failures) = run_cuts(dir.path(), &pristine, setup, 1000..1000 + torn);
+    println!("power cuts, torn sectors, torn-write protection: {figures:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(figures.survived, figures.cuts);
+    assert_eq!(figures.lost, 0);
+
+    // Without it (the default, like ESE), a torn page with changes to replay stops
     // recovery — which must name it (and `checksum` must report it bad); every other
     // cut must be survived with nothing lost.
-    let (figures, failures) = run_cuts(
-        dir.path(),
-        &pristine,
-        CutModel::TornSectors,
-        1000..1000 + torn,
-    );
-    println!("power cuts, torn sectors: {figures:?}");
+    let setup = CutSetup {
+        model: CutModel::TornSectors,
+        torn_write_protection: false,
+    };
+    let (figures, failures) = run_cuts(dir.path(), &pristine, setup, 2000..2000 + torn);
+    println!("power cuts, torn sectors, no protection: {figures:?}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert_eq!(figures.survived + figures.torn_pages_detected, figures.cuts);
     assert_eq!(figures.lost, 0);

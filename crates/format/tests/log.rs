@@ -20,6 +20,12 @@ fn record_strategy() -> impl Strategy<Value = LogRecord> {
         any::<u64>().prop_map(|last_dbtime| LogRecord::Shutdown { last_dbtime }),
         (
             any::<u32>(),
+            prop_oneof![Just(0usize), Just(4096), Just(8192), Just(32768)]
+                .prop_flat_map(|n| prop::collection::vec(any::<u8>(), n)),
+        )
+            .prop_map(|(pgno, image)| LogRecord::PageImage { pgno, image }),
+        (
+            any::<u32>(),
             any::<u64>(),
             any::<u64>(),
             any::<u64>(),
@@ -559,4 +565,29 @@ proptest! {
             });
         }
     }
+}
+
+#[test]
+fn page_image_bodies_must_be_empty_or_one_page() {
+    let mut body = 7u32.to_le_bytes().to_vec();
+    assert_eq!(
+        LogRecord::decode(record_type::PAGE_IMAGE, &body).unwrap(),
+        LogRecord::PageImage {
+            pgno: 7,
+            image: Vec::new()
+        }
+    );
+    body.extend_from_slice(&[0xAB; 8192]);
+    let LogRecord::PageImage { pgno, image } =
+        LogRecord::decode(record_type::PAGE_IMAGE, &body).unwrap()
+    else {
+        panic!("not a page image");
+    };
+    assert_eq!((pgno, image.len()), (7, 8192));
+    body.push(0);
+    assert!(matches!(
+        LogRecord::decode(record_type::PAGE_IMAGE, &body),
+        Err(LogFormatError::BadRecordLength { len: 8197, .. })
+    ));
+    assert!(LogRecord::decode(record_type::PAGE_IMAGE, &[1, 2, 3]).is_err());
 }

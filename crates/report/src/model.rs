@@ -223,6 +223,10 @@ pub struct SystemParameters {
     pub cache_max_bytes: u64,
     /// Checkpoint depth per instance, bytes.
     pub checkpoint_depth_bytes: u64,
+    /// Page images logged for torn-write protection (absent in results written
+    /// before the option existed: off).
+    #[serde(default)]
+    pub torn_write_protection: bool,
     /// Operation mix.
     pub op_mix: OpMix,
     /// Share of commits that are lazy, percent.

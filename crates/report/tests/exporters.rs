@@ -184,6 +184,7 @@ fn crafted() -> RunResults {
             cache_min_bytes: 4 << 20,
             cache_max_bytes: 8 << 20,
             checkpoint_depth_bytes: 4 << 20,
+            torn_write_protection: false,
             op_mix: OpMix {
                 insert: 40,
                 delete: 20,

@@ -73,6 +73,9 @@ pub struct RunConfig {
     /// Largest database write the page writer makes of contiguous dirty pages, bytes
     /// (default one page: see the user guide).
     pub write_coalesce: u64,
+    /// Log each page's on-disk image before the change that makes it dirty, so that
+    /// recovery can rebuild pages torn by a power cut (off by default, like ESE).
+    pub torn_write_protection: bool,
     /// Sessions running transactions over all instances (None: chosen by the tool).
     pub threads: Option<u32>,
     /// Find the largest session count that meets the thresholds.
@@ -209,6 +212,9 @@ pub struct ConfigFile {
     /// Largest coalesced database write, bytes.
     #[serde(skip_serializing_if = "Option::is_none", with = "forms::size")]
     pub write_coalesce: Option<u64>,
+    /// Log page images for torn-write protection.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub torn_write_protection: Option<bool>,
     /// Sessions over all instances.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
@@ -378,6 +384,7 @@ impl From<&RunConfig> for ConfigFile {
             cache_max: Some(c.cache_max),
             checkpoint_depth: Some(c.checkpoint_depth),
             write_coalesce: Some(c.write_coalesce),
+            torn_write_protection: Some(c.torn_write_protection),
             threads: c.threads,
             auto_tune: Some(c.auto_tune),
             duration: Some(c.duration),
@@ -493,11 +500,33 @@ fn flag_hint(key: &str) -> String {
         "log_paths" => "--log-path",
         "io_mode" => "--buffered",
         "verify_after" => "--no-verify",
-        "test" | "profile" | "mailboxes" | "iops_per_mailbox" | "mailbox_quota" | "databases"
-        | "database_size" | "capacity_pct" | "copies" | "page_size" | "cache_min" | "cache_max"
-        | "threads" | "auto_tune" | "duration" | "sample_interval" | "op_mix" | "lazy_commits"
-        | "bdm" | "bdm_rate" | "results_dir" | "seed" | "backup_path" | "logs_to_replay"
-        | "compressibility" | "backend" => {
+        "test"
+        | "profile"
+        | "mailboxes"
+        | "iops_per_mailbox"
+        | "mailbox_quota"
+        | "databases"
+        | "database_size"
+        | "capacity_pct"
+        | "copies"
+        | "page_size"
+        | "cache_min"
+        | "cache_max"
+        | "threads"
+        | "auto_tune"
+        | "duration"
+        | "sample_interval"
+        | "op_mix"
+        | "lazy_commits"
+        | "bdm"
+        | "bdm_rate"
+        | "results_dir"
+        | "seed"
+        | "backup_path"
+        | "logs_to_replay"
+        | "compressibility"
+        | "backend"
+        | "torn_write_protection" => {
             return format!(" (--{})", key.replace('_', "-"));
         }
         _ => return String::new(),
@@ -647,6 +676,7 @@ impl RunConfig {
                 .unwrap_or(defaults.checkpoint_depth),
             // 0 until the page size is known: one page.
             write_coalesce: last(layers, |l| l.write_coalesce).unwrap_or(0),
+            torn_write_protection: last(layers, |l| l.torn_write_protection).unwrap_or(false),
             threads: last(layers, |l| l.threads),
             auto_tune: last(layers, |l| l.auto_tune).unwrap_or(false),
             duration: last(layers, |l| l.duration).unwrap_or(default_duration),

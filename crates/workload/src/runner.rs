@@ -224,6 +224,7 @@ pub fn system_parameters(config: &RunConfig, threads: u32) -> SystemParameters {
         cache_min_bytes: config.cache_min_per_instance(),
         cache_max_bytes: config.cache_max_per_instance(),
         checkpoint_depth_bytes: config.checkpoint_depth,
+        torn_write_protection: config.torn_write_protection,
         op_mix: config.op_mix,
         lazy_commit_pct: config.lazy_commit_pct,
         bdm: config.bdm,

@@ -52,6 +52,8 @@ pub struct SoftRecoveryOptions {
     pub io_mode: IoMode,
     /// I/O backend.
     pub backend: BackendKind,
+    /// Log page images (torn-write protection), as in the other tests.
+    pub torn_write_protection: bool,
 }
 
 impl SoftRecoveryOptions {
@@ -71,6 +73,7 @@ impl SoftRecoveryOptions {
                 .unwrap_or(Compressibility::MAIL),
             io_mode: config.io_mode,
             backend: config.backend,
+            torn_write_protection: config.torn_write_protection,
         }
     }
 }
@@ -242,6 +245,7 @@ fn soft_recover_one(
     config.io_mode = options.io_mode;
     config.backend = options.backend;
     config.hold_checkpoint = true;
+    config.torn_write_protection = options.torn_write_protection;
     let instance = Instance::open(config)?;
     let number = layout.instance;
     let wanted = options.logs_to_replay;
@@ -367,6 +371,7 @@ mod tests {
                 transactions_committed: 0,
                 transactions_rolled_back: 0,
                 lost_flushes: Vec::new(),
+                pages_restored: Vec::new(),
                 pages_prefetched: 0,
                 seconds: elapsed_seconds,
                 io: IoStats::new(),
@@ -413,6 +418,7 @@ mod tests {
             compressibility: edbstress_engine::content::Compressibility::MAIL,
             io_mode: IoMode::Buffered,
             backend: BackendKind::Auto,
+            torn_write_protection: false,
         };
         let e = run_soft_recovery(&[], &options, &AtomicBool::new(false), &|_, _, _, _| {});
         assert!(matches!(e, Err(SoftRecoveryError::Invalid(_))), "{e:?}");

@@ -263,6 +263,7 @@ impl<'a> Workbench<'a> {
             // Runs can be long; logs behind the checkpoint are not needed for recovery.
             ic.circular_logging = true;
             ic.write_coalesce_max = usize::try_from(config.write_coalesce).unwrap_or(usize::MAX);
+            ic.torn_write_protection = config.torn_write_protection;
             let instance = Arc::new(Instance::open(ic).map_err(|e| RunError::Engine {
                 what: format!("open {}", layout.db_file.display()),
                 message: e.to_string(),

@@ -186,6 +186,8 @@ fn soft_recovery_replays_every_generated_log_and_leaves_clean_databases() {
         compressibility: edbstress_engine::content::Compressibility::MAIL,
         io_mode: IoMode::Buffered,
         backend: BackendKind::Auto,
+        // Page images in the generated logs: replay must pass over them.
+        torn_write_protection: true,
     };
     let generated = Mutex::new(HashMap::new());
     let (reports, stats) = run_soft_recovery(

@@ -795,6 +795,15 @@ impl<S> CacheGuard<'_, S> {
         self.core.frames[f.index()].dirty
     }
 
+    /// Whether a change marked now on frame `f` would start a new dirty period — the
+    /// page is clean, or its write is in flight and this is the first change since the
+    /// snapshot — so that the change's start may become the page's `first_dirty`, and
+    /// the checkpoint may move up to it.
+    pub fn starts_dirty_period(&self, f: FrameId) -> bool {
+        let meta = &self.core.frames[f.index()];
+        !meta.dirty || (meta.in_flight && meta.redirty_first.is_none())
+    }
+
     /// Records a change of frame `f` whose log records end at `change_end` (the end of
     /// the transaction's append): the page may be written only once the log is durable
     /// there. Its `first_dirty`, if it was clean, is the end of the change marked before

@@ -31,6 +31,7 @@ pub fn small_config(root: &Path, test: TestType) -> RunConfig {
         cache_max: 16 << 20,
         checkpoint_depth: 4 << 20,
         write_coalesce: 32 << 10,
+        torn_write_protection: false,
         threads: Some(4),
         auto_tune: false,
         duration: Duration::from_secs(3),

@@ -256,6 +256,14 @@ fn system_parameters(doc: &mut Doc, r: &RunResults) {
             "Checkpoint Depth",
             format!("{} per database", mb(p.checkpoint_depth_bytes)),
         ));
+        rows.push((
+            "Torn-Write Protection",
+            if p.torn_write_protection {
+                "on: page images in the log (about one page of log per page written)".into()
+            } else {
+                "off (like ESE: torn pages are detected by checksum)".into()
+            },
+        ));
     }
     if r.test_type.is_transactional() {
         rows.push((
