@@ -45,7 +45,24 @@ impl SmallFs {
 
 impl Drop for SmallFs {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.dir.path()).status();
+        // A child of a test running in parallel can hold a descriptor of ours for a
+        // moment (between its fork and exec): retry, then detach lazily, so no mount
+        // outlives the test.
+        for _ in 0..20 {
+            let unmounted = Command::new("umount")
+                .arg(self.dir.path())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if unmounted {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
     }
 }
 
