@@ -1,10 +1,13 @@
 //! `edbstress checksum`: offline verification of databases and logs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use edbstress_engine::layout::{discover_databases, discover_log_dirs};
+use edbstress_engine::layout::{
+    db_file_name, discover_databases, discover_log_dirs, parse_db_file_name,
+};
+use edbstress_engine::lock::DatabaseLock;
 use edbstress_engine::logfiles::is_log_file_name;
 use edbstress_engine::verify::{
     DatabaseScanReport, LogScanReport, PageProblemKind, ScanError, ScanOptions, scan_database,
@@ -25,7 +28,7 @@ pub struct ChecksumArgs {
     #[arg(long)]
     repair: bool,
     /// Size of each read, e.g. 1MiB.
-    #[arg(long, default_value = "1MiB", value_parser = parse_size)]
+    #[arg(long, default_value = "1MiB", value_parser = parse_size, allow_hyphen_values = true)]
     read_size: u64,
     #[command(flatten)]
     target: TargetArgs,
@@ -122,6 +125,17 @@ pub fn run(args: ChecksumArgs) -> Result<ExitCode, CommandError> {
     bar.finish_and_clear();
     let mut log_reports = Vec::new();
     for dir in &log_dirs {
+        // A log being written would show a half-written segment: hold the shared lock
+        // of the instance's database (when it is among those checked) while reading.
+        let db_name = log_dir_instance(dir).map(db_file_name);
+        let of_instance = |db: &&PathBuf| {
+            db_name.is_some() && db.file_name().and_then(|f| f.to_str()) == db_name.as_deref()
+        };
+        let _locks = databases
+            .iter()
+            .filter(of_instance)
+            .map(|db| DatabaseLock::acquire_shared(db))
+            .collect::<Result<Vec<_>, _>>()?;
         log_reports.push(scan_log_dir(dir, args.target.io.mode())?);
     }
     let clean = db_reports.iter().all(DatabaseScanReport::is_clean)
@@ -139,6 +153,12 @@ pub fn run(args: ChecksumArgs) -> Result<ExitCode, CommandError> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The instance whose log directory `dir` is, by its name (`edbstressNNN`).
+fn log_dir_instance(dir: &Path) -> Option<u32> {
+    let name = dir.file_name()?.to_str()?;
+    parse_db_file_name(&format!("{name}.edb"))
 }
 
 fn print_text(dbs: &[DatabaseScanReport], logs: &[LogScanReport], result: &str) {

@@ -31,7 +31,7 @@ pub struct IoArgs {
     #[arg(long, default_value = "auto", value_parser = parse_backend)]
     pub backend: BackendKind,
     /// I/Os kept in flight.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, value_name = "N", value_parser = crate::units::count::<u32>("a queue depth", 1, Some(1024)), allow_hyphen_values = true)]
     pub queue_depth: Option<u32>,
 }
 

@@ -16,19 +16,19 @@ use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::schema::MessageKey;
 
 use crate::common::{CommandError, IoArgs, PathArgs, instances_on_disk};
-use crate::units::parse_size;
+use crate::units::{count, parse_size};
 
 /// Arguments of `edbstress durability-probe`.
 #[derive(Args, Debug)]
 pub struct DurabilityProbeArgs {
     /// Concurrent sessions.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    #[arg(long, default_value_t = 4, value_parser = count::<u32>("a count", 1, Some(256)), allow_hyphen_values = true)]
     sessions: u32,
     /// Stop (and shut down cleanly) after this many seconds; default: run until killed.
     #[arg(long)]
     seconds: Option<f64>,
     /// Database cache, e.g. 4MiB (small caches make the engine write pages often).
-    #[arg(long, default_value = "4MiB", value_parser = parse_size)]
+    #[arg(long, default_value = "4MiB", value_parser = parse_size, allow_hyphen_values = true)]
     cache: u64,
     #[command(flatten)]
     paths: PathArgs,

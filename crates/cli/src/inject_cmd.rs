@@ -14,6 +14,7 @@ use edbstress_engine::layout::{InstanceLayout, parse_db_file_name};
 use edbstress_io::IoMode;
 
 use crate::common::CommandError;
+use crate::units::count;
 
 /// Arguments of `edbstress inject`.
 #[derive(Args, Debug)]
@@ -28,15 +29,15 @@ pub struct InjectArgs {
     #[arg(long, value_parser = |s: &str| s.parse::<FaultKind>())]
     kind: FaultKind,
     /// Seed of every random choice (same seed, same faults).
-    #[arg(long)]
+    #[arg(long, value_parser = count::<u64>("a seed", 0, None), allow_hyphen_values = true)]
     seed: u64,
     /// Faults to inject, each on a distinct page, segment or checkpoint copy.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 1, value_parser = count::<u32>("a count", 1, None), allow_hyphen_values = true)]
     count: u32,
     /// Bits flipped per fault (bitflip: 1 = correctable, 2 = bad, default 1 or 2 at
     /// random; log-segment and checkpoint: at least 2, default 2). 3 or more bits in
     /// one checksum block exceed the checksum's guarantee.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = count::<u32>("a count", 1, None), allow_hyphen_values = true)]
     bits: Option<u32>,
     /// Use buffered I/O for the transactions of lost-flush (filesystems without O_DIRECT).
     #[arg(long)]

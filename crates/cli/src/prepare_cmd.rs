@@ -10,22 +10,22 @@ use edbstress_format::PageSize;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::common::{CommandError, TargetArgs};
-use crate::units::{human_bytes, parse_page_size, parse_size};
+use crate::units::{count, human_bytes, parse_page_size, parse_size};
 
 /// Arguments of `edbstress prepare`.
 #[derive(Args, Debug)]
 pub struct PrepareArgs {
     /// Number of databases (instances) to create.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=999))]
+    #[arg(long, default_value_t = 2, value_parser = count::<u32>("a count", 1, Some(999)), allow_hyphen_values = true)]
     databases: u32,
     /// Size of each database file, e.g. 256MiB, 20GiB, 500GB.
-    #[arg(long, default_value = "256MiB", value_parser = parse_size)]
+    #[arg(long, default_value = "256MiB", value_parser = parse_size, allow_hyphen_values = true)]
     database_size: u64,
     /// Database page size: 4KiB, 8KiB, 16KiB or 32KiB.
-    #[arg(long, default_value = "32KiB", value_parser = parse_page_size)]
+    #[arg(long, default_value = "32KiB", value_parser = parse_page_size, allow_hyphen_values = true)]
     page_size: PageSize,
     /// Mailboxes per database (the key space of the mailbox table).
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 100, value_parser = count::<u32>("a count", 1, None), allow_hyphen_values = true)]
     mailboxes: u32,
     /// Page content compressibility: 'mail' (1.7:1), 'incompressible', or a ratio like 2.0.
     #[arg(long, default_value = "mail")]
@@ -34,13 +34,13 @@ pub struct PrepareArgs {
     #[arg(long)]
     recreate: bool,
     /// Page-building threads (default: one per core).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count::<usize>("a count", 0, None), allow_hyphen_values = true)]
     threads: Option<usize>,
     /// Size of each write, e.g. 1MiB.
-    #[arg(long, default_value = "1MiB", value_parser = parse_size)]
+    #[arg(long, default_value = "1MiB", value_parser = parse_size, allow_hyphen_values = true)]
     write_size: u64,
     /// Seed for signatures and content: the same seed prepares identical databases.
-    #[arg(long)]
+    #[arg(long, value_parser = count::<u64>("a seed", 0, None), allow_hyphen_values = true)]
     seed: Option<u64>,
     #[command(flatten)]
     target: TargetArgs,

@@ -13,7 +13,7 @@ use crate::units::parse_size;
 #[derive(Args, Debug)]
 pub struct RecoverArgs {
     /// Database cache used for replay, e.g. 256MiB.
-    #[arg(long, default_value = "256MiB", value_parser = parse_size)]
+    #[arg(long, default_value = "256MiB", value_parser = parse_size, allow_hyphen_values = true)]
     cache: u64,
     #[command(flatten)]
     target: TargetArgs,

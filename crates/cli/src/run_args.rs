@@ -17,7 +17,7 @@ use edbstress_workload::profile::Profile;
 use edbstress_workload::units::parse_duration;
 
 use crate::common::{CommandError, PathArgs, parse_backend};
-use crate::units::{parse_page_size, parse_size};
+use crate::units::{count, parse_page_size, parse_size};
 
 /// Options of a run. Precedence, lowest first: the profile's defaults, `--quick`, the
 /// `--config` file, the other flags. Values are checked when resolved, with messages
@@ -38,61 +38,61 @@ pub struct RunArgs {
     #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]
     pub profile: Option<Profile>,
     /// Mailboxes: makes a mailbox-profile run with a target of mailboxes × IOPS per mailbox.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count::<u64>("a count", 0, None), allow_hyphen_values = true)]
     pub mailboxes: Option<u64>,
     /// Transactional IOPS per mailbox [default: 0.12].
     #[arg(long, value_name = "IOPS")]
     pub iops_per_mailbox: Option<f64>,
     /// Mailbox quota, e.g. 2GB [default: 2GB].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub mailbox_quota: Option<u64>,
     /// Number of databases (instances), 1 to 256 [default: 1].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count::<u32>("a count", 0, None), allow_hyphen_values = true)]
     pub databases: Option<u32>,
     /// Size of each database file, e.g. 256MiB [default: derived from mailboxes, else 1GiB].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub database_size: Option<u64>,
     /// Throughput runs: fill this percentage of the free space, split over the databases.
     #[arg(long, value_name = "PCT")]
     pub capacity_pct: Option<f64>,
     /// Database copies, 1 to 16; each extra copy adds a log replication reader [default: 1].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count::<u32>("a count", 0, None), allow_hyphen_values = true)]
     pub copies: Option<u32>,
     #[command(flatten)]
     pub paths: PathArgs,
     /// Database page size: 4KiB, 8KiB, 16KiB or 32KiB [default: the profile's].
-    #[arg(long, value_name = "SIZE", value_parser = parse_page_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_page_size, allow_hyphen_values = true)]
     pub page_size: Option<PageSize>,
     /// Maximum database cache for the whole run [default: 256MiB per database].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub cache_max: Option<u64>,
     /// Minimum database cache for the whole run [default: 32MiB per database].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub cache_min: Option<u64>,
     /// Largest coalesced database write [default: one page].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub write_coalesce: Option<u64>,
     /// Log page images so recovery can rebuild pages torn by a power cut (costs about
     /// one page of log per database page written).
     #[arg(long)]
     pub torn_write_protection: bool,
     /// Sessions running transactions, 1 to 1024 [default: 4 per database, at least 8].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count::<u32>("a count", 0, None), allow_hyphen_values = true)]
     pub threads: Option<u32>,
     /// Find the largest session count that meets the thresholds.
     #[arg(long)]
     pub auto_tune: bool,
     /// Measured duration, e.g. 2h, 30m [default: 2h; stress 24h].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// Counter sampling interval [default: 15s].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub sample_interval: Option<Duration>,
     /// Operation mix insert/delete/replace/read in percent, e.g. 40/20/5/35.
     #[arg(long, value_name = "I/D/R/R", value_parser = parse_op_mix)]
     pub op_mix: Option<OpMix>,
     /// Share of lazy commits, percent [default: the profile's].
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", value_parser = count::<u32>("a percentage", 0, None), allow_hyphen_values = true)]
     pub lazy_commits: Option<u32>,
     /// Background database maintenance: on or off [default: the profile's].
     #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
@@ -104,13 +104,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub results_dir: Option<PathBuf>,
     /// Seed of the transactions and of new databases' content [default: 1].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count::<u64>("a seed", 0, None), allow_hyphen_values = true)]
     pub seed: Option<u64>,
     /// database-backup: also write the copy of each database here.
     #[arg(long, value_name = "DIR")]
     pub backup_path: Option<PathBuf>,
     /// soft-recovery: log files to generate per instance before the crash [default: 500].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count::<u32>("a count", 0, None), allow_hyphen_values = true)]
     pub logs_to_replay: Option<u32>,
     /// Content compressibility of new databases: 'mail' (1.7), 'incompressible', or a ratio.
     #[arg(long, value_name = "RATIO", value_parser = parse_compressibility)]

@@ -16,7 +16,7 @@ use edbstress_workload::units::parse_duration;
 use serde::Serialize;
 
 use crate::common::{CommandError, parse_backend};
-use crate::units::{human_bytes, parse_size};
+use crate::units::{count, human_bytes, parse_size};
 
 /// Arguments of `edbstress probe`.
 #[derive(Args, Debug)]
@@ -34,16 +34,16 @@ pub struct StorageProbeArgs {
     #[arg(long, value_parser = parse_pattern)]
     pattern: Option<ProbePattern>,
     /// Bytes per request (default: 32KiB random, 1MiB sequential, 4KiB logwrite).
-    #[arg(long, value_parser = parse_size)]
+    #[arg(long, value_parser = parse_size, allow_hyphen_values = true)]
     block_size: Option<u64>,
     /// Requests in flight (default: 32 random, 8 sequential; logwrite always 1).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, value_name = "N", value_parser = count::<u32>("a queue depth", 1, Some(4096)), allow_hyphen_values = true)]
     queue_depth: Option<u32>,
     /// How long each measurement runs, e.g. 10s or 500ms.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = parse_duration, allow_hyphen_values = true)]
     duration: Duration,
     /// Size of the test file when it is created.
-    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+    #[arg(long, default_value = "1GiB", value_parser = parse_size, allow_hyphen_values = true)]
     size: u64,
     /// How logwrite makes each write durable: fdatasync or dsync (O_DSYNC).
     #[arg(long, default_value = "fdatasync", value_parser = parse_log_sync)]

@@ -1,8 +1,56 @@
-//! Sizes on the command line: `256MiB`, `1.5GiB`, `4KB`, `32K`, `1048576`. The parsers
-//! live in the workload crate so that flags and configuration files read sizes alike.
+//! Sizes and counts on the command line: `256MiB`, `1.5GiB`, `4KB`, `32K`, `1048576`;
+//! `4`, `1000`. The size parsers live in the workload crate so that flags and
+//! configuration files read sizes alike.
+//!
+//! Flags taking these accept values starting with a hyphen (`allow_hyphen_values`), so
+//! that `--cache-max -5MiB` reaches the parser and is refused as negative instead of
+//! being taken for an unknown flag.
 
 pub use edbstress_engine::prepare::human_bytes;
-pub use edbstress_workload::units::{parse_page_size, parse_size};
+pub use edbstress_workload::units::parse_page_size;
+
+/// Parses a size flag. clap's message already quotes the value and names the flag
+/// ("invalid value '-5MiB' for '--cache-max <SIZE>': …"), so this says only what is wrong.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    edbstress_workload::units::parse_size_value(s)
+}
+
+/// A parser for a whole-number flag of type `T` from `min` to `max` (`None`: as large
+/// as `T` holds; `what` names the kind of value, e.g. "a count"): negative numbers,
+/// fractions, words and values out of range each get a message saying what to give
+/// instead.
+pub fn count<T>(
+    what: &'static str,
+    min: u64,
+    max: Option<u64>,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+{
+    move |s: &str| {
+        let range = match (min, max) {
+            (0, None) => "a whole number (0 or more)".to_string(),
+            (min, None) => format!("a whole number of at least {min}"),
+            (min, Some(max)) => format!("a whole number from {min} to {max}"),
+        };
+        let t = s.trim();
+        if t.starts_with("--") {
+            return Err(format!(
+                "a value is missing here ('{t}' is a flag); give {range}"
+            ));
+        }
+        if t.starts_with('-') {
+            return Err(format!("{what} cannot be negative; give {range}"));
+        }
+        let value: u64 = t
+            .parse()
+            .map_err(|_| format!("'{t}' is not a whole number; give {range}"))?;
+        if value < min || max.is_some_and(|max| value > max) {
+            return Err(format!("{value} is out of range; give {range}"));
+        }
+        T::try_from(value).map_err(|_| format!("{value} is too large; give {range}"))
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -12,5 +60,32 @@ mod tests {
     fn human() {
         assert_eq!(human_bytes(512), "512 B");
         assert_eq!(human_bytes(3 << 29), "1.5 GiB");
+    }
+
+    #[test]
+    fn sizes_and_counts_say_what_is_wrong() {
+        assert_eq!(parse_size("64KiB"), Ok(64 << 10));
+        assert_eq!(
+            parse_size("-5MiB").unwrap_err(),
+            "a size cannot be negative; give e.g. 512MiB"
+        );
+        let databases = count::<u32>("a count", 1, Some(999));
+        assert_eq!(databases("12"), Ok(12));
+        assert_eq!(
+            databases("-1").unwrap_err(),
+            "a count cannot be negative; give a whole number from 1 to 999"
+        );
+        assert!(databases("0").unwrap_err().contains("out of range"));
+        assert!(databases("2.5").unwrap_err().contains("not a whole number"));
+        assert!(databases("--yes").unwrap_err().contains("is a flag"));
+        let seed = count::<u64>("a seed", 0, None);
+        assert_eq!(seed("18446744073709551615"), Ok(u64::MAX));
+        assert!(
+            seed("-3")
+                .unwrap_err()
+                .starts_with("a seed cannot be negative")
+        );
+        let narrow = count::<u16>("a count", 0, None);
+        assert!(narrow("70000").unwrap_err().contains("too large"));
     }
 }

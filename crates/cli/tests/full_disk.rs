@@ -45,7 +45,24 @@ impl SmallFs {
 
 impl Drop for SmallFs {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.dir.path()).status();
+        // A child of a test running in parallel can hold a descriptor of ours for a
+        // moment (between its fork and exec): retry, then detach lazily, so no mount
+        // outlives the test.
+        for _ in 0..20 {
+            let unmounted = Command::new("umount")
+                .arg(self.dir.path())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if unmounted {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
     }
 }
 
@@ -143,33 +160,26 @@ fn prepare_and_run_bigger_than_free_space_are_refused_before_writing() {
     assert_failure_recorded(&only_run_dir(&tmp.path().join("results")), "needed");
 }
 
-#[test]
-fn a_run_that_fills_the_disk_stops_with_the_path_and_records_the_failure() {
-    let Some(fs) = SmallFs::mount("64m") else {
-        return;
-    };
-    let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tmp.path().join("small.toml"),
-        "checkpoint_depth = \"4MiB\"\n",
-    )
-    .unwrap();
-    let mut child = edbstress(tmp.path())
+/// Runs a small insert-heavy test with its databases under `db_root` and its logs
+/// under `log_root`; once transactions flow, something else takes every free byte of
+/// `full` (and keeps taking what circular logging frees), as a full disk does. Returns
+/// the output and the run directory.
+fn run_until_full(tmp: &Path, db_root: &Path, log_root: &Path, full: &Path) -> (Output, PathBuf) {
+    std::fs::write(tmp.join("small.toml"), "checkpoint_depth = \"4MiB\"\n").unwrap();
+    let mut child = edbstress(tmp)
         .args(["run", "--config", "small.toml", "--databases", "1"])
         .args(["--database-size", "32MiB", "--buffered", "--threads", "4"])
         .args(["--duration", "60s", "--sample-interval", "1s", "--op-mix"])
         .args(["80/0/20/0", "--db-path"])
-        .arg(fs.path().join("db"))
+        .arg(db_root.join("db"))
         .arg("--log-path")
-        .arg(fs.path().join("logs"))
+        .arg(log_root.join("logs"))
         .args(["--results-dir", "results"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Once transactions flow, something else takes every free byte of the filesystem
-    // (and keeps taking what circular logging frees), as a full disk does.
-    let results = tmp.path().join("results");
+    let results = tmp.join("results");
     let started = Instant::now();
     loop {
         let dispatching = std::fs::read_dir(&results)
@@ -192,7 +202,7 @@ fn a_run_that_fills_the_disk_stops_with_the_path_and_records_the_failure() {
     }
     let done = Arc::new(AtomicBool::new(false));
     let filler = {
-        let (done, path) = (done.clone(), fs.path().join("filler"));
+        let (done, path) = (done.clone(), full.join("filler"));
         std::thread::spawn(move || {
             let mut file = std::fs::File::create(path).unwrap();
             let chunk = vec![0xa5u8; 64 << 10];
@@ -206,15 +216,92 @@ fn a_run_that_fills_the_disk_stops_with_the_path_and_records_the_failure() {
     let out = child.wait_with_output().unwrap();
     done.store(true, Ordering::Relaxed);
     filler.join().unwrap();
-    let message = text(&out);
+    (out, only_run_dir(&results))
+}
+
+/// The message of a run stopped by a full filesystem: no panic, the OS's words, and
+/// `place` is full, naming `dir`, with what `action` needed and how much was available.
+fn assert_full_message(out: &Output, place: &str, dir: &Path, action: &str) {
+    let message = text(out);
     assert!(!out.status.success(), "{message}");
     assert!(!message.contains("panicked"), "{message}");
     assert!(message.contains("No space left"), "{message}");
+    let full = format!("the {place} {} is full: {action}", dir.display());
+    assert!(message.contains(&full), "{full:?} not in {message}");
+    // "... needs 1.0 MiB, 0 B available": the figures, as numbers with units.
+    let figures = message[message.find(&full).unwrap()..].to_string();
+    let needs = figures.find(" needs ").expect("the space needed");
+    let available = figures.find(" available").expect("the space available");
+    assert!(needs < available, "{figures}");
     assert!(
-        message.contains(&fs.path().display().to_string()),
-        "{message}"
+        figures[needs..available].contains("iB") || figures[needs..available].contains(" B"),
+        "{figures}"
     );
-    assert_failure_recorded(&only_run_dir(&results), "No space left");
+}
+
+#[test]
+fn a_run_that_fills_the_database_disk_stops_with_the_path_and_the_space_needed() {
+    let Some(fs) = SmallFs::mount("64m") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, run_dir) = run_until_full(tmp.path(), fs.path(), tmp.path(), fs.path());
+    let db_dir = fs.path().join("db");
+    assert_full_message(
+        &out,
+        "database directory",
+        &db_dir,
+        "growing edbstress001.edb by",
+    );
+    assert_failure_recorded(&run_dir, "No space left");
+    assert_failure_recorded(&run_dir, "available");
+}
+
+#[test]
+fn a_run_that_fills_the_log_disk_stops_with_the_path_and_the_space_needed() {
+    let Some(fs) = SmallFs::mount("64m") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, run_dir) = run_until_full(tmp.path(), tmp.path(), fs.path(), fs.path());
+    let log_dir = fs.path().join("logs/edbstress001");
+    assert_full_message(
+        &out,
+        "log directory",
+        &log_dir,
+        "creating log file E00tmp.log needs 1.0 MiB",
+    );
+    assert_failure_recorded(&run_dir, "log directory");
+}
+
+#[test]
+fn a_full_results_disk_is_reported_with_the_space_needed() {
+    let Some(fs) = SmallFs::mount("16m") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut filler = std::fs::File::create(fs.path().join("filler")).unwrap();
+    let chunk = vec![0xa5u8; 64 << 10];
+    while filler.write_all(&chunk).is_ok() {}
+    drop(filler);
+    let out = edbstress(tmp.path())
+        .args(["run", "--databases", "1", "--database-size", "32MiB"])
+        .args(["--buffered", "--duration", "2s", "--sample-interval", "1s"])
+        .args(["--db-path", "db", "--log-path", "logs", "--results-dir"])
+        .arg(fs.path().join("results"))
+        .output()
+        .unwrap();
+    let message = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{message}");
+    let run_dir = only_run_dir(&fs.path().join("results"));
+    assert_full_message(
+        &out,
+        "results directory",
+        &run_dir,
+        "writing config.toml needs",
+    );
+    assert!(message.contains("0 B available"), "{message}");
+    assert!(!tmp.path().join("db").exists(), "nothing prepared");
 }
 
 #[test]

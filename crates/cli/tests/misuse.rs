@@ -90,17 +90,75 @@ fn cases() -> Vec<(Vec<&'static str>, &'static str)> {
         // Bad sizes.
         (vec!["prepare", "--database-size", "12XB"], "12XB"),
         (vec!["run", "--database-size", "lots"], "lots"),
-        // clap reads "-5MiB" as a flag; its message names it.
-        (vec!["run", "--cache-max", "-5MiB"], "-5"),
+        // Negative sizes reach the parser (not taken for flags) and are named as such.
+        (
+            vec!["run", "--cache-max", "-5MiB"],
+            "a size cannot be negative",
+        ),
+        (
+            vec!["config", "show", "--cache-min", "-1"],
+            "a size cannot be negative",
+        ),
+        (
+            vec!["prepare", "--database-size", "-1GiB"],
+            "a size cannot be negative",
+        ),
+        (
+            vec!["prepare", "--write-size", "-1MiB"],
+            "a size cannot be negative",
+        ),
+        (
+            vec!["checksum", "--read-size", "-1MiB"],
+            "a size cannot be negative",
+        ),
+        (
+            vec!["recover", "--cache", "-4MiB"],
+            "a size cannot be negative",
+        ),
+        (vec!["run", "--page-size", "-8KiB"], "cannot be negative"),
+        (vec!["run", "--duration", "-5s"], "cannot be negative"),
+        (
+            vec!["probe", "--path", ".", "--size", "-1GiB"],
+            "a size cannot be negative",
+        ),
+        // A flag where a value belongs.
+        (vec!["run", "--cache-max", "--buffered"], "is a flag"),
         (vec!["prepare", "--page-size", "3KiB"], "3KiB"),
         (vec!["config", "show", "--database-size", "0"], "database"),
         // Negative and zero counts.
-        (vec!["prepare", "--databases", "-1"], "-1"),
-        (vec!["run", "--databases", "-2"], "-2"),
-        (vec!["run", "--threads", "-3"], "-3"),
-        (vec!["config", "show", "--threads", "-3"], "-3"),
+        (
+            vec!["prepare", "--databases", "-1"],
+            "a count cannot be negative",
+        ),
+        (
+            vec!["run", "--databases", "-2"],
+            "a count cannot be negative",
+        ),
+        (vec!["run", "--threads", "-3"], "a count cannot be negative"),
+        (
+            vec!["config", "show", "--threads", "-3"],
+            "a count cannot be negative",
+        ),
         (vec!["prepare", "--databases", "0"], "0"),
-        (vec!["prepare", "--mailboxes", "-10"], "-10"),
+        (
+            vec!["prepare", "--mailboxes", "-10"],
+            "a count cannot be negative",
+        ),
+        (
+            vec!["run", "--mailboxes", "-10"],
+            "a count cannot be negative",
+        ),
+        (vec!["run", "--seed", "-1"], "a seed cannot be negative"),
+        (vec!["run", "--lazy-commits", "-5"], "cannot be negative"),
+        (
+            vec!["checksum", "--queue-depth", "-4"],
+            "a queue depth cannot be negative",
+        ),
+        (
+            vec!["probe", "--path", ".", "--queue-depth", "-4"],
+            "cannot be negative",
+        ),
+        (vec!["run", "--databases", "2.5"], "not a whole number"),
         // Operation mixes not summing to 100.
         (vec!["run", "--op-mix", "50/20/20/20"], "100"),
         (vec!["config", "show", "--op-mix", "10/10/10/10"], "100"),

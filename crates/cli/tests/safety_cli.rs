@@ -288,3 +288,59 @@ fn clean_and_commands_refuse_a_database_another_process_holds() {
     );
     assert!(out.status.success(), "{}", text(&out));
 }
+
+#[test]
+fn read_only_commands_wait_for_writers_and_share_with_readers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    prepare(t);
+    let db1 = t.join("db/edbstress001.edb");
+    let pid = std::process::id();
+    let paths = ["--db-path", "db", "--log-path", "logs", "--buffered"];
+    let checksum: Vec<&str> = [&["checksum"][..], &paths].concat();
+    let check: Vec<&str> = [&["check"][..], &paths].concat();
+
+    // A writer holds the database: reading it now could show damage that is not there.
+    let writer = DatabaseLock::acquire(&db1).unwrap();
+    for args in [&checksum, &check] {
+        let out = run(t, args);
+        let message = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {message}");
+        assert!(message.contains(&format!("PID {pid}")), "{message}");
+        assert!(message.contains("being written"), "{message}");
+        assert!(message.contains("edbstress001.edb.lock"), "{message}");
+        assert!(!message.contains("panicked"), "{message}");
+    }
+    drop(writer);
+
+    // Readers share: with this process reading, checksum and check (and two checksums
+    // at once) run, while a writer is refused naming the reader.
+    let reader = DatabaseLock::acquire_shared(&db1).unwrap();
+    let out = run(t, &checksum);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run(t, &check);
+    assert!(out.status.success(), "{}", text(&out));
+    let both: Vec<_> = (0..2)
+        .map(|_| {
+            edbstress(t)
+                .args(&checksum)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in both {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let out = run(t, &[&["recover"][..], &paths].concat());
+    let message = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{message}");
+    assert!(message.contains("being read"), "{message}");
+    assert!(message.contains(&format!("PID {pid}")), "{message}");
+    drop(reader);
+    assert!(!t.join("db/edbstress001.edb.lock").exists());
+    let out = run(t, &[&["recover"][..], &paths].concat());
+    assert!(out.status.success(), "{}", text(&out));
+}

@@ -253,9 +253,11 @@ impl TreeWalk<'_> {
     }
 }
 
-/// Checks the database at `path` (offline: nothing else may use it).
+/// Checks the database at `path` (offline: it holds the database's shared lock, so no
+/// writer can use it meanwhile; other readers may).
 pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineError> {
     let file = DataFile::open(path, io_mode, Access::ReadOnly)?;
+    let _lock = crate::lock::DatabaseLock::acquire_shared(path)?;
     let header = read_header_from(&file)
         .map_err(|e| match e {
             HeaderReadError::Io(e) => EngineError::Io(e),

@@ -1,6 +1,6 @@
 //! Errors of the transactional engine.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use edbstress_format::log::LogPosition;
 use edbstress_io::IoError;
@@ -66,4 +66,73 @@ pub enum EngineError {
     /// An invalid argument or configuration.
     #[error("{0}")]
     Invalid(String),
+    /// A filesystem filled up (ENOSPC) while the engine wrote one of its files.
+    #[error(transparent)]
+    NoSpace(Box<NoSpaceError>),
+}
+
+/// Where a filesystem filled up, what needed how much, and how much was left.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the {place} {} is full: {action} needs {}, {} ({}); {fix}",
+    dir.display(),
+    edbstress_io::human_bytes(*needed),
+    available.map_or_else(|| "free space unknown".to_string(), |a| format!("{} available", edbstress_io::human_bytes(a))),
+    os_reason(source)
+)]
+pub struct NoSpaceError {
+    /// What the directory holds: "log directory", "database directory".
+    pub place: &'static str,
+    /// The directory.
+    pub dir: PathBuf,
+    /// What was being done: "creating log file E00tmp.log".
+    pub action: String,
+    /// Bytes that needed.
+    pub needed: u64,
+    /// Bytes available on the filesystem right after the failure, when known.
+    pub available: Option<u64>,
+    /// What to do about it.
+    pub fix: &'static str,
+    /// The I/O layer's error (an [`IoError::Full`]).
+    #[source]
+    pub source: IoError,
+}
+
+/// The operating system's words for an I/O error ("No space left on device (os error
+/// 28)"), or the whole message for errors without one.
+fn os_reason(e: &IoError) -> String {
+    match e {
+        IoError::Full { source, .. } | IoError::Io { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
+}
+
+impl EngineError {
+    /// This error, or when it is a full filesystem ([`IoError::Full`]), an
+    /// [`EngineError::NoSpace`] saying in which `place` (`dir`) `action` needed `needed`
+    /// bytes, and `fix`.
+    pub(crate) fn in_full_dir(
+        self,
+        place: &'static str,
+        dir: &Path,
+        action: impl FnOnce() -> String,
+        needed: u64,
+        fix: &'static str,
+    ) -> EngineError {
+        let EngineError::Io(source) = self else {
+            return self;
+        };
+        let IoError::Full { available, .. } = &source else {
+            return EngineError::Io(source);
+        };
+        EngineError::NoSpace(Box::new(NoSpaceError {
+            place,
+            dir: dir.to_path_buf(),
+            action: action(),
+            needed,
+            available: *available,
+            fix,
+            source,
+        }))
+    }
 }

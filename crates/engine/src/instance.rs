@@ -677,6 +677,20 @@ impl Instance {
             )
         })?;
         let per_write = ((1 << 20) / ps).max(1) as u32;
+        let grown = u64::from(add) * ps as u64;
+        let full = |e: edbstress_io::IoError| {
+            let path = self.file.path();
+            EngineError::Io(e).in_full_dir(
+                "database directory",
+                path.parent().unwrap_or(std::path::Path::new(".")),
+                || {
+                    let name = path.file_name().unwrap_or_default().to_string_lossy();
+                    format!("growing {name} by {}", crate::prepare::human_bytes(grown))
+                },
+                grown,
+                "free space there or move the database to a bigger filesystem",
+            )
+        };
         let mut buf = AlignedBuf::new(per_write as usize * ps);
         let mut pgno = page_count + 1;
         while pgno <= new_count {
@@ -685,13 +699,15 @@ impl Instance {
                 let page = &mut buf[i as usize * ps..(i as usize + 1) * ps];
                 crate::dbfile::format_unused_page(page, pgno + i);
             }
-            self.file.write_all_at(
-                &buf[..n as usize * ps],
-                edbstress_format::page_offset(pgno, page_size),
-            )?;
+            self.file
+                .write_all_at(
+                    &buf[..n as usize * ps],
+                    edbstress_format::page_offset(pgno, page_size),
+                )
+                .map_err(full)?;
             pgno += n;
         }
-        self.file.sync_data()?;
+        self.file.sync_data().map_err(full)?;
         {
             let mut h = self.header.lock();
             h.page_count = new_count;

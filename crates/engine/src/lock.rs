@@ -1,15 +1,30 @@
-//! The lock that keeps two edbstress processes (or two instances in one process) off
-//! the same database: `edbstressNNN.edb.lock` next to the database, holding the PID of
-//! its holder and `flock(LOCK_EX|LOCK_NB)`-locked for as long as the database is in use.
+//! The lock that keeps edbstress processes (or instances in one process) from using a
+//! database in ways that clash: `edbstressNNN.edb.lock` next to the database, locked
+//! with `flock` for as long as the database is in use.
+//!
+//! Two modes. A writer (a run, prepare, recover, `checksum --repair`, backup, clean)
+//! takes `flock(LOCK_EX|LOCK_NB)` and writes its PID into the file: it is alone. A reader
+//! (`checksum`, `check`) takes `flock(LOCK_SH|LOCK_NB)` and writes nothing: any number of
+//! readers may hold it together, never with a writer, so a scan never sees a database
+//! that is being written (which would look damaged). A refused process is told who holds
+//! the lock: the holders' PIDs come from `/proc/locks` (the file's PID, which only a
+//! writer writes, is the fallback).
 //!
 //! The flock, not the file, is the lock: a file left behind by a killed process is
-//! stale (nobody holds its flock) and is simply taken over. The holder removes the
-//! file when it lets go; because another process may have opened the old file just
-//! before that, a new holder checks after locking that the path still names the file
-//! it locked, and retries otherwise.
+//! stale (nobody holds its flock) and is simply taken over. The last holder removes the
+//! file when it lets go, while still holding `LOCK_EX` so nobody can lock the file being
+//! removed: a writer always, a reader only if it can turn its shared lock into an
+//! exclusive one (no other reader holds it; otherwise the file stays for the others,
+//! and at worst a stale file is left, which is harmless). Because another process may
+//! have opened the old file just before it was removed, a new holder checks after
+//! locking that the path still names the file it locked, and retries otherwise.
+//!
+//! A reader in a directory it cannot write (a read-only snapshot, another user's
+//! files) locks the lock file if there is one; if there is none, no writer is using the
+//! database (every writer holds a lock file), and the reader goes on without a lock.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -22,21 +37,42 @@ pub const LOCK_SUFFIX: &str = ".lock";
 /// Attempts when the lock file is replaced under us (each one follows a holder letting go).
 const MAX_ATTEMPTS: u32 = 100;
 
+/// How a database is held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockMode {
+    /// For writing: alone (`LOCK_EX`), with the holder's PID in the file.
+    Exclusive,
+    /// For reading only: together with other readers, never with a writer (`LOCK_SH`).
+    Shared,
+}
+
+/// Who holds a lock that was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holder {
+    /// A process using the database for writing (a run, prepare, recover, ...).
+    Writer,
+    /// One or more processes only reading it (`checksum`, `check`).
+    Readers,
+}
+
 /// Why a database could not be locked.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     /// Another edbstress process (or another open instance of this one) holds it.
-    #[error(
-        "{db} is in use by another edbstress process ({}; lock file {lock_file}); wait for it to finish or stop it, then try again",
-        describe_holder(*.pid)
-    )]
+    #[error("{}", held_message(db, lock_file, *.pid, more_pids, *.holder, *.wanted))]
     Held {
         /// The database.
         db: PathBuf,
         /// Its lock file.
         lock_file: PathBuf,
-        /// PID written by the holder, when it could be read.
+        /// PID of the holder (of the first one, when several readers hold it), when known.
         pid: Option<u32>,
+        /// PIDs of the other holders (several readers can hold it at once).
+        more_pids: Vec<u32>,
+        /// Whether the holder writes the database or only reads it.
+        holder: Holder,
+        /// The mode that was refused.
+        wanted: LockMode,
     },
     /// A file with the lock file's name exists but is not an edbstress lock file.
     #[error(
@@ -62,10 +98,33 @@ pub enum LockError {
     },
 }
 
-fn describe_holder(pid: Option<u32>) -> String {
-    match pid {
-        Some(pid) => format!("PID {pid}"),
-        None => "PID unknown".to_string(),
+fn held_message(
+    db: &Path,
+    lock_file: &Path,
+    pid: Option<u32>,
+    more_pids: &[u32],
+    holder: Holder,
+    wanted: LockMode,
+) -> String {
+    let pids = match (pid, more_pids) {
+        (None, _) => "PID unknown".to_string(),
+        (Some(pid), []) => format!("PID {pid}"),
+        (Some(pid), more) => {
+            let rest: Vec<String> = more.iter().map(u32::to_string).collect();
+            format!("PIDs {pid}, {}", rest.join(", "))
+        }
+    };
+    let (db, lock_file) = (db.display(), lock_file.display());
+    match (holder, wanted) {
+        (Holder::Writer, LockMode::Shared) => format!(
+            "{db} is being written by another edbstress process ({pids}; lock file {lock_file}), so reading it now could report damage that is not there; wait for that process to finish (or stop it and run `edbstress recover`), then try again"
+        ),
+        (Holder::Readers, _) => format!(
+            "{db} is being read by another edbstress process (checksum or check; {pids}; lock file {lock_file}); wait for it to finish or stop it, then try again"
+        ),
+        (Holder::Writer, LockMode::Exclusive) => format!(
+            "{db} is in use by another edbstress process ({pids}; lock file {lock_file}); wait for it to finish or stop it, then try again"
+        ),
     }
 }
 
@@ -77,22 +136,37 @@ pub fn lock_file_path(db_file: &Path) -> PathBuf {
 }
 
 /// Whether `contents` look like what [`DatabaseLock`] writes (a PID and a newline, or
-/// nothing when the writer was interrupted).
+/// nothing when the writer was interrupted or only readers used the file).
 pub fn is_lock_file_content(contents: &[u8]) -> bool {
     let text = contents.strip_suffix(b"\n").unwrap_or(contents);
     text.len() <= 10 && text.iter().all(u8::is_ascii_digit)
 }
 
-/// A held database lock; released (and its file removed) on drop.
+/// A held database lock; released (and its file removed by its last holder) on drop.
 #[derive(Debug)]
 pub struct DatabaseLock {
-    file: Flock<File>,
+    /// `None` for a reader that found no lock file and could not create one (see the
+    /// module documentation).
+    file: Option<Flock<File>>,
     lock_file: PathBuf,
+    mode: LockMode,
 }
 
 impl DatabaseLock {
-    /// Locks the database at `db_file` (which need not exist yet; its directory must).
+    /// Locks the database at `db_file` for writing (which need not exist yet; its
+    /// directory must).
     pub fn acquire(db_file: &Path) -> Result<DatabaseLock, LockError> {
+        DatabaseLock::acquire_mode(db_file, LockMode::Exclusive)
+    }
+
+    /// Locks the database at `db_file` for reading only: other readers may hold it too,
+    /// a writer may not.
+    pub fn acquire_shared(db_file: &Path) -> Result<DatabaseLock, LockError> {
+        DatabaseLock::acquire_mode(db_file, LockMode::Shared)
+    }
+
+    /// Locks the database at `db_file` in `mode`.
+    pub fn acquire_mode(db_file: &Path, mode: LockMode) -> Result<DatabaseLock, LockError> {
         let lock_file = lock_file_path(db_file);
         let io = |op: &'static str, source: std::io::Error| LockError::Io {
             lock_file: lock_file.clone(),
@@ -100,13 +174,14 @@ impl DatabaseLock {
             source,
         };
         for _ in 0..MAX_ATTEMPTS {
-            let mut file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&lock_file)
-                .map_err(|e| io("open", e))?;
+            let Some(mut file) = open_lock_file(&lock_file, mode).map_err(|e| io("open", e))?
+            else {
+                return Ok(DatabaseLock {
+                    file: None,
+                    lock_file,
+                    mode,
+                });
+            };
             let mut contents = Vec::new();
             (&mut file)
                 .take(64)
@@ -118,33 +193,32 @@ impl DatabaseLock {
                     lock_file,
                 });
             }
-            let mut locked = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            let arg = match mode {
+                LockMode::Exclusive => FlockArg::LockExclusiveNonblock,
+                LockMode::Shared => FlockArg::LockSharedNonblock,
+            };
+            let mut locked = match Flock::lock(file, arg) {
                 Ok(locked) => locked,
-                Err((_, Errno::EWOULDBLOCK)) => {
-                    return Err(LockError::Held {
-                        db: db_file.to_path_buf(),
-                        pid: parse_pid(&contents),
-                        lock_file,
-                    });
+                Err((file, Errno::EWOULDBLOCK)) => {
+                    return Err(held_error(db_file, lock_file, file, &contents, mode));
                 }
                 Err((_, errno)) => return Err(io("flock", errno.into())),
             };
             // The previous holder may have removed the file between our open and flock.
-            let ours = locked.metadata().map_err(|e| io("stat", e))?;
-            match std::fs::metadata(&lock_file) {
-                Ok(m) if m.dev() == ours.dev() && m.ino() == ours.ino() => {}
-                Ok(_) => continue,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(io("stat", e)),
+            if !names_file(&lock_file, &locked).map_err(|e| io("stat", e))? {
+                continue;
             }
-            locked.set_len(0).map_err(|e| io("truncate", e))?;
-            locked.seek(SeekFrom::Start(0)).map_err(|e| io("seek", e))?;
-            locked
-                .write_all(format!("{}\n", std::process::id()).as_bytes())
-                .map_err(|e| io("write", e))?;
+            if mode == LockMode::Exclusive {
+                locked.set_len(0).map_err(|e| io("truncate", e))?;
+                locked.seek(SeekFrom::Start(0)).map_err(|e| io("seek", e))?;
+                locked
+                    .write_all(format!("{}\n", std::process::id()).as_bytes())
+                    .map_err(|e| io("write", e))?;
+            }
             return Ok(DatabaseLock {
-                file: locked,
+                file: Some(locked),
                 lock_file,
+                mode,
             });
         }
         Err(io(
@@ -157,18 +231,162 @@ impl DatabaseLock {
     pub fn path(&self) -> &Path {
         &self.lock_file
     }
+
+    /// The mode the lock is held in.
+    pub fn mode(&self) -> LockMode {
+        self.mode
+    }
 }
 
 impl Drop for DatabaseLock {
     fn drop(&mut self) {
-        // Removed while still locked, so nobody can lock the file we remove; the flock
-        // goes with the descriptor when `file` is dropped.
-        if let (Ok(ours), Ok(now)) = (self.file.metadata(), std::fs::metadata(&self.lock_file)) {
-            if ours.dev() == now.dev() && ours.ino() == now.ino() {
-                let _ = std::fs::remove_file(&self.lock_file);
-            }
+        let Some(file) = &self.file else {
+            return;
+        };
+        // Only the last holder removes the file, and only while holding it exclusively,
+        // so nobody can lock the file we remove. A reader that cannot upgrade leaves the
+        // file to the other readers (a failed upgrade drops its shared lock, which is
+        // being let go anyway). The flock goes with the descriptor when `file` is dropped.
+        if self.mode == LockMode::Shared && file.relock(FlockArg::LockExclusiveNonblock).is_err() {
+            return;
+        }
+        if names_file(&self.lock_file, file).unwrap_or(false) {
+            let _ = std::fs::remove_file(&self.lock_file);
         }
     }
+}
+
+/// Opens (creating it if need be) the lock file. A reader that may not create it opens
+/// an existing one read-only (flock needs no write access), and gets `None` when there
+/// is none.
+fn open_lock_file(lock_file: &Path, mode: LockMode) -> std::io::Result<Option<File>> {
+    let created = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(lock_file);
+    match created {
+        Ok(file) => Ok(Some(file)),
+        Err(e)
+            if mode == LockMode::Shared
+                && matches!(
+                    e.kind(),
+                    ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem
+                ) =>
+        {
+            match File::open(lock_file) {
+                Ok(file) => Ok(Some(file)),
+                Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `path` still names the file open as `file`.
+fn names_file(path: &Path, file: &File) -> std::io::Result<bool> {
+    let ours = file.metadata()?;
+    match std::fs::metadata(path) {
+        Ok(m) => Ok(m.dev() == ours.dev() && m.ino() == ours.ino()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The error for a lock refused because `file` (the lock file, read into `contents`) is
+/// held by someone else: who holds it, from `/proc/locks`, else from the file's PID
+/// (written by writers only) and a probe for readers.
+fn held_error(
+    db_file: &Path,
+    lock_file: PathBuf,
+    file: File,
+    contents: &[u8],
+    wanted: LockMode,
+) -> LockError {
+    let holders = file
+        .metadata()
+        .map(|m| lock_holders(&m))
+        .unwrap_or_default();
+    let holder = if holders.iter().any(|h| h.exclusive) {
+        Holder::Writer
+    } else if !holders.is_empty() {
+        Holder::Readers
+    } else if wanted == LockMode::Shared {
+        // Only a writer refuses a shared lock.
+        Holder::Writer
+    } else {
+        // A shared lock would be granted only if readers hold it.
+        match Flock::lock(file, FlockArg::LockSharedNonblock) {
+            Ok(_probe) => Holder::Readers,
+            Err(_) => Holder::Writer,
+        }
+    };
+    let pids: Vec<u32> = match (holders.is_empty(), holder) {
+        (false, _) => holders.iter().map(|h| h.pid).collect(),
+        (true, Holder::Writer) => parse_pid(contents).into_iter().collect(),
+        (true, Holder::Readers) => Vec::new(),
+    };
+    let pid = pids.first().copied();
+    LockError::Held {
+        db: db_file.to_path_buf(),
+        lock_file,
+        pid,
+        more_pids: pids.into_iter().skip(1).collect(),
+        holder,
+        wanted,
+    }
+}
+
+/// A flock on a file, as `/proc/locks` lists it.
+#[derive(Debug, PartialEq, Eq)]
+struct LockHolder {
+    pid: u32,
+    exclusive: bool,
+}
+
+/// The processes holding a flock on the file with metadata `file`, from `/proc/locks`
+/// (sorted by PID); empty when it cannot be read or lists none (PIDs of another PID
+/// namespace show as 0 and are left out).
+fn lock_holders(file: &std::fs::Metadata) -> Vec<LockHolder> {
+    std::fs::read_to_string("/proc/locks")
+        .map(|text| parse_proc_locks(&text, file.dev(), file.ino()))
+        .unwrap_or_default()
+}
+
+/// The FLOCK entries of `/proc/locks` text for the file `dev`/`ino`. A line reads
+/// `1: FLOCK  ADVISORY  WRITE 1234 fe:00:5423108 0 EOF`: the device is printed as
+/// hexadecimal major:minor; lines with `->` are waiters, which hold nothing.
+fn parse_proc_locks(text: &str, dev: u64, ino: u64) -> Vec<LockHolder> {
+    // glibc's gnu_dev_major / gnu_dev_minor.
+    let major = ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0x0fff);
+    let minor = ((dev >> 12) & 0xffff_ff00) | (dev & 0x00ff);
+    let mut holders: Vec<LockHolder> = text
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace().skip(1);
+            if fields.next()? != "FLOCK" {
+                return None;
+            }
+            let _advisory = fields.next()?;
+            let exclusive = match fields.next()? {
+                "WRITE" => true,
+                "READ" => false,
+                _ => return None,
+            };
+            let pid: u32 = fields.next()?.parse().ok()?;
+            let mut id = fields.next()?.split(':');
+            let entry_major = u64::from_str_radix(id.next()?, 16).ok()?;
+            let entry_minor = u64::from_str_radix(id.next()?, 16).ok()?;
+            let entry_ino: u64 = id.next()?.parse().ok()?;
+            (entry_major == major && entry_minor == minor && entry_ino == ino && pid != 0)
+                .then_some(LockHolder { pid, exclusive })
+        })
+        .collect();
+    holders.sort_by_key(|h| (h.pid, !h.exclusive));
+    holders.dedup_by_key(|h| h.pid);
+    holders
 }
 
 /// The PID in a lock file's contents.
@@ -182,7 +400,7 @@ pub fn ensure_not_held(db_file: &Path) -> Result<(), LockError> {
     let lock_file = lock_file_path(db_file);
     let mut file = match File::open(&lock_file) {
         Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
         Err(source) => {
             return Err(LockError::Io {
                 lock_file,
@@ -195,11 +413,13 @@ pub fn ensure_not_held(db_file: &Path) -> Result<(), LockError> {
     let _ = (&mut file).take(64).read_to_end(&mut contents);
     match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
         Ok(_) => Ok(()),
-        Err((_, Errno::EWOULDBLOCK)) => Err(LockError::Held {
-            db: db_file.to_path_buf(),
-            pid: parse_pid(&contents),
+        Err((file, Errno::EWOULDBLOCK)) => Err(held_error(
+            db_file,
             lock_file,
-        }),
+            file,
+            &contents,
+            LockMode::Exclusive,
+        )),
         Err((_, errno)) => Err(LockError::Io {
             lock_file,
             op: "flock",
@@ -260,6 +480,143 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(lock_file_path(&db)).unwrap(),
             "precious data"
+        );
+    }
+
+    #[test]
+    fn readers_share_the_lock_and_keep_writers_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("edbstress004.edb");
+        let pid = std::process::id();
+        let first = DatabaseLock::acquire_shared(&db).unwrap();
+        let second = DatabaseLock::acquire_shared(&db).unwrap();
+        assert_eq!(second.mode(), LockMode::Shared);
+        assert_eq!(
+            std::fs::read(first.path()).unwrap(),
+            b"",
+            "readers write no PID"
+        );
+
+        // A writer is refused, told that readers hold it and by whom.
+        let err = DatabaseLock::acquire(&db).unwrap_err();
+        match &err {
+            LockError::Held {
+                pid: Some(p),
+                holder: Holder::Readers,
+                wanted: LockMode::Exclusive,
+                ..
+            } => assert_eq!(*p, pid),
+            other => panic!("expected Held by readers, got {other:?}"),
+        }
+        let message = err.to_string();
+        assert!(message.contains("being read"), "{message}");
+        assert!(message.contains(&format!("PID {pid}")), "{message}");
+        assert!(matches!(
+            ensure_not_held(&db),
+            Err(LockError::Held {
+                holder: Holder::Readers,
+                ..
+            })
+        ));
+
+        // The first reader to go leaves the file to the other.
+        drop(first);
+        assert!(lock_file_path(&db).exists());
+        assert!(matches!(
+            DatabaseLock::acquire(&db),
+            Err(LockError::Held { .. })
+        ));
+        // The last one removes it, and a writer gets in.
+        drop(second);
+        assert!(!lock_file_path(&db).exists());
+        let writer = DatabaseLock::acquire(&db).unwrap();
+        drop(writer);
+    }
+
+    #[test]
+    fn a_reader_is_refused_while_a_writer_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("edbstress005.edb");
+        let pid = std::process::id();
+        let writer = DatabaseLock::acquire(&db).unwrap();
+        let err = DatabaseLock::acquire_shared(&db).unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                LockError::Held { pid: Some(p), more_pids, holder: Holder::Writer, wanted: LockMode::Shared, .. }
+                    if *p == pid && more_pids.is_empty()
+            ),
+            "{err:?}"
+        );
+        let message = err.to_string();
+        assert!(message.contains("being written"), "{message}");
+        assert!(message.contains(&format!("PID {pid}")), "{message}");
+        assert!(message.contains("edbstress005.edb.lock"), "{message}");
+        // The refused reader did not disturb the writer's file.
+        assert_eq!(
+            std::fs::read_to_string(writer.path()).unwrap(),
+            format!("{pid}\n")
+        );
+        drop(writer);
+        drop(DatabaseLock::acquire_shared(&db).unwrap());
+        assert!(!lock_file_path(&db).exists());
+    }
+
+    #[test]
+    fn a_reader_takes_over_a_stale_file_and_refuses_a_foreign_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("edbstress006.edb");
+        std::fs::write(lock_file_path(&db), "999999\n").unwrap();
+        let reader = DatabaseLock::acquire_shared(&db).unwrap();
+        // Held by a reader now: a writer is told so, not the stale PID.
+        let message = DatabaseLock::acquire(&db).unwrap_err().to_string();
+        assert!(!message.contains("999999"), "{message}");
+        drop(reader);
+        assert!(!lock_file_path(&db).exists());
+
+        std::fs::write(lock_file_path(&db), "precious data").unwrap();
+        let err = DatabaseLock::acquire_shared(&db).unwrap_err();
+        assert!(matches!(err, LockError::NotOurs { .. }), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(lock_file_path(&db)).unwrap(),
+            "precious data"
+        );
+    }
+
+    #[test]
+    fn holders_are_read_from_proc_locks() {
+        let text = "1: FLOCK  ADVISORY  WRITE 4321 fe:01:77 0 EOF\n\
+                    1: -> FLOCK  ADVISORY  WRITE 99 fe:01:77 0 EOF\n\
+                    2: FLOCK  ADVISORY  READ  12 08:11:77 0 EOF\n\
+                    3: FLOCK  ADVISORY  READ  13 fe:01:78 0 EOF\n\
+                    4: POSIX  ADVISORY  WRITE 14 fe:01:77 0 EOF\n\
+                    5: FLOCK  ADVISORY  READ  0 fe:01:77 0 EOF\n";
+        // st_dev of major 0xfe, minor 1 as glibc encodes it.
+        let dev = (0xfe << 8) | 1;
+        assert_eq!(
+            parse_proc_locks(text, dev, 77),
+            vec![LockHolder {
+                pid: 4321,
+                exclusive: true
+            }]
+        );
+        assert_eq!(
+            parse_proc_locks(text, (0x08 << 8) | 0x11, 77),
+            vec![LockHolder {
+                pid: 12,
+                exclusive: false
+            }]
+        );
+        // And on this machine: our own lock is found.
+        let dir = tempfile::tempdir().unwrap();
+        let lock = DatabaseLock::acquire(&dir.path().join("edbstress007.edb")).unwrap();
+        let meta = std::fs::metadata(lock.path()).unwrap();
+        assert_eq!(
+            lock_holders(&meta),
+            vec![LockHolder {
+                pid: std::process::id(),
+                exclusive: true
+            }]
         );
     }
 

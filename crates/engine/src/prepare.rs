@@ -234,21 +234,9 @@ impl PrepareReport {
     }
 }
 
-/// Formats a byte count with a binary unit ("1.5 GiB").
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
+/// Formats a byte count with a binary unit ("1.5 GiB"); the I/O layer's, so that every
+/// message writes sizes alike.
+pub use edbstress_io::human_bytes;
 
 /// Bytes the initial log files of an instance take.
 const LOG_BYTES: u64 = DEFAULT_LOG_FILE_LEN as u64 + 2 * SEGMENT_LEN as u64;

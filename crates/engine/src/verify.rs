@@ -230,15 +230,19 @@ pub fn scan_database(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<DatabaseScanReport, ScanError> {
     let started = Instant::now();
-    let (access, _lock) = if options.repair {
+    // Repair writes, so it needs the database alone; a plain scan only needs no writer
+    // (whose half-done writes would look like damage), and opens the file first so a
+    // missing one is reported as such rather than as a lock problem.
+    let (file, _lock) = if options.repair {
+        let lock = crate::lock::DatabaseLock::acquire(path)?;
         (
-            Access::ReadWrite,
-            Some(crate::lock::DatabaseLock::acquire(path)?),
+            DataFile::open(path, options.io_mode, Access::ReadWrite)?,
+            lock,
         )
     } else {
-        (Access::ReadOnly, None)
+        let file = DataFile::open(path, options.io_mode, Access::ReadOnly)?;
+        (file, crate::lock::DatabaseLock::acquire_shared(path)?)
     };
-    let file = DataFile::open(path, options.io_mode, access)?;
     let selection = match read_header_from(&file) {
         Ok(sel) => sel,
         Err(HeaderReadError::Io(e)) => return Err(e.into()),

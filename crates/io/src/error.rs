@@ -36,6 +36,25 @@ pub enum IoError {
         source: io::Error,
     },
 
+    /// The filesystem holding `path` ran out of space (ENOSPC) during an operation on it.
+    #[error("{}", full_message(path, op, *offset, *needed, *available, source))]
+    Full {
+        /// The file the operation was on.
+        path: PathBuf,
+        /// What was being done: "write", "fallocate", "create", "fdatasync", ...
+        op: &'static str,
+        /// The byte offset of a write (0 for other operations).
+        offset: u64,
+        /// Bytes the operation needed, when known (a write's length, an extension's size).
+        needed: Option<u64>,
+        /// Bytes available to unprivileged users on that filesystem right after the
+        /// failure (`statvfs`), when it could be read.
+        available: Option<u64>,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+
     /// `DataFile::create_new` found a file already at the path; it never overwrites.
     #[error(
         "{} already exists and will not be overwritten; delete it or choose another path",
@@ -198,14 +217,106 @@ pub enum IoError {
 }
 
 impl IoError {
-    /// An `Io` error for an operation without an offset.
+    /// An `Io` error for an operation without an offset (a [`IoError::Full`] for ENOSPC).
     pub(crate) fn file_op(path: &std::path::Path, op: &'static str, source: io::Error) -> Self {
-        IoError::Io {
+        IoError::from_os(path, op, 0, None, source)
+    }
+
+    /// The error of a failed operation on `path`: [`IoError::Full`], with the space
+    /// `needed` and the space now available, when the filesystem is full (ENOSPC), else
+    /// [`IoError::Io`]. `path` need not exist (a file that could not be created): the
+    /// free space is then read from its directory.
+    pub fn from_os(
+        path: &std::path::Path,
+        op: &'static str,
+        offset: u64,
+        needed: Option<u64>,
+        source: io::Error,
+    ) -> Self {
+        if source.raw_os_error() != Some(libc::ENOSPC) {
+            return IoError::Io {
+                path: path.to_path_buf(),
+                op,
+                offset,
+                source,
+            };
+        }
+        let available = crate::file::available_space(path)
+            .or_else(|_| {
+                let dir = match path.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p,
+                    _ => std::path::Path::new("."),
+                };
+                crate::file::available_space(dir)
+            })
+            .ok();
+        IoError::Full {
             path: path.to_path_buf(),
             op,
-            offset: 0,
+            offset,
+            needed,
+            available,
             source,
         }
+    }
+
+    /// Whether this is [`IoError::Full`]: the filesystem ran out of space.
+    pub fn is_full(&self) -> bool {
+        matches!(self, IoError::Full { .. })
+    }
+}
+
+/// "the filesystem holding P is full: writing 32.0 KiB at offset N needs 32.0 KiB, 0 B
+/// available (No space left on device); free space …".
+fn full_message(
+    path: &std::path::Path,
+    op: &str,
+    offset: u64,
+    needed: Option<u64>,
+    available: Option<u64>,
+    source: &io::Error,
+) -> String {
+    let action = match op {
+        "write" => format!("writing at offset {offset}"),
+        "fallocate" => "reserving space".to_string(),
+        "create" => "creating the file".to_string(),
+        "fdatasync" | "fsync" => "flushing written data".to_string(),
+        other => other.to_string(),
+    };
+    let available_text = available.map_or_else(
+        || "free space unknown".to_string(),
+        |a| format!("{} available", human_bytes(a)),
+    );
+    let figures = match needed {
+        Some(n) => format!("{action} needs {}, {available_text}", human_bytes(n)),
+        None => format!("{action} failed, {available_text}"),
+    };
+    // Space that shows as free but cannot be used: inodes, metadata space or a quota.
+    let hint = match (needed, available) {
+        (Some(n), Some(a)) if a >= n => {
+            " (the space shows as free, so the filesystem may be out of inodes or reserved space)"
+        }
+        _ => "",
+    };
+    format!(
+        "the filesystem holding {} is full: {figures}{hint} ({source}); free space on it or move the files to a bigger filesystem",
+        path.display()
+    )
+}
+
+/// Formats a byte count with a binary unit ("1.5 GiB", "512 B").
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
     }
 }
 
@@ -216,5 +327,44 @@ fn offset_phrase(op: &str, offset: u64) -> String {
         format!(" at offset {offset}")
     } else {
         String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enospc_becomes_full_with_the_space_needed_and_available() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file that could not be created: the free space comes from its directory.
+        let path = dir.path().join("E00tmp.log");
+        let enospc = || io::Error::from_raw_os_error(libc::ENOSPC);
+        let err = IoError::from_os(&path, "fallocate", 0, Some(1 << 20), enospc());
+        let IoError::Full { available, .. } = &err else {
+            panic!("expected Full, got {err:?}");
+        };
+        assert!(available.is_some(), "statvfs of the directory");
+        assert!(err.is_full());
+        let message = err.to_string();
+        assert!(
+            message.starts_with(&format!(
+                "the filesystem holding {} is full: reserving space needs 1.0 MiB, ",
+                path.display()
+            )),
+            "{message}"
+        );
+        assert!(message.contains(" available"), "{message}");
+        assert!(message.contains("No space left"), "{message}");
+        let write = IoError::from_os(&path, "write", 8192, Some(32768), enospc()).to_string();
+        assert!(
+            write.contains("writing at offset 8192 needs 32.0 KiB"),
+            "{write}"
+        );
+        // Anything else stays an ordinary I/O error.
+        let other = IoError::from_os(&path, "write", 0, Some(1), io::Error::other("boom"));
+        assert!(matches!(other, IoError::Io { .. }), "{other:?}");
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(3 << 29), "1.5 GiB");
     }
 }

@@ -187,7 +187,8 @@ impl DataFile {
     /// filesystems without `fallocate` (some ZFS versions, NFS < 4.2) it only extends the
     /// size with `set_len`. Never shrinks the file.
     pub fn allocate(&self, len: u64) -> Result<(), IoError> {
-        if self.len()? >= len {
+        let current = self.len()?;
+        if current >= len {
             return Ok(());
         }
         let Ok(size) = libc::off_t::try_from(len) else {
@@ -208,7 +209,15 @@ impl DataFile {
             match err.raw_os_error() {
                 Some(libc::EINTR) => continue,
                 Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => return self.set_len(len),
-                _ => return Err(IoError::file_op(&self.path, "fallocate", err)),
+                _ => {
+                    return Err(IoError::from_os(
+                        &self.path,
+                        "fallocate",
+                        0,
+                        Some(len - current),
+                        err,
+                    ));
+                }
             }
         }
     }
@@ -328,12 +337,7 @@ pub(crate) fn rw_error(
             len,
         };
     }
-    IoError::Io {
-        path: path.to_path_buf(),
-        op,
-        offset,
-        source,
-    }
+    IoError::from_os(path, op, offset, Some(len as u64), source)
 }
 
 /// Bytes available to unprivileged users on the filesystem holding `path`

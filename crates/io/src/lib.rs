@@ -61,7 +61,7 @@ pub use backend::{
 };
 pub use buf::{AlignedBuf, BUF_ALIGN};
 pub use class::IoClass;
-pub use error::IoError;
+pub use error::{IoError, human_bytes};
 pub use file::{Access, DataFile, IoMode, available_space, filesystem_id};
 pub use histogram::{LatencyHistogram, MAX_LATENCY_NS};
 pub use stats::{ClassStats, IoStats};

@@ -31,6 +31,26 @@ pub enum ExportError {
         /// The error.
         source: std::io::Error,
     },
+    /// The results directory's filesystem is full (ENOSPC).
+    #[error(
+        "the results directory {} is full: writing {} needs {}, {} ({source}); free space there or choose another --results-dir",
+        dir.display(),
+        file.display(),
+        edbstress_io::human_bytes(*needed),
+        available.map_or_else(|| "free space unknown".to_string(), |a| format!("{} available", edbstress_io::human_bytes(a)))
+    )]
+    NoSpace {
+        /// The directory.
+        dir: PathBuf,
+        /// The file's name.
+        file: PathBuf,
+        /// Bytes the file needs.
+        needed: u64,
+        /// Bytes available on the filesystem right after the failure, when known.
+        available: Option<u64>,
+        /// The error.
+        source: std::io::Error,
+    },
     /// Encoding the results failed.
     #[error("cannot encode {what}: {message}")]
     Encode {
@@ -59,11 +79,26 @@ pub trait Exporter {
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ExportError> {
-    let io = |source| ExportError::Io {
-        path: path.to_path_buf(),
-        source,
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
     };
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let io = |source: std::io::Error| {
+        if source.kind() == std::io::ErrorKind::StorageFull {
+            ExportError::NoSpace {
+                dir: dir.to_path_buf(),
+                file: PathBuf::from(path.file_name().unwrap_or_default()),
+                needed: bytes.len() as u64,
+                available: edbstress_io::available_space(dir).ok(),
+                source,
+            }
+        } else {
+            ExportError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+    };
     let mut tmp = tempfile::Builder::new()
         .prefix(".edbstress-")
         .suffix(".tmp")

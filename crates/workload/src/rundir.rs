@@ -135,8 +135,22 @@ impl<'s> TestLog<'s> {
         let mut file = self.file.lock();
         if let Some(f) = file.as_mut() {
             if let Err(e) = writeln!(f, "{line}").and_then(|_| f.flush()) {
+                let space = match e.kind() {
+                    std::io::ErrorKind::StorageFull => {
+                        let available = self.path.parent().map(edbstress_io::available_space);
+                        match available {
+                            Some(Ok(a)) => format!(
+                                " (the line needs {} B, {} available)",
+                                line.len() + 1,
+                                edbstress_io::human_bytes(a)
+                            ),
+                            _ => String::new(),
+                        }
+                    }
+                    _ => String::new(),
+                };
                 tracing::warn!(
-                    "cannot write {}: {e}; test log continues in memory",
+                    "cannot write {}: {e}{space}; test log continues in memory",
                     self.path.display()
                 );
                 *file = None;

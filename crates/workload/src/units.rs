@@ -26,18 +26,29 @@ const DECIMAL_UNITS: [(&str, u64); 4] = [
 
 /// Parses a size with an optional unit.
 pub fn parse_size(s: &str) -> Result<u64, String> {
+    parse_size_value(s).map_err(|why| format!("invalid size '{s}': {why}"))
+}
+
+/// Parses a size like [`parse_size`]; the error says only what is wrong (and the fix),
+/// for callers whose message already quotes the value, such as command-line flags.
+pub fn parse_size_value(s: &str) -> Result<u64, String> {
     let t = s.trim();
+    let fix = "use a number with an optional unit, e.g. 256MiB, 1GiB, 500MB or 32KiB";
+    if t.starts_with("--") {
+        // A flag taken as the value: the value itself is missing.
+        return Err(format!("a size is missing here ('{t}' is a flag); {fix}"));
+    }
+    if t.starts_with('-') {
+        return Err("a size cannot be negative; give e.g. 512MiB".to_string());
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
-    let fix = "use a number with an optional unit, e.g. 256MiB, 1GiB, 500MB or 32KiB";
     if number.is_empty() {
-        return Err(format!("invalid size '{s}': {fix}"));
+        return Err(fix.to_string());
     }
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("invalid size '{s}': {fix}"))?;
+    let value: f64 = number.parse().map_err(|_| fix.to_string())?;
     let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kib" => 1 << 10,
@@ -48,20 +59,20 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "mb" => 1_000_000,
         "gb" => 1_000_000_000,
         "tb" => 1_000_000_000_000,
-        other => return Err(format!("invalid size '{s}': unknown unit '{other}'; {fix}")),
+        other => return Err(format!("unknown unit '{other}'; {fix}")),
     };
     // Whole numbers are multiplied exactly: f64 would round sizes above 2^53 bytes.
     if let Ok(whole) = number.parse::<u64>() {
         return whole
             .checked_mul(multiplier)
-            .ok_or_else(|| format!("invalid size '{s}': too large"));
+            .ok_or_else(|| "too large".to_string());
     }
     let bytes = value * multiplier as f64;
     if !bytes.is_finite() || bytes >= u64::MAX as f64 {
-        return Err(format!("invalid size '{s}': too large"));
+        return Err("too large".to_string());
     }
     if bytes.fract() != 0.0 {
-        return Err(format!("invalid size '{s}': not a whole number of bytes"));
+        return Err("not a whole number of bytes".to_string());
     }
     Ok(bytes as u64)
 }
@@ -69,6 +80,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// Parses a page size: 4KiB, 8KiB, 16KiB or 32KiB (also 8K, 32KB, 8192).
 pub fn parse_page_size(s: &str) -> Result<PageSize, String> {
     let fix = "use 4KiB, 8KiB, 16KiB or 32KiB";
+    if s.trim().starts_with('-') && !s.trim().starts_with("--") {
+        return Err(format!(
+            "invalid page size '{s}': a page size cannot be negative; {fix}"
+        ));
+    }
     let mut bytes = parse_size(s).map_err(|e| format!("{e}; for a page size {fix}"))?;
     // "8KB" means 8 KiB for page sizes: nobody has 8000-byte pages.
     if bytes % 1000 == 0 && bytes % 1024 != 0 {
@@ -99,6 +115,11 @@ pub fn format_page_size(page_size: PageSize) -> String {
 /// Parses a duration: "90s", "15m", "2h", "1h 30m", "500ms"; a bare number is seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
+    if t.starts_with('-') && !t.starts_with("--") {
+        return Err(format!(
+            "invalid duration '{s}': a duration cannot be negative; write e.g. 90s, 15m, 2h or 1h 30m"
+        ));
+    }
     if let Ok(seconds) = t.parse::<u64>() {
         return Ok(Duration::from_secs(seconds));
     }
@@ -124,7 +145,18 @@ mod tests {
         assert_eq!(parse_size("4096"), Ok(4096));
         assert_eq!(parse_size("9007199254740993"), Ok(9_007_199_254_740_993));
         assert!(parse_size("").is_err());
-        assert!(parse_size("-5MiB").is_err());
+        assert!(
+            parse_size("-5MiB")
+                .unwrap_err()
+                .contains("'-5MiB': a size cannot be negative; give e.g. 512MiB")
+        );
+        assert_eq!(
+            parse_size_value("-1").unwrap_err(),
+            "a size cannot be negative; give e.g. 512MiB"
+        );
+        assert!(parse_size_value("--duration").unwrap_err().contains("flag"));
+        assert!(parse_page_size("-8KiB").unwrap_err().contains("negative"));
+        assert!(parse_duration("-5s").unwrap_err().contains("negative"));
         assert!(
             parse_size("99999999999TiB")
                 .unwrap_err()

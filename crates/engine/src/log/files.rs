@@ -355,19 +355,35 @@ pub(crate) fn create_zeroed_file(
             }));
         }
     }
-    let file = DataFile::create_new(path, mode)?;
-    // Reserve the blocks first so later log writes cannot fail for lack of space, then
-    // write the zeros so those writes need no extent conversion either.
-    file.allocate(len as u64)?;
-    let zeros = AlignedBuf::new(ZERO_CHUNK.min(len));
-    let mut offset = 0;
-    while offset < len {
-        let n = zeros.len().min(len - offset);
-        file.write_all_at(&zeros[..n], offset as u64)?;
-        offset += n;
-    }
-    file.sync_data()?;
-    Ok(file)
+    let fill = || -> Result<DataFile, IoError> {
+        let file = DataFile::create_new(path, mode)?;
+        // Reserve the blocks first so later log writes cannot fail for lack of space,
+        // then write the zeros so those writes need no extent conversion either.
+        file.allocate(len as u64)?;
+        let zeros = AlignedBuf::new(ZERO_CHUNK.min(len));
+        let mut offset = 0;
+        while offset < len {
+            let n = zeros.len().min(len - offset);
+            file.write_all_at(&zeros[..n], offset as u64)?;
+            offset += n;
+        }
+        file.sync_data()?;
+        Ok(file)
+    };
+    // A full log filesystem is the usual way a run fills its disk: say which directory
+    // and how much the new file needs.
+    fill().map_err(|e| {
+        EngineError::Io(e).in_full_dir(
+            "log directory",
+            path.parent().unwrap_or(Path::new(".")),
+            || {
+                let name = path.file_name().unwrap_or_default().to_string_lossy();
+                format!("creating log file {name}")
+            },
+            len as u64,
+            "free space there or put --log-path on a bigger filesystem (a run keeps about checkpoint_depth of log per instance, plus the file being filled)",
+        )
+    })
 }
 
 /// Turns a zero-filled file into generation `header.generation`: writes the header

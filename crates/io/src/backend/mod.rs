@@ -250,7 +250,8 @@ pub(crate) struct FileOrigin {
     pub(crate) mode: IoMode,
 }
 
-/// The error of a failed request; EINVAL on an `O_DIRECT` file becomes an explanation.
+/// The error of a failed request; EINVAL on an `O_DIRECT` file becomes an explanation,
+/// and a full filesystem (ENOSPC) an [`IoError::Full`] with the space needed and available.
 #[cold]
 pub(crate) fn request_error(
     origin: &FileOrigin,
@@ -274,6 +275,11 @@ pub(crate) fn request_error(
             err,
         );
         return io::Error::new(io::ErrorKind::InvalidInput, explained);
+    }
+    if err.raw_os_error() == Some(libc::ENOSPC) {
+        let needed = (op == IoOp::Write).then_some(len as u64);
+        let full = IoError::from_os(&origin.path, op.name(), offset, needed, err);
+        return io::Error::new(io::ErrorKind::StorageFull, full);
     }
     err
 }
