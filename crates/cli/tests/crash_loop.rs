@@ -10,8 +10,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A small open-loop Performance run (target 50 IOPS) under `dir`. The schedule offers
-/// 1.5 × the target (`margin.toml`): a few seconds of Poisson arrivals on a busy CI
-/// machine must not decide whether the last run passes.
+/// 1.5 × the target with loose latency limits (`margin.toml`): a few seconds of Poisson
+/// arrivals or latency noise on a busy CI machine must not decide whether the last run
+/// passes.
 const RUN: &[&str] = &[
     "run",
     "--config",
@@ -69,7 +70,14 @@ fn killed_performance_runs_recover_cleanly_and_the_next_run_passes() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    std::fs::write(dir.join("margin.toml"), "target_margin = 1.5\n").unwrap();
+    // The latency limits are loosened too: this test is about recovery, and a 5-second
+    // run on a loaded machine can miss a 10 ms average by noise alone.
+    std::fs::write(
+        dir.join("margin.toml"),
+        "target_margin = 1.5\n[thresholds]\ndb_read_avg_ms = 1000.0\ndb_read_max_ms = 10000.0\n\
+         log_write_avg_ms = 1000.0\nlog_write_max_ms = 10000.0\n",
+    )
+    .unwrap();
     // Create the databases once, so every cycle kills a run of the same ones.
     let first = edbstress(dir, &[RUN, &["--duration", "1s", "--no-verify"]].concat());
     assert!(
