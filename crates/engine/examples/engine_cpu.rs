@@ -135,6 +135,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         run(Duration::from_millis(500));
     }
     let before_io = instance.io_stats();
+    let before_retries = instance.counters().retries;
+    let before_cache = instance.cache_counters();
     let before_cpu = cpu_split();
     let before_ops = ops.load(Ordering::Relaxed);
     let started = Instant::now();
@@ -152,6 +154,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let ops = ops.load(Ordering::Relaxed) - before_ops;
     let c = instance.cache_counters();
+    let retries = instance.counters().retries - before_retries;
+    println!(
+        "per transaction: {:.2} attempts retried, {:.2} misses, {:.2} pages written",
+        retries as f64 / ops.max(1) as f64,
+        (c.misses - before_cache.misses) as f64 / ops.max(1) as f64,
+        (c.pages_written - before_cache.pages_written) as f64 / ops.max(1) as f64
+    );
     println!(
         "{elapsed:.1} s, {sessions} sessions, cache {cache_mib} MiB of a {db_gib} GiB database (hit ratio {:.1} %)",
         100.0 * c.hits as f64 / (c.hits + c.misses).max(1) as f64
