@@ -137,6 +137,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let before_io = instance.io_stats();
     let before_retries = instance.counters().retries;
     let before_cache = instance.cache_counters();
+    let before_log = instance.log_counters();
     let before_cpu = cpu_split();
     let before_ops = ops.load(Ordering::Relaxed);
     let started = Instant::now();
@@ -171,6 +172,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         reads as f64 / elapsed,
         writes as f64 / elapsed,
         log_writes as f64 / elapsed
+    );
+    let log = instance.log_counters();
+    println!(
+        "log per second: {:.0} flush batches, {:.0} writes with fdatasync, {:.1} MB, {:.1} files rolled",
+        (log.flush_batches - before_log.flush_batches) as f64 / elapsed,
+        (log.fsyncs - before_log.fsyncs) as f64 / elapsed,
+        (log.bytes_written - before_log.bytes_written) as f64 / elapsed / 1e6,
+        (log.generations_rolled - before_log.generations_rolled) as f64 / elapsed
     );
     println!(
         "CPU {cpu:.2} s (user {user:.2} s, system {sys:.2} s; {:.0} % of one core): {:.1} µs of CPU per transactional I/O (database read or write)",

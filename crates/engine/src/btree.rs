@@ -277,6 +277,105 @@ pub fn descend(g: &mut Guard<'_>, root: u32, key: &[u8]) -> TreeResult<LeafPosit
     }
 }
 
+/// Like [`frame_of`] without counting a hit or a reference (warm-up walks).
+fn peek_frame(g: &Guard<'_>, pgno: u32) -> TreeResult<FrameId> {
+    g.peek(pgno).ok_or(TreeError::Miss(pgno))
+}
+
+/// Makes sure the first `count` pages of the free list are cached, or reports the
+/// first that is not as a miss. A page's successor on the list is only known once the
+/// page is read, so an insert that needs several new pages would otherwise restart
+/// (undoing everything it did) once per page; called before it changes anything,
+/// a restart here costs only this walk.
+pub fn warm_free_list(g: &Guard<'_>, count: usize) -> TreeResult<()> {
+    let anchor = peek_frame(g, FREE_LIST_ANCHOR)?;
+    let mut next = PageHeader::read(g.page(anchor)).next;
+    for _ in 0..count {
+        if next == 0 {
+            break;
+        }
+        let frame = peek_frame(g, next)?;
+        next = PageHeader::read(g.page(frame)).next;
+    }
+    Ok(())
+}
+
+/// Makes sure the leaves holding keys from `first` to `last` in the tree at `root`
+/// are cached, with the leaf before the first and the one after the last when those
+/// leaves empty (removing them relinks their neighbours), or reports the first that
+/// is not as a miss: a delete of many records (a long value's chunks) then faults its
+/// leaves in before it changes anything, instead of restarting after each one.
+pub fn warm_range(g: &Guard<'_>, root: u32, first: &[u8], last: &[u8]) -> TreeResult<()> {
+    let mut pgno = root;
+    let mut frame = peek_frame(g, pgno)?;
+    for depth in 0.. {
+        let page = view(g, frame, pgno)?;
+        if page.header().flags & flags::LEAF != 0 {
+            break;
+        }
+        if depth > MAX_DEPTH {
+            return Err(corrupt(pgno, "tree deeper than 32 levels (a cycle?)"));
+        }
+        let index = route(&page, pgno, first)?;
+        pgno = child_of(&page, pgno, index)?;
+        frame = peek_frame(g, pgno)?;
+    }
+    let key_at = |page: &Page<'_>, pgno: u32, i: usize| -> TreeResult<Vec<u8>> {
+        Ok(page
+            .record(i)
+            .map_err(|e| corrupt(pgno, e.to_string()))?
+            .key
+            .to_vec())
+    };
+    let mut first_leaf = true;
+    for _ in 0..1_000_000 {
+        let page = view(g, frame, pgno)?;
+        let h = page.header();
+        let n = page.record_count();
+        // Whether the deletes leave this leaf empty (then its neighbours are relinked).
+        let (empties, ends_here) = if n == 0 {
+            (false, false)
+        } else {
+            let last_key = key_at(&page, pgno, n - 1)?;
+            let empties =
+                key_at(&page, pgno, 0)?.as_slice() >= first && last_key.as_slice() <= last;
+            (empties, last_key.as_slice() >= last)
+        };
+        if first_leaf && empties && h.prev != 0 {
+            peek_frame(g, h.prev)?;
+        }
+        first_leaf = false;
+        if h.next == 0 || (ends_here && !empties) {
+            return Ok(());
+        }
+        let next_frame = peek_frame(g, h.next)?;
+        if ends_here {
+            return Ok(());
+        }
+        (pgno, frame) = (h.next, next_frame);
+    }
+    Err(corrupt(pgno, "leaf chain does not end (a cycle?)"))
+}
+
+/// Free space of the last leaf of the tree at `root` (where appended records go), or
+/// a miss for the first page of the way there that is not cached.
+pub fn last_leaf_free_space(g: &Guard<'_>, root: u32) -> TreeResult<usize> {
+    let mut pgno = root;
+    for _ in 0..=MAX_DEPTH {
+        let frame = peek_frame(g, pgno)?;
+        let page = view(g, frame, pgno)?;
+        if page.header().flags & flags::LEAF != 0 {
+            return Ok(page.free_space());
+        }
+        let n = page.record_count();
+        if n == 0 {
+            return Err(corrupt(pgno, "branch page without entries"));
+        }
+        pgno = child_of(&page, pgno, n - 1)?;
+    }
+    Err(corrupt(root, "tree deeper than 32 levels (a cycle?)"))
+}
+
 /// Reads the record with exactly `key`, if present.
 pub fn get(g: &mut Guard<'_>, root: u32, key: &[u8]) -> TreeResult<Option<Vec<u8>>> {
     let pos = descend(g, root, key)?;

@@ -592,6 +592,64 @@ mod tests {
     }
 
     #[test]
+    fn borrowed_ops_encode_and_apply_exactly_like_owned_ones() {
+        let records: [(&[u8], &[u8]); 3] = [(b"a", &[1; 40]), (b"b", &[]), (b"c", b"xyz")];
+        let borrowed = [
+            RedoRef::Build {
+                object_id: 7,
+                flags: flags::LEAF,
+                prev: 1,
+                next: 2,
+                records: BuildRecords::Pairs(&records),
+            },
+            RedoRef::Insert {
+                index: 1,
+                key: b"bb",
+                data: &[9; 500],
+            },
+            RedoRef::ReplaceData {
+                index: 0,
+                data: b"shorter",
+            },
+            RedoRef::SetLinks { prev: 3, next: 0 },
+            RedoRef::Delete { index: 2 },
+            RedoRef::Truncate { keep: 1 },
+        ];
+        let mut via_borrowed = vec![0u8; 8192];
+        let mut via_owned = vec![0u8; 8192];
+        for (i, op) in borrowed.iter().enumerate() {
+            let payload = op.encode();
+            assert_eq!(payload.len(), op.encoded_len());
+            let owned = op.to_owned_op();
+            assert_eq!(owned.encode(), payload, "op {i}");
+            assert_eq!(owned.code(), op.code());
+            // What a commit applies: the decoded payload, to a page checked earlier.
+            let decoded = RedoRef::decode(op.code(), &payload).unwrap();
+            assert_eq!(decoded.encode(), payload, "op {i}");
+            let dbtime = 20 + i as u64;
+            decoded
+                .apply_to_checked_page(&mut via_borrowed, 6, dbtime)
+                .unwrap();
+            // What recovery applies: the owned op decoded from the log.
+            RedoOp::decode(op.code(), &payload)
+                .unwrap()
+                .apply(&mut via_owned, 6, dbtime)
+                .unwrap();
+            assert_eq!(via_borrowed, via_owned, "page after op {i}");
+        }
+        let p = Page::new(&via_borrowed).unwrap();
+        assert_eq!(p.record_count(), 1);
+        assert_eq!(p.record(0).unwrap().data, b"shorter");
+        // Bytes after a Build's records are not part of it, as before.
+        let mut padded = borrowed[0].encode();
+        padded.extend_from_slice(&[0xAB; 3]);
+        assert_eq!(
+            RedoRef::decode(4, &padded).unwrap().encode(),
+            borrowed[0].encode()
+        );
+    }
+
+    #[test]
     fn bad_ops_are_errors_not_panics() {
         let mut page = vec![0u8; 8192];
         PageMut::format(&mut page, 5, 100, flags::LEAF, 1);

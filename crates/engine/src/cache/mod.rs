@@ -767,6 +767,13 @@ impl<S> CacheGuard<'_, S> {
         Some(FrameId(f))
     }
 
+    /// The frame holding `pgno`, if cached, without counting a hit or a reference:
+    /// for read-only walks that only make sure pages are cached before an operation
+    /// that will look them up for real.
+    pub fn peek(&self, pgno: u32) -> Option<FrameId> {
+        self.core.map.get(&pgno).map(|&f| FrameId(f))
+    }
+
     /// Whether `pgno` is cached; neither a hit nor a reference.
     pub fn contains(&self, pgno: u32) -> bool {
         self.core.map.contains_key(&pgno)
