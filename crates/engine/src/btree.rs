@@ -512,7 +512,8 @@ fn allocate(g: &mut Guard<'_>, cs: &mut ChangeSet) -> TreeResult<(u32, FrameId, 
     if pgno > g.state_ref().page_count {
         return Err(TreeError::NeedGrowth);
     }
-    let frame = g.new_page(pgno).ok_or(TreeError::NoFrame)?;
+    // The page's first change is a Build, which formats all of it.
+    let frame = g.new_page_to_format(pgno).ok_or(TreeError::NoFrame)?;
     cs.created.push(frame);
     g.state().next_unused_page = pgno + 1;
     Ok((pgno, frame, true))
