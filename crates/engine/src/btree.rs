@@ -151,13 +151,12 @@ impl Drop for ChangeSet {
 }
 
 /// Spare before-image buffers a session keeps for its next change sets.
-const SPARE_IMAGES_MAX: usize = 8;
+const SPARE_IMAGES_MAX: usize = 4;
 
 thread_local! {
     /// Before-image buffers of finished change sets, reused by the next ones on this
-    /// thread: allocating and freeing a page-sized buffer per touched page costs more
-    /// than the copy into it. At most [`SPARE_IMAGES_MAX`] per thread (256 KiB with
-    /// 32 KiB pages).
+    /// thread: spares a page-sized allocation and free per touched page. At most [`SPARE_IMAGES_MAX`] per thread (128 KiB with
+    /// 32 KiB pages: 2 MiB for 16 sessions, counted against the memory goal).
     static SPARE_IMAGES: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
