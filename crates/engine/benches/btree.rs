@@ -1,6 +1,7 @@
 //! B+tree operations through an instance on a warm cache (every page in memory, so the
 //! figures are CPU cost, not I/O): point get of a message, seek to a mailbox's next
-//! message, and a lazy-commit insert of a small message (tree insert plus log record).
+//! message, a lazy-commit insert of a small message (tree insert plus log record), and
+//! a 64 KiB message inserted and deleted again (long-value pages and the free list).
 //!
 //! The 64 MiB database goes to a temporary directory under `EDBSTRESS_BENCH_DIR`
 //! (default: the system temp dir).
@@ -77,6 +78,28 @@ fn btree(c: &mut Criterion) {
                 body: &body,
             };
             black_box(instance.commit(&[op], Durability::Lazy).expect("insert"))
+        })
+    });
+    // A 64 KiB message in and out again: long-value chunks, right-edge splits,
+    // pages taken from and given back to the free list, emptied leaves released.
+    let large = vec![5u8; 64 << 10];
+    group.bench_function("insert_delete_64k_lazy", |b| {
+        b.iter(|| {
+            let mailbox = rng.below(mailboxes) as u32;
+            let op = TxnOp::Insert {
+                mailbox,
+                props: &props,
+                body: &large,
+            };
+            let key = instance
+                .commit(&[op], Durability::Lazy)
+                .expect("insert")
+                .inserted[0];
+            black_box(
+                instance
+                    .commit(&[TxnOp::Delete { key }], Durability::Lazy)
+                    .expect("delete"),
+            )
         })
     });
     group.finish();

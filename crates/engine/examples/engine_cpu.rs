@@ -135,6 +135,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         run(Duration::from_millis(500));
     }
     let before_io = instance.io_stats();
+    let before_retries = instance.counters().retries;
+    let before_cache = instance.cache_counters();
+    let before_log = instance.log_counters();
     let before_cpu = cpu_split();
     let before_ops = ops.load(Ordering::Relaxed);
     let started = Instant::now();
@@ -152,6 +155,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let ops = ops.load(Ordering::Relaxed) - before_ops;
     let c = instance.cache_counters();
+    let retries = instance.counters().retries - before_retries;
+    println!(
+        "per transaction: {:.2} attempts retried, {:.2} misses, {:.2} pages written",
+        retries as f64 / ops.max(1) as f64,
+        (c.misses - before_cache.misses) as f64 / ops.max(1) as f64,
+        (c.pages_written - before_cache.pages_written) as f64 / ops.max(1) as f64
+    );
     println!(
         "{elapsed:.1} s, {sessions} sessions, cache {cache_mib} MiB of a {db_gib} GiB database (hit ratio {:.1} %)",
         100.0 * c.hits as f64 / (c.hits + c.misses).max(1) as f64
@@ -162,6 +172,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         reads as f64 / elapsed,
         writes as f64 / elapsed,
         log_writes as f64 / elapsed
+    );
+    let log = instance.log_counters();
+    println!(
+        "log per second: {:.0} flush batches, {:.0} writes with fdatasync, {:.1} MB, {:.1} files rolled",
+        (log.flush_batches - before_log.flush_batches) as f64 / elapsed,
+        (log.fsyncs - before_log.fsyncs) as f64 / elapsed,
+        (log.bytes_written - before_log.bytes_written) as f64 / elapsed / 1e6,
+        (log.generations_rolled - before_log.generations_rolled) as f64 / elapsed
     );
     println!(
         "CPU {cpu:.2} s (user {user:.2} s, system {sys:.2} s; {:.0} % of one core): {:.1} µs of CPU per transactional I/O (database read or write)",

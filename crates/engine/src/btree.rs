@@ -15,10 +15,10 @@
 
 use edbstress_format::PageSize;
 use edbstress_format::log::LogRecord;
-use edbstress_format::page::{Page, PageHeader, flags};
+use edbstress_format::page::{Page, PageHeader, Record, flags};
 
 use crate::cache::{CacheGuard, FrameId};
-use crate::redo::{RedoOp, page_dbtime};
+use crate::redo::{BuildRecords, RedoRef, page_dbtime};
 use crate::schema::FREE_LIST_ANCHOR;
 
 /// The engine state protected by the instance lock, next to the cache.
@@ -146,6 +146,7 @@ impl ChangeSet {
     pub fn undo(&mut self, g: &mut CacheGuard<'_, TreeState>) {
         for (frame, bytes) in self.originals.drain(..).rev() {
             g.page_mut(frame).copy_from_slice(&bytes);
+            recycle_image(bytes);
         }
         for frame in self.created.drain(..) {
             g.discard(frame);
@@ -156,6 +157,46 @@ impl ChangeSet {
         self.records.clear();
         self.touched.clear();
     }
+}
+
+impl Drop for ChangeSet {
+    fn drop(&mut self) {
+        for (_, bytes) in self.originals.drain(..) {
+            recycle_image(bytes);
+        }
+    }
+}
+
+/// Spare before-image buffers a session keeps for its next change sets.
+const SPARE_IMAGES_MAX: usize = 4;
+
+thread_local! {
+    /// Before-image buffers of finished change sets, reused by the next ones on this
+    /// thread: spares a page-sized allocation and free per touched page. At most [`SPARE_IMAGES_MAX`] per thread (128 KiB with
+    /// 32 KiB pages: 2 MiB for 16 sessions, counted against the memory goal).
+    static SPARE_IMAGES: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A copy of `page`, in a recycled buffer when this thread has one.
+fn copy_image(page: &[u8]) -> Vec<u8> {
+    let spare = SPARE_IMAGES.with(|spare| spare.borrow_mut().pop());
+    match spare {
+        Some(mut buf) => {
+            buf.clear();
+            buf.extend_from_slice(page);
+            buf
+        }
+        None => page.to_vec(),
+    }
+}
+
+fn recycle_image(buf: Vec<u8>) {
+    SPARE_IMAGES.with(|spare| {
+        let mut spare = spare.borrow_mut();
+        if spare.len() < SPARE_IMAGES_MAX {
+            spare.push(buf);
+        }
+    });
 }
 
 /// A guard on the instance: cache plus tree state.
@@ -252,6 +293,105 @@ pub fn descend(g: &mut Guard<'_>, root: u32, key: &[u8]) -> TreeResult<LeafPosit
     }
 }
 
+/// Like [`frame_of`] without counting a hit or a reference (warm-up walks).
+fn peek_frame(g: &Guard<'_>, pgno: u32) -> TreeResult<FrameId> {
+    g.peek(pgno).ok_or(TreeError::Miss(pgno))
+}
+
+/// Makes sure the first `count` pages of the free list are cached, or reports the
+/// first that is not as a miss. A page's successor on the list is only known once the
+/// page is read, so an insert that needs several new pages would otherwise restart
+/// (undoing everything it did) once per page; called before it changes anything,
+/// a restart here costs only this walk.
+pub fn warm_free_list(g: &Guard<'_>, count: usize) -> TreeResult<()> {
+    let anchor = peek_frame(g, FREE_LIST_ANCHOR)?;
+    let mut next = PageHeader::read(g.page(anchor)).next;
+    for _ in 0..count {
+        if next == 0 {
+            break;
+        }
+        let frame = peek_frame(g, next)?;
+        next = PageHeader::read(g.page(frame)).next;
+    }
+    Ok(())
+}
+
+/// Makes sure the leaves holding keys from `first` to `last` in the tree at `root`
+/// are cached, with the leaf before the first and the one after the last when those
+/// leaves empty (removing them relinks their neighbours), or reports the first that
+/// is not as a miss: a delete of many records (a long value's chunks) then faults its
+/// leaves in before it changes anything, instead of restarting after each one.
+pub fn warm_range(g: &Guard<'_>, root: u32, first: &[u8], last: &[u8]) -> TreeResult<()> {
+    let mut pgno = root;
+    let mut frame = peek_frame(g, pgno)?;
+    for depth in 0.. {
+        let page = view(g, frame, pgno)?;
+        if page.header().flags & flags::LEAF != 0 {
+            break;
+        }
+        if depth > MAX_DEPTH {
+            return Err(corrupt(pgno, "tree deeper than 32 levels (a cycle?)"));
+        }
+        let index = route(&page, pgno, first)?;
+        pgno = child_of(&page, pgno, index)?;
+        frame = peek_frame(g, pgno)?;
+    }
+    let key_at = |page: &Page<'_>, pgno: u32, i: usize| -> TreeResult<Vec<u8>> {
+        Ok(page
+            .record(i)
+            .map_err(|e| corrupt(pgno, e.to_string()))?
+            .key
+            .to_vec())
+    };
+    let mut first_leaf = true;
+    for _ in 0..1_000_000 {
+        let page = view(g, frame, pgno)?;
+        let h = page.header();
+        let n = page.record_count();
+        // Whether the deletes leave this leaf empty (then its neighbours are relinked).
+        let (empties, ends_here) = if n == 0 {
+            (false, false)
+        } else {
+            let last_key = key_at(&page, pgno, n - 1)?;
+            let empties =
+                key_at(&page, pgno, 0)?.as_slice() >= first && last_key.as_slice() <= last;
+            (empties, last_key.as_slice() >= last)
+        };
+        if first_leaf && empties && h.prev != 0 {
+            peek_frame(g, h.prev)?;
+        }
+        first_leaf = false;
+        if h.next == 0 || (ends_here && !empties) {
+            return Ok(());
+        }
+        let next_frame = peek_frame(g, h.next)?;
+        if ends_here {
+            return Ok(());
+        }
+        (pgno, frame) = (h.next, next_frame);
+    }
+    Err(corrupt(pgno, "leaf chain does not end (a cycle?)"))
+}
+
+/// Free space of the last leaf of the tree at `root` (where appended records go), or
+/// a miss for the first page of the way there that is not cached.
+pub fn last_leaf_free_space(g: &Guard<'_>, root: u32) -> TreeResult<usize> {
+    let mut pgno = root;
+    for _ in 0..=MAX_DEPTH {
+        let frame = peek_frame(g, pgno)?;
+        let page = view(g, frame, pgno)?;
+        if page.header().flags & flags::LEAF != 0 {
+            return Ok(page.free_space());
+        }
+        let n = page.record_count();
+        if n == 0 {
+            return Err(corrupt(pgno, "branch page without entries"));
+        }
+        pgno = child_of(&page, pgno, n - 1)?;
+    }
+    Err(corrupt(root, "tree deeper than 32 levels (a cycle?)"))
+}
+
 /// Reads the record with exactly `key`, if present.
 pub fn get(g: &mut Guard<'_>, root: u32, key: &[u8]) -> TreeResult<Option<Vec<u8>>> {
     let pos = descend(g, root, key)?;
@@ -317,25 +457,29 @@ pub fn scan_from(
 }
 
 /// Applies `op` to page `pgno` (cached), recording redo and undo information.
-fn modify(g: &mut Guard<'_>, cs: &mut ChangeSet, pgno: u32, op: RedoOp) -> TreeResult<()> {
+fn modify(g: &mut Guard<'_>, cs: &mut ChangeSet, pgno: u32, op: RedoRef<'_>) -> TreeResult<()> {
     let frame = frame_of(g, pgno)?;
-    apply(g, cs, frame, pgno, op, false)
+    apply(g, cs, frame, pgno, op.code(), op.encode(), false)
 }
 
+/// Applies the op encoded as `payload` (the log record's, moved into it: the data is
+/// copied once into the payload and once into the page) to page `pgno` in `frame`;
+/// `new`: a never-used page, which has no before-image to keep.
 fn apply(
     g: &mut Guard<'_>,
     cs: &mut ChangeSet,
     frame: FrameId,
     pgno: u32,
-    op: RedoOp,
+    code: u8,
+    payload: Vec<u8>,
     new: bool,
 ) -> TreeResult<()> {
     cs.begin(g);
     let before = if new { 0 } else { page_dbtime(g.page(frame)) };
-    if !new && !cs.touched.iter().any(|&(f, _)| f == frame) {
-        cs.originals.push((frame, g.page(frame).to_vec()));
-    }
     if !cs.touched.iter().any(|&(f, _)| f == frame) {
+        if !new {
+            cs.originals.push((frame, copy_image(g.page(frame))));
+        }
         cs.touched.push((frame, pgno));
     }
     let after = {
@@ -343,15 +487,16 @@ fn apply(
         s.dbtime += 1;
         s.dbtime
     };
-    op.apply(g.page_mut(frame), pgno, after)
+    RedoRef::decode(code, &payload)
+        .and_then(|op| op.apply_to_checked_page(g.page_mut(frame), pgno, after))
         .map_err(|e| corrupt(pgno, e.to_string()))?;
     cs.records.push(LogRecord::PageRedo {
         pgno,
         dbtime_before: before,
         dbtime_after: after,
         trx: cs.trx,
-        op: op.code(),
-        payload: op.encode(),
+        op: code,
+        payload,
     });
     Ok(())
 }
@@ -372,7 +517,7 @@ fn allocate(g: &mut Guard<'_>, cs: &mut ChangeSet) -> TreeResult<(u32, FrameId, 
         if h.flags & flags::EMPTY == 0 || pgno == FREE_LIST_ANCHOR {
             return Err(corrupt(pgno, "the free-page list holds a page in use"));
         }
-        let links = RedoOp::SetLinks {
+        let links = RedoRef::SetLinks {
             prev: anchor_header.prev,
             next: h.next,
         };
@@ -383,7 +528,8 @@ fn allocate(g: &mut Guard<'_>, cs: &mut ChangeSet) -> TreeResult<(u32, FrameId, 
     if pgno > g.state_ref().page_count {
         return Err(TreeError::NeedGrowth);
     }
-    let frame = g.new_page(pgno).ok_or(TreeError::NoFrame)?;
+    // The page's first change is a Build, which formats all of it.
+    let frame = g.new_page_to_format(pgno).ok_or(TreeError::NoFrame)?;
     cs.created.push(frame);
     g.state().next_unused_page = pgno + 1;
     Ok((pgno, frame, true))
@@ -393,19 +539,19 @@ fn allocate(g: &mut Guard<'_>, cs: &mut ChangeSet) -> TreeResult<(u32, FrameId, 
 fn free_page(g: &mut Guard<'_>, cs: &mut ChangeSet, pgno: u32) -> TreeResult<()> {
     let anchor = frame_of(g, FREE_LIST_ANCHOR)?;
     let anchor_header = PageHeader::read(g.page(anchor));
-    let empty = RedoOp::Build {
+    let empty = RedoRef::Build {
         object_id: 0,
         flags: flags::EMPTY,
         prev: 0,
         next: anchor_header.next,
-        records: Vec::new(),
+        records: BuildRecords::Pairs(&[]),
     };
     modify(g, cs, pgno, empty)?;
     modify(
         g,
         cs,
         FREE_LIST_ANCHOR,
-        RedoOp::SetLinks {
+        RedoRef::SetLinks {
             prev: anchor_header.prev,
             next: pgno,
         },
@@ -436,12 +582,12 @@ fn release_empty_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition)
         let f = frame_of(g, neighbour)?;
         let nh = PageHeader::read(g.page(f));
         let links = if is_prev {
-            RedoOp::SetLinks {
+            RedoRef::SetLinks {
                 prev: nh.prev,
                 next: h.next,
             }
         } else {
-            RedoOp::SetLinks {
+            RedoRef::SetLinks {
                 prev: h.prev,
                 next: nh.next,
             }
@@ -452,7 +598,7 @@ fn release_empty_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition)
         g,
         cs,
         parent,
-        RedoOp::Delete {
+        RedoRef::Delete {
             index: index as u16,
         },
     )?;
@@ -488,10 +634,10 @@ pub fn insert(
         };
         let frame = frame_of(g, pos.leaf)?;
         if view(g, frame, pos.leaf)?.fits(key.len(), data.len()) {
-            let op = RedoOp::Insert {
+            let op = RedoRef::Insert {
                 index: index as u16,
-                key: key.to_vec(),
-                data: data.to_vec(),
+                key,
+                data,
             };
             return modify(g, cs, pos.leaf, op);
         }
@@ -508,7 +654,7 @@ pub fn delete(g: &mut Guard<'_>, cs: &mut ChangeSet, root: u32, key: &[u8]) -> T
     let pos = descend(g, root, key)?;
     match pos.slot {
         Ok(i) => {
-            modify(g, cs, pos.leaf, RedoOp::Delete { index: i as u16 })?;
+            modify(g, cs, pos.leaf, RedoRef::Delete { index: i as u16 })?;
             release_empty_leaf(g, cs, &pos)?;
             Ok(true)
         }
@@ -538,13 +684,13 @@ pub fn replace(
             g,
             cs,
             pos.leaf,
-            RedoOp::ReplaceData {
+            RedoRef::ReplaceData {
                 index: i as u16,
-                data: data.to_vec(),
+                data,
             },
         )?;
     } else {
-        modify(g, cs, pos.leaf, RedoOp::Delete { index: i as u16 })?;
+        modify(g, cs, pos.leaf, RedoRef::Delete { index: i as u16 })?;
         insert(g, cs, root, key, data)?;
     }
     Ok(true)
@@ -566,23 +712,30 @@ fn split(
     position: Option<usize>,
 ) -> TreeResult<()> {
     let frame = frame_of(g, pgno)?;
-    let page = view(g, frame, pgno)?;
-    let h = page.header();
-    let records: Vec<(Vec<u8>, Vec<u8>)> = (0..page.record_count())
-        .map(|i| {
-            page.record(i)
-                .map(|r| (r.key.to_vec(), r.data.to_vec()))
-                .map_err(|e| corrupt(pgno, e.to_string()))
-        })
-        .collect::<TreeResult<_>>()?;
+    let (h, n, leaf_slot) = {
+        let page = view(g, frame, pgno)?;
+        (page.header(), page.record_count(), page.search(key))
+    };
     let Some((&(parent, parent_index), parent_path)) = path.split_last() else {
-        return split_root(g, cs, pgno, h, records);
+        // The child's Build is encoded straight from the root's records.
+        let payload = {
+            let records = records_of(g, frame, pgno)?;
+            let pairs: Vec<(&[u8], &[u8])> = records.iter().map(|r| (r.key, r.data)).collect();
+            RedoRef::Build {
+                object_id: h.object_id,
+                flags: h.flags & !flags::ROOT,
+                prev: 0,
+                next: 0,
+                records: BuildRecords::Pairs(&pairs),
+            }
+            .encode()
+        };
+        return split_root(g, cs, pgno, h, payload);
     };
     let is_leaf = h.flags & flags::LEAF != 0;
-    let n = records.len();
     let insert_at = match position {
         Some(p) => p.min(n),
-        None => match records.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
+        None => match leaf_slot {
             Ok(i) | Err(i) => i,
         },
     };
@@ -593,60 +746,68 @@ fn split(
         } else {
             is_rightmost(g, path)?
         };
-    // Choose the split over the combined sequence C = old[..insert_at] + new + old[insert_at..]:
-    // C[..s] stays, C[s..] moves, and C[s]'s key separates the halves.
-    let split_at = if right_edge {
-        // Appending at the right edge (new messages, new long values): keep this page
-        // full and start a new one with just the new record.
-        n
-    } else {
-        // Halve by bytes, at least one record on each side.
-        let size = |k: &[u8], d: usize| 2 + k.len() + d + 4;
-        let combined = |c: usize| -> usize {
-            match c.cmp(&insert_at) {
-                std::cmp::Ordering::Less => size(&records[c].0, records[c].1.len()),
-                std::cmp::Ordering::Equal => size(key, data_len),
-                std::cmp::Ordering::Greater => size(&records[c - 1].0, records[c - 1].1.len()),
+    let (prev, next) = if is_leaf { (pgno, h.next) } else { (0, 0) };
+    // The records are read in place (no copies): the separator is copied, the moved
+    // records are encoded straight into the new page's Build payload.
+    let (keep, separator, build) = {
+        let records = records_of(g, frame, pgno)?;
+        // Choose the split over the combined sequence C = old[..insert_at] + new + old[insert_at..]:
+        // C[..s] stays, C[s..] moves, and C[s]'s key separates the halves.
+        let split_at = if right_edge {
+            // Appending at the right edge (new messages, new long values): keep this page
+            // full and start a new one with just the new record.
+            n
+        } else {
+            // Halve by bytes, at least one record on each side.
+            let size = |k: &[u8], d: usize| 2 + k.len() + d + 4;
+            let combined = |c: usize| -> usize {
+                match c.cmp(&insert_at) {
+                    std::cmp::Ordering::Less => size(records[c].key, records[c].data.len()),
+                    std::cmp::Ordering::Equal => size(key, data_len),
+                    std::cmp::Ordering::Greater => {
+                        size(records[c - 1].key, records[c - 1].data.len())
+                    }
+                }
+            };
+            let total: usize = (0..=n).map(combined).sum();
+            let mut acc = 0;
+            let mut s = n;
+            for c in 0..=n {
+                acc += combined(c);
+                if acc >= total / 2 {
+                    s = c + 1;
+                    break;
+                }
             }
+            s.clamp(1, n)
         };
-        let total: usize = (0..=n).map(combined).sum();
-        let mut acc = 0;
-        let mut s = n;
-        for c in 0..=n {
-            acc += combined(c);
-            if acc >= total / 2 {
-                s = c + 1;
-                break;
-            }
-        }
-        s.clamp(1, n)
-    };
-    // Old records kept on this page, and the separator (the key of C[split_at]).
-    let (keep, separator) = match split_at.cmp(&insert_at) {
-        std::cmp::Ordering::Less => (split_at, records[split_at].0.clone()),
-        std::cmp::Ordering::Equal => (split_at, key.to_vec()),
-        std::cmp::Ordering::Greater => (split_at - 1, records[split_at - 1].0.clone()),
+        // Old records kept on this page, and the separator (the key of C[split_at]).
+        let (keep, separator) = match split_at.cmp(&insert_at) {
+            std::cmp::Ordering::Less => (split_at, records[split_at].key.to_vec()),
+            std::cmp::Ordering::Equal => (split_at, key.to_vec()),
+            std::cmp::Ordering::Greater => (split_at - 1, records[split_at - 1].key.to_vec()),
+        };
+        let moved: Vec<(&[u8], &[u8])> = records[keep..].iter().map(|r| (r.key, r.data)).collect();
+        let build = RedoRef::Build {
+            object_id: h.object_id,
+            flags: h.flags & !flags::ROOT,
+            prev,
+            next,
+            records: BuildRecords::Pairs(&moved),
+        };
+        (keep, separator, (build.code(), build.encode()))
     };
     let (new_pgno, new_frame, fresh) = allocate(g, cs)?;
-    let moved = records[keep..].to_vec();
-    let (prev, next) = if is_leaf { (pgno, h.next) } else { (0, 0) };
-    let build = RedoOp::Build {
-        object_id: h.object_id,
-        flags: h.flags & !flags::ROOT,
-        prev,
-        next,
-        records: moved,
-    };
-    apply(g, cs, new_frame, new_pgno, build, fresh)?;
+    apply(g, cs, new_frame, new_pgno, build.0, build.1, fresh)?;
     if keep < n {
-        modify(g, cs, pgno, RedoOp::Truncate { keep: keep as u16 })?;
+        modify(g, cs, pgno, RedoRef::Truncate { keep: keep as u16 })?;
     }
     if is_leaf {
         modify(
             g,
             cs,
             pgno,
-            RedoOp::SetLinks {
+            RedoRef::SetLinks {
                 prev: h.prev,
                 next: new_pgno,
             },
@@ -658,7 +819,7 @@ fn split(
                 g,
                 cs,
                 h.next,
-                RedoOp::SetLinks {
+                RedoRef::SetLinks {
                     prev: new_pgno,
                     next: next_next,
                 },
@@ -675,6 +836,14 @@ fn split(
         new_pgno,
         pgno,
     )
+}
+
+/// The records of a cached page, borrowed from it.
+fn records_of<'g>(g: &'g Guard<'_>, frame: FrameId, pgno: u32) -> TreeResult<Vec<Record<'g>>> {
+    let page = view(g, frame, pgno)?;
+    (0..page.record_count())
+        .map(|i| page.record(i).map_err(|e| corrupt(pgno, e.to_string())))
+        .collect()
 }
 
 /// Whether every step of `path` followed the last entry of its branch.
@@ -779,23 +948,24 @@ fn place_entry(
             .map_err(|e| corrupt(pgno, e.to_string()))?;
         if first.key > separator {
             let first_child = first.data.to_vec();
-            modify(g, cs, pgno, RedoOp::Delete { index: 0 })?;
+            modify(g, cs, pgno, RedoRef::Delete { index: 0 })?;
             modify(
                 g,
                 cs,
                 pgno,
-                RedoOp::Insert {
+                RedoRef::Insert {
                     index: 0,
-                    key: Vec::new(),
-                    data: first_child,
+                    key: &[],
+                    data: &first_child,
                 },
             )?;
         }
     }
-    let op = RedoOp::Insert {
+    let child = child.to_le_bytes();
+    let op = RedoRef::Insert {
         index: index as u16,
-        key: separator.to_vec(),
-        data: child.to_le_bytes().to_vec(),
+        key: separator,
+        data: &child,
     };
     modify(g, cs, pgno, op)
 }
@@ -825,30 +995,23 @@ fn path_to_height(
 
 /// A full root: its records move to a new child, and the root becomes a branch with a
 /// single entry (empty separator) pointing to it. The child is then split normally.
+/// `child_build` is the encoded Build of the child (the root's records).
 fn split_root(
     g: &mut Guard<'_>,
     cs: &mut ChangeSet,
     root: u32,
     h: PageHeader,
-    records: Vec<(Vec<u8>, Vec<u8>)>,
+    child_build: Vec<u8>,
 ) -> TreeResult<()> {
     let (child, child_frame, fresh) = allocate(g, cs)?;
-    let child_flags = h.flags & !flags::ROOT;
-    let build = RedoOp::Build {
-        object_id: h.object_id,
-        flags: child_flags,
-        prev: 0,
-        next: 0,
-        records,
-    };
-    apply(g, cs, child_frame, child, build, fresh)?;
+    apply(g, cs, child_frame, child, 4, child_build, fresh)?;
     let root_flags = flags::ROOT | flags::BRANCH | (h.flags & flags::LONG_VALUE);
-    let build = RedoOp::Build {
+    let build = RedoRef::Build {
         object_id: h.object_id,
         flags: root_flags,
         prev: 0,
         next: 0,
-        records: vec![(Vec::new(), child.to_le_bytes().to_vec())],
+        records: BuildRecords::Pairs(&[(&[], &child.to_le_bytes())]),
     };
     modify(g, cs, root, build)
 }

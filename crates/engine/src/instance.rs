@@ -26,7 +26,8 @@ use crate::error::EngineError;
 use crate::layout::InstanceLayout;
 use crate::log::{LogConfig, LogCounters, LogWriter};
 use crate::schema::{
-    LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_ROOT, MessageKey, RowHeader, chunk_len,
+    INLINE_BODY_MAX, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_ROOT, MessageKey, RowHeader,
+    chunk_len, record_footprint,
 };
 
 /// How to open an instance.
@@ -478,6 +479,13 @@ impl Instance {
                         props,
                         body,
                     } => {
+                        if body.len() > INLINE_BODY_MAX as usize {
+                            // The long value's new pages, fetched before anything changes.
+                            let free = btree::last_leaf_free_space(g, LONG_VALUE_ROOT)?;
+                            let pages =
+                                new_long_value_pages(g.state_ref().page_size, body.len(), free);
+                            btree::warm_free_list(g, pages)?;
+                        }
                         let message = {
                             let s = g.state();
                             s.next_message_id += 1;
@@ -622,10 +630,14 @@ impl Instance {
                     message: start,
                 }
                 .encode();
-                if let Some((k, _)) = btree::seek_ge(g, MAILBOX_TABLE_ROOT, &probe)? {
-                    if let Some(key) = MessageKey::decode(&k).filter(|k| k.mailbox == mailbox) {
-                        return Ok(Some(key));
-                    }
+                // Only the key is needed: the row is not copied out.
+                let mut first = None;
+                btree::scan_from(g, MAILBOX_TABLE_ROOT, &probe, &mut |k, _| {
+                    first = Some(MessageKey::decode(k));
+                    false
+                })?;
+                if let Some(key) = first.flatten().filter(|k| k.mailbox == mailbox) {
+                    return Ok(Some(key));
                 }
                 if start == 0 {
                     break;
@@ -879,6 +891,17 @@ fn insert_chunks(
     Ok(())
 }
 
+/// New pages the chunks of a `body_len`-byte long value take when appended to a last
+/// leaf with `free` bytes (`chunk_len` makes a whole number of chunks fill a page).
+fn new_long_value_pages(page_size: PageSize, body_len: usize, free: usize) -> usize {
+    let chunk_len = chunk_len(page_size);
+    let footprint = chunk_len + record_footprint(0);
+    let usable = page_size.bytes() - edbstress_format::PAGE_HEADER_LEN;
+    let per_page = (usable / footprint).max(1);
+    let chunks = body_len.div_ceil(chunk_len);
+    chunks.saturating_sub(free / footprint).div_ceil(per_page)
+}
+
 fn delete_chunks(
     g: &mut Guard<'_>,
     cs: &mut ChangeSet,
@@ -886,7 +909,19 @@ fn delete_chunks(
     body_len: u32,
     chunk_len: usize,
 ) -> Result<(), TreeError> {
-    for chunk in 0..(body_len as usize).div_ceil(chunk_len) {
+    let chunks = (body_len as usize).div_ceil(chunk_len);
+    if chunks > 1 {
+        // Every leaf the deletes touch, fetched before anything changes.
+        let key = |chunk: usize| {
+            LongValueKey {
+                lvid,
+                chunk: chunk as u32,
+            }
+            .encode()
+        };
+        btree::warm_range(g, LONG_VALUE_ROOT, &key(0), &key(chunks - 1))?;
+    }
+    for chunk in 0..chunks {
         let key = LongValueKey {
             lvid,
             chunk: chunk as u32,

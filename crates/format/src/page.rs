@@ -503,6 +503,15 @@ impl<'a> PageMut<'a> {
         Ok(PageMut { buf, count })
     }
 
+    /// Wraps a page after checking only its header geometry (O(1)), for pages checked
+    /// with [`PageMut::new`] or [`Page::new`] since they were read and changed only
+    /// through `PageMut` since (a cache's pages): the per-tag check of `new` is what
+    /// makes every later operation safe, so it must have happened once.
+    pub fn new_unvalidated(buf: &'a mut [u8]) -> Result<PageMut<'a>, PageFormatError> {
+        let (count, _, _) = validate_geometry(buf)?;
+        Ok(PageMut { buf, count })
+    }
+
     /// Read-only view of the same page.
     pub fn as_page(&self) -> Page<'_> {
         Page {

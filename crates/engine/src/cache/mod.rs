@@ -767,6 +767,13 @@ impl<S> CacheGuard<'_, S> {
         Some(FrameId(f))
     }
 
+    /// The frame holding `pgno`, if cached, without counting a hit or a reference:
+    /// for read-only walks that only make sure pages are cached before an operation
+    /// that will look them up for real.
+    pub fn peek(&self, pgno: u32) -> Option<FrameId> {
+        self.core.map.get(&pgno).map(|&f| FrameId(f))
+    }
+
     /// Whether `pgno` is cached; neither a hit nor a reference.
     pub fn contains(&self, pgno: u32) -> bool {
         self.core.map.contains_key(&pgno)
@@ -834,6 +841,17 @@ impl<S> CacheGuard<'_, S> {
     /// caller formats it and marks it dirty), or the cached page if there is one. `None`
     /// when no frame is free: call [`PageCache::wait_for_frame`] and retry.
     pub fn new_page(&mut self, pgno: u32) -> Option<FrameId> {
+        self.create_page(pgno, true)
+    }
+
+    /// [`CacheGuard::new_page`] for a caller that overwrites the whole page before
+    /// anything reads it (formats it): the frame keeps whatever bytes it held, which
+    /// spares zeroing a page that formatting zeroes again.
+    pub fn new_page_to_format(&mut self, pgno: u32) -> Option<FrameId> {
+        self.create_page(pgno, false)
+    }
+
+    fn create_page(&mut self, pgno: u32, zeroed: bool) -> Option<FrameId> {
         if let Some(f) = self.lookup(pgno) {
             return Some(f);
         }
@@ -850,7 +868,7 @@ impl<S> CacheGuard<'_, S> {
         let page = &mut core.pages[f as usize];
         if page.is_empty() {
             *page = AlignedBuf::new(page_len);
-        } else {
+        } else if zeroed {
             page.fill(0);
         }
         core.install(f, pgno, &shared.lru[f as usize], false);
