@@ -1,19 +1,23 @@
-//! Torn-write protection: with `torn_write_protection`, a change that makes a page
-//! dirty logs the page's on-disk image first, and recovery rebuilds a page whose write
-//! was torn (it fails its checksum) from that image, then replays the changes after it.
-//! Without it, recovery refuses the torn page and names it.
+//! Recovery facing storage damage, on one leaf changed after a checkpoint:
+//!
+//! - a lost flush — a page write the "storage" acknowledges but drops — is found by
+//!   recovery, which names the page and refuses to call the database clean;
+//! - a torn write — the page fails its checksum — is rebuilt from its logged image with
+//!   `torn_write_protection` (a change that makes a page dirty logs the page's on-disk
+//!   image first) and replayed; without it, recovery refuses the page and names it.
+
+use std::os::unix::fs::FileExt;
 
 use edbstress_engine::error::EngineError;
 use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::layout::InstanceLayout;
 use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
 use edbstress_engine::recovery::{RecoveryOptions, recover};
-use edbstress_engine::schema::MessageKey;
 use edbstress_engine::verify::{ScanOptions, scan_database};
 use edbstress_format::{PageSize, page_offset};
-use edbstress_io::IoMode;
-use std::os::unix::fs::FileExt;
+use edbstress_io::{IoClass, IoMode};
 
+/// A small prepared instance (buffered I/O, so tests run on any filesystem).
 fn prepared(
     dir: &std::path::Path,
     torn_write_protection: bool,
@@ -36,10 +40,20 @@ fn prepared(
     (layout, config)
 }
 
-/// Inserts a message, writes everything and the checkpoint, replaces the message
-/// (its leaf is dirty again, after the checkpoint), writes the leaf once more without
-/// moving the checkpoint, and crashes. Returns the key and its leaf.
-fn change_checkpoint_change_crash(config: &InstanceConfig) -> (MessageKey, u32) {
+fn recovery_options() -> RecoveryOptions {
+    RecoveryOptions {
+        io_mode: IoMode::Buffered,
+        ..RecoveryOptions::default()
+    }
+}
+
+/// Inserts a message durably, optionally has the storage drop the next write of its
+/// leaf, flushes everything and writes the checkpoint, then changes the same leaf
+/// durably and crashes. Returns the message's key and leaf.
+fn change_flush_change_crash(
+    config: &InstanceConfig,
+    drop_write: bool,
+) -> (edbstress_engine::schema::MessageKey, u32) {
     let instance = Instance::open(config.clone()).unwrap();
     let insert = TxnOp::Insert {
         mailbox: 2,
@@ -51,6 +65,9 @@ fn change_checkpoint_change_crash(config: &InstanceConfig) -> (MessageKey, u32) 
         .unwrap()
         .inserted[0];
     let leaf = instance.locate(key).unwrap();
+    if drop_write {
+        instance.drop_next_write(leaf);
+    }
     instance.checkpoint_now().unwrap();
     let replace = TxnOp::Replace {
         key,
@@ -66,6 +83,46 @@ fn change_checkpoint_change_crash(config: &InstanceConfig) -> (MessageKey, u32) 
     );
     instance.crash();
     (key, leaf)
+}
+
+#[test]
+fn recovery_reports_a_dropped_page_write_as_lost_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let (layout, config) = prepared(dir.path(), false);
+    let (_, leaf) = change_flush_change_crash(&config, true);
+    let report = recover(&layout, &recovery_options()).unwrap();
+    assert!(!report.succeeded());
+    assert_eq!(report.lost_flushes.len(), 1, "{report:?}");
+    assert_eq!(report.lost_flushes[0].pgno, leaf);
+    assert!(report.lost_flushes[0].page_dbtime < report.lost_flushes[0].expected_dbtime);
+    // Still not clean: opening refuses until the damage is dealt with.
+    assert!(Instance::open(config).is_err());
+}
+
+#[test]
+fn without_a_dropped_write_the_same_sequence_recovers_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (layout, config) = prepared(dir.path(), false);
+    let (key, _) = change_flush_change_crash(&config, false);
+    let report = recover(&layout, &recovery_options()).unwrap();
+    assert!(report.succeeded(), "{report:?}");
+    assert!(report.redone >= 1);
+    // Replay I/O is accounted as recovery I/O, not as transactional I/O.
+    assert!(
+        report.io.total(IoClass::RecoveryWrite).ops >= 1,
+        "{:?}",
+        report.io.total(IoClass::RecoveryWrite)
+    );
+    assert!(report.io.total(IoClass::RecoveryRead).ops >= 1);
+    assert_eq!(
+        report.io.total(IoClass::DbRead).ops + report.io.total(IoClass::DbWrite).ops,
+        0
+    );
+    let instance = Instance::open(config).unwrap();
+    let m = instance.read(key, true).unwrap().unwrap();
+    assert_eq!(m.props, b"second version");
+    assert_eq!(m.body.unwrap(), b"hello");
+    instance.shutdown().unwrap();
 }
 
 /// What a power cut does to an 8 KiB page write on a device atomic per 4 KiB sector:
@@ -87,13 +144,6 @@ fn tear(layout: &InstanceLayout, pgno: u32) {
     file.write_all_at(&sector, offset).unwrap();
 }
 
-fn recovery_options() -> RecoveryOptions {
-    RecoveryOptions {
-        io_mode: IoMode::Buffered,
-        ..RecoveryOptions::default()
-    }
-}
-
 fn scan_is_clean(layout: &InstanceLayout) -> bool {
     let options = ScanOptions {
         io_mode: IoMode::Buffered,
@@ -108,7 +158,7 @@ fn scan_is_clean(layout: &InstanceLayout) -> bool {
 fn recovery_rebuilds_a_torn_page_from_its_logged_image() {
     let dir = tempfile::tempdir().unwrap();
     let (layout, config) = prepared(dir.path(), true);
-    let (key, leaf) = change_checkpoint_change_crash(&config);
+    let (key, leaf) = change_flush_change_crash(&config, false);
     tear(&layout, leaf);
     assert!(!scan_is_clean(&layout));
 
@@ -128,7 +178,7 @@ fn recovery_rebuilds_a_torn_page_from_its_logged_image() {
 fn recovery_leaves_pages_that_verify_alone() {
     let dir = tempfile::tempdir().unwrap();
     let (layout, config) = prepared(dir.path(), true);
-    let (key, _) = change_checkpoint_change_crash(&config);
+    let (key, _) = change_flush_change_crash(&config, false);
     let report = recover(&layout, &recovery_options()).unwrap();
     assert!(report.succeeded(), "{report:?}");
     assert!(report.pages_restored.is_empty(), "{report:?}");
@@ -144,7 +194,7 @@ fn recovery_leaves_pages_that_verify_alone() {
 fn without_protection_recovery_names_the_torn_page() {
     let dir = tempfile::tempdir().unwrap();
     let (layout, config) = prepared(dir.path(), false);
-    let (_, leaf) = change_checkpoint_change_crash(&config);
+    let (_, leaf) = change_flush_change_crash(&config, false);
     tear(&layout, leaf);
     match recover(&layout, &recovery_options()) {
         Err(EngineError::CorruptPage { pgno, .. }) => assert_eq!(pgno, leaf),
