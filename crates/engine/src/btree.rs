@@ -191,6 +191,11 @@ fn copy_image(page: &[u8]) -> Vec<u8> {
 }
 
 fn recycle_image(buf: Vec<u8>) {
+    // A buffer moved into a PageImage record (torn-write protection) leaves an empty
+    // one behind: pooling it would only displace a real one.
+    if buf.capacity() == 0 {
+        return;
+    }
     SPARE_IMAGES.with(|spare| {
         let mut spare = spare.borrow_mut();
         if spare.len() < SPARE_IMAGES_MAX {
