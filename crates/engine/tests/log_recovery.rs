@@ -505,3 +505,78 @@ fn log_crash_around_a_generation_roll() {
         assert!(!scan.summary.torn_tail, "case {case}");
     }
 }
+
+/// A record too big for the rest of a generation starts the next file; the rest of
+/// the full file is closed padding. A crash after the next file was installed but
+/// before its first write leaves a log whose end is the start of that file: the writer
+/// must reopen there (a torn-write-protection page image made this common, since
+/// whole-page records rarely fit at a file's end).
+#[test]
+fn log_crash_after_padding_a_generation_reopens_in_the_next_file() {
+    let (_tmp, dir) = new_log_dir();
+    let writer = quiet_writer(&dir, START);
+    let mut appended = Vec::new();
+    let mut trx = 0;
+    // Small transactions until generation 2 has fewer than three segments left.
+    loop {
+        let at = writer.current();
+        if at.generation == 2 && at.segment >= 13 {
+            break;
+        }
+        let records = txn(trx, &[300]);
+        commit(&writer, &records);
+        appended.extend(records);
+        trx += 1;
+    }
+    // About three segments of payload: cannot fit into generation 2 any more.
+    let big = txn(trx, &[3 * SEGMENT_LEN]);
+    commit(&writer, &big);
+    writer.abandon();
+    let scan = read_all(&dir);
+    // Its Begin still fits into generation 2, its big redo record starts generation 3.
+    let begin = &scan.records[appended.len()];
+    let redo = &scan.records[appended.len() + 1];
+    assert_eq!(begin.end.generation, 2);
+    assert_eq!(
+        (redo.start.generation, redo.start.segment),
+        (3, 1),
+        "the big record should start generation 3"
+    );
+    appended.push(big[0].clone());
+
+    // The crash: generation 3's file was installed, none of its data written.
+    for slot in 1..(SMALL_FILE / SEGMENT_LEN) as u16 {
+        write_slot(&dir, 3, slot, &vec![0u8; SEGMENT_LEN]);
+    }
+    let scan = read_all(&dir);
+    assert_records(&scan, &appended);
+    let next_file = LogPosition {
+        generation: 3,
+        segment: 1,
+        offset: edbstress_format::log::SEGMENT_HEADER_LEN as u16,
+    };
+    assert_eq!(scan.summary.end_of_log, next_file);
+    assert!(!scan.summary.torn_tail);
+
+    // Reopening after the last record, in the padded file, is refused without
+    // touching it (zeroing its padding would break generation 3's checksum chain).
+    let mut cfg = config(&dir, SMALL_FILE);
+    cfg.lazy_flush_interval = Duration::from_secs(60);
+    let wrong = scan.records.last().unwrap().end;
+    assert_eq!(wrong.generation, 2);
+    assert!(matches!(
+        LogWriter::open(cfg, wrong, START, CheckpointState::default()),
+        Err(EngineError::Invalid(_))
+    ));
+    assert_records(&read_all(&dir), &appended);
+
+    let writer = quiet_writer(&dir, scan.summary.end_of_log);
+    let more = txn(1_000_000, &[2_000]);
+    commit(&writer, &more);
+    writer.shutdown().unwrap();
+    let scan = read_all(&dir);
+    let mut expected = appended;
+    expected.extend(more);
+    assert_records(&scan, &expected);
+    assert_eq!(scan.records.last().unwrap().end.generation, 3);
+}

@@ -17,7 +17,8 @@
 //! - [`LogWriter::current`] is where the next record will start (at or after the end of
 //!   every appended record); [`LogWriter::durable`] the end of durable data: every
 //!   record whose end is `<=` it is on stable storage.
-//! - [`LogScanSummary::end_of_log`] is the end of the last complete record (where
+//! - [`LogScanSummary::end_of_log`] is the end of the last complete record, or the
+//!   start of the next generation when the file of that record was filled (where
 //!   [`LogWriter::open`] continues).
 //! - Records never span generations: one that does not fit the rest of a file starts
 //!   in the next file (the rest is written as empty closed segments), so a record may

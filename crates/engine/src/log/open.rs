@@ -289,6 +289,16 @@ pub(crate) fn open_for_writing(
             n
         )));
     }
+    // The writer continues in this file unless the start closes its last segment; then
+    // a next generation must not exist yet. Checked before anything is written.
+    let continues_here = offset == FIRST_RECORD_OFFSET || u32::from(s0) + 1 < n;
+    if continues_here && next_exists {
+        return Err(EngineError::Invalid(format!(
+            "the log continues beyond the start position {start}: generation {:#x} exists; \
+             start at the end of the log that read_log reports",
+            g + 1
+        )));
+    }
     let mut fold = current.fold_final_slots(
         u32::from(s0),
         "the start position is not the end of the valid log (use the end_of_log read_log reports)",
@@ -362,13 +372,6 @@ pub(crate) fn open_for_writing(
     current.zero_from(next_index)?;
 
     if next_index < n {
-        if next_exists {
-            return Err(EngineError::Invalid(format!(
-                "the log continues beyond the start position {start}: generation {:#x} exists; \
-                 start at the end of the log that read_log reports",
-                g + 1
-            )));
-        }
         return Ok(OpenedLog {
             file: current.file,
             generation: g,

@@ -67,8 +67,9 @@ pub struct CorrectedSegment {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogScanSummary {
     /// Where the writer continues: just after the last complete record (or the start
-    /// position, normalised, when no record ends after it). Pass it to
-    /// [`super::LogWriter::open`].
+    /// position, normalised, when no record ends after it) — or, when the log filled
+    /// the file of that record (its last segments closed padding), the start of the
+    /// next generation. Pass it to [`super::LogWriter::open`].
     pub end_of_log: LogPosition,
     /// Generation files opened.
     pub generations_read: u32,
@@ -194,6 +195,11 @@ pub struct LogReader {
     skipped: Option<(u32, u16, u16)>,
     ready: VecDeque<LogEntry>,
     last_complete_end: Option<LogPosition>,
+    /// Start of the generation after the last one read through its final slot: the
+    /// writer had closed every segment of that file (padding the rest once a record no
+    /// longer fitted), so the log continues there even when no record was completed in
+    /// it yet.
+    next_generation_start: Option<LogPosition>,
     unfinished_start: Option<LogPosition>,
     summary: LogScanSummary,
     chain_max_seq: u64,
@@ -239,6 +245,7 @@ impl LogReader {
             skipped: None,
             ready: VecDeque::new(),
             last_complete_end: None,
+            next_generation_start: None,
             unfinished_start: None,
             summary: LogScanSummary {
                 end_of_log: from,
@@ -668,6 +675,11 @@ impl LogReader {
         let Some(next) = cursor.generation.checked_add(1) else {
             return self.finish(false);
         };
+        self.next_generation_start = Some(LogPosition {
+            generation: next,
+            segment: 1,
+            offset: FIRST_RECORD_OFFSET,
+        });
         if self.present.contains(&next) {
             let expected = cursor.fold.map(RunningChecksum::value);
             let next_cursor = self.open_generation(next, expected)?;
@@ -707,7 +719,8 @@ impl LogReader {
         };
         self.summary.dropped_record = dropped;
         self.summary.torn_tail = torn || self.tail_copy_damaged || self.assembler.in_progress();
-        self.summary.end_of_log = self.last_complete_end.unwrap_or(self.from);
+        let end = self.last_complete_end.unwrap_or(self.from);
+        self.summary.end_of_log = end.max(self.next_generation_start.unwrap_or(end));
         self.finished = true;
         self.cursor = None;
         Ok(())
