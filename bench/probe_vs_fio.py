@@ -139,8 +139,15 @@ def compare_recovery(work, runs, seconds, logs):
     for i in range(runs):
         run_dir = os.path.join(work, f"sr{i}")
         db, lg, res = (os.path.join(run_dir, d) for d in ("db", "logs", "results"))
-        run([EDB, "run", "--test", "soft-recovery", "--databases", "1", "--database-size", "1GiB",
+        os.makedirs(run_dir)
+        rss_file = os.path.join(run_dir, "maxrss")
+        # A 64 MiB cache: the memory goal's limit is then 64 + 6.4 + 64 MiB.
+        run(["/usr/bin/time", "-f", "%M", "-o", rss_file,
+             EDB, "run", "--test", "soft-recovery", "--databases", "1", "--database-size", "1GiB",
+             "--cache-max", "64MiB", "--cache-min", "64MiB",
              "--logs-to-replay", str(logs), "--db-path", db, "--log-path", lg, "--results-dir", res])
+        with open(rss_file) as f:
+            max_rss_mib = int(f.read().split()[-1]) / 1024
         r = find_results(res)
         inst = r["instances"][0]
         elapsed = inst.get("elapsed_seconds") or float("nan")
@@ -152,10 +159,10 @@ def compare_recovery(work, runs, seconds, logs):
         logs_per_s = (inst.get("logs_replayed") or 0) / elapsed if elapsed else float("nan")
         dbfile = sorted(glob.glob(os.path.join(db, "*.edb")))[0]
         fr = fio_job(dbfile, "randread", "32k", 32, seconds, [], readonly=True)
-        rows.append((fr[0], reads_per_s, logs_per_s, fr[3], read_mbs))
+        rows.append((fr[0], reads_per_s, logs_per_s, fr[3], read_mbs, max_rss_mib))
         print(f"soft-recovery run {i + 1}: fio randread 32k qd32 {fr[0]:9.0f} IOPS {fr[3]:7.1f} MB/s  |  recovery "
               f"{reads_per_s:9.0f} reads/s {read_mbs:7.1f} MB/s, {logs_per_s:6.2f} logs/s "
-              f"({reads} reads in {elapsed:.2f} s)", flush=True)
+              f"({reads} reads in {elapsed:.2f} s), max RSS {max_rss_mib:.1f} MiB", flush=True)
         shutil.rmtree(run_dir)
     return [statistics.median(c) for c in zip(*rows)]
 
@@ -196,9 +203,10 @@ def main():
               f"{fc:9.2f} {ec:9.2f} {ec / fc:6.3f}   {fl:7.3f} {el:7.3f}")
     print("(ratio: of the medians; paired: median of each run's edbstress/fio IOPS)")
     if recovery:
-        fi, rr, lps, fmb, rmb = recovery
+        fi, rr, lps, fmb, rmb, rss = recovery
         print(f"soft-recovery: {rr:.0f} reads/s ({rmb:.1f} MB/s) vs fio randread 32k qd32 {fi:.0f} IOPS "
               f"({fmb:.1f} MB/s): ratio {rr / fi:.3f} by I/Os, {rmb / fmb:.3f} by bytes; {lps:.2f} logs replayed/s")
+        print(f"soft-recovery max RSS {rss:.1f} MiB (goal: at most 64 MiB cache + 10 % + 64 MiB = 134.4 MiB)")
 
 
 if __name__ == "__main__":

@@ -8,10 +8,11 @@
 //! are applied only when its Commit record is in the log: a transaction whose commit
 //! never reached the disk (a lazy commit, or the torn tail) is rolled back by not being
 //! replayed — the engine never writes a page before its transaction's commit is durable,
-//! so there is nothing to undo on disk. Pages referenced by upcoming records are read
+//! so there is nothing to undo on disk. The log is streamed through a look-ahead window
+//! (memory does not grow with the log); pages referenced by the records in it are read
 //! ahead with deep asynchronous I/O so replay runs at device speed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -30,7 +31,7 @@ use crate::cache::{CacheConfig, PageCache, WalSync};
 use crate::dbfile::{HeaderReadError, read_header_from, write_header};
 use crate::error::EngineError;
 use crate::layout::InstanceLayout;
-use crate::log::{LogReadOptions, LogSignatures, read_checkpoint, read_log_with};
+use crate::log::{LogEntry, LogReadOptions, LogReader, LogSignatures, read_checkpoint};
 use crate::redo::{RedoOp, page_dbtime};
 use crate::schema::{MAILBOX_TABLE_OBJECT_ID, MessageKey};
 
@@ -100,8 +101,8 @@ pub struct RecoveryReport {
     pub transactions_rolled_back: u64,
     /// Lost flushes found, by page.
     pub lost_flushes: Vec<LostFlush>,
-    /// Pages found damaged (a torn write) and rebuilt from their latest image in the
-    /// log before replay (torn-write protection).
+    /// Pages found damaged (a torn write) and rebuilt from their first image in the
+    /// replayed log before any change of theirs was replayed (torn-write protection).
     pub pages_restored: Vec<u32>,
     /// Pages read ahead.
     pub pages_prefetched: u64,
@@ -118,17 +119,24 @@ impl RecoveryReport {
     }
 }
 
-/// The log as replay sees it: already durable up to its end.
-struct ReplayedLog {
-    end: LogPosition,
+/// The log as replay sees it: never appended to, and every record replay applies was
+/// read from disk, so any replayed page may be written at any time.
+struct ReplayedLog;
+
+impl ReplayedLog {
+    const END: LogPosition = LogPosition {
+        generation: u32::MAX,
+        segment: u16::MAX,
+        offset: u16::MAX,
+    };
 }
 
 impl WalSync for ReplayedLog {
     fn current(&self) -> LogPosition {
-        self.end
+        Self::END
     }
     fn durable(&self) -> LogPosition {
-        self.end
+        Self::END
     }
     fn flush_to(&self, _pos: LogPosition) -> Result<(), EngineError> {
         Ok(())
@@ -241,14 +249,10 @@ pub fn recover(
         instance: layout.instance as u16,
         io_mode: options.io_mode,
     };
-    let scan = read_log_with(&layout.log_dir, checkpoint, signatures, &read_options)?;
-    let log_end = scan.summary.end_of_log;
-    report.end = log_end.to_string();
-    report.generations_replayed = scan.summary.generations_read;
-    report.records = scan.records.len() as u64;
-
+    // The log is streamed: memory holds the look-ahead window and the transaction
+    // being assembled, not the log (Jetstress replays 500 log files per instance).
+    let mut reader = LogReader::open(&layout.log_dir, checkpoint, signatures, &read_options)?;
     let page_size = header.page_size;
-    report.pages_restored = restore_torn_pages(&file, &scan.records, page_size, &layout.log_dir)?;
     let frames = (options.cache_bytes / page_size.bytes() as u64).max(64) as usize;
     let cache = PageCache::new(
         CacheConfig {
@@ -265,7 +269,7 @@ pub fn recover(
             write_class: IoClass::RecoveryWrite,
         },
         file.clone(),
-        Arc::new(ReplayedLog { end: log_end }),
+        Arc::new(ReplayedLog),
         // The checkpoint carries the counters as of its position; replay raises them.
         TreeState {
             page_size,
@@ -277,38 +281,53 @@ pub fn recover(
         },
     )?;
 
-    let mut pending: HashMap<u64, Vec<usize>> = HashMap::new();
+    let look_ahead = options.prefetch_records.max(1);
+    let mut window: VecDeque<LogEntry> = VecDeque::with_capacity(look_ahead);
+    let mut log_exhausted = false;
+    let mut torn_pages = TornPageRestorer::new(&file, page_size, &layout.log_dir);
+    let mut pending: HashMap<u64, Vec<LogEntry>> = HashMap::new();
     let mut poisoned: HashSet<u32> = HashSet::new();
-    let mut prefetched_to = 0usize;
-    for (i, entry) in scan.records.iter().enumerate() {
+    loop {
+        // Refill the look-ahead window when half of it is consumed: page images are
+        // checked as they enter it (before any change to their page can be fetched),
+        // the pages of its redo records are prefetched.
+        if !log_exhausted && window.len() <= look_ahead / 2 {
+            let mut pgnos = Vec::new();
+            while window.len() < look_ahead {
+                let Some(entry) = reader.next_record()? else {
+                    log_exhausted = true;
+                    break;
+                };
+                match &entry.record {
+                    LogRecord::PageImage { pgno, image } => {
+                        torn_pages.check(*pgno, image, entry.start)?;
+                    }
+                    LogRecord::PageRedo { pgno, .. } => pgnos.push(*pgno),
+                    _ => {}
+                }
+                report.records += 1;
+                window.push_back(entry);
+            }
+            cache.prefetch(&pgnos)?;
+        }
+        let Some(entry) = window.pop_front() else {
+            break;
+        };
         match &entry.record {
             LogRecord::Begin { trx } => {
                 pending.insert(*trx, Vec::new());
             }
-            LogRecord::PageRedo { trx, .. } => pending.entry(*trx).or_default().push(i),
+            LogRecord::PageRedo { trx, .. } => pending.entry(*trx).or_default().push(entry),
             LogRecord::Rollback { trx } => {
                 pending.remove(trx);
                 report.transactions_rolled_back += 1;
             }
             LogRecord::Shutdown { .. } | LogRecord::PageImage { .. } => {}
             LogRecord::Commit { trx, .. } => {
-                let Some(indices) = pending.remove(trx) else {
+                let Some(entries) = pending.remove(trx) else {
                     continue;
                 };
-                if i + options.prefetch_records / 2 >= prefetched_to {
-                    let end = (i + options.prefetch_records).min(scan.records.len());
-                    let pgnos: Vec<u32> = scan.records[prefetched_to.max(i)..end]
-                        .iter()
-                        .filter_map(|e| match e.record {
-                            LogRecord::PageRedo { pgno, .. } => Some(pgno),
-                            _ => None,
-                        })
-                        .collect();
-                    cache.prefetch(&pgnos)?;
-                    prefetched_to = end;
-                }
-                for index in indices {
-                    let entry = &scan.records[index];
+                for entry in entries {
                     let LogRecord::PageRedo {
                         pgno,
                         dbtime_before,
@@ -374,13 +393,20 @@ pub fn recover(
             }
         }
     }
+    let summary = reader.summary().cloned().ok_or_else(|| {
+        EngineError::Invalid("log reader finished without a summary (a bug)".into())
+    })?;
+    let log_end = summary.end_of_log;
+    report.end = log_end.to_string();
+    report.generations_replayed = summary.generations_read;
+    report.pages_restored = torn_pages.restored;
     report.transactions_rolled_back += pending.len() as u64;
     cache.flush_all()?;
     // Replayed pages must be durable before the checkpoint moves to the end of the log.
     file.sync_data()?;
     report.pages_prefetched = cache.counters().prefetched;
     report.io = cache.io_stats();
-    report.io.merge(&scan.io);
+    report.io.merge(reader.stats());
     let state = cache.shutdown()?;
     if report.lost_flushes.is_empty() {
         header.state = DbState::Clean;
@@ -411,65 +437,81 @@ pub fn recover(
 /// in the replayed log at or before its first change there (the engine logs one
 /// whenever a change starts a dirty period; an empty image stands for a page no change
 /// had used, formatted as growth writes it, and a page's first_dirty — so the
-/// checkpoint — never passes it). A page that fails verification (a write torn by a
-/// power cut, a misdirected or damaged write) is rebuilt from its latest image, a
-/// state whose changes are all durable in the log; replay then redoes the changes
-/// after it. Pages that verify are left alone, so a valid page older than the log
-/// requires is still reported as a lost flush, not hidden.
-fn restore_torn_pages(
-    file: &DataFile,
-    records: &[crate::log::LogEntry],
+/// checkpoint — never passes it). So when replay reaches a page's first image, no
+/// change of that page has been replayed or fetched yet: the page on disk is checked
+/// then, and one that fails verification (a write torn by a power cut, a misdirected or
+/// damaged write) is rebuilt from that image, a state whose later changes are all in
+/// the log; replay then redoes them. Pages that verify are left alone, so a valid page
+/// older than the log requires is still reported as a lost flush, not hidden.
+struct TornPageRestorer<'a> {
+    file: &'a DataFile,
     page_size: edbstress_format::PageSize,
-    log_dir: &std::path::Path,
-) -> Result<Vec<u32>, EngineError> {
-    let mut latest: HashMap<u32, usize> = HashMap::new();
-    for (i, entry) in records.iter().enumerate() {
-        if let LogRecord::PageImage { pgno, image } = &entry.record {
-            if !image.is_empty() && image.len() != page_size.bytes() {
-                return Err(corrupt_record(
-                    log_dir,
-                    entry.start,
-                    format!(
-                        "page image of {} bytes in a database of {}-byte pages",
-                        image.len(),
-                        page_size.bytes()
-                    ),
-                ));
-            }
-            latest.insert(*pgno, i);
+    log_dir: &'a std::path::Path,
+    /// Pages whose first image was seen (checked, restored if needed).
+    checked: HashSet<u32>,
+    page: AlignedBuf,
+    /// Pages rebuilt, in the order met.
+    restored: Vec<u32>,
+}
+
+impl<'a> TornPageRestorer<'a> {
+    fn new(
+        file: &'a DataFile,
+        page_size: edbstress_format::PageSize,
+        log_dir: &'a std::path::Path,
+    ) -> Self {
+        TornPageRestorer {
+            file,
+            page_size,
+            log_dir,
+            checked: HashSet::new(),
+            page: AlignedBuf::new(page_size.bytes()),
+            restored: Vec::new(),
         }
     }
-    let mut pgnos: Vec<u32> = latest.keys().copied().collect();
-    pgnos.sort_unstable();
-    let mut page = AlignedBuf::new(page_size.bytes());
-    let mut restored = Vec::new();
-    for pgno in pgnos {
-        let offset = edbstress_format::page_offset(pgno, page_size);
-        let read = file.read_at(&mut page, offset)?;
-        if read < page.len() {
+
+    /// Handles the image of `pgno` logged at `at`: the first one of a page is checked
+    /// against the page on disk (later ones only for their size).
+    fn check(&mut self, pgno: u32, image: &[u8], at: LogPosition) -> Result<(), EngineError> {
+        let page_len = self.page_size.bytes();
+        if !image.is_empty() && image.len() != page_len {
+            return Err(corrupt_record(
+                self.log_dir,
+                at,
+                format!(
+                    "page image of {} bytes in a database of {page_len}-byte pages",
+                    image.len()
+                ),
+            ));
+        }
+        if !self.checked.insert(pgno) {
+            return Ok(());
+        }
+        let page = &mut self.page;
+        let offset = edbstress_format::page_offset(pgno, self.page_size);
+        if self.file.read_at(page, offset)? < page.len() {
             // Past the end of the file: never written, nothing torn.
-            continue;
+            return Ok(());
         }
-        match verify_page(&page, pgno) {
-            PageVerdict::Valid | PageVerdict::Uninitialized => continue,
-            _ => {}
+        if matches!(
+            verify_page(page, pgno),
+            PageVerdict::Valid | PageVerdict::Uninitialized
+        ) {
+            return Ok(());
         }
-        let LogRecord::PageImage { image, .. } = &records[latest[&pgno]].record else {
-            continue;
-        };
         if image.is_empty() {
-            crate::dbfile::format_unused_page(&mut page, pgno);
+            crate::dbfile::format_unused_page(page, pgno);
         } else {
             page.copy_from_slice(image);
             // The frame's checksum fields may predate its last change (they are sealed
             // into write snapshots, not into frames), and the log segment's checksum
             // already protected the bytes: seal afresh.
-            edbstress_format::checksum::seal_page(&mut page, pgno);
+            edbstress_format::checksum::seal_page(page, pgno);
         }
-        file.write_all_at(&page, offset)?;
-        restored.push(pgno);
+        self.file.write_all_at(page, offset)?;
+        self.restored.push(pgno);
+        Ok(())
     }
-    Ok(restored)
 }
 
 fn corrupt_record(

@@ -87,7 +87,7 @@ pub enum LogRecord {
     },
     /// The whole content of a page as it was on disk before a change made it dirty
     /// (torn-write protection): recovery restores a page whose write was torn from its
-    /// latest image and replays the changes after it. Body: `pgno u32, image` where
+    /// first image in the replayed log and replays the changes after it. Body: `pgno u32, image` where
     /// `image` is a whole page, or empty for a page never written (all zero).
     PageImage {
         /// The page.
