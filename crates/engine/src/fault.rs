@@ -293,6 +293,8 @@ pub fn inject_database(
         )));
     }
     let (page_size, page_count) = database_geometry(path)?;
+    // Like any writer: never under a running instance, a recovery or a check.
+    let _lock = crate::lock::DatabaseLock::acquire(path).map_err(EngineError::from)?;
     let ps = page_size.bytes();
     if request.kind == FaultKind::Torn && ps <= SECTOR {
         return Err(FaultError::Invalid(format!(

@@ -1,8 +1,10 @@
 //! Two instances of one database in one process: the second open is refused with the
 //! PID and lock file while the first is open, and succeeds after it shuts down (or
-//! crashes); recovery and a repairing checksum take the same lock.
+//! crashes); recovery, a repairing checksum, prepare and fault injection take the same
+//! lock.
 
 use edbstress_engine::error::EngineError;
+use edbstress_engine::fault::{FaultError, FaultKind, FaultRequest, inject_database};
 use edbstress_engine::instance::{Instance, InstanceConfig};
 use edbstress_engine::layout::InstanceLayout;
 use edbstress_engine::lock::LockError;
@@ -70,6 +72,21 @@ fn a_second_instance_of_an_open_database_is_refused() {
         PreparePlan::check(vec![layout.clone()], options),
         Err(PrepareError::Locked(ref e)) if is_held(e)
     ));
+    let before = std::fs::read(&layout.db_file).unwrap();
+    let fault = FaultRequest {
+        kind: FaultKind::Zero,
+        seed: 1,
+        count: 1,
+        bits: None,
+    };
+    assert!(matches!(
+        inject_database(&layout.db_file, &fault),
+        Err(FaultError::Engine(EngineError::Locked(ref e))) if is_held(e)
+    ));
+    assert!(
+        std::fs::read(&layout.db_file).unwrap() == before,
+        "fault injected under a lock"
+    );
 
     first.shutdown().unwrap();
     assert!(!lock_file.exists(), "the lock file goes with the lock");
