@@ -79,7 +79,10 @@ pub fn replace_logs(
 }
 
 /// Creates `dir` with log generation 1 and a checkpoint at its first data segment.
-/// Fails rather than overwrite an existing file.
+/// Fails rather than overwrite an existing file. On failure (a full log disk) the files
+/// it created are removed again, so the directory is as before and a later prepare
+/// creates the logs of the database it finds (it never mistakes a half-written log
+/// file for another program's).
 pub fn create_initial_logs(
     dir: &Path,
     db_signature: u64,
@@ -88,6 +91,24 @@ pub fn create_initial_logs(
     mode: IoMode,
 ) -> Result<(), IoError> {
     std::fs::create_dir_all(dir).map_err(|e| io_err(dir, "create directory", e))?;
+    let mut created = Vec::new();
+    let result = write_initial_logs(dir, db_signature, log_signature, state, mode, &mut created);
+    if result.is_err() {
+        for path in &created {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    result
+}
+
+fn write_initial_logs(
+    dir: &Path,
+    db_signature: u64,
+    log_signature: u64,
+    state: CheckpointState,
+    mode: IoMode,
+    created: &mut Vec<std::path::PathBuf>,
+) -> Result<(), IoError> {
     let created_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -98,6 +119,7 @@ pub fn create_initial_logs(
     };
 
     let log = DataFile::create_new(dir.join(log_file_name(1)), mode)?;
+    created.push(dir.join(log_file_name(1)));
     let mut image = AlignedBuf::new(DEFAULT_LOG_FILE_LEN);
     LogFileHeader {
         generation: 1,
@@ -114,6 +136,7 @@ pub fn create_initial_logs(
     log.sync_data()?;
 
     let chk = DataFile::create_new(dir.join(CHECKPOINT_FILE_NAME), mode)?;
+    created.push(dir.join(CHECKPOINT_FILE_NAME));
     let mut copies = AlignedBuf::new(2 * SEGMENT_LEN);
     let record = CheckpointRecord {
         update_seq: 1,
@@ -128,4 +151,33 @@ pub fn create_initial_logs(
     chk.sync_data()?;
     crate::dbfile::sync_dir(dir);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_creation_removes_only_the_files_it_created() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("logs");
+        std::fs::create_dir(&dir).unwrap();
+        // Someone else's file where the checkpoint goes: creating it fails after the
+        // first log file was written.
+        let foreign = dir.join(CHECKPOINT_FILE_NAME);
+        std::fs::write(&foreign, b"not ours").unwrap();
+        let state = CheckpointState::default();
+        let result = create_initial_logs(&dir, 1, 2, state, IoMode::Buffered);
+        assert!(result.is_err());
+        assert!(
+            !dir.join(log_file_name(1)).exists(),
+            "half-made log left behind"
+        );
+        assert_eq!(std::fs::read(&foreign).unwrap(), b"not ours");
+
+        std::fs::remove_file(&foreign).unwrap();
+        create_initial_logs(&dir, 1, 2, state, IoMode::Buffered).unwrap();
+        assert!(is_our_log_file(&dir.join(log_file_name(1))));
+        assert!(is_our_log_file(&dir.join(CHECKPOINT_FILE_NAME)));
+    }
 }

@@ -161,6 +161,18 @@ pub enum PrepareError {
     /// An I/O error.
     #[error(transparent)]
     Io(#[from] IoError),
+    /// The database was built but its log files could not be created (the log
+    /// directory is left without them).
+    #[error(
+        "{db} is complete, but its log files could not be created: {source}; once that is fixed, run prepare again: it keeps the database and creates its logs"
+    )]
+    LogsNotCreated {
+        /// The finished database.
+        db: PathBuf,
+        /// Why the logs could not be created.
+        #[source]
+        source: IoError,
+    },
     /// Another edbstress process holds a database.
     #[error(transparent)]
     Locked(#[from] crate::lock::LockError),
@@ -625,7 +637,11 @@ fn create_instance(
                 log_signature,
                 state,
                 options.io_mode,
-            )?;
+            )
+            .map_err(|source| PrepareError::LogsNotCreated {
+                db: layout.db_file.clone(),
+                source,
+            })?;
             crate::dbfile::sync_dir(layout.db_file.parent().unwrap_or(Path::new(".")));
             Ok(report)
         }
