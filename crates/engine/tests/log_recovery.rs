@@ -8,7 +8,7 @@ use edbstress_format::log::CheckpointState;
 use std::time::Duration;
 
 use edbstress_engine::error::EngineError;
-use edbstress_engine::log::{LogSignatures, LogWriter, read_log};
+use edbstress_engine::log::{LogConfig, LogScan, LogSignatures, LogWriter, read_log};
 use edbstress_format::log::{
     LogPosition, LogRecord, SEGMENT_LEN, SegmentHeader, encode_segment, segment_flags,
 };
@@ -17,11 +17,30 @@ use log_common::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-/// A writer that flushes only when asked.
-fn quiet_writer(dir: &std::path::Path, start: LogPosition) -> LogWriter {
+/// The configuration of a writer that flushes only when asked.
+fn quiet_config(dir: &std::path::Path) -> LogConfig {
     let mut cfg = config(dir, SMALL_FILE);
     cfg.lazy_flush_interval = Duration::from_secs(60);
-    LogWriter::open(cfg, start, START, CheckpointState::default()).unwrap()
+    cfg
+}
+
+/// A writer that flushes only when asked.
+fn quiet_writer(dir: &std::path::Path, start: LogPosition) -> LogWriter {
+    LogWriter::open(quiet_config(dir), start, START, CheckpointState::default()).unwrap()
+}
+
+/// Reopens the log at `end`, commits one more transaction and reads the whole log
+/// back, which must hold `before` and then that transaction.
+fn reopen_and_append(dir: &std::path::Path, end: LogPosition, before: Vec<LogRecord>) -> LogScan {
+    let writer = quiet_writer(dir, end);
+    let more = txn(1_000_000, &[2_000]);
+    commit(&writer, &more);
+    writer.shutdown().unwrap();
+    let scan = read_all(dir);
+    let mut expected = before;
+    expected.extend(more);
+    assert_records(&scan, &expected);
+    scan
 }
 
 fn commit(writer: &LogWriter, records: &[LogRecord]) {
@@ -494,14 +513,7 @@ fn log_crash_around_a_generation_roll() {
             assert_eq!(got.len(), appended.len());
             assert!(scan.summary.end_of_log <= last_durable);
         }
-        let writer = quiet_writer(&dir, scan.summary.end_of_log);
-        let more = txn(1_000_000, &[2_000]);
-        commit(&writer, &more);
-        writer.shutdown().unwrap();
-        let scan = read_all(&dir);
-        let mut expected = got;
-        expected.extend(more);
-        assert_records(&scan, &expected);
+        let scan = reopen_and_append(&dir, scan.summary.end_of_log, got);
         assert!(!scan.summary.torn_tail, "case {case}");
     }
 }
@@ -560,23 +572,14 @@ fn log_crash_after_padding_a_generation_reopens_in_the_next_file() {
 
     // Reopening after the last record, in the padded file, is refused without
     // touching it (zeroing its padding would break generation 3's checksum chain).
-    let mut cfg = config(&dir, SMALL_FILE);
-    cfg.lazy_flush_interval = Duration::from_secs(60);
     let wrong = scan.records.last().unwrap().end;
     assert_eq!(wrong.generation, 2);
     assert!(matches!(
-        LogWriter::open(cfg, wrong, START, CheckpointState::default()),
+        LogWriter::open(quiet_config(&dir), wrong, START, CheckpointState::default()),
         Err(EngineError::Invalid(_))
     ));
     assert_records(&read_all(&dir), &appended);
 
-    let writer = quiet_writer(&dir, scan.summary.end_of_log);
-    let more = txn(1_000_000, &[2_000]);
-    commit(&writer, &more);
-    writer.shutdown().unwrap();
-    let scan = read_all(&dir);
-    let mut expected = appended;
-    expected.extend(more);
-    assert_records(&scan, &expected);
+    let scan = reopen_and_append(&dir, scan.summary.end_of_log, appended);
     assert_eq!(scan.records.last().unwrap().end.generation, 3);
 }
