@@ -5,10 +5,11 @@
 //! reads back whole, deleted ones are gone, their pages are reused, the tree passes
 //! the deep check, and a crash after it all recovers to the same contents.
 
+mod instance_common;
+use instance_common::*;
+
 use edbstress_engine::check::deep_check;
-use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
+use edbstress_engine::instance::{Durability, Instance, TxnOp};
 use edbstress_engine::recovery::{RecoveryOptions, recover};
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
@@ -24,21 +25,8 @@ fn body(i: u64) -> Vec<u8> {
 #[test]
 fn long_values_deleted_and_reinserted_through_a_small_cache() {
     let dir = tempfile::tempdir().unwrap();
-    let layout = InstanceLayout::new(1, &dir.path().join("db"), &dir.path().join("logs"));
-    let options = PrepareOptions {
-        page_size: PageSize::K4,
-        database_bytes: 1 << 20,
-        mailboxes: 4,
-        io_mode: IoMode::Buffered,
-        seed: Some(11),
-        ..PrepareOptions::default()
-    };
-    PreparePlan::check(vec![layout.clone()], options)
-        .unwrap()
-        .execute(&mut |_| {})
-        .unwrap();
-    let mut config = InstanceConfig::new(layout.clone());
-    config.io_mode = IoMode::Buffered;
+    let layout = prepare_small(dir.path(), PageSize::K4, 1 << 20, 4, 11);
+    let mut config = buffered_config(&layout);
     // 128 frames: each message's pages are a large part of the cache, and the pages
     // of earlier messages are evicted long before they are deleted.
     config.cache_min_bytes = 512 << 10;

@@ -3,6 +3,9 @@
 //! crashes); recovery, a repairing checksum, prepare and fault injection take the same
 //! lock.
 
+mod instance_common;
+use instance_common::*;
+
 use edbstress_engine::error::EngineError;
 use edbstress_engine::fault::{FaultError, FaultKind, FaultRequest, inject_database};
 use edbstress_engine::instance::{Instance, InstanceConfig};
@@ -15,21 +18,9 @@ use edbstress_format::PageSize;
 use edbstress_io::IoMode;
 
 fn prepared(dir: &std::path::Path) -> (InstanceLayout, InstanceConfig, PrepareOptions) {
-    let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
-    let options = PrepareOptions {
-        page_size: PageSize::K8,
-        database_bytes: 2 << 20,
-        mailboxes: 4,
-        io_mode: IoMode::Buffered,
-        ..PrepareOptions::default()
-    };
-    PreparePlan::check(vec![layout.clone()], options.clone())
-        .unwrap()
-        .execute(&mut |_| {})
-        .unwrap();
-    let mut config = InstanceConfig::new(layout.clone());
-    config.io_mode = IoMode::Buffered;
-    (layout, config, options)
+    let options = small_options(PageSize::K8, 2 << 20, 4, 5);
+    let layout = prepare_at(dir, options.clone());
+    (layout.clone(), buffered_config(&layout), options)
 }
 
 fn is_held(e: &LockError) -> bool {

@@ -7,6 +7,9 @@
 //! `EDBSTRESS_LONG_TESTS=1` runs ten times as many rounds. Figures are printed
 //! (`cargo test --test fault_suite -- --nocapture`).
 
+mod instance_common;
+use instance_common::*;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -14,9 +17,8 @@ use edbstress_engine::fault::{
     ExpectedDetection, FaultKind, FaultRequest, InjectedFault, inject_database, inject_log_dir,
     inject_lost_flush,
 };
-use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
+use edbstress_engine::instance::{Durability, Instance, TxnOp};
 use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
 use edbstress_engine::recovery::{RecoveryOptions, recover};
 use edbstress_engine::verify::{PageProblemKind, ScanOptions, scan_database, scan_log_dir};
 use edbstress_format::PageSize;
@@ -29,20 +31,8 @@ fn long_mode() -> bool {
 /// Prepares one instance and runs real transactions on it (inserts, replaces and
 /// deletes, several log generations), then shuts it down cleanly.
 fn prepared_with_transactions(dir: &Path, page_size: PageSize) -> InstanceLayout {
-    let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
-    let options = PrepareOptions {
-        page_size,
-        database_bytes: 6 << 20,
-        mailboxes: 4,
-        io_mode: IoMode::Buffered,
-        seed: Some(11),
-        ..PrepareOptions::default()
-    };
-    PreparePlan::check(vec![layout.clone()], options)
-        .unwrap()
-        .execute(&mut |_| {})
-        .unwrap();
-    let instance = Instance::open(config(&layout)).unwrap();
+    let layout = prepare_small(dir, page_size, 6 << 20, 4, 11);
+    let instance = Instance::open(buffered_config(&layout)).unwrap();
     let body = vec![0x5au8; 3000];
     let mut keys = Vec::new();
     for i in 0..300u32 {
@@ -71,12 +61,6 @@ fn prepared_with_transactions(dir: &Path, page_size: PageSize) -> InstanceLayout
     }
     instance.shutdown().unwrap();
     layout
-}
-
-fn config(layout: &InstanceLayout) -> InstanceConfig {
-    let mut c = InstanceConfig::new(layout.clone());
-    c.io_mode = IoMode::Buffered;
-    c
 }
 
 fn scan_options(repair: bool) -> ScanOptions {
@@ -348,7 +332,7 @@ fn log_segment_and_checkpoint_faults_are_reported_and_dropped_writes_are_lost_fl
         log_dir: dir.path().join("chk-broken"),
     };
     copy_dir(&layout.log_dir, &broken.log_dir);
-    let instance = Instance::open(config(&broken)).unwrap();
+    let instance = Instance::open(buffered_config(&broken)).unwrap();
     let key = instance
         .commit(
             &[TxnOp::Insert {
@@ -380,7 +364,7 @@ fn log_segment_and_checkpoint_faults_are_reported_and_dropped_writes_are_lost_fl
     };
     let recovered = recover(&broken, &options).unwrap();
     assert!(recovered.succeeded(), "{recovered:?}");
-    let instance = Instance::open(config(&broken)).unwrap();
+    let instance = Instance::open(buffered_config(&broken)).unwrap();
     let m = instance.read(key, false).unwrap().unwrap();
     assert_eq!(m.props, b"kept across a lost checkpoint");
     instance.shutdown().unwrap();
@@ -396,7 +380,7 @@ fn log_segment_and_checkpoint_faults_are_reported_and_dropped_writes_are_lost_fl
             log_dir: copy.join("logs"),
         };
         copy_dir(&layout.log_dir, &lost_layout.log_dir);
-        let fault = inject_lost_flush(&config(&lost_layout), seed).unwrap();
+        let fault = inject_lost_flush(&buffered_config(&lost_layout), seed).unwrap();
         assert_eq!(fault.expected, ExpectedDetection::LostFlush);
         let report = recover(&lost_layout, &options).unwrap();
         assert!(!report.succeeded());

@@ -3,11 +3,12 @@
 //! so recovery after a crash replays every generation written since — and the database
 //! comes out intact. Without the hold, the same flush moves the checkpoint forward.
 
+mod instance_common;
+use instance_common::*;
+
 use edbstress_engine::check::deep_check;
 use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
-use edbstress_engine::layout::InstanceLayout;
 use edbstress_engine::log::read_checkpoint;
-use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
 use edbstress_engine::recovery::{RecoveryOptions, recover};
 use edbstress_engine::schema::MessageKey;
 use edbstress_format::PageSize;
@@ -19,21 +20,8 @@ use rand::{RngCore, SeedableRng};
 const GENERATIONS: u32 = 3;
 
 fn prepared(dir: &std::path::Path, hold: bool) -> InstanceConfig {
-    let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
-    let options = PrepareOptions {
-        page_size: PageSize::K8,
-        database_bytes: 4 << 20,
-        mailboxes: 4,
-        io_mode: IoMode::Buffered,
-        seed: Some(11),
-        ..PrepareOptions::default()
-    };
-    PreparePlan::check(vec![layout.clone()], options)
-        .unwrap()
-        .execute(&mut |_| {})
-        .unwrap();
-    let mut config = InstanceConfig::new(layout);
-    config.io_mode = IoMode::Buffered;
+    let layout = prepare_small(dir, PageSize::K8, 4 << 20, 4, 11);
+    let mut config = buffered_config(&layout);
     config.cache_min_bytes = 2 << 20;
     config.cache_max_bytes = 2 << 20;
     // Shallow: without the hold, pages would be written to advance the checkpoint.

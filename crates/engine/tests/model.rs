@@ -5,13 +5,15 @@
 //! was durable), is recovered and reopened, and must hold exactly the state after some
 //! commit between the last durable one and the last one.
 
+mod instance_common;
+use instance_common::*;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use edbstress_engine::check::deep_check;
 use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
 use edbstress_engine::recovery::{RecoveryOptions, recover};
 use edbstress_engine::schema::MessageKey;
 use edbstress_format::PageSize;
@@ -22,31 +24,13 @@ use rand::{Rng, RngCore, SeedableRng};
 
 type Contents = BTreeMap<MessageKey, (Vec<u8>, Vec<u8>)>;
 
-fn prepare(dir: &Path, seed: u64) -> InstanceLayout {
-    let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
-    let options = PrepareOptions {
-        page_size: PageSize::K8,
-        database_bytes: 8 << 20,
-        mailboxes: 6,
-        io_mode: IoMode::Buffered,
-        seed: Some(seed),
-        ..PrepareOptions::default()
-    };
-    PreparePlan::check(vec![layout.clone()], options)
-        .unwrap()
-        .execute(&mut |_| {})
-        .unwrap();
-    layout
-}
-
 fn config(layout: &InstanceLayout) -> InstanceConfig {
-    let mut c = InstanceConfig::new(layout.clone());
+    let mut c = buffered_config(layout);
     // A third of the database: pages are evicted and re-read all the time, yet the
     // largest bulk-loaded body (512 KB, 64 pages) fits one transaction's pins.
     c.cache_min_bytes = 320 * 8192;
     c.cache_max_bytes = 320 * 8192;
     c.checkpoint_depth = 96 * 1024;
-    c.io_mode = IoMode::Buffered;
     c
 }
 
@@ -114,7 +98,7 @@ fn dump_named_page(layout: &InstanceLayout, problem: &str) {
 
 fn run_model(seed: u64, steps: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let layout = prepare(dir.path(), seed);
+    let layout = prepare_small(dir.path(), PageSize::K8, 8 << 20, 6, seed);
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut instance = Instance::open(config(&layout)).unwrap();
     let mut model = contents(&instance);

@@ -9,6 +9,9 @@
 //! `EDBSTRESS_LONG_TESTS=1`. The simulation is
 //! process-wide, so this binary holds a single test.
 
+mod instance_common;
+use instance_common::*;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
@@ -19,7 +22,6 @@ use edbstress_engine::check::deep_check;
 use edbstress_engine::error::EngineError;
 use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
 use edbstress_engine::recovery::{RecoveryOptions, recover};
 use edbstress_engine::schema::MessageKey;
 use edbstress_engine::verify::{PageProblemKind, ScanOptions, scan_database};
@@ -46,14 +48,13 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn config(layout: &InstanceLayout, torn_write_protection: bool) -> InstanceConfig {
-    let mut c = InstanceConfig::new(layout.clone());
+    let mut c = buffered_config(layout);
     c.torn_write_protection = torn_write_protection;
     // A small cache and a shallow checkpoint: pages are written, evicted and the
     // checkpoint advances all the time, so cuts land amid page writes too.
     c.cache_min_bytes = 96 * 8192;
     c.cache_max_bytes = 96 * 8192;
     c.checkpoint_depth = 64 * 1024;
-    c.io_mode = IoMode::Buffered;
     c.backend = BackendKind::Threads;
     c.lazy_flush_interval = Duration::from_millis(5);
     c
@@ -264,19 +265,7 @@ fn run_cuts(
 fn power_cuts_lose_no_acknowledged_commit_and_leave_no_undetected_damage() {
     let dir = tempfile::tempdir().unwrap();
     let pristine = dir.path().join("pristine");
-    let layout = InstanceLayout::new(1, &pristine.join("db"), &pristine.join("logs"));
-    let options = PrepareOptions {
-        page_size: PageSize::K8,
-        database_bytes: 4 << 20,
-        mailboxes: 4,
-        io_mode: IoMode::Buffered,
-        seed: Some(3),
-        ..PrepareOptions::default()
-    };
-    PreparePlan::check(vec![layout.clone()], options)
-        .unwrap()
-        .execute(&mut |_| {})
-        .unwrap();
+    prepare_small(&pristine, PageSize::K8, 4 << 20, 4, 3);
     let (whole, torn) = if long_mode() { (200, 100) } else { (20, 10) };
 
     // A device that writes each request atomically: every cut must be survived.

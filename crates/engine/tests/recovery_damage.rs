@@ -6,12 +6,14 @@
 //!   `torn_write_protection` (a change that makes a page dirty logs the page's on-disk
 //!   image first) and replayed; without it, recovery refuses the page and names it.
 
+mod instance_common;
+use instance_common::*;
+
 use std::os::unix::fs::FileExt;
 
 use edbstress_engine::error::EngineError;
 use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
 use edbstress_engine::recovery::{RecoveryOptions, recover};
 use edbstress_engine::verify::{ScanOptions, scan_database};
 use edbstress_format::{PageSize, page_offset};
@@ -22,20 +24,8 @@ fn prepared(
     dir: &std::path::Path,
     torn_write_protection: bool,
 ) -> (InstanceLayout, InstanceConfig) {
-    let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
-    let options = PrepareOptions {
-        page_size: PageSize::K8,
-        database_bytes: 2 << 20,
-        mailboxes: 4,
-        io_mode: IoMode::Buffered,
-        ..PrepareOptions::default()
-    };
-    PreparePlan::check(vec![layout.clone()], options)
-        .unwrap()
-        .execute(&mut |_| {})
-        .unwrap();
-    let mut config = InstanceConfig::new(layout.clone());
-    config.io_mode = IoMode::Buffered;
+    let layout = prepare_small(dir, PageSize::K8, 2 << 20, 4, 5);
+    let mut config = buffered_config(&layout);
     config.torn_write_protection = torn_write_protection;
     (layout, config)
 }

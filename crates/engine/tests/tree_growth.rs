@@ -5,10 +5,11 @@
 //! everything puts the emptied pages on the free list, and inserting the same data
 //! again reuses them instead of growing the file.
 
+mod instance_common;
+use instance_common::*;
+
 use edbstress_engine::check::deep_check;
-use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
+use edbstress_engine::instance::{Durability, Instance, TxnOp};
 use edbstress_engine::recovery::{RecoveryOptions, recover};
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
@@ -23,21 +24,8 @@ fn body(i: u64) -> Vec<u8> {
 #[test]
 fn many_inserts_split_root_branches_and_survive_recovery() {
     let dir = tempfile::tempdir().unwrap();
-    let layout = InstanceLayout::new(1, &dir.path().join("db"), &dir.path().join("logs"));
-    let options = PrepareOptions {
-        page_size: PageSize::K4,
-        database_bytes: 1 << 20,
-        mailboxes: 8,
-        io_mode: IoMode::Buffered,
-        seed: Some(7),
-        ..PrepareOptions::default()
-    };
-    PreparePlan::check(vec![layout.clone()], options)
-        .unwrap()
-        .execute(&mut |_| {})
-        .unwrap();
-    let mut config = InstanceConfig::new(layout.clone());
-    config.io_mode = IoMode::Buffered;
+    let layout = prepare_small(dir.path(), PageSize::K4, 1 << 20, 8, 7);
+    let mut config = buffered_config(&layout);
     config.cache_min_bytes = 4 << 20;
     config.cache_max_bytes = 4 << 20;
     let instance = Instance::open(config.clone()).unwrap();

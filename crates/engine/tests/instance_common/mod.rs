@@ -1,0 +1,61 @@
+//! A small instance made by a real prepare, for the engine's integration tests:
+//! database under `DIR/db`, logs under `DIR/logs`, buffered I/O so the tests run on
+//! any filesystem.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::path::Path;
+
+use edbstress_engine::instance::InstanceConfig;
+use edbstress_engine::layout::InstanceLayout;
+use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
+use edbstress_format::PageSize;
+use edbstress_io::IoMode;
+
+/// Prepare options of a small buffered database; the same seed gives the same bytes.
+pub fn small_options(
+    page_size: PageSize,
+    database_bytes: u64,
+    mailboxes: u32,
+    seed: u64,
+) -> PrepareOptions {
+    PrepareOptions {
+        page_size,
+        database_bytes,
+        mailboxes,
+        io_mode: IoMode::Buffered,
+        seed: Some(seed),
+        ..PrepareOptions::default()
+    }
+}
+
+/// Prepares instance 1 under `dir` with `options`.
+pub fn prepare_at(dir: &Path, options: PrepareOptions) -> InstanceLayout {
+    let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
+    PreparePlan::check(vec![layout.clone()], options)
+        .unwrap()
+        .execute(&mut |_| {})
+        .unwrap();
+    layout
+}
+
+/// Prepares a small buffered database (see [`small_options`]) as instance 1 under `dir`.
+pub fn prepare_small(
+    dir: &Path,
+    page_size: PageSize,
+    database_bytes: u64,
+    mailboxes: u32,
+    seed: u64,
+) -> InstanceLayout {
+    prepare_at(
+        dir,
+        small_options(page_size, database_bytes, mailboxes, seed),
+    )
+}
+
+/// The instance configuration for `layout`, with buffered I/O.
+pub fn buffered_config(layout: &InstanceLayout) -> InstanceConfig {
+    let mut config = InstanceConfig::new(layout.clone());
+    config.io_mode = IoMode::Buffered;
+    config
+}
