@@ -8,12 +8,9 @@
 
 pub use edbstress_engine::prepare::human_bytes;
 pub use edbstress_workload::units::parse_page_size;
-
-/// Parses a size flag. clap's message already quotes the value and names the flag
-/// ("invalid value '-5MiB' for '--cache-max <SIZE>': …"), so this says only what is wrong.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    edbstress_workload::units::parse_size_value(s)
-}
+// Size flags: clap's message already quotes the value and names the flag ("invalid
+// value '-5MiB' for '--cache-max <SIZE>': …"), so the parser says only what is wrong.
+pub use edbstress_workload::units::parse_size_value as parse_size;
 
 /// A parser for a whole-number flag of type `T` from `min` to `max` (`None`: as large
 /// as `T` holds; `what` names the kind of value, e.g. "a count"): negative numbers,
