@@ -1,0 +1,158 @@
+//! What the CLI tests share: running the built binary, reading its output, and a
+//! sentinel directory that proves a command touched nothing outside the paths it was
+//! given.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// Runs the `edbstress` binary with `args` in `cwd`, standard input closed.
+pub fn edbstress(args: &[&str], cwd: &Path) -> Output {
+    command(cwd).args(args).output().expect("run edbstress")
+}
+
+/// A `Command` for the `edbstress` binary in `cwd`, standard input closed.
+pub fn command(cwd: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_edbstress"));
+    c.current_dir(cwd).stdin(Stdio::null());
+    c
+}
+
+/// Standard output as text.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Standard error as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Both streams, for assertion messages and searches.
+pub fn text(out: &Output) -> String {
+    format!("{}{}", stdout(out), stderr(out))
+}
+
+/// Standard output parsed as JSON (panics with both streams when it is not).
+pub fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+            stdout(out),
+            stderr(out)
+        )
+    })
+}
+
+/// Asserts the exit code, showing both streams when it differs.
+#[track_caller]
+pub fn assert_exit(out: &Output, code: i32, what: &str) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{what}: expected exit {code}\nstdout:\n{}\nstderr:\n{}",
+        stdout(out),
+        stderr(out)
+    );
+}
+
+/// A directory beside a test's working paths, filled with files that look like
+/// edbstress's (a database name, log names, a `.lock`, a results directory) and a
+/// plain file. No command in a test is given this directory, so it must stay exactly as
+/// it was: [`Sentinel::assert_untouched`] compares names, sizes, modes, inodes,
+/// modification times and contents with the snapshot taken at creation.
+pub struct Sentinel {
+    dir: PathBuf,
+    snapshot: BTreeMap<PathBuf, FileState>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct FileState {
+    len: u64,
+    mode: u32,
+    ino: u64,
+    mtime_ns: i128,
+    content: Option<Vec<u8>>,
+}
+
+impl Sentinel {
+    /// Creates `parent/sentinel` and its files, then takes the snapshot.
+    pub fn new(parent: &Path) -> Sentinel {
+        let dir = parent.join("sentinel");
+        fs::create_dir_all(dir.join("edbstress001")).unwrap();
+        fs::create_dir_all(dir.join("results/Performance_2026_01_01_00_00_00")).unwrap();
+        let files: [(&str, &[u8]); 7] = [
+            ("edbstress001.edb", b"not a database, but named like one"),
+            ("edbstress001.edb.lock", b"4242\n"),
+            ("edbstress001/E00.chk", b"someone else's checkpoint"),
+            ("edbstress001/E0000000001.log", b"someone else's log"),
+            ("edbstress001/E00tmp.log", b"someone else's pre-created log"),
+            ("results/Performance_2026_01_01_00_00_00/results.json", b"{}"),
+            ("plain.txt", b"a plain file"),
+        ];
+        for (name, body) in files {
+            fs::write(dir.join(name), body).unwrap();
+        }
+        let snapshot = snapshot(&dir);
+        Sentinel { dir, snapshot }
+    }
+
+    /// The sentinel directory (tests point symlinks into it).
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Panics, naming the difference, unless the directory is exactly as created.
+    #[track_caller]
+    pub fn assert_untouched(&self) {
+        let now = snapshot(&self.dir);
+        for (path, before) in &self.snapshot {
+            match now.get(path) {
+                None => panic!("sentinel {} was deleted", path.display()),
+                Some(after) if after != before => panic!(
+                    "sentinel {} was changed: {before:?} -> {after:?}",
+                    path.display()
+                ),
+                Some(_) => {}
+            }
+        }
+        for path in now.keys() {
+            assert!(
+                self.snapshot.contains_key(path),
+                "a file was created in the sentinel directory: {}",
+                path.display()
+            );
+        }
+    }
+}
+
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, FileState> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                stack.push(path.clone());
+            }
+            let content = meta.is_file().then(|| fs::read(&path).unwrap());
+            out.insert(
+                path,
+                FileState {
+                    len: meta.len(),
+                    mode: meta.mode(),
+                    ino: meta.ino(),
+                    mtime_ns: i128::from(meta.mtime()) * 1_000_000_000
+                        + i128::from(meta.mtime_nsec()),
+                    content,
+                },
+            );
+        }
+    }
+    out
+}
