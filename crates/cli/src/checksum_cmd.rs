@@ -136,7 +136,14 @@ pub fn run(args: ChecksumArgs) -> Result<ExitCode, CommandError> {
             .filter(of_instance)
             .map(|db| DatabaseLock::acquire_shared(db))
             .collect::<Result<Vec<_>, _>>()?;
-        log_reports.push(scan_log_dir(dir, args.target.io.mode())?);
+        // The log is checked against its database's header when that database is
+        // known: beside the log root (the instance's database among those checked).
+        let owner = databases
+            .iter()
+            .find(of_instance)
+            .and_then(|db| edbstress_engine::dbfile::read_header(db, args.target.io.mode()).ok())
+            .map(|s| s.header);
+        log_reports.push(scan_log_dir(dir, args.target.io.mode(), owner.as_ref())?);
     }
     let clean = db_reports.iter().all(DatabaseScanReport::is_clean)
         && log_reports.iter().all(LogScanReport::is_clean);

@@ -29,22 +29,56 @@ pub fn run(args: RecoverArgs) -> Result<ExitCode, CommandError> {
         ..RecoveryOptions::default()
     };
     let mut reports = Vec::new();
+    // Damage found while recovering (a damaged or lost log, a log of another
+    // database) is the verdict about that instance, not a usage error: the other
+    // instances are still recovered, and the command fails with exit code 1.
+    let mut refused = Vec::new();
     for layout in &layouts {
-        reports.push(recover(layout, &options)?);
+        match recover(layout, &options) {
+            Ok(report) => reports.push(report),
+            Err(e) if e.is_integrity_problem() => refused.push(Refused {
+                instance: layout.instance,
+                db_file: layout.db_file.display().to_string(),
+                log_dir: layout.log_dir.display().to_string(),
+                error: e.to_string(),
+            }),
+            Err(e) => return Err(e.into()),
+        }
     }
-    let ok = reports.iter().all(RecoveryReport::succeeded);
+    let ok = refused.is_empty() && reports.iter().all(RecoveryReport::succeeded);
     if args.target.json {
-        let doc =
-            serde_json::json!({ "result": if ok { "pass" } else { "fail" }, "instances": reports });
+        let doc = serde_json::json!({
+            "result": if ok { "pass" } else { "fail" },
+            "instances": reports,
+            "refused": refused,
+        });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         print_text(&reports);
+        for r in &refused {
+            println!("{:<9} {:<40} RECOVERY REFUSED: {}", r.instance, r.db_file, r.error);
+        }
+        if !refused.is_empty() {
+            eprintln!(
+                "error: {} instance(s) could not be recovered; the database stays marked as needing recovery",
+                refused.len()
+            );
+        }
     }
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// An instance whose recovery was refused because of what its files hold.
+#[derive(serde::Serialize)]
+struct Refused {
+    instance: u32,
+    db_file: String,
+    log_dir: String,
+    error: String,
 }
 
 fn print_text(reports: &[RecoveryReport]) {

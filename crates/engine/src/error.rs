@@ -31,6 +31,21 @@ pub enum EngineError {
         /// What is wrong.
         what: String,
     },
+    /// The log ends before a generation the database records as holding durable data:
+    /// the storage lost log files (or their content) after acknowledging writes to
+    /// them, so committed transactions are missing.
+    #[error(
+        "lost log: {what}; the storage lost log writes it had acknowledged, so committed transactions in generation {generation:#x} ({}) and after are missing. Restore the log files from a backup, or start over with `edbstress prepare --recreate`",
+        file.display()
+    )]
+    LostLog {
+        /// The log file that is missing or holds no data.
+        file: PathBuf,
+        /// The generation the database requires.
+        generation: u32,
+        /// What was found.
+        what: String,
+    },
     /// Recovery found a page older than the log says it must be.
     #[error(
         "lost flush: page {pgno} has dbtime {page_dbtime}, but the log record at {position} expects {expected}; the storage acknowledged a write it did not keep"
@@ -108,6 +123,21 @@ fn os_reason(e: &IoError) -> String {
 }
 
 impl EngineError {
+    /// Whether the error is evidence about the data — damaged pages or log, a lost
+    /// write, files of another database where this one's should be — rather than a
+    /// usage, environment or I/O problem. Verifying commands report these as an
+    /// integrity failure (exit code 1), not as a usage error.
+    pub fn is_integrity_problem(&self) -> bool {
+        matches!(
+            self,
+            EngineError::CorruptPage { .. }
+                | EngineError::CorruptLog { .. }
+                | EngineError::LostLog { .. }
+                | EngineError::LostFlush { .. }
+                | EngineError::Mismatch { .. }
+        )
+    }
+
     /// This error, or when it is a full filesystem ([`IoError::Full`]), an
     /// [`EngineError::NoSpace`] saying in which `place` (`dir`) `action` needed `needed`
     /// bytes, and `fix`.

@@ -24,7 +24,7 @@ use crate::cache::{CacheConfig, CacheCounters, PageCache, WalSync};
 use crate::dbfile::{HeaderReadError, read_header_from, write_header};
 use crate::error::EngineError;
 use crate::layout::InstanceLayout;
-use crate::log::{LogConfig, LogCounters, LogWriter};
+use crate::log::{GenerationHook, GenerationRecord, LogConfig, LogCounters, LogWriter};
 use crate::schema::{
     INLINE_BODY_MAX, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_ROOT, MessageKey, RowHeader,
     chunk_len, record_footprint,
@@ -211,13 +211,33 @@ pub struct Instance {
     file: Arc<DataFile>,
     log: Arc<LogWriter>,
     cache: PageCache<TreeState>,
-    header: Mutex<DatabaseHeader>,
+    /// Shared with the log writer's generation hook, which records log generations
+    /// and the checkpoint in it.
+    header: Arc<Mutex<DatabaseHeader>>,
     growth: Mutex<()>,
     next_trx: AtomicU64,
     chunk_len: usize,
     counters: AtomicCounters,
     /// Keeps other processes and instances off the database while this one is open.
     _lock: crate::lock::DatabaseLock,
+}
+
+/// The log writer's generation hook: records in the header, durably, that
+/// `generation` holds data, with the checkpoint last written to `E00.chk` (so the
+/// header's checkpoint moves with the log and is a safe fallback when both checkpoint
+/// copies are lost).
+fn record_generation_in(header: Arc<Mutex<DatabaseHeader>>, file: Arc<DataFile>) -> GenerationHook {
+    Box::new(move |r: GenerationRecord| {
+        let mut h = header.lock();
+        h.log_required = h.log_required.max(r.generation);
+        h.checkpoint = h.checkpoint.max(r.checkpoint);
+        h.last_dbtime = h.last_dbtime.max(r.state.last_dbtime);
+        h.next_unused_page = h.next_unused_page.max(r.state.next_unused_page);
+        h.next_message_id = h.next_message_id.max(r.state.next_message_id);
+        h.update_seq += 1;
+        write_header(&file, &h)?;
+        Ok(())
+    })
 }
 
 /// Attempts before an operation gives up (each retry follows real progress: a page
@@ -277,6 +297,14 @@ impl Instance {
         header.state = DbState::DirtyNeedsRecovery;
         header.update_seq += 1;
         write_header(&file, &header)?;
+        let recorded = header.log_required;
+        let header = Arc::new(Mutex::new(header));
+        log.set_generation_hook(
+            record_generation_in(Arc::clone(&header), Arc::clone(&file)),
+            recorded,
+        );
+        let header_now = header.lock().clone();
+        let header_ref = &header_now;
         let frames = |bytes: u64| (bytes / page_size.bytes() as u64).max(16) as usize;
         let cache = PageCache::new(
             CacheConfig {
@@ -301,10 +329,10 @@ impl Instance {
             log.clone() as Arc<dyn WalSync>,
             TreeState {
                 page_size,
-                dbtime: header.last_dbtime,
-                next_unused_page: header.next_unused_page,
-                page_count: header.page_count,
-                next_message_id: header.next_message_id,
+                dbtime: header_ref.last_dbtime,
+                next_unused_page: header_ref.next_unused_page,
+                page_count: header_ref.page_count,
+                next_message_id: header_ref.next_message_id,
                 next_trx: 1,
             },
         )?;
@@ -314,7 +342,7 @@ impl Instance {
             file,
             log,
             cache,
-            header: Mutex::new(header),
+            header,
             growth: Mutex::new(()),
             next_trx: AtomicU64::new(1),
             counters: AtomicCounters::default(),
@@ -825,7 +853,7 @@ impl Instance {
         let log = Arc::try_unwrap(log)
             .map_err(|_| EngineError::Invalid("log still in use at shutdown".into()))?;
         let end = log.shutdown()?;
-        let mut h = header.into_inner();
+        let mut h = header.lock().clone();
         h.state = DbState::Clean;
         h.update_seq += 1;
         h.checkpoint = end;

@@ -592,6 +592,7 @@ fn create_instance(
             next_message_id: plan.messages + 1,
             log_signature,
             creator: edbstress_format::header::creator_field(CREATOR),
+            log_required: 0,
         };
         write_header(&file, &header)?;
         let mut backend = open_backend(options.backend, options.queue_depth)?;

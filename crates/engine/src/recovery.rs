@@ -31,7 +31,9 @@ use crate::cache::{CacheConfig, PageCache, WalSync};
 use crate::dbfile::{HeaderReadError, read_header_from, write_header};
 use crate::error::EngineError;
 use crate::layout::InstanceLayout;
-use crate::log::{LogEntry, LogReadOptions, LogReader, LogSignatures, read_checkpoint};
+use crate::log::{
+    LogEntry, LogReadOptions, LogReader, LogSignatures, check_log_reaches, read_checkpoint,
+};
 use crate::redo::{RedoOp, page_dbtime};
 use crate::schema::{MAILBOX_TABLE_OBJECT_ID, MessageKey};
 
@@ -235,10 +237,14 @@ pub fn recover(
             }
             chk.checkpoint
         }
-        // Both copies damaged: the position recorded when the database was opened is
-        // older, hence safe (replay skips what is already on disk).
+        // Both copies damaged: the header's checkpoint moves with the log (recorded
+        // with each new generation, before circular logging deletes anything it no
+        // longer needs), is never newer than the file's, hence safe (replay skips what
+        // is already on disk).
         Err(_) => header.checkpoint,
     };
+    // A missing newest generation is refused before replay changes anything.
+    check_log_reaches(&layout.log_dir, header.log_required, checkpoint, None)?;
     report.start = checkpoint.to_string();
     let signatures = LogSignatures {
         log_signature: header.log_signature,
@@ -397,6 +403,7 @@ pub fn recover(
         EngineError::Invalid("log reader finished without a summary (a bug)".into())
     })?;
     let log_end = summary.end_of_log;
+    check_log_reaches(&layout.log_dir, header.log_required, checkpoint, Some(&summary))?;
     report.end = log_end.to_string();
     report.generations_replayed = summary.generations_read;
     report.pages_restored = torn_pages.restored;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use edbstress_format::checksum::{PageVerdict, repair_page, verify_page};
-use edbstress_format::header::HeaderError;
+use edbstress_format::header::{DatabaseHeader, HeaderError};
 use edbstress_format::log::{
     CHECKPOINT_FILE_NAME, SEGMENT_LEN, SegmentVerdict, parse_log_file_name, select_checkpoint,
     verify_log_file_header, verify_segment,
@@ -21,6 +21,8 @@ use edbstress_io::{
 use serde::Serialize;
 
 use crate::dbfile::{HeaderReadError, read_header_from};
+use crate::error::EngineError;
+use crate::log::{LogSequenceReport, verify_log_sequence};
 
 /// How to scan.
 #[derive(Clone, Debug)]
@@ -526,6 +528,8 @@ pub struct LogScanReport {
     pub seconds: f64,
     /// Problems found.
     pub problems: Vec<LogProblem>,
+    /// The log read as recovery reads it, and what its database requires of it.
+    pub sequence: LogSequenceReport,
 }
 
 impl LogScanReport {
@@ -533,11 +537,18 @@ impl LogScanReport {
     pub fn is_clean(&self) -> bool {
         self.bad_segments + self.correctable_segments + self.wrong_position_segments == 0
             && self.checkpoint_copies_valid == 2
+            && self.sequence.problems.is_empty()
     }
 }
 
-/// Verifies every log generation in `dir` and its checkpoint file.
-pub fn scan_log_dir(dir: &Path, io_mode: IoMode) -> Result<LogScanReport, ScanError> {
+/// Verifies every log generation in `dir` and its checkpoint file, then reads the log
+/// as recovery would and checks it against `owner`, the header of its database when
+/// known (see [`verify_log_sequence`]).
+pub fn scan_log_dir(
+    dir: &Path,
+    io_mode: IoMode,
+    owner: Option<&DatabaseHeader>,
+) -> Result<LogScanReport, ScanError> {
     let started = Instant::now();
     let mut report = LogScanReport {
         dir: dir.to_path_buf(),
@@ -551,6 +562,7 @@ pub fn scan_log_dir(dir: &Path, io_mode: IoMode) -> Result<LogScanReport, ScanEr
         bytes_read: 0,
         seconds: 0.0,
         problems: Vec::new(),
+        sequence: LogSequenceReport::default(),
     };
     let io = |e: std::io::Error| IoError::Io {
         path: dir.to_path_buf(),
@@ -594,6 +606,27 @@ pub fn scan_log_dir(dir: &Path, io_mode: IoMode) -> Result<LogScanReport, ScanEr
             segment: 0,
             kind: format!("checkpoint file unreadable: {e}"),
         }),
+    }
+    report.sequence = verify_log_sequence(dir, io_mode, owner).map_err(|e| match e {
+        EngineError::Io(e) => ScanError::Io(e),
+        other => ScanError::Io(IoError::Io {
+            path: dir.to_path_buf(),
+            op: "read log",
+            offset: 0,
+            source: std::io::Error::other(other.to_string()),
+        }),
+    })?;
+    if report.bad_segments + report.wrong_position_segments > 0 {
+        // A damaged segment already fails the log, and the chain stops at it: saying
+        // so again adds nothing.
+        report.sequence.problems.clear();
+    }
+    for problem in &report.sequence.problems {
+        report.problems.push(LogProblem {
+            file: dir.to_path_buf(),
+            segment: 0,
+            kind: format!("log sequence: {problem}"),
+        });
     }
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)

@@ -258,7 +258,7 @@ fn summary(faults: &[InjectedFault]) -> Vec<(Option<u32>, Vec<u32>, ExpectedDete
 fn log_segment_and_checkpoint_faults_are_reported_and_dropped_writes_are_lost_flushes() {
     let dir = tempfile::tempdir().unwrap();
     let layout = prepared_with_transactions(dir.path(), PageSize::K8);
-    let clean = scan_log_dir(&layout.log_dir, IoMode::Buffered).unwrap();
+    let clean = scan_log_dir(&layout.log_dir, IoMode::Buffered, None).unwrap();
     assert!(clean.is_clean(), "{clean:?}");
     let rounds = if long_mode() { 100 } else { 10 };
     let (mut injected, mut detected) = (0u64, 0u64);
@@ -275,7 +275,7 @@ fn log_segment_and_checkpoint_faults_are_reported_and_dropped_writes_are_lost_fl
             },
         )
         .unwrap();
-        let report = scan_log_dir(&logs, IoMode::Buffered).unwrap();
+        let report = scan_log_dir(&logs, IoMode::Buffered, None).unwrap();
         let mut reported: Vec<(PathBuf, u32)> = report
             .problems
             .iter()
@@ -312,7 +312,7 @@ fn log_segment_and_checkpoint_faults_are_reported_and_dropped_writes_are_lost_fl
         )
         .unwrap();
         assert_eq!(faults.len(), copies as usize);
-        let report = scan_log_dir(&logs, IoMode::Buffered).unwrap();
+        let report = scan_log_dir(&logs, IoMode::Buffered, None).unwrap();
         assert_eq!(report.checkpoint_copies_valid, 2 - copies, "{report:?}");
         assert!(
             report.problems[0].file.ends_with("E00.chk"),
@@ -355,7 +355,7 @@ fn log_segment_and_checkpoint_faults_are_reported_and_dropped_writes_are_lost_fl
         },
     )
     .unwrap();
-    let report = scan_log_dir(&broken.log_dir, IoMode::Buffered).unwrap();
+    let report = scan_log_dir(&broken.log_dir, IoMode::Buffered, None).unwrap();
     assert_eq!(report.checkpoint_copies_valid, 0);
     assert!(report.problems.iter().any(|p| p.file.ends_with("E00.chk")));
     let options = RecoveryOptions {

@@ -43,8 +43,9 @@ const RECORD_COUNT: usize = 104;
 const NEXT_MESSAGE_ID: usize = 112;
 const LOG_SIGNATURE: usize = 120;
 const CREATOR: usize = 128;
+const LOG_REQUIRED: usize = 160;
 /// First byte after the defined fields; everything from here to 4096 is zero.
-const FIELDS_END: usize = CREATOR + CREATOR_LEN;
+const FIELDS_END: usize = LOG_REQUIRED + 4;
 
 /// Whether the database was shut down cleanly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -129,6 +130,12 @@ pub struct DatabaseHeader {
     pub log_signature: u64,
     /// Creating program, UTF-8, zero padded (offset 128).
     pub creator: [u8; CREATOR_LEN],
+    /// Highest log generation known to hold a durable write this database depends on
+    /// (offset 160; 0 = none recorded). The engine records a generation here after its
+    /// first write is durable and before any commit in it is acknowledged, so recovery
+    /// can tell a log that ends early (the storage lost the newest files, or their
+    /// whole body) from one that simply ended at a crash.
+    pub log_required: u32,
 }
 
 impl DatabaseHeader {
@@ -161,6 +168,7 @@ impl DatabaseHeader {
             next_message_id: 0,
             log_signature: 0,
             creator: creator_field(creator),
+            log_required: 0,
         }
     }
 
@@ -208,6 +216,7 @@ impl DatabaseHeader {
         put_u64(region, NEXT_MESSAGE_ID, self.next_message_id);
         put_u64(region, LOG_SIGNATURE, self.log_signature);
         region[CREATOR..CREATOR + CREATOR_LEN].copy_from_slice(&self.creator);
+        put_u32(region, LOG_REQUIRED, self.log_required);
         let sum = block_checksum(region, 0, true);
         put_u64(region, 0, sum);
     }
@@ -262,7 +271,7 @@ impl DatabaseHeader {
         }
         if !is_all_zero(&region[FIELDS_END..]) {
             return Err(HeaderError::Invalid(
-                "reserved header bytes 160..4096 are not zero".into(),
+                "reserved header bytes 164..4096 are not zero".into(),
             ));
         }
         let raw_state = get_u32(region, STATE);
@@ -296,6 +305,7 @@ impl DatabaseHeader {
             next_message_id: get_u64(region, NEXT_MESSAGE_ID),
             log_signature: get_u64(region, LOG_SIGNATURE),
             creator,
+            log_required: get_u32(region, LOG_REQUIRED),
         })
     }
 }

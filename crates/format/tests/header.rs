@@ -41,6 +41,7 @@ fn sample(update_seq: u64) -> DatabaseHeader {
         next_message_id: 777,
         log_signature: 0xFEDC_BA98_7654_3210,
         creator: creator_field("edbstress 0.1.0"),
+        log_required: 0x1B,
     }
 }
 
@@ -81,7 +82,9 @@ fn round_trip_and_layout() {
         (123_456, 777, 0xFEDC_BA98_7654_3210)
     );
     assert_eq!(&slot[128..143], b"edbstress 0.1.0");
-    assert!(slot[143..].iter().all(|&b| b == 0));
+    assert!(slot[143..160].iter().all(|&b| b == 0));
+    assert_eq!(le32(160), 0x1B);
+    assert!(slot[164..].iter().all(|&b| b == 0));
     assert_eq!(header.creator_str(), "edbstress 0.1.0");
 }
 

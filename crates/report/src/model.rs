@@ -536,6 +536,10 @@ pub struct LogVerification {
     pub segments_seen: u64,
     /// Segments with a checksum mismatch.
     pub bad_segments: u64,
+    /// What breaks the log as recovery reads it (a missing or truncated generation, a
+    /// file of another database, a log shorter than its database requires).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sequence_problems: Vec<String>,
 }
 
 /// Checksum verification after the run.

@@ -266,6 +266,7 @@ fn crafted() -> RunResults {
                 files: 3,
                 segments_seen: 768,
                 bad_segments: 0,
+                sequence_problems: Vec::new(),
             }],
         }),
         samples,

@@ -199,7 +199,11 @@ pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
             .iter()
             .map(|d| d.bad_pages + d.correctable_pages + d.wrong_page_number)
             .sum();
-        let bad_segments: u64 = v.logs.iter().map(|l| l.bad_segments).sum();
+        let bad_segments: u64 = v
+            .logs
+            .iter()
+            .map(|l| l.bad_segments + l.sequence_problems.len() as u64)
+            .sum();
         out.push(criterion(&DB_CHECKSUMS, "Total", bad_pages as f64, 0.0));
         out.push(criterion(&LOG_CHECKSUMS, "Total", bad_segments as f64, 0.0));
     }

@@ -501,9 +501,18 @@ fn verify(
             events(RunEvent::Progress(&what, done, total))
         })
         .map_err(|e| RunError::Verify(e.to_string()))?;
-        let logs = scan_log_dir(&layout.log_dir, config.io_mode)
+        let owner = edbstress_engine::dbfile::read_header(&layout.db_file, config.io_mode)
+            .ok()
+            .map(|s| s.header);
+        let logs = scan_log_dir(&layout.log_dir, config.io_mode, owner.as_ref())
             .map_err(|e| RunError::Verify(e.to_string()))?;
-        let clean = db.is_clean() && logs.bad_segments == 0;
+        let clean = db.is_clean() && logs.bad_segments == 0 && logs.sequence.problems.is_empty();
+        for problem in &logs.sequence.problems {
+            log.line(format!(
+                "{}: log sequence: {problem}",
+                instance_name(layout.instance)
+            ));
+        }
         v.passed &= clean;
         log.line(format!(
             "{}: {} pages checked, {} bad, {} correctable, {} wrong page number ({:.0} MB/s); {} log segments in {} files checked, {} bad.",
@@ -531,6 +540,7 @@ fn verify(
             files: logs.files,
             segments_seen: logs.segments_seen,
             bad_segments: logs.bad_segments,
+            sequence_problems: logs.sequence.problems.clone(),
         });
     }
     Ok(v)

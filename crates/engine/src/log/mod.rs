@@ -94,17 +94,19 @@ mod checkpoint;
 mod files;
 mod open;
 mod reader;
+mod sequence;
 mod writer;
 
 pub use checkpoint::read_checkpoint;
+pub use sequence::{LogSequenceReport, verify_log_sequence};
 pub use edbstress_format::log::{LogPosition, LogRecord};
 pub use reader::{
-    CorrectedSegment, LogEntry, LogReadOptions, LogReader, LogScan, LogScanSummary, read_log,
-    read_log_with,
+    CorrectedSegment, LogEntry, LogReadOptions, LogReader, LogScan, LogScanSummary,
+    check_log_reaches, read_log, read_log_with,
 };
 pub use writer::{
-    CheckpointBarrier, DEFAULT_LAZY_FLUSH_INTERVAL, DEFAULT_LOG_BUFFER_LEN, LogConfig, LogCounters,
-    LogWriter,
+    CheckpointBarrier, DEFAULT_LAZY_FLUSH_INTERVAL, DEFAULT_LOG_BUFFER_LEN, GenerationHook,
+    GenerationRecord, LogConfig, LogCounters, LogWriter,
 };
 
 /// The signatures that tie a log stream to its database: every log file header and

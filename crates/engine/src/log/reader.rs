@@ -93,6 +93,57 @@ pub struct LogScanSummary {
     pub corrected: Vec<CorrectedSegment>,
     /// Highest write sequence of the segments that formed the log.
     pub max_write_seq: u64,
+    /// Generation of the last segment holding log data that was read (the segment
+    /// just before the start position counts), 0 when none: compared with the
+    /// database header's `log_required` to detect a lost newest generation.
+    pub last_data_generation: u32,
+}
+
+/// Checks that a log read from `from` (whose reading ended with `summary`, or that is
+/// about to be read when `summary` is `None`) reaches generation `log_required`, the
+/// newest generation the database header records as holding a durable write
+/// (docs/format.md, "log required"). A log that ends before it, or holds nothing in
+/// it, lost writes the storage had acknowledged: [`EngineError::LostLog`].
+pub fn check_log_reaches(
+    dir: &Path,
+    log_required: u32,
+    from: LogPosition,
+    summary: Option<&LogScanSummary>,
+) -> Result<(), EngineError> {
+    if log_required == 0 || log_required < from.generation {
+        return Ok(());
+    }
+    let file = generation_path(dir, log_required);
+    let present = file.exists();
+    let end = match summary {
+        Some(s) if s.last_data_generation >= log_required => return Ok(()),
+        Some(s) => format!("the log ends at {}", s.end_of_log),
+        None if present => return Ok(()),
+        None => {
+            let newest = list_generations(dir)?.last().copied();
+            newest.map_or("no log generation is present".to_string(), |g| {
+                format!("the newest log generation present is {g:#x}")
+            })
+        }
+    };
+    let what = if present {
+        format!(
+            "{} holds no log data, but the database's header records a durable write in \
+             generation {log_required:#x}; {end}",
+            file.display()
+        )
+    } else {
+        format!(
+            "{} is missing, but the database's header records a durable write in generation \
+             {log_required:#x}; {end}",
+            file.display()
+        )
+    };
+    Err(EngineError::LostLog {
+        file,
+        generation: log_required,
+        what,
+    })
 }
 
 /// A whole log read by [`read_log`].
@@ -259,6 +310,7 @@ impl LogReader {
                 segments_after_end: 0,
                 corrected: Vec::new(),
                 max_write_seq: 0,
+                last_data_generation: 0,
             },
             chain_max_seq: 0,
             tail_copy_damaged: false,
@@ -291,6 +343,13 @@ impl LogReader {
         cursor.next = u32::from(from.segment);
         if from.segment != 1 {
             cursor.fold = None;
+            // A start at a segment boundary follows a closed segment: that one holds
+            // the generation's data before the start.
+            let before = u32::from(from.segment) - 1;
+            reader.ensure_window(&mut cursor, before, 1)?;
+            if matches!(slot_state(&mut cursor, before), SlotState::Valid { .. }) {
+                reader.summary.last_data_generation = g;
+            }
         }
         reader.cursor = Some(cursor);
         Ok(reader)
@@ -478,6 +537,7 @@ impl LogReader {
         self.chain_max_seq = self.chain_max_seq.max(header.write_seq);
         self.summary.max_write_seq = self.summary.max_write_seq.max(header.write_seq);
         self.summary.segments_read += 1;
+        self.summary.last_data_generation = cursor.generation;
         self.feed(cursor, k as u16, &header, &seg)?;
         cursor.next = k + 1;
         let continues = from_own_slot && is_closed(header.used);

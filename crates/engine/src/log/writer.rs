@@ -485,8 +485,15 @@ struct Shared {
     retention_floor: AtomicU32,
 
     checkpoint_file: Mutex<CheckpointFile>,
+    /// The checkpoint and state last written to `E00.chk` (what the database header
+    /// may safely record as its own fallback checkpoint).
+    written_checkpoint: Mutex<(LogPosition, CheckpointState)>,
     /// Makes the database's page writes durable before a checkpoint is written.
     checkpoint_barrier: Mutex<Option<CheckpointBarrier>>,
+    /// Records in the database that a generation holds durable data.
+    generation_hook: Mutex<Option<GenerationHook>>,
+    /// Highest generation the hook recorded (or the database had recorded at open).
+    recorded_generation: AtomicU32,
     stats: Mutex<IoStats>,
     counters: AtomicCounters,
 
@@ -517,6 +524,7 @@ impl Shared {
             barrier()?;
         }
         file.write(checkpoint, state)?;
+        *self.written_checkpoint.lock() = (checkpoint, state);
         bump(&self.counters.checkpoint_writes, 1);
         Ok(checkpoint)
     }
@@ -615,6 +623,10 @@ struct FlusherIo {
     write_seq: u64,
     fold: RunningChecksum,
     oldest_generation: u32,
+    /// Circular logging waits for the new generation to be recorded in the database
+    /// (whose header then names a checkpoint at least as new as the one that allows
+    /// the deletion): the header's checkpoint must never point at a deleted file.
+    delete_pending: bool,
     image: AlignedBuf,
 }
 
@@ -860,6 +872,11 @@ impl FlusherIo {
         bump(&counters.segments_written, count as u64);
         bump(&counters.fsyncs, 1);
         bump(&counters.fsync_ns, (finished - synced_at).as_nanos() as u64);
+        // Before anything written here is acknowledged: the database must know that
+        // this generation holds durable data (docs/format.md, "log required").
+        if self.generation > shared.recorded_generation.load(Ordering::Acquire) {
+            self.record_generation(shared)?;
+        }
 
         for (n, item) in items.iter().enumerate() {
             if item.closed && !item.shadow {
@@ -902,8 +919,27 @@ impl FlusherIo {
         self.fold = RunningChecksum::seeded(header.prev_generation_checksum);
         bump(&shared.counters.generations_rolled, 1);
         shared.request_next_file();
-        let checkpoint = shared.write_checkpoint()?;
-        if shared.circular {
+        shared.write_checkpoint()?;
+        self.delete_pending = shared.circular;
+        Ok(())
+    }
+
+    /// The first write into this generation is durable: record it in the database
+    /// (with the checkpoint last written), then let circular logging delete what that
+    /// checkpoint no longer needs.
+    fn record_generation(&mut self, shared: &Shared) -> Result<(), EngineError> {
+        let (checkpoint, state) = *shared.written_checkpoint.lock();
+        if let Some(hook) = &*shared.generation_hook.lock() {
+            hook(GenerationRecord {
+                generation: self.generation,
+                checkpoint,
+                state,
+            })?;
+        }
+        shared
+            .recorded_generation
+            .fetch_max(self.generation, Ordering::AcqRel);
+        if std::mem::take(&mut self.delete_pending) {
             self.delete_old_generations(shared, checkpoint);
         }
         Ok(())
@@ -1088,6 +1124,22 @@ fn run_precreator(shared: Arc<Shared>) {
 /// Makes the database's completed page writes durable (an `fdatasync` of the file).
 pub type CheckpointBarrier = Box<dyn Fn() -> Result<(), EngineError> + Send + Sync>;
 
+/// What the log writer asks the database to record, durably, before it acknowledges
+/// anything written into a generation: see [`LogWriter::set_generation_hook`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GenerationRecord {
+    /// The generation that now holds a durable write.
+    pub generation: u32,
+    /// The checkpoint last written to `E00.chk` (every page change before it is
+    /// durable in the database).
+    pub checkpoint: LogPosition,
+    /// The engine state written with that checkpoint.
+    pub state: CheckpointState,
+}
+
+/// Records a [`GenerationRecord`] durably in the database header.
+pub type GenerationHook = Box<dyn Fn(GenerationRecord) -> Result<(), EngineError> + Send + Sync>;
+
 /// Appends transaction log records and makes them durable. `Send + Sync`: share it
 /// through an `Arc`. See [`crate::log`] for positions and the on-disk protocol.
 pub struct LogWriter {
@@ -1183,7 +1235,10 @@ impl LogWriter {
             checkpoint: Mutex::new((checkpoint, state)),
             retention_floor: AtomicU32::new(u32::MAX),
             checkpoint_file: Mutex::new(checkpoint_file),
+            written_checkpoint: Mutex::new((checkpoint, state)),
             checkpoint_barrier: Mutex::new(None),
+            generation_hook: Mutex::new(None),
+            recorded_generation: AtomicU32::new(0),
             stats: Mutex::new(IoStats::new()),
             counters: AtomicCounters::default(),
             precreate: Mutex::new(PrecreateState {
@@ -1201,6 +1256,7 @@ impl LogWriter {
             write_seq,
             fold,
             oldest_generation,
+            delete_pending: false,
             image: AlignedBuf::try_new(64 * SEGMENT_LEN)?,
         };
         let spawn_err = |e: std::io::Error| {
@@ -1399,6 +1455,18 @@ impl LogWriter {
     /// loss could still undo).
     pub fn set_checkpoint_barrier(&self, barrier: CheckpointBarrier) {
         *self.shared.checkpoint_barrier.lock() = Some(barrier);
+    }
+
+    /// Sets what records, in the database, that a generation holds durable data; it
+    /// runs once per generation after the first write into it is durable and before
+    /// that write is acknowledged (so a lost newest log is detectable: docs/format.md,
+    /// "log required"). `recorded` is the generation the database already records;
+    /// set the hook before the first append.
+    pub fn set_generation_hook(&self, hook: GenerationHook, recorded: u32) {
+        *self.shared.generation_hook.lock() = Some(hook);
+        self.shared
+            .recorded_generation
+            .store(recorded, Ordering::Release);
     }
 
     /// Writes the checkpoint file now (both copies, each made durable in turn).
