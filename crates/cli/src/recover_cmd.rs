@@ -56,7 +56,10 @@ pub fn run(args: RecoverArgs) -> Result<ExitCode, CommandError> {
     } else {
         print_text(&reports);
         for r in &refused {
-            println!("{:<9} {:<40} RECOVERY REFUSED: {}", r.instance, r.db_file, r.error);
+            println!(
+                "{:<9} {:<40} RECOVERY REFUSED: {}",
+                r.instance, r.db_file, r.error
+            );
         }
         if !refused.is_empty() {
             eprintln!(

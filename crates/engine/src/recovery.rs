@@ -166,7 +166,16 @@ pub fn write_checkpoint(
     io_mode: IoMode,
 ) -> Result<(), EngineError> {
     let path = dir.join(CHECKPOINT_FILE_NAME);
-    let file = DataFile::open(&path, io_mode, Access::ReadWrite)?;
+    let file = match DataFile::open(&path, io_mode, Access::ReadWrite) {
+        // Lost with both its copies: recovery started from the header's checkpoint
+        // and writes a new file.
+        Err(edbstress_io::IoError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            DataFile::create_new(&path, io_mode)?
+        }
+        other => other?,
+    };
     let mut copy = AlignedBuf::new(4096);
     record.encode(&mut copy);
     file.write_all_at(&copy, 0)?;
@@ -403,7 +412,12 @@ pub fn recover(
         EngineError::Invalid("log reader finished without a summary (a bug)".into())
     })?;
     let log_end = summary.end_of_log;
-    check_log_reaches(&layout.log_dir, header.log_required, checkpoint, Some(&summary))?;
+    check_log_reaches(
+        &layout.log_dir,
+        header.log_required,
+        checkpoint,
+        Some(&summary),
+    )?;
     report.end = log_end.to_string();
     report.generations_replayed = summary.generations_read;
     report.pages_restored = torn_pages.restored;

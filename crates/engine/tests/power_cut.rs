@@ -6,8 +6,11 @@
 //! pass a full checksum scan and a deep check.
 //!
 //! 20 + 10 cuts normally (whole-write and torn-sector device models), 200 + 100 with
-//! `EDBSTRESS_LONG_TESTS=1`. The simulation is
-//! process-wide, so this binary holds a single test.
+//! `EDBSTRESS_LONG_TESTS=1`. A fourth model is a storage that, on top of the cut,
+//! loses the newest log files or their content (10 cuts, 100 in long mode): recovery
+//! must then refuse, naming what is lost, or bring back every acknowledged commit —
+//! never report success over a missing one. The simulation is process-wide, so this
+//! binary holds a single test.
 
 mod instance_common;
 use instance_common::*;
@@ -77,6 +80,72 @@ struct Figures {
     torn_pages_detected: u64,
     /// Pages recovery rebuilt from their logged images (torn-write protection).
     pages_restored: u64,
+    /// Cuts after which the storage also lost log files or their content.
+    logs_lost: u64,
+    /// Of those, cuts where recovery refused, naming the lost or damaged log.
+    lost_logs_refused: u64,
+}
+
+/// What the storage loses of the log on top of the cut.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum LogLoss {
+    /// The newest `n` generation files and the pre-created next file.
+    NewestFiles(usize),
+    /// Everything after the file header of the newest generation file.
+    NewestBody,
+    /// The newest generation file cut short at a random length.
+    NewestTruncated,
+}
+
+impl LogLoss {
+    fn for_seed(seed: u64) -> LogLoss {
+        match seed % 5 {
+            0 => LogLoss::NewestFiles(1),
+            1 => LogLoss::NewestFiles(2),
+            2 => LogLoss::NewestFiles(3),
+            3 => LogLoss::NewestBody,
+            _ => LogLoss::NewestTruncated,
+        }
+    }
+
+    /// Applies the loss to the log directory `dir`.
+    fn apply(self, dir: &Path, seed: u64) {
+        let mut generations: Vec<(u32, std::path::PathBuf)> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                edbstress_format::log::parse_log_file_name(&name).map(|g| (g, e.path()))
+            })
+            .collect();
+        generations.sort();
+        let Some((_, newest)) = generations.last().cloned() else {
+            return;
+        };
+        match self {
+            LogLoss::NewestFiles(n) => {
+                for (_, path) in generations.iter().rev().take(n) {
+                    std::fs::remove_file(path).unwrap();
+                }
+                let _ = std::fs::remove_file(dir.join("E00tmp.log"));
+            }
+            LogLoss::NewestBody => {
+                let mut bytes = std::fs::read(&newest).unwrap();
+                bytes[4096..].fill(0);
+                std::fs::write(&newest, bytes).unwrap();
+            }
+            LogLoss::NewestTruncated => {
+                let len = std::fs::metadata(&newest).unwrap().len();
+                let keep = 4096 + (seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) % (len - 4096));
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&newest)
+                    .unwrap()
+                    .set_len(keep)
+                    .unwrap();
+            }
+        }
+    }
 }
 
 /// A device model and whether the engine logs page images.
@@ -84,6 +153,8 @@ struct Figures {
 struct CutSetup {
     model: CutModel,
     torn_write_protection: bool,
+    /// The storage also loses the newest log (a model chosen per seed).
+    log_loss: bool,
 }
 
 /// Runs committing sessions until the cut; returns the commits acknowledged before it.
@@ -173,6 +244,10 @@ fn run_cuts(
         figures.cuts += 1;
         let acknowledged = commit_until_cut(&layout, seed, setup, &mut figures);
         figures.acknowledged += acknowledged.len() as u64;
+        if setup.log_loss {
+            LogLoss::for_seed(seed).apply(&layout.log_dir, seed);
+            figures.logs_lost += 1;
+        }
         let recovery = RecoveryOptions {
             io_mode: IoMode::Buffered,
             backend: BackendKind::Threads,
@@ -216,6 +291,16 @@ fn run_cuts(
                 std::fs::remove_dir_all(&root).unwrap();
                 continue;
             }
+            // The storage lost log it had acknowledged: recovery must say so (a lost
+            // or damaged log, named), never replay what is left and call it clean.
+            Err(e @ (EngineError::LostLog { .. } | EngineError::CorruptLog { .. }))
+                if setup.log_loss =>
+            {
+                let _ = e;
+                figures.lost_logs_refused += 1;
+                std::fs::remove_dir_all(&root).unwrap();
+                continue;
+            }
             Err(e) => {
                 failures.push(format!("seed {seed}: recovery failed: {e}"));
                 continue;
@@ -230,8 +315,10 @@ fn run_cuts(
                 other => {
                     lost += 1;
                     if lost <= 3 {
+                        let loss = setup.log_loss.then(|| LogLoss::for_seed(seed));
                         failures.push(format!(
-                            "seed {seed}: acknowledged commit {key:?} lost or changed: {:?} (recovery {report:?})",
+                            "seed {seed}: acknowledged commit {key:?} lost or changed{}: {:?} (recovery {report:?})",
+                            loss.map_or(String::new(), |l| format!(" after log loss {l:?}, which recovery did not report")),
                             other.map(|m| m.map(|m| m.props))
                         ));
                     }
@@ -266,12 +353,17 @@ fn power_cuts_lose_no_acknowledged_commit_and_leave_no_undetected_damage() {
     let dir = tempfile::tempdir().unwrap();
     let pristine = dir.path().join("pristine");
     prepare_small(&pristine, PageSize::K8, 4 << 20, 4, 3);
-    let (whole, torn) = if long_mode() { (200, 100) } else { (20, 10) };
+    let (whole, torn, lost_logs) = if long_mode() {
+        (200, 100, 100)
+    } else {
+        (20, 10, 10)
+    };
 
     // A device that writes each request atomically: every cut must be survived.
     let setup = CutSetup {
         model: CutModel::WholeWrites,
         torn_write_protection: false,
+        log_loss: false,
     };
     let (figures, failures) = run_cuts(dir.path(), &pristine, setup, 0..whole);
     println!("power cuts, whole writes: {figures:?}");
@@ -285,6 +377,7 @@ fn power_cuts_lose_no_acknowledged_commit_and_leave_no_undetected_damage() {
     let setup = CutSetup {
         model: CutModel::TornSectors,
         torn_write_protection: true,
+        log_loss: false,
     };
     let (figures, failures) = run_cuts(dir.path(), &pristine, setup, 1000..1000 + torn);
     println!("power cuts, torn sectors, torn-write protection: {figures:?}");
@@ -298,10 +391,29 @@ fn power_cuts_lose_no_acknowledged_commit_and_leave_no_undetected_damage() {
     let setup = CutSetup {
         model: CutModel::TornSectors,
         torn_write_protection: false,
+        log_loss: false,
     };
     let (figures, failures) = run_cuts(dir.path(), &pristine, setup, 2000..2000 + torn);
     println!("power cuts, torn sectors, no protection: {figures:?}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert_eq!(figures.survived + figures.torn_pages_detected, figures.cuts);
     assert_eq!(figures.lost, 0);
+
+    // A storage that also loses the newest log files, or their content: recovery
+    // refuses, naming the log, or every acknowledged commit is there (the lost file
+    // held nothing acknowledged). A silent loss is a failure above.
+    let setup = CutSetup {
+        model: CutModel::WholeWrites,
+        torn_write_protection: false,
+        log_loss: true,
+    };
+    let (figures, failures) = run_cuts(dir.path(), &pristine, setup, 3000..3000 + lost_logs);
+    println!("power cuts, newest log lost: {figures:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(figures.survived + figures.lost_logs_refused, figures.cuts);
+    assert_eq!(figures.lost, 0);
+    assert!(
+        figures.lost_logs_refused > 0,
+        "no cut lost an acknowledged log write: the model tests nothing"
+    );
 }

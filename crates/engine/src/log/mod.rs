@@ -98,12 +98,12 @@ mod sequence;
 mod writer;
 
 pub use checkpoint::read_checkpoint;
-pub use sequence::{LogSequenceReport, verify_log_sequence};
 pub use edbstress_format::log::{LogPosition, LogRecord};
 pub use reader::{
     CorrectedSegment, LogEntry, LogReadOptions, LogReader, LogScan, LogScanSummary,
     check_log_reaches, read_log, read_log_with,
 };
+pub use sequence::{LogSequenceReport, verify_log_sequence};
 pub use writer::{
     CheckpointBarrier, DEFAULT_LAZY_FLUSH_INTERVAL, DEFAULT_LOG_BUFFER_LEN, GenerationHook,
     GenerationRecord, LogConfig, LogCounters, LogWriter,

@@ -182,9 +182,10 @@ fn read_to_end(
     while reader.next_record()?.is_some() {
         *records += 1;
     }
-    reader.summary().cloned().ok_or_else(|| {
-        EngineError::Invalid("log reader finished without a summary (a bug)".into())
-    })
+    reader
+        .summary()
+        .cloned()
+        .ok_or_else(|| EngineError::Invalid("log reader finished without a summary (a bug)".into()))
 }
 
 /// The signatures in the file header of generation `generation`, if it is valid.
