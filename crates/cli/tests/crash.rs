@@ -4,78 +4,14 @@
 //!
 //! A few cycles run by default; `EDBSTRESS_LONG_TESTS=1` runs 25.
 
+mod common;
+use common::{edbstress, fnv64, probe_and_kill};
+
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use edbstress_engine::instance::{Instance, InstanceConfig};
 use edbstress_engine::layout::InstanceLayout;
 use edbstress_engine::schema::MessageKey;
-
-fn edbstress(args: &[&str], cwd: &Path) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_edbstress"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run edbstress")
-}
-
-fn fnv64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
-/// Runs the probe for a random time, kills it, returns the acknowledged commits.
-fn run_and_kill(dir: &Path, millis: u64) -> Vec<(MessageKey, usize, u64)> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_edbstress"))
-        .args([
-            "durability-probe",
-            "--sessions",
-            "4",
-            "--cache",
-            "2MiB",
-            "--db-path",
-            "db",
-            "--log-path",
-            "logs",
-        ])
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn probe");
-    let stdout = child.stdout.take().expect("stdout");
-    let reader = std::thread::spawn(move || {
-        let mut acked = Vec::new();
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if f.len() == 5 && f[0] == "ack" {
-                let key = MessageKey {
-                    mailbox: f[1].parse().unwrap(),
-                    message: f[2].parse().unwrap(),
-                };
-                acked.push((key, f[3].parse().unwrap(), f[4].parse().unwrap()));
-            }
-        }
-        acked
-    });
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_millis(millis) {
-        if let Ok(Some(status)) = child.try_wait() {
-            let mut err = String::new();
-            let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);
-            panic!("probe exited early with {status}: {err}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    child.kill().expect("SIGKILL the probe");
-    child.wait().expect("reap");
-    reader.join().expect("reader")
-}
 
 #[test]
 fn sigkill_during_durable_commits_loses_nothing_acknowledged() {
@@ -113,7 +49,7 @@ fn sigkill_during_durable_commits_loses_nothing_acknowledged() {
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         let millis = 150 + (seed >> 33) % 700;
-        let acked = run_and_kill(dir.path(), millis);
+        let acked = probe_and_kill(dir.path(), millis);
         for (key, len, hash) in acked {
             all_acked.insert(key, (len, hash));
         }

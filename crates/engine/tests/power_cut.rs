@@ -88,23 +88,24 @@ struct Figures {
 
 /// What the storage loses of the log on top of the cut.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+/// Always of the newest generation(s).
 enum LogLoss {
     /// The newest `n` generation files and the pre-created next file.
-    NewestFiles(usize),
+    Files(usize),
     /// Everything after the file header of the newest generation file.
-    NewestBody,
+    Body,
     /// The newest generation file cut short at a random length.
-    NewestTruncated,
+    Truncated,
 }
 
 impl LogLoss {
     fn for_seed(seed: u64) -> LogLoss {
         match seed % 5 {
-            0 => LogLoss::NewestFiles(1),
-            1 => LogLoss::NewestFiles(2),
-            2 => LogLoss::NewestFiles(3),
-            3 => LogLoss::NewestBody,
-            _ => LogLoss::NewestTruncated,
+            0 => LogLoss::Files(1),
+            1 => LogLoss::Files(2),
+            2 => LogLoss::Files(3),
+            3 => LogLoss::Body,
+            _ => LogLoss::Truncated,
         }
     }
 
@@ -123,18 +124,18 @@ impl LogLoss {
             return;
         };
         match self {
-            LogLoss::NewestFiles(n) => {
+            LogLoss::Files(n) => {
                 for (_, path) in generations.iter().rev().take(n) {
                     std::fs::remove_file(path).unwrap();
                 }
                 let _ = std::fs::remove_file(dir.join("E00tmp.log"));
             }
-            LogLoss::NewestBody => {
+            LogLoss::Body => {
                 let mut bytes = std::fs::read(&newest).unwrap();
                 bytes[4096..].fill(0);
                 std::fs::write(&newest, bytes).unwrap();
             }
-            LogLoss::NewestTruncated => {
+            LogLoss::Truncated => {
                 let len = std::fs::metadata(&newest).unwrap().len();
                 let keep = 4096 + (seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) % (len - 4096));
                 std::fs::OpenOptions::new()

@@ -6,9 +6,22 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::io::{BufRead, BufReader};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use edbstress_engine::schema::MessageKey;
+
+/// The binary under test: this build's, or the one `EDBSTRESS_TEST_BIN` names (to
+/// show that a test fails against an older build).
+pub fn binary() -> PathBuf {
+    std::env::var_os("EDBSTRESS_TEST_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_edbstress")),
+        PathBuf::from,
+    )
+}
 
 /// Runs the `edbstress` binary with `args` in `cwd`, standard input closed.
 pub fn edbstress(args: &[&str], cwd: &Path) -> Output {
@@ -17,9 +30,68 @@ pub fn edbstress(args: &[&str], cwd: &Path) -> Output {
 
 /// A `Command` for the `edbstress` binary in `cwd`, standard input closed.
 pub fn command(cwd: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_edbstress"));
+    let mut c = Command::new(binary());
     c.current_dir(cwd).stdin(Stdio::null());
     c
+}
+
+/// FNV-1a of `bytes`: how the durability probe reports a message body.
+pub fn fnv64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// A commit the durability probe acknowledged: key, body length, body hash.
+pub type Acked = (MessageKey, usize, u64);
+
+/// Runs `edbstress durability-probe` on `db` + `logs` under `dir` for `millis`, kills
+/// it with SIGKILL and returns the commits it acknowledged before.
+pub fn probe_and_kill(dir: &Path, millis: u64) -> Vec<Acked> {
+    let mut child = command(dir)
+        .args([
+            "durability-probe",
+            "--sessions",
+            "4",
+            "--cache",
+            "2MiB",
+            "--db-path",
+            "db",
+            "--log-path",
+            "logs",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn probe");
+    let stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut acked = Vec::new();
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() == 5 && f[0] == "ack" {
+                let key = MessageKey {
+                    mailbox: f[1].parse().unwrap(),
+                    message: f[2].parse().unwrap(),
+                };
+                acked.push((key, f[3].parse().unwrap(), f[4].parse().unwrap()));
+            }
+        }
+        acked
+    });
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(millis) {
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);
+            panic!("probe exited early with {status}: {err}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().expect("SIGKILL the probe");
+    child.wait().expect("reap");
+    reader.join().expect("reader")
 }
 
 /// Standard output as text.
@@ -91,7 +163,10 @@ impl Sentinel {
             ("edbstress001/E00.chk", b"someone else's checkpoint"),
             ("edbstress001/E0000000001.log", b"someone else's log"),
             ("edbstress001/E00tmp.log", b"someone else's pre-created log"),
-            ("results/Performance_2026_01_01_00_00_00/results.json", b"{}"),
+            (
+                "results/Performance_2026_01_01_00_00_00/results.json",
+                b"{}",
+            ),
             ("plain.txt", b"a plain file"),
         ];
         for (name, body) in files {

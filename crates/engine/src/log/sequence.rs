@@ -194,7 +194,7 @@ fn first_file_signatures(
     generation: u32,
     io_mode: IoMode,
 ) -> Result<Option<LogSignatures>, EngineError> {
-    let file = DataFile::open(&generation_path(dir, generation), io_mode, Access::ReadOnly)?;
+    let file = DataFile::open(generation_path(dir, generation), io_mode, Access::ReadOnly)?;
     let mut seg = AlignedBuf::new(SEGMENT_LEN);
     if file.read_at(&mut seg, 0)? < SEGMENT_LEN {
         return Ok(None);
