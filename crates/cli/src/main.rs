@@ -5,6 +5,7 @@
 //! Exit codes: 0 success / clean, 1 an integrity problem was found (or a test failed),
 //! 2 a usage, configuration or environment error.
 
+mod aggregate_cmd;
 mod check_cmd;
 mod checksum_cmd;
 mod clean_cmd;
@@ -72,6 +73,9 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// Compare runs side by side (differences against the first), optionally as HTML.
     Compare(report_cmd::CompareArgs),
+    /// Merge the run directories of one test on several hosts into one result (the
+    /// ESRP Individual and Aggregate Server Performance tables, exact percentiles).
+    Aggregate(aggregate_cmd::AggregateArgs),
     /// Measure what the storage under a path can do (random, sequential and log I/O).
     Probe(storage_probe_cmd::StorageProbeArgs),
     /// Run durable-commit sessions printing every acknowledged commit (crash testing).
@@ -109,6 +113,7 @@ fn main() -> ExitCode {
         Command::Clean(args) => clean_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Compare(args) => report_cmd::compare(args),
+        Command::Aggregate(args) => aggregate_cmd::run(args),
         Command::Probe(args) => storage_probe_cmd::run(args),
         Command::DurabilityProbe(args) => durability_probe_cmd::run(args),
         Command::Inject(args) => inject_cmd::run(args),

@@ -86,9 +86,9 @@ struct Figures {
     lost_logs_refused: u64,
 }
 
-/// What the storage loses of the log on top of the cut.
+/// What the storage loses of the log on top of the cut, always of the newest
+/// generation(s).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-/// Always of the newest generation(s).
 enum LogLoss {
     /// The newest `n` generation files and the pre-created next file.
     Files(usize),

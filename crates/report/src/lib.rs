@@ -9,6 +9,7 @@
 //! It must not run tests, touch databases or decide pass/fail: the workload crate
 //! measures and judges, this crate records and presents what it was given.
 
+pub mod aggregate;
 pub mod charts;
 pub mod compare;
 pub mod export;

@@ -355,7 +355,7 @@ impl Doc {
         self.body.push('\n');
     }
 
-    fn toc_html(&self) -> String {
+    pub(crate) fn toc_html(&self) -> String {
         let mut o = String::from("<nav class=\"toc\">");
         for (id, title, extra) in &self.toc {
             let _ = write!(

@@ -1,0 +1,549 @@
+//! One test run on several hosts at once, aggregated (`edbstress aggregate`): every
+//! host's totals and verdict, and the solution's totals — rates and counts summed,
+//! latency percentiles from the merged histograms (exact over all hosts), and, labelled
+//! as such, the ESRP documents' figure: the average of the per-server averages.
+//!
+//! Pure over results models: the caller loads the run directories and writes the
+//! files ([`page`] renders them).
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use chrono::{DateTime, FixedOffset};
+use edbstress_io::{IoClass, LatencyHistogram};
+use serde::{Deserialize, Serialize};
+
+use crate::model::{
+    ClassSummary, Criterion, IoSummary, RunResults, SCHEMA_VERSION, TestType, ToolInfo,
+    TransactionSummary, Verdict,
+};
+use crate::summary::{combined, latency_summary};
+use crate::timeseries;
+
+pub mod page;
+
+/// The `kind` of an aggregate `results.json` (a single run's has none).
+pub const AGGREGATE_KIND: &str = "aggregate";
+
+/// The measured windows of the hosts must overlap by at least this share of the
+/// shortest one: otherwise they did not load the storage together.
+pub const MIN_OVERLAP: f64 = 0.9;
+
+/// Database reads as the ESRP tables count them: every read of the database disks
+/// (transactional reads and background database maintenance).
+pub const DB_READ_CLASSES: &[IoClass] = &[IoClass::DbRead, IoClass::BdmRead];
+/// Database writes as the ESRP tables count them.
+pub const DB_WRITE_CLASSES: &[IoClass] = &[IoClass::DbWrite];
+/// Log writes as the ESRP tables count them.
+pub const LOG_WRITE_CLASSES: &[IoClass] = &[IoClass::LogWrite];
+
+/// One host's run directory, loaded.
+#[derive(Clone, Debug)]
+pub struct HostRun {
+    /// The host's name in the aggregate (the fleet's host name, else the run's).
+    pub host: String,
+    /// The run directory as given.
+    pub source: String,
+    /// Its results.
+    pub results: RunResults,
+}
+
+/// A host whose run left no results (killed, host lost, copy failed).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MissingHost {
+    /// The host.
+    pub host: String,
+    /// Where its run directory was expected.
+    pub source: String,
+    /// Why there are no results.
+    pub reason: String,
+}
+
+/// A host's measured window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredWindow {
+    /// Start (RFC 3339).
+    pub start: String,
+    /// End (RFC 3339).
+    pub end: String,
+    /// Seconds.
+    pub seconds: f64,
+}
+
+/// One host in the aggregate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostOutcome {
+    /// The host.
+    pub host: String,
+    /// Its run directory as given.
+    pub source: String,
+    /// Its verdict as re-derived from its criteria and abort flag.
+    pub overall_result: Verdict,
+    /// Why the host counts as incomplete (its run was stopped early, or it left no
+    /// results); `None` for a complete run.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub incomplete: Option<String>,
+    /// Its failed criteria.
+    pub failed_criteria: Vec<Criterion>,
+    /// Its measured window (absent when it left no results).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub window: Option<MeasuredWindow>,
+    /// Databases it ran.
+    pub databases: u32,
+    /// Its transactional IOPS.
+    pub achieved_transactional_iops: f64,
+    /// Its target, if it had one.
+    pub target_transactional_iops: Option<f64>,
+    /// Its I/O per class.
+    pub io: IoSummary,
+    /// Its transactions.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub transactions: Option<TransactionSummary>,
+    /// Its time series, on the clock of the common window (seconds since it started).
+    #[serde(default)]
+    pub series: HostSeries,
+}
+
+/// A host's time series for the aggregate's charts: one point per sampling interval,
+/// x in seconds since the start of the common window (negative before it).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostSeries {
+    /// Transactional IOPS (database reads/s + writes/s).
+    pub transactional_iops: Vec<(f64, f64)>,
+    /// Average latency per I/O class, ms (None where the class saw no I/O).
+    pub avg_latency_ms: BTreeMap<IoClass, Vec<(f64, Option<f64>)>>,
+}
+
+/// One I/O class over all complete hosts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AggregateClass {
+    /// I/Os, summed.
+    pub count: u64,
+    /// Failed I/Os, summed.
+    pub errors: u64,
+    /// I/Os per second, summed.
+    pub per_sec: f64,
+    /// Average bytes per I/O over all hosts.
+    pub avg_bytes: f64,
+    /// Average latency of every I/O of every host (from the merged histogram), ms.
+    pub avg_latency_ms: f64,
+    /// The ESRP documents' figure: the average of the hosts' average latencies, ms.
+    pub esrp_avg_latency_ms: f64,
+    /// Percentiles of the merged histogram, ms: exact over all hosts.
+    pub p50_ms: f64,
+    /// 90th percentile, ms.
+    pub p90_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// 99.9th percentile, ms.
+    pub p999_ms: f64,
+    /// Highest latency on any host, ms.
+    pub max_ms: f64,
+    /// The merged histogram.
+    pub histogram: LatencyHistogram,
+}
+
+/// The solution's totals over the complete hosts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AggregateTotals {
+    /// Transactional IOPS, summed.
+    pub achieved_transactional_iops: f64,
+    /// Targets, summed (absent unless every host had one).
+    pub target_transactional_iops: Option<f64>,
+    /// Per I/O class.
+    pub io: BTreeMap<IoClass, AggregateClass>,
+}
+
+/// Everything `edbstress aggregate` found (the aggregate directory's `results.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AggregateResults {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// [`AGGREGATE_KIND`].
+    pub kind: String,
+    /// The tool that aggregated.
+    pub tool: ToolInfo,
+    /// The test every host ran.
+    pub test_type: TestType,
+    /// The version profile every host ran.
+    pub profile: String,
+    /// Pass only when every host passed and none is incomplete.
+    pub overall_result: Verdict,
+    /// Whether every host finished its run.
+    pub complete: bool,
+    /// The hosts, in the order given.
+    pub hosts: Vec<HostOutcome>,
+    /// The window all complete hosts measured together.
+    pub common_window: MeasuredWindow,
+    /// Totals over the complete hosts.
+    pub totals: AggregateTotals,
+}
+
+/// Why runs cannot be aggregated (a usage error: the message says what differs).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AggregateError(pub String);
+
+/// The measured window of a run: from its first sample's interval start to the end
+/// of its measured period (from the end of the test when it has no samples).
+pub fn measured_window(r: &RunResults) -> Option<(DateTime<FixedOffset>, DateTime<FixedOffset>)> {
+    let seconds = chrono::Duration::milliseconds((r.measured_seconds * 1000.0).round() as i64);
+    let start = match r.samples.first() {
+        Some(s) => {
+            let end_of_first = DateTime::parse_from_rfc3339(&s.timestamp).ok()?;
+            end_of_first - chrono::Duration::milliseconds((s.elapsed_s * 1000.0).round() as i64)
+        }
+        None => DateTime::parse_from_rfc3339(&r.ended_at).ok()? - seconds,
+    };
+    Some((start, start + seconds))
+}
+
+fn window_of(r: &RunResults) -> Option<MeasuredWindow> {
+    measured_window(r).map(|(start, end)| MeasuredWindow {
+        start: start.to_rfc3339_opts(chrono::SecondsFormat::Millis, false),
+        end: end.to_rfc3339_opts(chrono::SecondsFormat::Millis, false),
+        seconds: (end - start).num_milliseconds() as f64 / 1000.0,
+    })
+}
+
+/// A host's verdict from its criteria and abort flag (never the stored word).
+fn derived_verdict(r: &RunResults) -> Verdict {
+    if r.aborted || r.criteria.iter().any(|c| !c.passed) {
+        Verdict::Fail
+    } else {
+        Verdict::Pass
+    }
+}
+
+/// Aggregates `runs` (and names `missing` hosts). Refused: no run, runs of different
+/// test types or profiles, a host twice, measured windows of the complete hosts that
+/// overlap by less than [`MIN_OVERLAP`] of the shortest.
+pub fn aggregate(
+    runs: Vec<HostRun>,
+    missing: Vec<MissingHost>,
+    tool: ToolInfo,
+) -> Result<AggregateResults, AggregateError> {
+    let Some(first) = runs.first() else {
+        return Err(AggregateError(
+            "no host left results to aggregate: give the run directories (each with a \
+             results.json) of one test run on several hosts"
+                .into(),
+        ));
+    };
+    let test_type = first.results.test_type;
+    let profile = first.results.parameters.profile.clone();
+    let differs = |what: &str, f: &dyn Fn(&HostRun) -> String| -> Option<AggregateError> {
+        let values: Vec<String> = runs
+            .iter()
+            .map(|r| format!("{} ({})", f(r), r.host))
+            .collect();
+        let distinct = {
+            let mut v: Vec<String> = runs.iter().map(f).collect();
+            v.sort();
+            v.dedup();
+            v.len()
+        };
+        (distinct > 1).then(|| {
+            AggregateError(format!(
+                "the runs differ in {what}: {}; aggregate the runs of one test on every host",
+                values.join(", ")
+            ))
+        })
+    };
+    if let Some(e) = differs("test type", &|r| r.results.test_type.label().to_string()) {
+        return Err(e);
+    }
+    if let Some(e) = differs("version profile", &|r| r.results.parameters.profile.clone()) {
+        return Err(e);
+    }
+    let mut names: Vec<&str> = runs.iter().map(|r| r.host.as_str()).collect();
+    names.extend(missing.iter().map(|m| m.host.as_str()));
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(AggregateError(format!(
+            "host {} is given twice: each host's run may be aggregated once (two runs on one \
+             host are two tests, not a solution)",
+            w[0]
+        )));
+    }
+    let complete: Vec<&HostRun> = runs.iter().filter(|r| !r.results.aborted).collect();
+    let common_window = check_overlap(&complete)?;
+    let origin = DateTime::parse_from_rfc3339(&common_window.start).ok();
+
+    let mut hosts: Vec<HostOutcome> = runs.iter().map(|r| outcome(r, origin)).collect();
+    hosts.extend(missing.iter().map(|m| HostOutcome {
+        host: m.host.clone(),
+        source: m.source.clone(),
+        overall_result: Verdict::Fail,
+        incomplete: Some(m.reason.clone()),
+        failed_criteria: Vec::new(),
+        window: None,
+        databases: 0,
+        achieved_transactional_iops: 0.0,
+        target_transactional_iops: None,
+        io: IoSummary::new(),
+        transactions: None,
+        series: HostSeries::default(),
+    }));
+    let all_complete = hosts.iter().all(|h| h.incomplete.is_none());
+    let overall_result = if all_complete && hosts.iter().all(|h| h.overall_result == Verdict::Pass)
+    {
+        Verdict::Pass
+    } else {
+        Verdict::Fail
+    };
+    Ok(AggregateResults {
+        schema_version: SCHEMA_VERSION,
+        kind: AGGREGATE_KIND.into(),
+        tool,
+        test_type,
+        profile,
+        overall_result,
+        complete: all_complete,
+        totals: totals(&complete),
+        hosts,
+        common_window,
+    })
+}
+
+fn outcome(r: &HostRun, origin: Option<DateTime<FixedOffset>>) -> HostOutcome {
+    let res = &r.results;
+    // Seconds from the common window's start to this host's measurement start.
+    let shift = match (origin, measured_window(res)) {
+        (Some(o), Some((start, _))) => (start - o).num_milliseconds() as f64 / 1000.0,
+        _ => 0.0,
+    };
+    let series = HostSeries {
+        transactional_iops: timeseries::transactional_iops(&res.samples)
+            .into_iter()
+            .map(|(t, v)| (t + shift, v))
+            .collect(),
+        avg_latency_ms: timeseries::classes_seen(&res.samples, "Total")
+            .into_iter()
+            .map(|class| {
+                let points = timeseries::aligned(
+                    &res.samples,
+                    "Total",
+                    class.name(),
+                    timeseries::avg_latency,
+                )
+                .into_iter()
+                .map(|(t, v)| (t + shift, v))
+                .collect();
+                (class, points)
+            })
+            .collect(),
+    };
+    HostOutcome {
+        host: r.host.clone(),
+        source: r.source.clone(),
+        overall_result: derived_verdict(res),
+        incomplete: res.aborted.then(|| {
+            format!(
+                "its run was stopped before its end ({})",
+                res.abort_reason.as_deref().unwrap_or("no reason recorded")
+            )
+        }),
+        failed_criteria: res.criteria.iter().filter(|c| !c.passed).cloned().collect(),
+        window: window_of(res),
+        databases: res.parameters.databases,
+        achieved_transactional_iops: res.achieved_transactional_iops,
+        target_transactional_iops: res.target_transactional_iops,
+        io: res.totals.io.clone(),
+        transactions: res.totals.transactions.clone(),
+        series,
+    }
+}
+
+/// The window every complete host measured; refused when it is shorter than
+/// [`MIN_OVERLAP`] of the shortest host's window.
+fn check_overlap(complete: &[&HostRun]) -> Result<MeasuredWindow, AggregateError> {
+    let mut windows = Vec::new();
+    for r in complete {
+        let w = measured_window(&r.results).ok_or_else(|| {
+            AggregateError(format!(
+                "the run of {} ({}) has no readable measured window (timestamps); is its \
+                 results.json complete?",
+                r.host, r.source
+            ))
+        })?;
+        windows.push((r.host.as_str(), w));
+    }
+    let Some(start) = windows.iter().map(|(_, (s, _))| *s).max() else {
+        return Ok(MeasuredWindow::default());
+    };
+    let end = windows.iter().map(|(_, (_, e))| *e).min().unwrap_or(start);
+    let shortest = windows
+        .iter()
+        .map(|(_, (s, e))| (*e - *s).num_milliseconds())
+        .min()
+        .unwrap_or(0);
+    let overlap = (end - start).num_milliseconds();
+    if (overlap as f64) < MIN_OVERLAP * shortest as f64 {
+        let mut listed = String::new();
+        for (host, (s, e)) in &windows {
+            let _ = write!(
+                listed,
+                "\n  {host}: {} to {} ({:.1} s)",
+                s.to_rfc3339_opts(chrono::SecondsFormat::Millis, false),
+                e.to_rfc3339_opts(chrono::SecondsFormat::Millis, false),
+                (*e - *s).num_milliseconds() as f64 / 1000.0
+            );
+        }
+        return Err(AggregateError(format!(
+            "the hosts' measured windows overlap by {:.1} s, less than {:.0} % of the shortest \
+             ({:.1} s): they did not load the storage at the same time. Start them together \
+             (`edbstress run --start-at TIME` on every host, or `edbstress fleet run`).{listed}",
+            overlap.max(0) as f64 / 1000.0,
+            MIN_OVERLAP * 100.0,
+            shortest as f64 / 1000.0
+        )));
+    }
+    Ok(MeasuredWindow {
+        start: start.to_rfc3339_opts(chrono::SecondsFormat::Millis, false),
+        end: end.to_rfc3339_opts(chrono::SecondsFormat::Millis, false),
+        seconds: overlap as f64 / 1000.0,
+    })
+}
+
+fn totals(complete: &[&HostRun]) -> AggregateTotals {
+    let mut io: BTreeMap<IoClass, AggregateClass> = BTreeMap::new();
+    for class in IoClass::ALL {
+        let per_host: Vec<&ClassSummary> = complete
+            .iter()
+            .filter_map(|r| r.results.totals.io.get(&class))
+            .filter(|s| s.count > 0)
+            .collect();
+        if per_host.is_empty() {
+            continue;
+        }
+        io.insert(class, aggregate_class(&per_host));
+    }
+    let targets: Option<Vec<f64>> = complete
+        .iter()
+        .map(|r| r.results.target_transactional_iops)
+        .collect();
+    AggregateTotals {
+        achieved_transactional_iops: complete
+            .iter()
+            .map(|r| r.results.achieved_transactional_iops)
+            .sum(),
+        target_transactional_iops: targets.filter(|t| !t.is_empty()).map(|t| t.iter().sum()),
+        io,
+    }
+}
+
+/// One class over the hosts that saw I/O of it.
+pub fn aggregate_class(per_host: &[&ClassSummary]) -> AggregateClass {
+    let mut histogram = LatencyHistogram::new();
+    for s in per_host {
+        histogram.merge(&s.histogram);
+    }
+    let count: u64 = per_host.iter().map(|s| s.count).sum();
+    let bytes: f64 = per_host.iter().map(|s| s.avg_bytes * s.count as f64).sum();
+    let l = latency_summary(&histogram);
+    AggregateClass {
+        count,
+        errors: per_host.iter().map(|s| s.errors).sum(),
+        per_sec: per_host.iter().map(|s| s.per_sec).sum(),
+        avg_bytes: if count > 0 { bytes / count as f64 } else { 0.0 },
+        avg_latency_ms: l.avg_ms,
+        esrp_avg_latency_ms: per_host.iter().map(|s| s.avg_latency_ms).sum::<f64>()
+            / per_host.len() as f64,
+        p50_ms: l.p50_ms,
+        p90_ms: l.p90_ms,
+        p99_ms: l.p99_ms,
+        p999_ms: l.p999_ms,
+        max_ms: l.max_ms,
+        histogram,
+    }
+}
+
+/// One column of the ESRP tables: the row values of one server (or the aggregate).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct EsrpColumn {
+    /// Database Disks Transfers/sec.
+    pub db_transfers_per_sec: f64,
+    /// Database Disks Reads/sec.
+    pub db_reads_per_sec: f64,
+    /// Database Disks Writes/sec.
+    pub db_writes_per_sec: f64,
+    /// Average Database Disk Read Latency (ms).
+    pub db_read_latency_ms: f64,
+    /// Average Database Disk Write Latency (ms).
+    pub db_write_latency_ms: f64,
+    /// Log Disks Writes/sec.
+    pub log_writes_per_sec: f64,
+    /// Average Log Disk Write Latency (ms).
+    pub log_write_latency_ms: f64,
+}
+
+/// The rows of the ESRP "Individual Server Performance" and "Aggregate Server
+/// Performance" tables, in the documents' order and words.
+pub const ESRP_ROWS: [&str; 7] = [
+    "Database Disks Transfers/sec",
+    "Database Disks Reads/sec",
+    "Database Disks Writes/sec",
+    "Average Database Disk Read Latency (ms)",
+    "Average Database Disk Write Latency (ms)",
+    "Log Disks Writes/sec",
+    "Average Log Disk Write Latency (ms)",
+];
+
+impl EsrpColumn {
+    /// One server's column from its I/O.
+    pub fn of_host(io: &IoSummary) -> EsrpColumn {
+        let reads = combined(io, DB_READ_CLASSES);
+        let writes = combined(io, DB_WRITE_CLASSES);
+        let log = combined(io, LOG_WRITE_CLASSES);
+        EsrpColumn {
+            db_transfers_per_sec: reads.per_sec + writes.per_sec,
+            db_reads_per_sec: reads.per_sec,
+            db_writes_per_sec: writes.per_sec,
+            db_read_latency_ms: reads.avg_latency_ms,
+            db_write_latency_ms: writes.avg_latency_ms,
+            log_writes_per_sec: log.per_sec,
+            log_write_latency_ms: log.avg_latency_ms,
+        }
+    }
+
+    /// The aggregate column as the ESRP documents compute it: rates summed, latencies
+    /// averaged over the servers.
+    pub fn esrp_aggregate(columns: &[EsrpColumn]) -> EsrpColumn {
+        let n = columns.len().max(1) as f64;
+        let sum = |f: fn(&EsrpColumn) -> f64| columns.iter().map(f).sum::<f64>();
+        EsrpColumn {
+            db_transfers_per_sec: sum(|c| c.db_transfers_per_sec),
+            db_reads_per_sec: sum(|c| c.db_reads_per_sec),
+            db_writes_per_sec: sum(|c| c.db_writes_per_sec),
+            db_read_latency_ms: sum(|c| c.db_read_latency_ms) / n,
+            db_write_latency_ms: sum(|c| c.db_write_latency_ms) / n,
+            log_writes_per_sec: sum(|c| c.log_writes_per_sec),
+            log_write_latency_ms: sum(|c| c.log_write_latency_ms) / n,
+        }
+    }
+
+    /// The values in [`ESRP_ROWS`] order.
+    pub fn values(&self) -> [f64; 7] {
+        [
+            self.db_transfers_per_sec,
+            self.db_reads_per_sec,
+            self.db_writes_per_sec,
+            self.db_read_latency_ms,
+            self.db_write_latency_ms,
+            self.log_writes_per_sec,
+            self.log_write_latency_ms,
+        ]
+    }
+}
+
+impl AggregateResults {
+    /// The ESRP columns of the complete hosts, with their names.
+    pub fn esrp_columns(&self) -> Vec<(&str, EsrpColumn)> {
+        self.hosts
+            .iter()
+            .filter(|h| h.incomplete.is_none())
+            .map(|h| (h.host.as_str(), EsrpColumn::of_host(&h.io)))
+            .collect()
+    }
+}

@@ -1,0 +1,448 @@
+//! The files of an aggregate directory: `report.html` (self-contained, printable),
+//! `summary.md` and `junit.xml` (one test suite per host), and `results.json`.
+
+use std::fmt::Write;
+
+use edbstress_io::IoClass;
+
+use super::{AggregateResults, ESRP_ROWS, EsrpColumn, HostOutcome};
+use crate::charts::{Axis, Bar, Chart, RefLine, Series, Ticks};
+use crate::export::html::{Cell, Doc, Table, page_start};
+use crate::export::{ExportError, JUNIT_MARKER, MARKDOWN_MARKER};
+use crate::model::Verdict;
+use crate::text::{escape, fixed3, group_thousands, quantity, timestamp};
+
+/// `results.json` of the aggregate.
+pub fn render_json(a: &AggregateResults) -> Result<Vec<u8>, ExportError> {
+    let mut bytes = serde_json::to_vec_pretty(a).map_err(|e| ExportError::Encode {
+        what: "results.json",
+        message: e.to_string(),
+    })?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+fn verdict_word(v: Verdict) -> (&'static str, &'static str) {
+    match v {
+        Verdict::Pass => ("pass", "PASS"),
+        Verdict::Fail => ("fail", "FAIL"),
+    }
+}
+
+/// Why a host fails, in plain words: incomplete, or its failed criteria.
+fn host_failures(h: &HostOutcome) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(why) = &h.incomplete {
+        out.push(format!("{} is incomplete: {why}", h.host));
+    }
+    for c in &h.failed_criteria {
+        out.push(format!("{}: {}", h.host, c.describe()));
+    }
+    out
+}
+
+fn title(a: &AggregateResults) -> String {
+    format!(
+        "{} Test Result Report — {} servers",
+        a.test_type.label(),
+        a.hosts.len()
+    )
+}
+
+/// The aggregate's `report.html`.
+pub fn render_html(a: &AggregateResults) -> String {
+    let mut doc = Doc::new();
+    esrp_tables(&mut doc, a);
+    hosts_section(&mut doc, a);
+    percentiles(&mut doc, a);
+    over_time(&mut doc, a);
+    windows(&mut doc, a);
+
+    let title = title(a);
+    let mut o = String::with_capacity(doc.body.len() + 16 * 1024);
+    page_start(&mut o, &title);
+    let names: Vec<&str> = a.hosts.iter().map(|h| h.host.as_str()).collect();
+    let _ = writeln!(
+        o,
+        "<header><h1>{}</h1><p class=\"sub\">edbstress {} · {} · {} · common window {}</p></header>",
+        escape(&title),
+        escape(&a.tool.version),
+        escape(&a.profile),
+        escape(&names.join(", ")),
+        escape(&timestamp(&a.common_window.start))
+    );
+    let (class, word) = verdict_word(a.overall_result);
+    let _ = write!(
+        o,
+        "<div class=\"verdict {class}\" id=\"verdict\"><div class=\"verdict-word\">{word}</div><div class=\"verdict-text\">"
+    );
+    let failures: Vec<String> = a.hosts.iter().flat_map(host_failures).collect();
+    if failures.is_empty() {
+        let _ = write!(
+            o,
+            "<strong>Overall Test Result: Pass.</strong> Every one of the {} servers passed.",
+            a.hosts.len()
+        );
+    } else {
+        let _ = write!(
+            o,
+            "<strong>Overall Test Result: Fail.</strong> A solution fails when any server \
+             fails{}:<ol>",
+            if a.complete { "" } else { " or did not finish" }
+        );
+        for f in &failures {
+            let _ = write!(o, "<li>{}</li>", escape(f));
+        }
+        o.push_str("</ol>");
+    }
+    o.push_str("</div></div>\n");
+    o.push_str(&doc.toc_html());
+    o.push_str(&doc.body);
+    o.push_str("</body></html>\n");
+    o
+}
+
+fn esrp_table(head: &[String], columns: &[EsrpColumn]) -> Table {
+    let mut t = Table::new("", head);
+    for (i, row) in ESRP_ROWS.iter().enumerate() {
+        if i == 0 {
+            t.row(vec![Cell::with("Database I/O", "words")]);
+        }
+        if i == 5 {
+            t.row(vec![Cell::with("Transaction Log I/O", "words")]);
+        }
+        let mut cells = vec![Cell::from(*row)];
+        cells.extend(columns.iter().map(|c| Cell::from(fixed3(c.values()[i]))));
+        t.row(cells);
+    }
+    t
+}
+
+fn esrp_tables(doc: &mut Doc, a: &AggregateResults) {
+    let columns = a.esrp_columns();
+    doc.section("individual", "Individual Server Performance", false);
+    doc.note(
+        "Per server, the sum of its database and log I/O and the average latency over its \
+         databases during the measured period, as the ESRP documents show it. Database reads \
+         include background database maintenance.",
+    );
+    let mut head = vec!["Metric".to_string()];
+    head.extend(columns.iter().map(|(h, _)| h.to_string()));
+    let values: Vec<EsrpColumn> = columns.iter().map(|(_, c)| *c).collect();
+    doc.table(&esrp_table(&head, &values));
+    doc.end();
+
+    doc.section("aggregate", "Aggregate Server Performance", false);
+    doc.note(
+        "Across all servers as the ESRP documents compute it: rates summed, latencies the \
+         average of the servers' averages. Exact percentiles over every I/O of every server \
+         follow in Merged Latency Percentiles.",
+    );
+    let aggregate = EsrpColumn::esrp_aggregate(&values);
+    doc.table(&esrp_table(
+        &["Metric".to_string(), "All servers".to_string()],
+        &[aggregate],
+    ));
+    doc.kv(&[
+        (
+            "Achieved transactional I/O per second",
+            fixed3(a.totals.achieved_transactional_iops),
+        ),
+        (
+            "Target transactional I/O per second",
+            a.totals
+                .target_transactional_iops
+                .map_or("—".into(), fixed3),
+        ),
+    ]);
+    doc.end();
+}
+
+fn hosts_section(doc: &mut Doc, a: &AggregateResults) {
+    doc.section("servers", "Servers", false);
+    let mut t = Table::new(
+        "",
+        &[
+            "Server",
+            "Result",
+            "Databases",
+            "Transactional IOPS",
+            "Target IOPS",
+            "Run directory",
+        ],
+    );
+    for h in &a.hosts {
+        let (class, word) = verdict_word(h.overall_result);
+        let word = if h.incomplete.is_some() {
+            "FAIL (incomplete)"
+        } else {
+            word
+        };
+        let cells = vec![
+            Cell::from(h.host.as_str()),
+            Cell::with(word, class),
+            Cell::from(h.databases.to_string()),
+            Cell::from(fixed3(h.achieved_transactional_iops)),
+            Cell::from(h.target_transactional_iops.map_or("—".into(), fixed3)),
+            Cell::with(h.source.as_str(), "path"),
+        ];
+        if h.overall_result == Verdict::Fail {
+            t.failed_row(cells);
+        } else {
+            t.row(cells);
+        }
+    }
+    doc.table(&t);
+    for h in a.hosts.iter().filter(|h| h.overall_result == Verdict::Fail) {
+        for f in host_failures(h) {
+            doc.note(&f);
+        }
+    }
+    doc.end();
+}
+
+fn percentiles(doc: &mut Doc, a: &AggregateResults) {
+    doc.section("percentiles", "Merged Latency Percentiles", true);
+    doc.note(
+        "From the latency histograms of every server merged: exact percentiles over all I/Os \
+         of the solution, not averages of averages.",
+    );
+    let mut t = Table::new(
+        "",
+        &[
+            "I/O class",
+            "I/Os",
+            "per sec",
+            "avg KiB",
+            "avg ms",
+            "ESRP avg ms",
+            "p50 ms",
+            "p90 ms",
+            "p99 ms",
+            "p99.9 ms",
+            "max ms",
+        ],
+    );
+    for (class, s) in &a.totals.io {
+        t.row(vec![
+            Cell::from(class.label()),
+            Cell::from(group_thousands(s.count as i64)),
+            Cell::from(fixed3(s.per_sec)),
+            Cell::from(format!("{:.1}", s.avg_bytes / 1024.0)),
+            Cell::from(fixed3(s.avg_latency_ms)),
+            Cell::from(fixed3(s.esrp_avg_latency_ms)),
+            Cell::from(fixed3(s.p50_ms)),
+            Cell::from(fixed3(s.p90_ms)),
+            Cell::from(fixed3(s.p99_ms)),
+            Cell::from(fixed3(s.p999_ms)),
+            Cell::from(fixed3(s.max_ms)),
+        ]);
+    }
+    doc.table(&t);
+    for (class, s) in &a.totals.io {
+        let total = s.histogram.count().max(1) as f64;
+        let mut chart = Chart::new(
+            format!(
+                "{} latency, all servers ({} I/Os)",
+                class.label(),
+                group_thousands(s.count as i64)
+            ),
+            Axis::log("latency (log scale)", Ticks::Millis),
+            Axis::linear("share of I/Os", Ticks::Percent),
+        );
+        chart.plot_height = 170.0;
+        chart.bars = s
+            .histogram
+            .buckets()
+            .map(|(bound, n)| Bar {
+                x0: (bound + 1) as f64 / 2.0 / 1e6,
+                x1: (bound + 1) as f64 / 1e6,
+                y: n as f64 / total * 100.0,
+            })
+            .collect();
+        chart.bars_label = Some("I/Os per latency band (each band twice the last)".into());
+        for (label, v) in [("p50", s.p50_ms), ("p99", s.p99_ms), ("p99.9", s.p999_ms)] {
+            chart.v_lines.push(RefLine {
+                label: format!("{label} {}", quantity(v, "ms")),
+                value: v,
+                kind: 2,
+            });
+        }
+        doc.svg(&chart.to_svg());
+    }
+    doc.end();
+}
+
+fn over_time(doc: &mut Doc, a: &AggregateResults) {
+    doc.section("over-time", "Servers Over Time", true);
+    doc.note("One series per server, on one clock: 0 is the start of the common window.");
+    let time = || Axis::linear("seconds since the common window started", Ticks::Elapsed);
+    let mut iops = Chart::new(
+        "Transactional IOPS per server",
+        time(),
+        Axis::linear("IOPS", Ticks::Number),
+    );
+    for (i, h) in a.hosts.iter().enumerate() {
+        if !h.series.transactional_iops.is_empty() {
+            iops.series.push(Series::line(
+                h.host.as_str(),
+                i,
+                h.series.transactional_iops.clone(),
+            ));
+        }
+    }
+    doc.svg(&iops.to_svg());
+    for class in [IoClass::DbRead, IoClass::DbWrite, IoClass::LogWrite] {
+        let mut chart = Chart::new(
+            format!("{} average latency per server", class.label()),
+            time(),
+            Axis::log("latency, ms (log scale)", Ticks::Millis),
+        );
+        for (i, h) in a.hosts.iter().enumerate() {
+            if let Some(points) = h.series.avg_latency_ms.get(&class) {
+                chart.series.push(Series {
+                    points: points.clone(),
+                    ..Series::line(h.host.as_str(), i, Vec::new())
+                });
+            }
+        }
+        if !chart.series.is_empty() {
+            doc.svg(&chart.to_svg());
+        }
+    }
+    doc.end();
+}
+
+fn windows(doc: &mut Doc, a: &AggregateResults) {
+    doc.section("windows", "Measured Windows", true);
+    let mut t = Table::new("", &["Server", "Start", "End", "Seconds"]);
+    for h in &a.hosts {
+        match &h.window {
+            Some(w) => t.row(vec![
+                Cell::from(h.host.as_str()),
+                Cell::from(timestamp(&w.start)),
+                Cell::from(timestamp(&w.end)),
+                Cell::from(format!("{:.1}", w.seconds)),
+            ]),
+            None => t.row(vec![
+                Cell::from(h.host.as_str()),
+                Cell::from("—"),
+                Cell::from("—"),
+                Cell::from("no results"),
+            ]),
+        }
+    }
+    t.foot(vec![
+        Cell::from("Common window"),
+        Cell::from(timestamp(&a.common_window.start)),
+        Cell::from(timestamp(&a.common_window.end)),
+        Cell::from(format!("{:.1}", a.common_window.seconds)),
+    ]);
+    doc.table(&t);
+    doc.end();
+}
+
+/// The aggregate's `summary.md`.
+pub fn render_markdown(a: &AggregateResults) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "{MARKDOWN_MARKER}");
+    let _ = writeln!(o, "# {}\n", title(a));
+    let _ = writeln!(o, "**Overall Test Result: {}**\n", a.overall_result.label());
+    for f in a.hosts.iter().flat_map(host_failures) {
+        let _ = writeln!(o, "- {}", crate::export::md_cell(&f));
+    }
+    let columns = a.esrp_columns();
+    let _ = writeln!(o, "\n## Individual Server Performance\n");
+    let mut head = String::from("| Metric |");
+    let mut rule = String::from("|---|");
+    for (h, _) in &columns {
+        let _ = write!(head, " {} |", crate::export::md_cell(h));
+        rule.push_str("---:|");
+    }
+    let _ = writeln!(o, "{head}\n{rule}");
+    for (i, row) in ESRP_ROWS.iter().enumerate() {
+        let _ = write!(o, "| {row} |");
+        for (_, c) in &columns {
+            let _ = write!(o, " {} |", fixed3(c.values()[i]));
+        }
+        o.push('\n');
+    }
+    let values: Vec<EsrpColumn> = columns.iter().map(|(_, c)| *c).collect();
+    let aggregate = EsrpColumn::esrp_aggregate(&values);
+    let _ = writeln!(
+        o,
+        "\n## Aggregate Server Performance\n\n| Metric | All servers |\n|---|---:|"
+    );
+    for (i, row) in ESRP_ROWS.iter().enumerate() {
+        let _ = writeln!(o, "| {row} | {} |", fixed3(aggregate.values()[i]));
+    }
+    let _ = writeln!(
+        o,
+        "\n## Merged latency percentiles\n\n| I/O class | per sec | avg ms | p50 ms | p99 ms | p99.9 ms | max ms |\n|---|---:|---:|---:|---:|---:|---:|"
+    );
+    for (class, s) in &a.totals.io {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            class.label(),
+            fixed3(s.per_sec),
+            fixed3(s.avg_latency_ms),
+            fixed3(s.p50_ms),
+            fixed3(s.p99_ms),
+            fixed3(s.p999_ms),
+            fixed3(s.max_ms)
+        );
+    }
+    o
+}
+
+/// The aggregate's `junit.xml`: one test suite per server, one test case per
+/// criterion, an error for an incomplete server.
+pub fn render_junit(a: &AggregateResults) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>");
+    let _ = writeln!(o, "{JUNIT_MARKER}");
+    let failures: usize = a.hosts.iter().map(|h| h.failed_criteria.len()).sum();
+    let errors = a.hosts.iter().filter(|h| h.incomplete.is_some()).count();
+    let _ = writeln!(
+        o,
+        "<testsuites name=\"edbstress aggregate\" failures=\"{failures}\" errors=\"{errors}\">"
+    );
+    for h in &a.hosts {
+        let e = usize::from(h.incomplete.is_some());
+        let _ = writeln!(
+            o,
+            "  <testsuite name=\"edbstress.{}.{}\" hostname=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{e}\">",
+            a.test_type.cli_name(),
+            escape(&h.host),
+            escape(&h.host),
+            h.failed_criteria.len() + e + 1,
+            h.failed_criteria.len()
+        );
+        let _ = writeln!(
+            o,
+            "    <testcase classname=\"{}\" name=\"overall result\"/>",
+            escape(&h.host)
+        );
+        for c in &h.failed_criteria {
+            let _ = writeln!(
+                o,
+                "    <testcase classname=\"{}\" name=\"{}\"><failure message=\"{}\"/></testcase>",
+                escape(&h.host),
+                escape(&c.name),
+                escape(&c.describe())
+            );
+        }
+        if let Some(why) = &h.incomplete {
+            let _ = writeln!(
+                o,
+                "    <testcase classname=\"{}\" name=\"run completed\"><error message=\"{}\"/></testcase>",
+                escape(&h.host),
+                escape(why)
+            );
+        }
+        let _ = writeln!(o, "  </testsuite>");
+    }
+    let _ = writeln!(o, "</testsuites>");
+    o
+}
