@@ -268,6 +268,8 @@ fn crafted() -> RunResults {
                 bad_segments: 0,
             }],
         }),
+        sampling_stalls: Vec::new(),
+        inconsistencies: Vec::new(),
         samples,
     };
     r.achieved_transactional_iops = transactional_iops(&r.totals.io);
