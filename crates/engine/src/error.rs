@@ -66,6 +66,10 @@ pub enum EngineError {
     /// An invalid argument or configuration.
     #[error("{0}")]
     Invalid(String),
+    /// A database file is damaged as a whole (truncated, or no header copy valid): an
+    /// integrity problem, not a usage error. The message names the file and the fix.
+    #[error("{0}")]
+    Damaged(String),
     /// A filesystem filled up (ENOSPC) while the engine wrote one of its files.
     #[error(transparent)]
     NoSpace(Box<NoSpaceError>),
@@ -108,6 +112,19 @@ fn os_reason(e: &IoError) -> String {
 }
 
 impl EngineError {
+    /// Whether this error is an integrity problem found in the data (damaged pages,
+    /// logs or files, lost flushes) rather than a usage, configuration or environment
+    /// problem: commands report those with exit code 1.
+    pub fn is_integrity(&self) -> bool {
+        matches!(
+            self,
+            EngineError::CorruptPage { .. }
+                | EngineError::CorruptLog { .. }
+                | EngineError::LostFlush { .. }
+                | EngineError::Damaged(_)
+        )
+    }
+
     /// This error, or when it is a full filesystem ([`IoError::Full`]), an
     /// [`EngineError::NoSpace`] saying in which `place` (`dir`) `action` needed `needed`
     /// bytes, and `fix`.
