@@ -18,7 +18,9 @@ pub struct CheckArgs {
 pub fn run(args: CheckArgs) -> Result<ExitCode, CommandError> {
     let mut reports: Vec<CheckReport> = Vec::new();
     for layout in instances_on_disk(&args.target.paths)? {
-        reports.push(deep_check(&layout.db_file, args.target.io.mode())?);
+        reports.push(
+            deep_check(&layout.db_file, args.target.io.mode()).map_err(CommandError::engine)?,
+        );
     }
     let ok = reports.iter().all(CheckReport::is_clean);
     if args.target.json {

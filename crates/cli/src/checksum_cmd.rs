@@ -197,6 +197,9 @@ fn print_text(dbs: &[DatabaseScanReport], logs: &[LogScanReport], result: &str) 
             r.seconds,
             r.mb_per_sec
         );
+        if let Some(t) = &r.truncated {
+            println!("  {t}");
+        }
         if !r.header.primary_valid || !r.header.shadow_valid {
             println!(
                 "  header: primary {}, shadow {} ({})",

@@ -8,11 +8,34 @@ use edbstress_io::{BackendKind, IoMode};
 // The defaults of runs and of the other commands are the same directories.
 pub use edbstress_workload::config::{DEFAULT_DB_PATH, DEFAULT_LOG_PATH};
 
-/// A failure that ends the command with exit code 2 and this message.
+/// A failure that ends the command with this message: exit code 2 for a usage
+/// problem, 1 for an integrity problem found in the data.
 #[derive(Debug)]
 pub enum CommandError {
     /// Usage, configuration or environment problem.
     Usage(String),
+    /// The data is damaged (a truncated database, no valid header copy).
+    Integrity(String),
+}
+
+impl CommandError {
+    /// An engine error, as an integrity problem when it is one.
+    pub fn engine(e: edbstress_engine::error::EngineError) -> CommandError {
+        if e.is_integrity() {
+            CommandError::Integrity(e.to_string())
+        } else {
+            CommandError::Usage(e.to_string())
+        }
+    }
+
+    /// A prepare error, as an integrity problem when it is one.
+    pub fn prepare(e: edbstress_engine::prepare::PrepareError) -> CommandError {
+        if e.is_integrity() {
+            CommandError::Integrity(e.to_string())
+        } else {
+            CommandError::Usage(e.to_string())
+        }
+    }
 }
 
 impl<E: std::fmt::Display> From<E> for CommandError {

@@ -49,6 +49,20 @@ pub fn run(args: DurabilityProbeArgs) -> Result<ExitCode, CommandError> {
         .into_iter()
         .next()
         .ok_or_else(|| CommandError::Usage("no database found".into()))?;
+    // Checked: a negative, NaN or huge value must not panic with the database open.
+    let deadline = match args.seconds {
+        None => None,
+        Some(s) => Some(
+            Duration::try_from_secs_f64(s)
+                .ok()
+                .and_then(|d| Instant::now().checked_add(d))
+                .ok_or_else(|| {
+                    CommandError::Usage(format!(
+                        "--seconds {s} is not a usable number of seconds; give e.g. 30"
+                    ))
+                })?,
+        ),
+    };
     let mut config = InstanceConfig::new(layout);
     config.cache_min_bytes = args.cache;
     config.cache_max_bytes = args.cache;
@@ -57,9 +71,6 @@ pub fn run(args: DurabilityProbeArgs) -> Result<ExitCode, CommandError> {
     config.backend = args.io.backend;
     let instance = Instance::open(config)?;
     let mailboxes = instance.mailbox_count().max(1);
-    let deadline = args
-        .seconds
-        .map(|s| Instant::now() + Duration::from_secs_f64(s));
     let stop = AtomicBool::new(false);
     let failure = std::sync::Mutex::new(None::<String>);
     std::thread::scope(|scope| {

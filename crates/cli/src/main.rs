@@ -121,8 +121,25 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(CommandError::Usage(msg)) => {
-            eprintln!("error: {msg}");
+            eprintln!("error: {}", bounded_message(&msg));
             ExitCode::from(2)
         }
+        Err(CommandError::Integrity(msg)) => {
+            eprintln!("error: {}", bounded_message(&msg));
+            ExitCode::from(1)
+        }
     }
+}
+
+/// A last guard for messages that quote input: each line at most a few thousand
+/// characters (the parsers already quote at most a short excerpt).
+fn bounded_message(msg: &str) -> String {
+    const MAX: usize = 4000;
+    msg.lines()
+        .map(|line| match line.char_indices().nth(MAX) {
+            Some((cut, _)) => format!("{}…", &line[..cut]),
+            None => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }

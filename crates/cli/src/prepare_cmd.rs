@@ -75,7 +75,7 @@ pub fn run(args: PrepareArgs) -> Result<ExitCode, CommandError> {
         &args.target.paths.db_paths_or_default(),
         &args.target.paths.log_paths_or_default(),
     );
-    let plan = PreparePlan::check(layouts, options)?;
+    let plan = PreparePlan::check(layouts, options).map_err(CommandError::prepare)?;
     if !args.target.json {
         for (layout, action) in &plan.instances {
             let what = match action {
@@ -100,11 +100,13 @@ pub fn run(args: PrepareArgs) -> Result<ExitCode, CommandError> {
         .progress_chars("=> "),
     );
     let started = std::time::Instant::now();
-    let reports = plan.execute(&mut |p| {
-        bar.set_length(p.bytes_total);
-        bar.set_prefix(format!("db {:03}", p.instance));
-        bar.set_position(p.bytes_done);
-    })?;
+    let reports = plan
+        .execute(&mut |p| {
+            bar.set_length(p.bytes_total);
+            bar.set_prefix(format!("db {:03}", p.instance));
+            bar.set_position(p.bytes_done);
+        })
+        .map_err(CommandError::prepare)?;
     bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
     if args.target.json {

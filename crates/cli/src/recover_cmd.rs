@@ -36,7 +36,7 @@ pub fn run(args: RecoverArgs) -> Result<ExitCode, CommandError> {
     for layout in &layouts {
         match recover(layout, &options) {
             Ok(report) => reports.push(report),
-            Err(e) if e.is_integrity_problem() => refused.push(Refused {
+            Err(e) if e.is_integrity() => refused.push(Refused {
                 instance: layout.instance,
                 db_file: layout.db_file.display().to_string(),
                 log_dir: layout.log_dir.display().to_string(),

@@ -15,6 +15,7 @@ use std::time::Duration;
 use clap::Args;
 use edbstress_io::IoClass;
 use edbstress_report::{RunResults, Verdict};
+use edbstress_workload::RunError;
 use edbstress_workload::runner::{INTERRUPTED, RunEvent, RunOutcome, run as run_test};
 use edbstress_workload::transactional::LiveStatus;
 use indicatif::ProgressBar;
@@ -74,8 +75,11 @@ pub fn run(args: RunCmdArgs) -> Result<ExitCode, CommandError> {
             bar.set_message(format!("{what}: {pct:.0} %"));
         }
     };
-    let outcome =
-        run_test(&config, &stop, &events).map_err(|e| CommandError::Usage(e.to_string()))?;
+    let outcome = run_test(&config, &stop, &events).map_err(|e| match e {
+        // Damaged databases fail the run (results.json says Fail); they are no usage error.
+        RunError::Damaged(msg) => CommandError::Integrity(msg),
+        e => CommandError::Usage(e.to_string()),
+    })?;
     bar.finish_and_clear();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome.results)?);
@@ -207,6 +211,9 @@ fn print_summary(outcome: &RunOutcome) {
             "  checksum verification after the run: {}",
             if v.passed { "clean" } else { "FAILED" }
         );
+    }
+    for s in &r.sampling_stalls {
+        println!("  {}", s.describe());
     }
     for c in &r.failed_criteria {
         println!("  FAILED: {}", c.describe());

@@ -147,24 +147,30 @@ fn case1_the_newest_log_deleted_or_emptied_is_a_lost_log() {
         let dir = tmp.path().join(format!("work{n}"));
         fs::create_dir(&dir).unwrap();
         run_and_kill(&dir, reached(3));
-        // The newest file holding data (a newer one may have been rolled to but not
-        // yet written: losing that one loses nothing).
+        // The generation the database's header records as holding its newest durable
+        // write (acknowledged commits are in it): lose it, and anything newer. (A newer
+        // file may hold a write whose recording the kill interrupted: nothing in it
+        // was acknowledged, so losing only that one loses nothing.)
+        let required = edbstress_engine::dbfile::read_header(
+            &dir.join("db/edbstress001.edb"),
+            edbstress_io::IoMode::Buffered,
+        )
+        .unwrap()
+        .header
+        .log_required;
+        assert!(required >= 2, "the run recorded no generation: {required}");
         let gens = generations(&dir);
-        let (_, newest) = gens
-            .iter()
-            .rev()
-            .find(|(_, p)| holds_data(p))
-            .expect("a log with data")
-            .clone();
+        let newest = log_dir(&dir).join(edbstress_format::log::log_file_name(required));
         let name = newest.file_name().unwrap().to_string_lossy().into_owned();
+        for (_, path) in gens.iter().filter(|(g, _)| *g > required) {
+            fs::remove_file(path).unwrap();
+        }
         if empty {
             let mut bytes = fs::read(&newest).unwrap();
             bytes[4096..].fill(0);
             fs::write(&newest, bytes).unwrap();
         } else {
-            for (_, path) in gens.iter().filter(|(_, p)| *p >= newest) {
-                fs::remove_file(path).unwrap();
-            }
+            fs::remove_file(&newest).unwrap();
         }
         let what = if empty {
             "newest log emptied"

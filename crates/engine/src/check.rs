@@ -12,7 +12,7 @@ use edbstress_format::{PageSize, page_offset};
 use edbstress_io::{Access, AlignedBuf, DataFile, IoMode};
 use serde::Serialize;
 
-use crate::dbfile::{HeaderReadError, read_header_from};
+use crate::dbfile::read_verified_header;
 use crate::error::EngineError;
 use crate::schema::{
     FREE_LIST_ANCHOR, LONG_VALUE_OBJECT_ID, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_OBJECT_ID,
@@ -258,12 +258,7 @@ impl TreeWalk<'_> {
 pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineError> {
     let file = DataFile::open(path, io_mode, Access::ReadOnly)?;
     let _lock = crate::lock::DatabaseLock::acquire_shared(path)?;
-    let header = read_header_from(&file)
-        .map_err(|e| match e {
-            HeaderReadError::Io(e) => EngineError::Io(e),
-            HeaderReadError::Header(e) => EngineError::Invalid(format!("{}: {e}", path.display())),
-        })?
-        .header;
+    let header = read_verified_header(&file)?.header;
     let ps = header.page_size;
     let chunk_len = chunk_len(ps);
     let mut report = CheckReport {

@@ -10,6 +10,8 @@ use edbstress_format::PageSize;
 use edbstress_format::header::{DatabaseHeader, HeaderError, HeaderSelection, select_header};
 use edbstress_io::{Access, AlignedBuf, DataFile, IoError, IoMode};
 
+use crate::error::EngineError;
+
 /// Why a header could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum HeaderReadError {
@@ -58,6 +60,66 @@ pub fn read_header_from(file: &DataFile) -> Result<HeaderSelection, HeaderReadEr
         }
     }
     Err(HeaderReadError::Header(last_err))
+}
+
+/// The length a database file has at least: its two header slots and every page its
+/// header counts. A longer file is fine: growth writes the new pages before the header
+/// that counts them, so a crash in between leaves a file longer than its header says.
+pub fn expected_len(header: &DatabaseHeader) -> u64 {
+    (u64::from(header.page_count) + 2) * header.page_size.bytes() as u64
+}
+
+/// A database file shorter than its header says.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error(
+    "{} is truncated: the file has {len} bytes, its header says {expected} ({pages} pages of {page_size} and the two header copies); the database is damaged: restore it from a good copy, or run `edbstress prepare --recreate` to build it again",
+    path.display()
+)]
+pub struct Truncated {
+    /// The database file.
+    pub path: std::path::PathBuf,
+    /// Its length.
+    pub len: u64,
+    /// The length its header implies.
+    pub expected: u64,
+    /// Pages the header counts.
+    pub pages: u32,
+    /// Page size.
+    pub page_size: PageSize,
+}
+
+/// Checks that the file at `path`, `len` bytes long, holds every page `header` counts.
+pub fn check_length(path: &Path, len: u64, header: &DatabaseHeader) -> Result<(), Truncated> {
+    let expected = expected_len(header);
+    if len < expected {
+        return Err(Truncated {
+            path: path.to_path_buf(),
+            len,
+            expected,
+            pages: header.page_count,
+            page_size: header.page_size,
+        });
+    }
+    Ok(())
+}
+
+/// What every open of a database for use checks before trusting it: a header copy
+/// whose checksum holds, and a file as long as that header says. The errors name the
+/// file, say whether it is damaged ([`EngineError::Damaged`]: a bad header checksum
+/// with our signature, or a truncated file) or not ours, and what to do.
+pub fn read_verified_header(file: &DataFile) -> Result<HeaderSelection, EngineError> {
+    let path = file.path();
+    let sel = read_header_from(file).map_err(|e| match e {
+        HeaderReadError::Io(e) => EngineError::Io(e),
+        HeaderReadError::Header(HeaderError::BadChecksum) => EngineError::Damaged(format!(
+            "{} is not a valid edbstress database: it carries the edbstress signature but no header copy passes its checksum (bad header checksum); if it was an edbstress database it is damaged: restore it from a good copy, or move it away and run `edbstress prepare`",
+            path.display()
+        )),
+        HeaderReadError::Header(e) => EngineError::Invalid(format!("{}: {e}", path.display())),
+    })?;
+    check_length(path, file.len()?, &sel.header)
+        .map_err(|e| EngineError::Damaged(e.to_string()))?;
+    Ok(sel)
 }
 
 /// Writes `header` to slot 0, makes it durable, then to slot 1 (the shadow).

@@ -81,6 +81,10 @@ pub enum EngineError {
     /// An invalid argument or configuration.
     #[error("{0}")]
     Invalid(String),
+    /// A database file is damaged as a whole (truncated, or no header copy valid): an
+    /// integrity problem, not a usage error. The message names the file and the fix.
+    #[error("{0}")]
+    Damaged(String),
     /// A filesystem filled up (ENOSPC) while the engine wrote one of its files.
     #[error(transparent)]
     NoSpace(Box<NoSpaceError>),
@@ -123,11 +127,11 @@ fn os_reason(e: &IoError) -> String {
 }
 
 impl EngineError {
-    /// Whether the error is evidence about the data — damaged pages or log, a lost
-    /// write, files of another database where this one's should be — rather than a
-    /// usage, environment or I/O problem. Verifying commands report these as an
-    /// integrity failure (exit code 1), not as a usage error.
-    pub fn is_integrity_problem(&self) -> bool {
+    /// Whether the error is evidence about the data — damaged pages, logs or files, a
+    /// lost write, files of another database where this one's should be — rather than
+    /// a usage, configuration or environment problem: verifying commands report these
+    /// with exit code 1.
+    pub fn is_integrity(&self) -> bool {
         matches!(
             self,
             EngineError::CorruptPage { .. }
@@ -135,6 +139,7 @@ impl EngineError {
                 | EngineError::LostLog { .. }
                 | EngineError::LostFlush { .. }
                 | EngineError::Mismatch { .. }
+                | EngineError::Damaged(_)
         )
     }
 

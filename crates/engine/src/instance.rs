@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 
 use crate::btree::{self, ChangeSet, Guard, TreeError, TreeState};
 use crate::cache::{CacheConfig, CacheCounters, PageCache, WalSync};
-use crate::dbfile::{HeaderReadError, read_header_from, write_header};
+use crate::dbfile::{read_verified_header, write_header};
 use crate::error::EngineError;
 use crate::layout::InstanceLayout;
 use crate::log::{GenerationHook, GenerationRecord, LogConfig, LogCounters, LogWriter};
@@ -250,14 +250,7 @@ impl Instance {
         let path = &config.layout.db_file;
         let lock = crate::lock::DatabaseLock::acquire(path)?;
         let file = Arc::new(DataFile::open(path, config.io_mode, Access::ReadWrite)?);
-        let mut header = read_header_from(&file)
-            .map_err(|e| match e {
-                HeaderReadError::Io(e) => EngineError::Io(e),
-                HeaderReadError::Header(e) => {
-                    EngineError::Invalid(format!("{}: {e}", path.display()))
-                }
-            })?
-            .header;
+        let mut header = read_verified_header(&file)?.header;
         match header.state {
             DbState::Clean => {}
             DbState::DirtyNeedsRecovery => {

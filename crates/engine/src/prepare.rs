@@ -111,6 +111,10 @@ pub enum PrepareError {
         /// What was found.
         why: String,
     },
+    /// A database at an instance path is damaged (truncated, or no valid header copy);
+    /// an integrity problem, reported with exit code 1.
+    #[error("{0}")]
+    Damaged(String),
     /// An edbstress database exists with another shape.
     #[error(
         "{path} is an edbstress database with {found}, but {wanted} was asked for; pass --recreate to rebuild it, or use another --db-path"
@@ -176,6 +180,14 @@ pub enum PrepareError {
     /// Another edbstress process holds a database.
     #[error(transparent)]
     Locked(#[from] crate::lock::LockError),
+}
+
+impl PrepareError {
+    /// Whether this is an integrity problem found in existing data (exit code 1)
+    /// rather than a usage, configuration or environment error (exit code 2).
+    pub fn is_integrity(&self) -> bool {
+        matches!(self, PrepareError::Damaged(_))
+    }
 }
 
 /// What will happen to one instance.
@@ -440,6 +452,14 @@ fn inspect_instance(
                 why: "it exists and is not an edbstress database (no edbstress signature in its header); move it away or choose another --db-path".into(),
             });
         }
+        Err(crate::dbfile::HeaderReadError::Header(HeaderError::BadChecksum)) => {
+            // Our signature is no proof of ownership: random bytes with the magic copied
+            // in look the same. Neither reused nor overwritten.
+            return Err(PrepareError::Damaged(format!(
+                "{} is not a valid edbstress database: it carries the edbstress signature but no header copy passes its checksum (bad header checksum); if it was an edbstress database it is damaged: restore it from a good copy, or move it away and run prepare again",
+                path.display()
+            )));
+        }
         Err(crate::dbfile::HeaderReadError::Header(e)) => {
             return Err(PrepareError::NotOurs {
                 path: path.clone(),
@@ -450,6 +470,22 @@ fn inspect_instance(
         }
         Err(crate::dbfile::HeaderReadError::Io(e)) => return Err(e.into()),
     };
+    // A truncated database is not prepared, whatever its header says; its valid
+    // header makes it ours, so --recreate may rebuild it.
+    if header.state != DbState::Creating {
+        let len = std::fs::metadata(path)
+            .map_err(|e| io_err(path, "read the length of", e))?
+            .len();
+        if let Err(t) = crate::dbfile::check_length(path, len, &header) {
+            if options.recreate {
+                return Ok(InstanceAction::Rebuild(format!(
+                    "truncated: the file has {} bytes, its header says {}",
+                    t.len, t.expected
+                )));
+            }
+            return Err(PrepareError::Damaged(t.to_string()));
+        }
+    }
     let wanted = format!("{} pages of {}", page_count, options.page_size);
     let found = format!("{} pages of {}", header.page_count, header.page_size);
     match header.state {

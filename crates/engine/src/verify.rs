@@ -163,6 +163,13 @@ pub struct DatabaseScanReport {
     pub problems: Vec<PageProblem>,
     /// Whether `problems` lists them all.
     pub problems_complete: bool,
+    /// The file is shorter than its header says: what is missing (its pages are
+    /// counted as missing too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
+    /// The scan was stopped before its end (it then covers only the pages read).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
 }
 
 impl DatabaseScanReport {
@@ -170,6 +177,7 @@ impl DatabaseScanReport {
     pub fn is_clean(&self) -> bool {
         self.header.primary_valid
             && self.header.shadow_valid
+            && self.truncated.is_none()
             && self.bad_pages
                 + self.correctable_pages
                 + self.wrong_pgno_pages
@@ -231,6 +239,17 @@ pub fn scan_database(
     options: &ScanOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<DatabaseScanReport, ScanError> {
+    scan_database_until(path, options, &|| false, progress)
+}
+
+/// [`scan_database`] that ends early when `should_stop` says so (a run interrupted
+/// while it verifies); the report then says `stopped` and covers the pages read.
+pub fn scan_database_until(
+    path: &Path,
+    options: &ScanOptions,
+    should_stop: &dyn Fn() -> bool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<DatabaseScanReport, ScanError> {
     let started = Instant::now();
     // Repair writes, so it needs the database alone; a plain scan only needs no writer
     // (whose half-done writes would look like damage), and opens the file first so a
@@ -275,6 +294,9 @@ pub fn scan_database(
         ..DatabaseScanReport::default()
     };
     let file_len = file.len()?;
+    report.truncated = crate::dbfile::check_length(path, file_len, &header)
+        .err()
+        .map(|e| e.to_string());
     let start = page_offset(1, ps);
     let end = page_offset(header.page_count + 1, ps);
     let readable_end = end.min(file_len - file_len % ps.bytes() as u64);
@@ -294,7 +316,7 @@ pub fn scan_database(
         &file,
         start..readable_end,
         &read_options,
-        &|| false,
+        should_stop,
         &mut |chunk| {
             let got = chunk.data.len();
             bytes_read += got as u64;
@@ -318,6 +340,10 @@ pub fn scan_database(
         },
     )?;
     tally.report.backend = summary.backend.to_string();
+    tally.report.stopped = summary.stopped;
+    if summary.stopped {
+        return Ok(finish_report(report, bytes_read, started));
+    }
     // Pages the header promises but the file does not have.
     let mut pgno = ((readable_end.max(start)) / ps.bytes() as u64 - 1) as u32;
     while page_offset(pgno, ps) < end {
@@ -328,6 +354,15 @@ pub fn scan_database(
     if options.repair {
         repair_pages(&file, ps, &mut report)?;
     }
+    Ok(finish_report(report, bytes_read, started))
+}
+
+/// Fills in the figures of a scan that read `bytes_read` since `started`.
+fn finish_report(
+    mut report: DatabaseScanReport,
+    bytes_read: u64,
+    started: Instant,
+) -> DatabaseScanReport {
     report.bytes_read = bytes_read;
     report.seconds = started.elapsed().as_secs_f64();
     report.mb_read = bytes_read as f64 / 1048576.0;
@@ -336,7 +371,7 @@ pub fn scan_database(
     } else {
         0.0
     };
-    Ok(report)
+    report
 }
 
 /// How [`read_sequentially`] reads.

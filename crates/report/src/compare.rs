@@ -123,6 +123,9 @@ impl RunComparison {
                 if r.aborted {
                     v.push_str(" (stopped early)");
                 }
+                if !r.inconsistencies.is_empty() {
+                    v.push_str(" (derived: results.json inconsistent)");
+                }
                 v
             }),
             self.text_row("Failed criteria", |r| r.failed_criteria.len().to_string()),

@@ -542,6 +542,33 @@ pub struct LogVerification {
     pub sequence_problems: Vec<String>,
 }
 
+/// A sampling interval that lasted far longer than asked: the process was stopped or
+/// starved, or something it waited on (the storage) stopped responding, so the
+/// interval's averages cover a period nobody measured properly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SamplingStall {
+    /// The interval's number (as in `samples`).
+    pub interval: u32,
+    /// Seconds since measurement started, at the interval's end.
+    pub elapsed_s: f64,
+    /// How long the interval lasted.
+    pub seconds: f64,
+    /// The sample interval asked for.
+    pub expected_seconds: f64,
+}
+
+impl SamplingStall {
+    /// "sampling stalled: interval 3 lasted 21.0 s, expected 1 s; …".
+    pub fn describe(&self) -> String {
+        format!(
+            "sampling stalled: interval {} lasted {:.1} s, expected {} s; the process or the storage stopped responding",
+            self.interval,
+            self.seconds,
+            format_number(self.expected_seconds)
+        )
+    }
+}
+
 /// Checksum verification after the run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Verification {
@@ -717,11 +744,58 @@ pub struct RunResults {
     /// Checksum verification after a transactional run.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub verification: Option<Verification>,
+    /// Sampling intervals that stretched far beyond the sample interval (each fails
+    /// the run through the `sampling_stalls` criterion).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub sampling_stalls: Vec<SamplingStall>,
+    /// Where a results file read back disagreed with itself (a stored verdict or
+    /// criterion result its own figures contradict); the derived values won.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub inconsistencies: Vec<String>,
     /// The time series (also in `samples.csv`).
     pub samples: Vec<Sample>,
 }
 
 impl RunResults {
+    /// Derives every criterion's result from its measured value and threshold, the
+    /// failed criteria and the verdict from those, as [`RunResults::judge`] does, and
+    /// records in `inconsistencies` where the stored values disagreed: a results file
+    /// edited by hand (or damaged) never shows a verdict its own criteria contradict.
+    pub fn rejudge(&mut self) {
+        let mut found = Vec::new();
+        for c in &mut self.criteria {
+            let derived = c.comparison.holds(c.measured, c.threshold);
+            if derived != c.passed {
+                found.push(format!(
+                    "criterion {} ({}) is stored as {} but its figures say {}",
+                    c.key,
+                    c.scope,
+                    if c.passed { "met" } else { "not met" },
+                    if derived { "met" } else { "not met" }
+                ));
+                c.passed = derived;
+            }
+        }
+        let stored_failed = self.failed_criteria.len();
+        let stored_verdict = self.overall_result;
+        self.judge();
+        if stored_failed != self.failed_criteria.len() {
+            found.push(format!(
+                "failed_criteria lists {stored_failed}, but {} criteria are not met",
+                self.failed_criteria.len()
+            ));
+        }
+        if stored_verdict != self.overall_result {
+            found.push(format!(
+                "overall_result is stored as {}, but the criteria{} make it {}",
+                stored_verdict.label(),
+                if self.aborted { " and the abort" } else { "" },
+                self.overall_result.label()
+            ));
+        }
+        self.inconsistencies.extend(found);
+    }
+
     /// The verdict from the criteria and the abort flag: Pass only when nothing failed.
     pub fn judge(&mut self) {
         self.failed_criteria = self

@@ -202,8 +202,37 @@ pub fn plain_words(c: &Criterion, r: &RunResults) -> String {
         "recovery_failures" => format!(
             "{count} instance(s) did not recover cleanly from their logs; there must be none."
         ),
+        "sampling_stalls" => match r
+            .sampling_stalls
+            .iter()
+            .max_by(|a, b| a.seconds.total_cmp(&b.seconds))
+        {
+            Some(stall) => format!(
+                "{} ({} stalled interval(s); an interval may last at most {}).",
+                stall.describe(),
+                r.sampling_stalls.len(),
+                quantity(c.threshold, "s")
+            ),
+            None => format!(
+                "The longest sampling interval lasted {}; an interval may last at most {}: the process or the storage stopped responding.",
+                quantity(c.measured, "s"),
+                quantity(c.threshold, "s")
+            ),
+        },
         _ => format!("{}.", c.describe()),
     }
+}
+
+/// The note a report shows above everything when the results file it was made from
+/// disagreed with itself; None when it did not.
+pub fn inconsistency_note(r: &RunResults) -> Option<String> {
+    if r.inconsistencies.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "This results.json is inconsistent ({}); the verdict shown is derived from its criteria.",
+        r.inconsistencies.join("; ")
+    ))
 }
 
 #[cfg(test)]

@@ -269,6 +269,8 @@ fn crafted() -> RunResults {
                 sequence_problems: Vec::new(),
             }],
         }),
+        sampling_stalls: Vec::new(),
+        inconsistencies: Vec::new(),
         samples,
     };
     r.achieved_transactional_iops = transactional_iops(&r.totals.io);

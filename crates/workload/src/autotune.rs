@@ -59,6 +59,7 @@ pub fn step_passes(m: &Measurement, thresholds: &Thresholds, target: Option<f64>
         transaction_errors: m.transaction_errors,
         bdm_bad_pages: 0,
         shutdown_errors: 0,
+        sampling: Some((m.longest_interval_s, m.stall_limit_s)),
     };
     evaluate(&measurements, thresholds).iter().all(|c| c.passed)
 }

@@ -160,7 +160,7 @@ impl StopSignal {
 
     /// Sleeps for `duration` in steps of at most 50 ms; false if stopped meanwhile.
     pub(crate) fn sleep(&self, duration: Duration) -> bool {
-        let until = Instant::now() + duration;
+        let until = crate::transactional::later(Instant::now(), duration);
         loop {
             if self.is_stopped() {
                 return false;

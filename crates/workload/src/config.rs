@@ -16,7 +16,7 @@ use edbstress_report::{OpMix, TestType};
 use serde::{Deserialize, Serialize};
 
 use crate::profile::{Profile, Thresholds};
-use crate::units::{format_duration, format_size};
+use crate::units::{bounded, format_duration, format_size};
 
 /// Default directory of database files (the quick start's).
 pub const DEFAULT_DB_PATH: &str = "edbstress-data/db";
@@ -37,6 +37,16 @@ const DEFAULT_MAILBOX_QUOTA: u64 = 2 << 30;
 const MIN_DATABASE_SIZE: u64 = 4 * MIB;
 /// Database size of throughput runs given neither a size nor a capacity share.
 const DEFAULT_THROUGHPUT_DATABASE_SIZE: u64 = GIB;
+/// Longest duration, sampling interval or warm-up a run accepts: a year is far beyond
+/// any real test (Stress is 24 hours), and it keeps every deadline computed from a
+/// user value far from the limits of the clock arithmetic.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+/// Highest IOPS per mailbox: Exchange profiles ask for 0.06 to about 1.
+const MAX_IOPS_PER_MAILBOX: f64 = 1000.0;
+/// Highest target a run accepts (mailboxes × IOPS per mailbox), far above any storage.
+const MAX_TARGET_IOPS: f64 = 100_000_000.0;
+/// Highest BDM rate per database, MB/s.
+const MAX_BDM_MB_PER_SEC: f64 = 100_000.0;
 
 /// A fully resolved run configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -346,7 +356,7 @@ impl ConfigFile {
     pub fn parse(text: &str) -> Result<ConfigFile, ConfigError> {
         toml::from_str(text).map_err(|e| ConfigError::Parse {
             origin: "configuration".to_string(),
-            message: e.to_string(),
+            message: bounded(&e.to_string()),
         })
     }
 
@@ -358,7 +368,7 @@ impl ConfigFile {
         })?;
         toml::from_str(&text).map_err(|e| ConfigError::Parse {
             origin: path.display().to_string(),
-            message: e.to_string(),
+            message: bounded(&e.to_string()),
         })
     }
 }
@@ -777,6 +787,25 @@ impl RunConfig {
                 ),
             ));
         }
+        if self.iops_per_mailbox > MAX_IOPS_PER_MAILBOX {
+            return Err(invalid(
+                "iops_per_mailbox",
+                format!(
+                    "{:e} is out of range; give the transactional IOPS of one mailbox, above 0 and at most {MAX_IOPS_PER_MAILBOX}, e.g. 0.12",
+                    self.iops_per_mailbox
+                ),
+            ));
+        }
+        if let Some(target) = self.target_iops() {
+            if !(target.is_finite() && target <= MAX_TARGET_IOPS) {
+                return Err(invalid(
+                    "mailboxes",
+                    format!(
+                        "mailboxes × iops_per_mailbox is a target of {target:e} IOPS, more than the {MAX_TARGET_IOPS:e} a run accepts; lower mailboxes or iops_per_mailbox"
+                    ),
+                ));
+            }
+        }
         if self.mailbox_quota == 0 {
             return Err(invalid(
                 "mailbox_quota",
@@ -802,6 +831,7 @@ impl RunConfig {
                 ),
             ));
         }
+        check_cache_fits(self.cache_max, self.databases, self.page_size)?;
         for (key, total, per_instance) in [
             // The maximum first: a small cache_max given alone lowers the default minimum.
             ("cache_max", self.cache_max, self.cache_max_per_instance()),
@@ -849,6 +879,21 @@ impl RunConfig {
                 ),
             ));
         }
+        for (key, value) in [
+            ("duration", self.duration),
+            ("sample_interval", self.sample_interval),
+            ("warmup_timeout", self.warmup_timeout),
+        ] {
+            if value > MAX_DURATION {
+                return Err(invalid(
+                    key,
+                    format!(
+                        "{} is too long; give at most 365 days (\"365d\"), e.g. \"2h\"",
+                        format_duration(value)
+                    ),
+                ));
+            }
+        }
         if self.duration < Duration::from_secs(1) {
             return Err(invalid(
                 "duration",
@@ -882,11 +927,14 @@ impl RunConfig {
                 ));
             }
         }
-        if !(self.bdm_mb_per_sec.is_finite() && self.bdm_mb_per_sec >= 0.0) {
+        if !(self.bdm_mb_per_sec.is_finite()
+            && self.bdm_mb_per_sec >= 0.0
+            && self.bdm_mb_per_sec <= MAX_BDM_MB_PER_SEC)
+        {
             return Err(invalid(
                 "bdm_rate",
                 format!(
-                    "{} is not a rate; give MB/s per database, e.g. 1.5",
+                    "{} is not a rate from 0 to {MAX_BDM_MB_PER_SEC}; give MB/s per database, e.g. 1.5",
                     self.bdm_mb_per_sec
                 ),
             ));
@@ -982,6 +1030,46 @@ impl RunConfig {
             Err(e) => format!("{header}# cannot be written as TOML: {e}\n"),
         }
     }
+}
+
+/// The database cache is held in memory: `cache_max` (the total for the run) must fit
+/// in this host's memory, and each instance's share in the engine's frame count.
+fn check_cache_fits(
+    cache_max: u64,
+    databases: u32,
+    page_size: PageSize,
+) -> Result<(), ConfigError> {
+    let frames = u64::from(u32::MAX)
+        .saturating_mul(page_size.bytes() as u64)
+        .saturating_mul(u64::from(databases.max(1)));
+    let (limit, why) = match crate::host::memory_total_bytes() {
+        Some(memory) if memory < frames => (
+            memory / MIB * MIB,
+            format!(
+                "this host has {} of memory",
+                edbstress_io::human_bytes(memory)
+            ),
+        ),
+        _ => (
+            frames,
+            format!(
+                "an instance's cache holds at most {} pages of {}",
+                u32::MAX,
+                format_size(page_size.bytes() as u64)
+            ),
+        ),
+    };
+    if cache_max > limit {
+        return Err(invalid(
+            "cache_max",
+            format!(
+                "{} is too large: the cache is held in memory and {why}; give at most {} (the total for the run), e.g. \"256MiB\"",
+                format_size(cache_max),
+                format_size(limit)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// databases: 1..=256.

@@ -30,6 +30,9 @@ pub struct Measurements<'a> {
     pub bdm_bad_pages: u64,
     /// Instances that could not be shut down cleanly.
     pub shutdown_errors: u64,
+    /// The longest sampling interval and the longest one allowed, seconds (runs that
+    /// measured).
+    pub sampling: Option<(f64, f64)>,
 }
 
 struct CriterionSpec {
@@ -114,6 +117,11 @@ const SHUTDOWN: CriterionSpec = at_most(
     "Instances not shut down cleanly",
     "count",
 );
+const SAMPLING: CriterionSpec = at_most(
+    "sampling_stalls",
+    "Longest sampling interval (longer: the process or the storage stopped responding)",
+    "s",
+);
 const DB_CHECKSUMS: CriterionSpec = at_most(
     "database_checksum_errors",
     "Database pages failing checksum verification",
@@ -193,6 +201,9 @@ pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
         0.0,
     ));
     out.push(criterion(&SHUTDOWN, "Total", m.shutdown_errors as f64, 0.0));
+    if let Some((longest, limit)) = m.sampling {
+        out.push(criterion(&SAMPLING, "Total", longest, limit));
+    }
     if let Some(v) = m.verification {
         let bad_pages: u64 = v
             .databases
@@ -287,6 +298,7 @@ mod tests {
             transaction_errors: 0,
             bdm_bad_pages: 0,
             shutdown_errors: 0,
+            sampling: None,
         }
     }
 

@@ -321,6 +321,11 @@ pub fn host_info() -> HostInfo {
     }
 }
 
+/// This host's memory (`MemTotal`), bytes; None when `/proc/meminfo` cannot be read.
+pub fn memory_total_bytes() -> Option<u64> {
+    read_proc("/proc/meminfo", parse_meminfo).map(|m| m.total_kb.saturating_mul(1024))
+}
+
 /// Reads and parses a `/proc` file; None (logged) when either fails.
 fn read_proc<T>(path: &str, parse: impl FnOnce(&str) -> Option<T>) -> Option<T> {
     match fs::read_to_string(path) {

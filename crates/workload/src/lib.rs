@@ -43,6 +43,10 @@ pub enum RunError {
         /// The engine's message.
         message: String,
     },
+    /// A database is damaged (truncated, or no valid header copy): the run fails
+    /// before it starts, and says which file and what to do.
+    #[error("{0}")]
+    Damaged(String),
     /// Verification after the run could not be carried out.
     #[error("checksum verification failed to run: {0}")]
     Verify(String),

@@ -13,7 +13,7 @@ use edbstress_engine::layout::InstanceLayout;
 use edbstress_engine::prepare::{
     InstanceAction, PrepareOptions, PreparePlan, PrepareProgress, human_bytes,
 };
-use edbstress_engine::verify::{ScanOptions, scan_database, scan_log_dir};
+use edbstress_engine::verify::{ScanOptions, scan_database_until, scan_log_dir};
 use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::summary::{io_summary, transactional_iops};
 use edbstress_report::{
@@ -81,6 +81,13 @@ pub fn run(
             return Err(e);
         }
     };
+    // Ctrl-C or SIGTERM in any phase (shutdown, verification included) stops the run
+    // early: whatever it measured, it did not finish, so it cannot pass.
+    if stop.load(Ordering::Relaxed) && !results.aborted {
+        log.line(format!("The test was aborted: {INTERRUPTED}"));
+        results.aborted = true;
+        results.abort_reason = Some(INTERRUPTED.to_string());
+    }
     results.started_at = started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
     results.ended_at = Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
     results.judge();
@@ -171,8 +178,7 @@ fn prepare(
         seed: Some(config.seed),
         ..PrepareOptions::default()
     };
-    let plan = PreparePlan::check(layouts.to_vec(), options)
-        .map_err(|e| RunError::Prepare(e.to_string()))?;
+    let plan = PreparePlan::check(layouts.to_vec(), options).map_err(prepare_error)?;
     // Runs use circular logging: the log of an instance stays near the checkpoint depth,
     // plus the log buffer's worth in flight and the pre-created next generation.
     plan.check_run_space(config.checkpoint_depth.saturating_add(RUN_LOG_MARGIN))
@@ -192,7 +198,7 @@ fn prepare(
     let started = Instant::now();
     let reports = plan
         .execute(&mut |p| events(RunEvent::Prepare(&p)))
-        .map_err(|e| RunError::Prepare(e.to_string()))?;
+        .map_err(prepare_error)?;
     let created: Vec<_> = reports.iter().filter(|r| !r.reused).collect();
     if !created.is_empty() {
         let bytes: u64 = created.iter().map(|r| r.bytes_written).sum();
@@ -206,6 +212,15 @@ fn prepare(
         ));
     }
     Ok(())
+}
+
+/// A prepare failure as a run error; damage found in existing databases stays damage.
+fn prepare_error(e: edbstress_engine::prepare::PrepareError) -> RunError {
+    if e.is_integrity() {
+        RunError::Damaged(e.to_string())
+    } else {
+        RunError::Prepare(e.to_string())
+    }
 }
 
 /// The parameters section of the results.
@@ -285,6 +300,8 @@ pub fn empty_results(config: &RunConfig, threads: u32) -> RunResults {
         host_counters: None,
         autotune: None,
         verification: None,
+        sampling_stalls: Vec::new(),
+        inconsistencies: Vec::new(),
         samples: Vec::new(),
     }
 }
@@ -403,10 +420,13 @@ fn transactional_test(
         log.line(format!("Shutdown problem: {e}"));
     }
     let verification = if config.verify_after && !stop.load(Ordering::Relaxed) {
-        Some(verify(config, &bench_layouts, log, events)?)
+        Some(verify(config, &bench_layouts, log, stop, events)?)
     } else {
         None
     };
+    let sampling = measurement
+        .as_ref()
+        .map(|m| (m.longest_interval_s, m.stall_limit_s));
     if let Some(m) = measurement {
         fill_measurement(&mut results, m, log);
     }
@@ -419,6 +439,7 @@ fn transactional_test(
         transaction_errors: results.totals.transactions.as_ref().map_or(0, |t| t.errors),
         bdm_bad_pages: close.bdm_bad_pages.len() as u64,
         shutdown_errors: close.shutdown_errors.len() as u64,
+        sampling,
     };
     results.criteria = evaluate(&measurements, &config.thresholds);
     for p in &close.bdm_bad_pages {
@@ -475,6 +496,7 @@ fn fill_measurement(results: &mut RunResults, m: Measurement, log: &TestLog<'_>)
     results.instances = m.instances;
     results.totals = m.totals;
     results.samples = m.samples;
+    results.sampling_stalls = m.stalls;
     results.host_counters = Some(m.host);
 }
 
@@ -483,6 +505,7 @@ fn verify(
     config: &RunConfig,
     layouts: &[InstanceLayout],
     log: &TestLog<'_>,
+    stop: &AtomicBool,
     events: &(dyn Fn(RunEvent<'_>) + Sync),
 ) -> Result<Verification, RunError> {
     log.line("Verifying database and log checksums ...");
@@ -497,10 +520,22 @@ fn verify(
     };
     for layout in layouts {
         let what = format!("checksum {}", layout.db_file.display());
-        let db = scan_database(&layout.db_file, &options, &mut |done, total| {
-            events(RunEvent::Progress(&what, done, total))
-        })
+        let db = scan_database_until(
+            &layout.db_file,
+            &options,
+            &|| stop.load(Ordering::Relaxed),
+            &mut |done, total| events(RunEvent::Progress(&what, done, total)),
+        )
         .map_err(|e| RunError::Verify(e.to_string()))?;
+        if db.stopped || stop.load(Ordering::Relaxed) {
+            // Unfinished verification proves nothing: it cannot pass.
+            log.line("Checksum verification was interrupted.");
+            v.passed = false;
+            break;
+        }
+        if let Some(t) = &db.truncated {
+            log.line(format!("{}: {t}", instance_name(layout.instance)));
+        }
         let owner = edbstress_engine::dbfile::read_header(&layout.db_file, config.io_mode)
             .ok()
             .map(|s| s.header);

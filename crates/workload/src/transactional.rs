@@ -20,8 +20,8 @@ use edbstress_engine::log::LogCounters;
 use edbstress_io::{ClassStats, IoClass, IoStats, LatencyHistogram};
 use edbstress_report::summary::{latency_summary, rate};
 use edbstress_report::{
-    EngineSummary, HostCounters, InstanceResult, IoSummary, Sample, SampleFamily, Totals,
-    TransactionSummary, instance_name,
+    EngineSummary, HostCounters, InstanceResult, IoSummary, Sample, SampleFamily, SamplingStall,
+    Totals, TransactionSummary, instance_name,
 };
 use parking_lot::Mutex;
 
@@ -205,6 +205,26 @@ pub struct Measurement {
     pub host: HostCounters,
     /// Transactions that failed.
     pub transaction_errors: u64,
+    /// Longest sampling interval, seconds.
+    pub longest_interval_s: f64,
+    /// The longest a sampling interval may last, seconds ([`stall_limit`]).
+    pub stall_limit_s: f64,
+    /// Sampling intervals longer than [`stall_limit`].
+    pub stalls: Vec<SamplingStall>,
+}
+
+/// The longest a sampling interval may last before it counts as a stall: twice the
+/// sample interval, and at least the interval plus 5 seconds. Sampling runs on its own
+/// thread and waits on no I/O, so it is late only when the process was stopped or
+/// starved (SIGSTOP, a frozen VM, swapping) or the machine stopped responding; the
+/// margin keeps scheduler hiccups of a busy host from failing short intervals, and the
+/// factor keeps long intervals from hiding a stall as long as themselves. An interval
+/// that stretched this far averages a period that was not observed, so its figures
+/// cannot support a Pass.
+pub fn stall_limit(sample_interval: Duration) -> Duration {
+    sample_interval
+        .saturating_mul(2)
+        .max(sample_interval.saturating_add(Duration::from_secs(5)))
 }
 
 /// Why dispatch stopped early, if it did.
@@ -264,9 +284,15 @@ impl<'a> Workbench<'a> {
             ic.circular_logging = true;
             ic.write_coalesce_max = usize::try_from(config.write_coalesce).unwrap_or(usize::MAX);
             ic.torn_write_protection = config.torn_write_protection;
-            let instance = Arc::new(Instance::open(ic).map_err(|e| RunError::Engine {
-                what: format!("open {}", layout.db_file.display()),
-                message: e.to_string(),
+            let instance = Arc::new(Instance::open(ic).map_err(|e| {
+                if e.is_integrity() {
+                    RunError::Damaged(e.to_string())
+                } else {
+                    RunError::Engine {
+                        what: format!("open {}", layout.db_file.display()),
+                        message: e.to_string(),
+                    }
+                }
             })?);
             let initial_bytes = file_len(&layout.db_file);
             let n = u16::try_from(layout.instance).unwrap_or(u16::MAX);
@@ -557,8 +583,8 @@ fn self_drive(
         let mut last_tick = bench.snapshot();
         let mut recorder =
             (kind == PhaseKind::Measure).then(|| MeasureRecorder::new(bench, &last_tick));
-        let mut next_sample = phase_start + bench.config.sample_interval;
-        let deadline = phase_start + length;
+        let mut next_sample = later(phase_start, bench.config.sample_interval);
+        let deadline = later(phase_start, length);
         if kind == PhaseKind::AttainPrerequisites {
             bench.log.line("Attaining prerequisites:");
         }
@@ -576,7 +602,7 @@ fn self_drive(
             if now >= deadline {
                 break;
             }
-            let wake = (now + TICK).min(deadline);
+            let wake = later(now, TICK).min(deadline);
             sleep_until(wake, stop);
             let snap = bench.snapshot();
             let tick = bench.interval(&last_tick, &snap);
@@ -626,7 +652,15 @@ fn self_drive(
             if let Some(r) = recorder.as_mut() {
                 if snap.at >= next_sample || snap.at >= deadline {
                     r.sample(bench, &snap);
-                    next_sample += bench.config.sample_interval;
+                    // After a stall the slots it swallowed are gone: the next sample
+                    // is one interval on, not a burst of catching-up slivers.
+                    while next_sample <= snap.at {
+                        let next = later(next_sample, bench.config.sample_interval);
+                        if next == next_sample {
+                            break;
+                        }
+                        next_sample = next;
+                    }
                 }
             }
             last_tick = snap;
@@ -649,6 +683,16 @@ fn self_drive(
         }
     }
     (measurement, None)
+}
+
+/// `start + length`, or the farthest instant the clock can hold when that overflows:
+/// lengths come from the user, and validation bounds them, but an overflowing deadline
+/// must never panic inside the dispatch threads (the databases would stay in use).
+pub fn later(start: Instant, length: Duration) -> Instant {
+    start
+        .checked_add(length)
+        .or_else(|| start.checked_add(crate::config::MAX_DURATION))
+        .unwrap_or(start)
 }
 
 fn sleep_until(wake: Instant, stop: &AtomicBool) {
@@ -729,6 +773,8 @@ struct MeasureRecorder {
     max_interval: BTreeMap<(Option<u16>, IoClass), f64>,
     stalls: Vec<Vec<f64>>,
     depth_mb: Vec<Vec<f64>>,
+    longest_interval_s: f64,
+    sampling_stalls: Vec<SamplingStall>,
 }
 
 impl MeasureRecorder {
@@ -746,6 +792,8 @@ impl MeasureRecorder {
             max_interval: BTreeMap::new(),
             stalls: vec![Vec::new(); bench.slots.len()],
             depth_mb: vec![Vec::new(); bench.slots.len()],
+            longest_interval_s: 0.0,
+            sampling_stalls: Vec::new(),
         }
     }
 
@@ -756,6 +804,18 @@ impl MeasureRecorder {
         }
         self.interval_no += 1;
         let elapsed = (now.at - self.start.at).as_secs_f64();
+        self.longest_interval_s = self.longest_interval_s.max(iv.seconds);
+        let expected = bench.config.sample_interval;
+        if iv.seconds > stall_limit(expected).as_secs_f64() {
+            let stall = SamplingStall {
+                interval: self.interval_no,
+                elapsed_s: elapsed,
+                seconds: iv.seconds,
+                expected_seconds: expected.as_secs_f64(),
+            };
+            bench.log.line(format!("Problem: {}.", stall.describe()));
+            self.sampling_stalls.push(stall);
+        }
         let stamp = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
         let base = |scope: String, family: &str| Sample {
             interval: self.interval_no,
@@ -896,6 +956,9 @@ impl MeasureRecorder {
             instances,
             samples: self.samples,
             host,
+            longest_interval_s: self.longest_interval_s,
+            stall_limit_s: stall_limit(bench.config.sample_interval).as_secs_f64(),
+            stalls: self.sampling_stalls,
         }
     }
 }

@@ -107,6 +107,36 @@ pub fn format_size(bytes: u64) -> String {
     format!("{}{}", best.0, best.1)
 }
 
+/// Characters of one line of user input an error message quotes at most.
+pub const EXCERPT_CHARS: usize = 200;
+/// Lines of a parser's message kept at most.
+const EXCERPT_LINES: usize = 12;
+
+/// `message` with every line cut to [`EXCERPT_CHARS`] characters (an ellipsis marks
+/// the cut) and at most a dozen lines: parsers quote the offending input, and a
+/// 10 MB value must not come back as 10 MB of error.
+pub fn bounded(message: &str) -> String {
+    let mut out = String::new();
+    for (i, line) in message.lines().enumerate() {
+        if i == EXCERPT_LINES {
+            out.push_str("…\n");
+            break;
+        }
+        match line.char_indices().nth(EXCERPT_CHARS) {
+            Some((cut, _)) => {
+                out.push_str(&line[..cut]);
+                out.push('…');
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    if !message.ends_with('\n') {
+        out.pop();
+    }
+    out
+}
+
 /// Writes a page size as "32KiB".
 pub fn format_page_size(page_size: PageSize) -> String {
     format_size(page_size.bytes() as u64)

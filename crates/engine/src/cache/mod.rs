@@ -126,9 +126,10 @@ impl CacheConfig {
         let invalid = |what: String| Err(EngineError::Invalid(what));
         if self.max_frames < 4 || self.max_frames > u32::MAX as usize {
             return invalid(format!(
-                "the database cache needs between 4 and {} frames, not {}; give it more memory",
+                "the database cache needs between 4 and {} frames, not {}; give it {} memory",
                 u32::MAX,
-                self.max_frames
+                self.max_frames,
+                if self.max_frames < 4 { "more" } else { "less" }
             ));
         }
         if self.min_frames > self.max_frames {

@@ -111,7 +111,7 @@ pub fn verify_log_sequence(
     };
     let summary = match read_to_end(dir, from, signatures, &options, &mut report.records) {
         Ok(summary) => summary,
-        Err(e) if e.is_integrity_problem() => {
+        Err(e) if e.is_integrity() => {
             report.problems.push(e.to_string());
             return Ok(report);
         }

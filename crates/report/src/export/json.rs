@@ -35,5 +35,9 @@ pub fn read_results(bytes: &[u8]) -> Result<RunResults, String> {
         }
         None => return Err("no schema_version: not an edbstress results.json".into()),
     }
-    serde_json::from_value(value).map_err(|e| format!("does not match schema: {e}"))
+    let mut results: RunResults =
+        serde_json::from_value(value).map_err(|e| format!("does not match schema: {e}"))?;
+    // What is shown is derived from the figures, never taken on the file's word.
+    results.rejudge();
+    Ok(results)
 }

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use super::{ExportError, Exporter};
 use crate::model::{Comparison, RunResults};
-use crate::text::{escape, plain_words, quantity};
+use crate::text::{escape, inconsistency_note, plain_words, quantity};
 
 /// The comment after the XML declaration of every `junit.xml`: it tells
 /// `edbstress report` the file is ours to overwrite.
@@ -21,7 +21,7 @@ pub struct JunitXml;
 pub fn render_junit(r: &RunResults) -> String {
     let suite = format!("edbstress.{}", r.test_type.cli_name());
     let failures = r.criteria.iter().filter(|c| !c.passed).count();
-    let errors = usize::from(r.aborted);
+    let errors = usize::from(r.aborted) + usize::from(!r.inconsistencies.is_empty());
     let tests = r.criteria.len() + errors;
     let mut o = String::new();
     let _ = writeln!(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>");
@@ -109,6 +109,19 @@ pub fn render_junit(r: &RunResults) -> String {
             o,
             "      <error type=\"aborted\" message=\"the test was stopped before its end: {}\"/>",
             escape(r.abort_reason.as_deref().unwrap_or("no reason recorded"))
+        );
+        let _ = writeln!(o, "    </testcase>");
+    }
+    if let Some(note) = inconsistency_note(r) {
+        let _ = writeln!(
+            o,
+            "    <testcase classname=\"{}\" name=\"results_consistent\" time=\"0\">",
+            escape(&suite)
+        );
+        let _ = writeln!(
+            o,
+            "      <error type=\"inconsistent\" message=\"{}\"/>",
+            escape(&note)
         );
         let _ = writeln!(o, "    </testcase>");
     }

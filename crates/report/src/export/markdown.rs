@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::{ExportError, Exporter};
 use crate::model::{Comparison, RunResults};
-use crate::text::{fixed3, hms, plain_words, quantity, timestamp};
+use crate::text::{fixed3, hms, inconsistency_note, plain_words, quantity, timestamp};
 
 /// The first line of every `summary.md` (an HTML comment, invisible when rendered): it
 /// tells `edbstress report` the file is ours to overwrite.
@@ -69,6 +69,9 @@ pub fn render_markdown(r: &RunResults) -> String {
         r.test_type.label(),
         r.overall_result.label().to_uppercase()
     );
+    if let Some(note) = inconsistency_note(r) {
+        let _ = writeln!(o, "**{}**\n", md_cell(&note));
+    }
     if r.aborted {
         let _ = writeln!(
             o,

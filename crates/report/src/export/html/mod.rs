@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use super::{ExportError, Exporter, write_atomically};
 use crate::model::{RunResults, TestType, Verdict};
-use crate::text::{escape, plain_words};
+use crate::text::{escape, inconsistency_note, plain_words};
 
 mod beyond;
 mod jetstress;
@@ -425,6 +425,13 @@ pub(crate) fn verdict_banner(o: &mut String, r: &RunResults) {
                 o.push_str("</ol>");
             }
         }
+    }
+    if let Some(note) = inconsistency_note(r) {
+        let _ = write!(
+            o,
+            "<p class=\"inconsistent\"><strong>{}</strong></p>",
+            escape(&note)
+        );
     }
     o.push_str("</div></div>\n");
 }
