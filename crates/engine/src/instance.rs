@@ -218,6 +218,44 @@ pub struct Instance {
     counters: AtomicCounters,
     /// Keeps other processes and instances off the database while this one is open.
     _lock: crate::lock::DatabaseLock,
+    /// And off its log directory, whatever database path they were given.
+    _log_lock: crate::dirlock::LogDirLock,
+}
+
+/// Locks the instance's log directory and checks that it holds this database's logs
+/// (`header` is the database's, cleanly shut down).
+fn open_log_dir(
+    layout: &crate::layout::InstanceLayout,
+    header: &DatabaseHeader,
+) -> Result<crate::dirlock::LogDirLock, EngineError> {
+    let dir = &layout.log_dir;
+    let lock =
+        crate::dirlock::LogDirLock::acquire_if_exists(dir, crate::lock::LockMode::Exclusive)?;
+    let owners = crate::logfiles::log_dir_owners(dir);
+    let (Some(lock), false) = (lock, owners.files.is_empty()) else {
+        // A cleanly shut down database needs no log to be consistent: prepare starts a
+        // new log stream for it (ESE does the same).
+        return Err(EngineError::Invalid(format!(
+            "the log directory {} holds no log files for {}, which was shut down cleanly; run `edbstress prepare` with the same --db-path and --log-path: it keeps the database and starts a new log stream for it",
+            dir.display(),
+            layout.db_file.display()
+        )));
+    };
+    let ours = crate::logfiles::LogIdentity {
+        db_signature: header.signature,
+        log_signature: header.log_signature,
+    };
+    if let Some(other) = owners.others(ours).first() {
+        return Err(EngineError::Mismatch {
+            what: format!(
+                "the log directory {} holds the logs of another database ({other}), not of {} ({ours}); give this instance another --log-path, or remove the other database's files with `edbstress clean --db-path ITS_DB_PATH --log-path {}`",
+                dir.display(),
+                layout.db_file.display(),
+                dir.parent().unwrap_or(dir).display()
+            ),
+        });
+    }
+    Ok(lock)
 }
 
 /// Attempts before an operation gives up (each retry follows real progress: a page
@@ -250,6 +288,7 @@ impl Instance {
                 )));
             }
         }
+        let log_lock = open_log_dir(&config.layout, &header)?;
         let page_size = header.page_size;
         let log = Arc::new(LogWriter::open(
             LogConfig {
@@ -319,6 +358,7 @@ impl Instance {
             next_trx: AtomicU64::new(1),
             counters: AtomicCounters::default(),
             _lock: lock,
+            _log_lock: log_lock,
         })
     }
 
