@@ -91,7 +91,10 @@ impl Sentinel {
             ("edbstress001/E00.chk", b"someone else's checkpoint"),
             ("edbstress001/E0000000001.log", b"someone else's log"),
             ("edbstress001/E00tmp.log", b"someone else's pre-created log"),
-            ("results/Performance_2026_01_01_00_00_00/results.json", b"{}"),
+            (
+                "results/Performance_2026_01_01_00_00_00/results.json",
+                b"{}",
+            ),
             ("plain.txt", b"a plain file"),
         ];
         for (name, body) in files {
