@@ -48,9 +48,9 @@ fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
-/// Whether `pid` holds an exclusive flock on `dir` (from `/proc/locks`).
-fn dir_locked_by(dir: &Path, pid: u32) -> bool {
-    let Ok(meta) = std::fs::metadata(dir) else {
+/// Whether `pid` holds an exclusive flock on `path` (from `/proc/locks`).
+fn locked_by(path: &Path, pid: u32) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
         return false;
     };
     let dev = meta.dev();
@@ -76,9 +76,9 @@ struct Live {
 }
 
 impl Live {
-    /// Starts `args` in `tmp` and waits until its instance is open: it holds `log_dir`
-    /// and has marked the database `db` in use (prepare holds the directory too).
-    fn start(tmp: &Path, args: &[&str], db: &str, log_dir: &str) -> Live {
+    /// Starts `args` in `tmp` and waits until its instance is open: it holds the lock
+    /// of the database `db` and has marked it in use (prepare holds the lock too).
+    fn start(tmp: &Path, args: &[&str], db: &str) -> Live {
         let child = command(tmp)
             .args(args)
             .stdout(Stdio::null())
@@ -91,7 +91,8 @@ impl Live {
             read_header(&tmp.join(db), IoMode::Buffered)
                 .is_ok_and(|h| h.header.state == DbState::DirtyNeedsRecovery)
         };
-        while !(dir_locked_by(&tmp.join(log_dir), live.pid()) && in_use()) {
+        let lock = tmp.join(format!("{db}.lock"));
+        while !(locked_by(&lock, live.pid()) && in_use()) {
             if let Some(status) = live.child.try_wait().unwrap() {
                 panic!("{args:?} exited early with {status}");
             }
@@ -126,12 +127,7 @@ impl Live {
             "--results-dir",
             "live-results",
         ]);
-        Live::start(
-            tmp,
-            &args,
-            &format!("{db}/edbstress001.edb"),
-            &format!("{logs}/edbstress001"),
-        )
+        Live::start(tmp, &args, &format!("{db}/edbstress001.edb"))
     }
 
     fn pid(&self) -> u32 {
@@ -170,7 +166,6 @@ fn crashed_instance(tmp: &Path, db: &str, logs: &str) {
             logs,
         ],
         &format!("{db}/edbstress001.edb"),
-        &format!("{logs}/edbstress001"),
     );
     std::thread::sleep(Duration::from_millis(1500));
     probe.kill();
