@@ -63,6 +63,38 @@ pub fn ensure_dir_not_held(dir: &Path) -> Result<(), LockError> {
     LogDirLock::acquire_if_exists(dir, LockMode::Exclusive).map(drop)
 }
 
+/// Locks the instance's log directory and checks that it holds this database's logs
+/// (`ours` is the identity of its database, cleanly shut down), for an instance.
+pub(crate) fn claim_log_dir(
+    layout: &crate::layout::InstanceLayout,
+    ours: crate::logfiles::LogIdentity,
+) -> Result<LogDirLock, crate::error::EngineError> {
+    use crate::error::EngineError;
+    let dir = &layout.log_dir;
+    let lock = LogDirLock::acquire_if_exists(dir, LockMode::Exclusive)?;
+    let owners = crate::logfiles::log_dir_owners(dir);
+    let (Some(lock), false) = (lock, owners.files.is_empty()) else {
+        // A cleanly shut down database needs no log to be consistent: prepare starts a
+        // new log stream for it (ESE does the same).
+        return Err(EngineError::Invalid(format!(
+            "the log directory {} holds no log files for {}, which was shut down cleanly; run `edbstress prepare` with the same --db-path and --log-path: it keeps the database and starts a new log stream for it",
+            dir.display(),
+            layout.db_file.display()
+        )));
+    };
+    if let Some(other) = owners.others(ours).first() {
+        return Err(EngineError::Mismatch {
+            what: format!(
+                "the log directory {} holds the logs of another database ({other}), not of {} ({ours}); give this instance another --log-path, or remove the other database's files with `edbstress clean --db-path ITS_DB_PATH --log-path {}`",
+                dir.display(),
+                layout.db_file.display(),
+                dir.parent().unwrap_or(dir).display()
+            ),
+        });
+    }
+    Ok(lock)
+}
+
 fn open_dir(dir: &Path) -> std::io::Result<File> {
     OpenOptions::new()
         .read(true)

@@ -222,42 +222,6 @@ pub struct Instance {
     _log_lock: crate::dirlock::LogDirLock,
 }
 
-/// Locks the instance's log directory and checks that it holds this database's logs
-/// (`header` is the database's, cleanly shut down).
-fn open_log_dir(
-    layout: &crate::layout::InstanceLayout,
-    header: &DatabaseHeader,
-) -> Result<crate::dirlock::LogDirLock, EngineError> {
-    let dir = &layout.log_dir;
-    let lock =
-        crate::dirlock::LogDirLock::acquire_if_exists(dir, crate::lock::LockMode::Exclusive)?;
-    let owners = crate::logfiles::log_dir_owners(dir);
-    let (Some(lock), false) = (lock, owners.files.is_empty()) else {
-        // A cleanly shut down database needs no log to be consistent: prepare starts a
-        // new log stream for it (ESE does the same).
-        return Err(EngineError::Invalid(format!(
-            "the log directory {} holds no log files for {}, which was shut down cleanly; run `edbstress prepare` with the same --db-path and --log-path: it keeps the database and starts a new log stream for it",
-            dir.display(),
-            layout.db_file.display()
-        )));
-    };
-    let ours = crate::logfiles::LogIdentity {
-        db_signature: header.signature,
-        log_signature: header.log_signature,
-    };
-    if let Some(other) = owners.others(ours).first() {
-        return Err(EngineError::Mismatch {
-            what: format!(
-                "the log directory {} holds the logs of another database ({other}), not of {} ({ours}); give this instance another --log-path, or remove the other database's files with `edbstress clean --db-path ITS_DB_PATH --log-path {}`",
-                dir.display(),
-                layout.db_file.display(),
-                dir.parent().unwrap_or(dir).display()
-            ),
-        });
-    }
-    Ok(lock)
-}
-
 /// Attempts before an operation gives up (each retry follows real progress: a page
 /// read, a frame freed or the file grown).
 const MAX_ATTEMPTS: u32 = 10_000;
@@ -288,7 +252,13 @@ impl Instance {
                 )));
             }
         }
-        let log_lock = open_log_dir(&config.layout, &header)?;
+        let log_lock = crate::dirlock::claim_log_dir(
+            &config.layout,
+            crate::logfiles::LogIdentity {
+                db_signature: header.signature,
+                log_signature: header.log_signature,
+            },
+        )?;
         let page_size = header.page_size;
         let log = Arc::new(LogWriter::open(
             LogConfig {
