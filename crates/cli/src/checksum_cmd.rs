@@ -4,10 +4,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
+use edbstress_engine::dirlock::LogDirLock;
 use edbstress_engine::layout::{
     db_file_name, discover_databases, discover_log_dirs, parse_db_file_name,
 };
-use edbstress_engine::lock::DatabaseLock;
+use edbstress_engine::lock::{DatabaseLock, LockMode};
 use edbstress_engine::logfiles::is_log_file_name;
 use edbstress_engine::verify::{
     DatabaseScanReport, LogScanReport, PageProblemKind, ScanError, ScanOptions, scan_database,
@@ -136,6 +137,8 @@ pub fn run(args: ChecksumArgs) -> Result<ExitCode, CommandError> {
             .filter(of_instance)
             .map(|db| DatabaseLock::acquire_shared(db))
             .collect::<Result<Vec<_>, _>>()?;
+        // And the directory itself, whatever database path its writer was given.
+        let _dir_lock = LogDirLock::acquire(dir, LockMode::Shared)?;
         // The log is checked against its database's header when that database is
         // known: beside the log root (the instance's database among those checked).
         let owner = databases

@@ -5,7 +5,10 @@
 //! next-generation names and they carry our log signature; a run directory's files only
 //! when the directory holds a `results.json` we wrote and the file names are ones a run
 //! writes. Directories are removed only when nothing else is left in them. Databases
-//! another process holds (their lock) stop the whole clean before anything is removed.
+//! and log directories another process holds (their locks) stop the whole clean before
+//! anything is removed; a log directory holding another database's logs than the one
+//! of its number under the database paths is left alone. Clean never leaves the
+//! directories it was given: symbolic links are neither followed nor descended into.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -13,11 +16,12 @@ use std::process::ExitCode;
 
 use clap::Args;
 use edbstress_engine::dbfile::read_header;
+use edbstress_engine::dirlock::{LogDirLock, ensure_dir_not_held};
 use edbstress_engine::layout::{discover_log_dirs, parse_db_file_name};
 use edbstress_engine::lock::{
-    DatabaseLock, LOCK_SUFFIX, LockError, ensure_not_held, is_lock_file_content,
+    DatabaseLock, LOCK_SUFFIX, LockError, LockMode, ensure_not_held, is_lock_file_content,
 };
-use edbstress_engine::logfiles::{is_log_file_name, is_our_log_file};
+use edbstress_engine::logfiles::{LogIdentity, is_log_file_name, is_our_log_file, log_dir_owners};
 use edbstress_io::IoMode;
 use edbstress_report::export::read_results;
 
@@ -59,6 +63,8 @@ struct CleanPlan {
     files: Vec<PathBuf>,
     /// Directories to remove if empty afterwards.
     dirs: Vec<PathBuf>,
+    /// Instance log directories, locked while their files are removed.
+    log_dirs: Vec<PathBuf>,
     /// Paths left alone, with the reason.
     skipped: Vec<(PathBuf, String)>,
 }
@@ -136,6 +142,31 @@ fn held_error(e: LockError) -> CommandError {
     CommandError::Usage(format!("{e}; nothing was removed"))
 }
 
+/// Whether `path` is a symbolic link (not followed: it may lead out of the directories
+/// clean was given).
+fn is_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// Whether `path` is a regular file itself (not through a link).
+fn is_plain_file(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file())
+}
+
+const LINK_SKIPPED: &str =
+    "a symbolic link: clean does not follow links out of the directories it is given";
+
+/// Refuses when another process holds the database `db` (when it is one of ours: a
+/// foreign file of that name has no lock).
+fn ensure_db_not_held(db: &Path) -> Result<(), CommandError> {
+    if std::fs::symlink_metadata(db).is_ok()
+        && edbstress_engine::dbfile::check_database_signature(db).is_err()
+    {
+        return Ok(());
+    }
+    ensure_not_held(db).map_err(held_error)
+}
+
 fn plan_databases(
     dir: &Path,
     entries: &[PathBuf],
@@ -145,11 +176,15 @@ fn plan_databases(
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
+        if is_link(path) && (name.ends_with(LOCK_SUFFIX) || parse_db_file_name(name).is_some()) {
+            plan.skip(path, LINK_SKIPPED);
+            continue;
+        }
         if let Some(db_name) = name.strip_suffix(LOCK_SUFFIX) {
             // Lock files of databases that are gone: the ones of present databases go
             // with their database.
-            if parse_db_file_name(db_name).is_some() && !dir.join(db_name).exists() {
-                let db = dir.join(db_name);
+            let db = dir.join(db_name);
+            if parse_db_file_name(db_name).is_some() && std::fs::symlink_metadata(&db).is_err() {
                 ensure_not_held(&db).map_err(held_error)?;
                 let contents = std::fs::read(path).unwrap_or_default();
                 if is_lock_file_content(&contents) {
@@ -186,12 +221,36 @@ fn plan_log_dirs(
     let dirs = discover_log_dirs(root).map_err(|e| {
         CommandError::Usage(format!("cannot list --log-path {}: {e}", root.display()))
     })?;
-    for (instance, dir) in dirs {
+    'dirs: for (instance, dir) in dirs {
+        if is_link(&dir) {
+            plan.skip(&dir, LINK_SKIPPED);
+            continue;
+        }
+        // In use by a live instance, whatever database path it was given.
+        ensure_dir_not_held(&dir).map_err(held_error)?;
+        let owners = log_dir_owners(&dir);
         // A log directory belongs to the database of the same number; if that one is in
-        // use, so are its logs.
+        // use, so are its logs, and logs of another database are that one's.
         for db_dir in db_paths {
             let db = db_dir.join(edbstress_engine::layout::db_file_name(instance));
-            ensure_not_held(&db).map_err(held_error)?;
+            ensure_db_not_held(&db)?;
+            let Ok(sel) = read_header(&db, IoMode::Buffered) else {
+                continue;
+            };
+            let ours = LogIdentity {
+                db_signature: sel.header.signature,
+                log_signature: sel.header.log_signature,
+            };
+            if let Some(other) = owners.others(ours).first() {
+                plan.skip(
+                    &dir,
+                    format!(
+                        "it holds the logs of another database ({other}) than {} ({ours}); clean that database's paths to remove them",
+                        db.display()
+                    ),
+                );
+                continue 'dirs;
+            }
         }
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
@@ -206,12 +265,15 @@ fn plan_log_dirs(
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if !is_log_file_name(name) {
                 plan.skip(&path, "not an edbstress log file name");
-            } else if !path.is_file() || !is_our_log_file(&path) {
+            } else if is_link(&path) {
+                plan.skip(&path, LINK_SKIPPED);
+            } else if !is_plain_file(&path) || !is_our_log_file(&path) {
                 plan.skip(&path, "no edbstress log signature");
             } else {
                 plan.files.push(path);
             }
         }
+        plan.log_dirs.push(dir.clone());
         plan.dirs.push(dir);
     }
     Ok(())
@@ -219,13 +281,18 @@ fn plan_log_dirs(
 
 fn plan_run_dirs(entries: &[PathBuf], plan: &mut CleanPlan) {
     for dir in entries {
+        if is_link(dir) {
+            plan.skip(dir, LINK_SKIPPED);
+            continue;
+        }
         if !dir.is_dir() {
             continue;
         }
         let results = dir.join("results.json");
-        let ours = std::fs::read(&results)
-            .ok()
-            .is_some_and(|bytes| read_results(&bytes).is_ok());
+        let ours = is_plain_file(&results)
+            && std::fs::read(&results)
+                .ok()
+                .is_some_and(|bytes| read_results(&bytes).is_ok());
         if !ours {
             plan.skip(dir, "no edbstress results.json");
             continue;
@@ -240,7 +307,7 @@ fn plan_run_dirs(entries: &[PathBuf], plan: &mut CleanPlan) {
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             let run_file = RUN_FILES.contains(&name)
                 || (name.starts_with(".edbstress-") && name.ends_with(".tmp"));
-            if run_file && path.is_file() {
+            if run_file && is_plain_file(&path) {
                 plan.files.push(path);
             } else {
                 plan.skip(&path, "not a file edbstress writes in a run directory");
@@ -278,6 +345,13 @@ fn confirm() -> Result<bool, CommandError> {
 }
 
 fn execute(plan: &CleanPlan) -> Result<(), CommandError> {
+    // Held until everything is removed, so no instance starts on these logs meanwhile.
+    let _log_locks = plan
+        .log_dirs
+        .iter()
+        .map(|dir| LogDirLock::acquire_if_exists(dir, LockMode::Exclusive))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(held_error)?;
     let remove = |path: &Path| {
         std::fs::remove_file(path)
             .map_err(|e| CommandError::Usage(format!("cannot remove {}: {e}", path.display())))

@@ -69,6 +69,7 @@ pub fn run(args: PrepareArgs) -> Result<ExitCode, CommandError> {
         queue_depth: args.target.io.queue_depth.map_or(8, |d| d as usize),
         threads: args.threads.unwrap_or(0),
         seed: args.seed,
+        new_log_stream: true,
     };
     let layouts = InstanceLayout::spread(
         args.databases,
@@ -108,6 +109,13 @@ pub fn run(args: PrepareArgs) -> Result<ExitCode, CommandError> {
         })
         .map_err(CommandError::prepare)?;
     bar.finish_and_clear();
+    if !args.target.json {
+        for r in &reports {
+            if let Some(note) = &r.log_note {
+                eprintln!("instance {:>3}: {note}", r.instance);
+            }
+        }
+    }
     let elapsed = started.elapsed().as_secs_f64();
     if args.target.json {
         let doc = serde_json::json!({ "databases": reports, "seconds": elapsed });

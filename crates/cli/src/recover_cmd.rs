@@ -3,7 +3,9 @@
 use std::process::ExitCode;
 
 use clap::Args;
+use edbstress_engine::dirlock::LogDirLock;
 use edbstress_engine::layout::InstanceLayout;
+use edbstress_engine::lock::LockMode;
 use edbstress_engine::recovery::{RecoveryOptions, RecoveryReport, recover};
 
 use crate::common::{CommandError, TargetArgs, instances_on_disk};
@@ -34,6 +36,8 @@ pub fn run(args: RecoverArgs) -> Result<ExitCode, CommandError> {
     // instances are still recovered, and the command fails with exit code 1.
     let mut refused = Vec::new();
     for layout in &layouts {
+        // Its log directory too, whichever database path a process using it was given.
+        let _log_lock = LogDirLock::acquire_if_exists(&layout.log_dir, LockMode::Exclusive)?;
         match recover(layout, &options) {
             Ok(report) => reports.push(report),
             Err(e) if e.is_integrity() => refused.push(Refused {

@@ -122,6 +122,32 @@ pub fn read_verified_header(file: &DataFile) -> Result<HeaderSelection, EngineEr
     Ok(sel)
 }
 
+/// Checks that the file at `path` carries the edbstress database signature (a header
+/// copy with our magic, even if damaged); the error says what was found instead.
+pub fn check_database_signature(path: &Path) -> Result<(), String> {
+    // A file too short for a header has no magic to look at (read_header reports it
+    // as an invalid header, like a damaged one of ours).
+    let len = std::fs::metadata(path)
+        .map_err(|e| format!("it cannot be read: {e}"))?
+        .len();
+    if len < 2 * 4096 {
+        return Err(format!(
+            "it is only {len} bytes long, too short for a database header"
+        ));
+    }
+    match read_header(path, IoMode::Buffered) {
+        Ok(_) => Ok(()),
+        Err(HeaderReadError::Header(HeaderError::NotOurs)) => {
+            Err("no edbstress signature in its header".into())
+        }
+        Err(HeaderReadError::Header(HeaderError::Uninitialized)) => {
+            Err("its header is all zero".into())
+        }
+        Err(HeaderReadError::Header(_)) => Ok(()),
+        Err(HeaderReadError::Io(e)) => Err(format!("it cannot be read: {e}")),
+    }
+}
+
 /// Writes `header` to slot 0, makes it durable, then to slot 1 (the shadow).
 pub fn write_header(file: &DataFile, header: &DatabaseHeader) -> Result<(), IoError> {
     let ps = header.page_size.bytes();

@@ -415,6 +415,9 @@ pub fn inject_log_dir(
     dir: &Path,
     request: &FaultRequest,
 ) -> Result<Vec<InjectedFault>, FaultError> {
+    // Like a writer of the log: never under a running instance.
+    let _lock = crate::dirlock::LogDirLock::acquire(dir, crate::lock::LockMode::Exclusive)
+        .map_err(EngineError::from)?;
     let mut rng = StdRng::seed_from_u64(request.seed);
     match request.kind {
         FaultKind::LogSegment => {

@@ -220,6 +220,8 @@ pub struct Instance {
     counters: AtomicCounters,
     /// Keeps other processes and instances off the database while this one is open.
     _lock: crate::lock::DatabaseLock,
+    /// And off its log directory, whatever database path they were given.
+    _log_lock: crate::dirlock::LogDirLock,
 }
 
 /// The log writer's generation hook: records in the header, durably, that
@@ -263,6 +265,13 @@ impl Instance {
                 )));
             }
         }
+        let log_lock = crate::dirlock::claim_log_dir(
+            &config.layout,
+            crate::logfiles::LogIdentity {
+                db_signature: header.signature,
+                log_signature: header.log_signature,
+            },
+        )?;
         let page_size = header.page_size;
         let log = Arc::new(LogWriter::open(
             LogConfig {
@@ -340,6 +349,7 @@ impl Instance {
             next_trx: AtomicU64::new(1),
             counters: AtomicCounters::default(),
             _lock: lock,
+            _log_lock: log_lock,
         })
     }
 

@@ -14,6 +14,7 @@ pub mod cache;
 pub mod check;
 pub mod content;
 pub mod dbfile;
+pub mod dirlock;
 pub mod error;
 pub mod fault;
 pub mod instance;

@@ -22,10 +22,17 @@
 //! A reader in a directory it cannot write (a read-only snapshot, another user's
 //! files) locks the lock file if there is one; if there is none, no writer is using the
 //! database (every writer holds a lock file), and the reader goes on without a lock.
+//!
+//! The lock belongs to the real file, not to the name it was reached by: the lock file
+//! sits beside the database with symbolic links resolved, and the database file itself
+//! is flocked too (flock is keyed by device and inode), so a symlink or a hard link in
+//! another directory meets the same lock. Lock files are opened without following links
+//! and are created only beside files that carry the edbstress database signature (or
+//! for a database about to be created), never beside someone else's file.
 
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
@@ -83,6 +90,31 @@ pub enum LockError {
         db: PathBuf,
         /// The foreign file.
         lock_file: PathBuf,
+    },
+    /// The file to lock exists and is not an edbstress database: no lock file is made
+    /// beside someone else's file.
+    #[error(
+        "refusing to lock {db}: it is not an edbstress database ({why}), so no lock file is created beside it; check the path"
+    )]
+    NotADatabase {
+        /// The file.
+        db: PathBuf,
+        /// What was found.
+        why: String,
+    },
+    /// A directory's lock is held (see [`crate::dirlock`]).
+    #[error("{}", crate::dirlock::held_message(dir, *.pid, more_pids, *.holder, *.wanted))]
+    DirHeld {
+        /// The locked directory.
+        dir: PathBuf,
+        /// PID of the (first) holder, when known.
+        pid: Option<u32>,
+        /// PIDs of the other holders.
+        more_pids: Vec<u32>,
+        /// Whether the holder writes or only reads.
+        holder: Holder,
+        /// The mode that was refused.
+        wanted: LockMode,
     },
     /// The lock file could not be created, locked or written.
     #[error(
@@ -148,6 +180,8 @@ pub struct DatabaseLock {
     /// `None` for a reader that found no lock file and could not create one (see the
     /// module documentation).
     file: Option<Flock<File>>,
+    /// The database file itself, flocked in the same mode (when it exists).
+    db: Option<Flock<File>>,
     lock_file: PathBuf,
     mode: LockMode,
 }
@@ -167,21 +201,71 @@ impl DatabaseLock {
 
     /// Locks the database at `db_file` in `mode`.
     pub fn acquire_mode(db_file: &Path, mode: LockMode) -> Result<DatabaseLock, LockError> {
-        let lock_file = lock_file_path(db_file);
+        let real = real_database_path(db_file)?;
+        let mut lock = DatabaseLock::lock_file_only(db_file, &real, mode)?;
+        // The lock file is beside the real file; the flock on the file itself also
+        // catches a hard link reached through another directory.
+        if let Some(db) = open_existing(&real).map_err(|source| LockError::Io {
+            lock_file: lock.lock_file.clone(),
+            op: "open the database",
+            source,
+        })? {
+            match Flock::lock(db, flock_arg(mode)) {
+                Ok(locked) => lock.db = Some(locked),
+                Err((db, Errno::EWOULDBLOCK)) => {
+                    let lock_file = lock.lock_file.clone();
+                    drop(lock);
+                    return Err(held_error(db_file, lock_file, db, b"", mode));
+                }
+                Err((_, errno)) => {
+                    return Err(LockError::Io {
+                        lock_file: lock.lock_file.clone(),
+                        op: "flock the database",
+                        source: errno.into(),
+                    });
+                }
+            }
+        }
+        Ok(lock)
+    }
+
+    /// Locks the lock file of the database whose real path is `real`.
+    fn lock_file_only(
+        db_file: &Path,
+        real: &Path,
+        mode: LockMode,
+    ) -> Result<DatabaseLock, LockError> {
+        let lock_file = lock_file_path(real);
         let io = |op: &'static str, source: std::io::Error| LockError::Io {
             lock_file: lock_file.clone(),
             op,
             source,
         };
         for _ in 0..MAX_ATTEMPTS {
-            let Some(mut file) = open_lock_file(&lock_file, mode).map_err(|e| io("open", e))?
-            else {
+            let opened = match open_lock_file(&lock_file, mode) {
+                Ok(opened) => opened,
+                Err(e) if is_link_error(&e) => {
+                    return Err(LockError::NotOurs {
+                        db: db_file.to_path_buf(),
+                        lock_file,
+                    });
+                }
+                Err(e) => return Err(io("open", e)),
+            };
+            let Some(mut file) = opened else {
                 return Ok(DatabaseLock {
                     file: None,
+                    db: None,
                     lock_file,
                     mode,
                 });
             };
+            if !file.metadata().map_err(|e| io("stat", e))?.is_file() {
+                return Err(LockError::NotOurs {
+                    db: db_file.to_path_buf(),
+                    lock_file,
+                });
+            }
             let mut contents = Vec::new();
             (&mut file)
                 .take(64)
@@ -193,11 +277,7 @@ impl DatabaseLock {
                     lock_file,
                 });
             }
-            let arg = match mode {
-                LockMode::Exclusive => FlockArg::LockExclusiveNonblock,
-                LockMode::Shared => FlockArg::LockSharedNonblock,
-            };
-            let mut locked = match Flock::lock(file, arg) {
+            let mut locked = match Flock::lock(file, flock_arg(mode)) {
                 Ok(locked) => locked,
                 Err((file, Errno::EWOULDBLOCK)) => {
                     return Err(held_error(db_file, lock_file, file, &contents, mode));
@@ -217,6 +297,7 @@ impl DatabaseLock {
             }
             return Ok(DatabaseLock {
                 file: Some(locked),
+                db: None,
                 lock_file,
                 mode,
             });
@@ -240,6 +321,8 @@ impl DatabaseLock {
 
 impl Drop for DatabaseLock {
     fn drop(&mut self) {
+        // The database's own flock first: the lock file stays held until it is removed.
+        self.db = None;
         let Some(file) = &self.file else {
             return;
         };
@@ -265,6 +348,7 @@ fn open_lock_file(lock_file: &Path, mode: LockMode) -> std::io::Result<Option<Fi
         .write(true)
         .create(true)
         .truncate(false)
+        .custom_flags(nix::libc::O_NOFOLLOW)
         .open(lock_file);
     match created {
         Ok(file) => Ok(Some(file)),
@@ -275,12 +359,79 @@ fn open_lock_file(lock_file: &Path, mode: LockMode) -> std::io::Result<Option<Fi
                     ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem
                 ) =>
         {
-            match File::open(lock_file) {
+            match open_no_follow(lock_file) {
                 Ok(file) => Ok(Some(file)),
                 Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(e),
             }
         }
+        Err(e) => Err(e),
+    }
+}
+
+/// Opens `path` read-only without following a symbolic link in its last component.
+fn open_no_follow(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+}
+
+/// Whether `e` is what `O_NOFOLLOW` returns for a symbolic link.
+fn is_link_error(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(nix::libc::ELOOP)
+}
+
+fn flock_arg(mode: LockMode) -> FlockArg {
+    match mode {
+        LockMode::Exclusive => FlockArg::LockExclusiveNonblock,
+        LockMode::Shared => FlockArg::LockSharedNonblock,
+    }
+}
+
+/// The database's real path (symbolic links resolved), where its lock file goes. A
+/// database that does not exist yet (prepare is about to create it) resolves through
+/// its directory. An existing file must carry the edbstress signature.
+pub fn real_database_path(db_file: &Path) -> Result<PathBuf, LockError> {
+    let not_db = |why: String| LockError::NotADatabase {
+        db: db_file.to_path_buf(),
+        why,
+    };
+    match std::fs::symlink_metadata(db_file) {
+        Ok(_) => {}
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            let (Some(dir), Some(name)) = (db_file.parent(), db_file.file_name()) else {
+                return Ok(db_file.to_path_buf());
+            };
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            return Ok(
+                std::fs::canonicalize(dir).map_or_else(|_| db_file.to_path_buf(), |d| d.join(name))
+            );
+        }
+        Err(e) => return Err(not_db(format!("it cannot be examined: {e}"))),
+    }
+    let real = std::fs::canonicalize(db_file).map_err(|e| {
+        not_db(format!(
+            "it cannot be resolved ({e}); a symbolic link to nothing?"
+        ))
+    })?;
+    let meta = std::fs::metadata(&real).map_err(|e| not_db(format!("{e}")))?;
+    if !meta.is_file() {
+        return Err(not_db("it is not a regular file".into()));
+    }
+    crate::dbfile::check_database_signature(&real).map_err(not_db)?;
+    Ok(real)
+}
+
+/// Opens an existing database file read-only for its flock; `None` when there is none.
+fn open_existing(real: &Path) -> std::io::Result<Option<File>> {
+    match open_no_follow(real) {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -341,15 +492,15 @@ fn held_error(
 
 /// A flock on a file, as `/proc/locks` lists it.
 #[derive(Debug, PartialEq, Eq)]
-struct LockHolder {
-    pid: u32,
-    exclusive: bool,
+pub(crate) struct LockHolder {
+    pub(crate) pid: u32,
+    pub(crate) exclusive: bool,
 }
 
 /// The processes holding a flock on the file with metadata `file`, from `/proc/locks`
 /// (sorted by PID); empty when it cannot be read or lists none (PIDs of another PID
 /// namespace show as 0 and are left out).
-fn lock_holders(file: &std::fs::Metadata) -> Vec<LockHolder> {
+pub(crate) fn lock_holders(file: &std::fs::Metadata) -> Vec<LockHolder> {
     std::fs::read_to_string("/proc/locks")
         .map(|text| parse_proc_locks(&text, file.dev(), file.ino()))
         .unwrap_or_default()
@@ -397,34 +548,43 @@ pub fn parse_pid(contents: &[u8]) -> Option<u32> {
 /// Checks that nobody holds the lock of `db_file`, creating and removing nothing (a
 /// stale lock file stays where it is).
 pub fn ensure_not_held(db_file: &Path) -> Result<(), LockError> {
-    let lock_file = lock_file_path(db_file);
-    let mut file = match File::open(&lock_file) {
-        Ok(file) => file,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
-        Err(source) => {
-            return Err(LockError::Io {
+    let real = real_database_path(db_file)?;
+    let lock_file = lock_file_path(&real);
+    let io = |op: &'static str, source: std::io::Error| LockError::Io {
+        lock_file: lock_file.clone(),
+        op,
+        source,
+    };
+    let probe =
+        |file: File, contents: &[u8]| match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(_) => Ok(()),
+            Err((file, Errno::EWOULDBLOCK)) => Err(held_error(
+                db_file,
+                lock_file.clone(),
+                file,
+                contents,
+                LockMode::Exclusive,
+            )),
+            Err((_, errno)) => Err(io("flock", errno.into())),
+        };
+    match open_no_follow(&lock_file) {
+        Ok(mut file) => {
+            let mut contents = Vec::new();
+            let _ = (&mut file).take(64).read_to_end(&mut contents);
+            probe(file, &contents)?;
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) if is_link_error(&e) => {
+            return Err(LockError::NotOurs {
+                db: db_file.to_path_buf(),
                 lock_file,
-                op: "open",
-                source,
             });
         }
-    };
-    let mut contents = Vec::new();
-    let _ = (&mut file).take(64).read_to_end(&mut contents);
-    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(_) => Ok(()),
-        Err((file, Errno::EWOULDBLOCK)) => Err(held_error(
-            db_file,
-            lock_file,
-            file,
-            &contents,
-            LockMode::Exclusive,
-        )),
-        Err((_, errno)) => Err(LockError::Io {
-            lock_file,
-            op: "flock",
-            source: errno.into(),
-        }),
+        Err(e) => return Err(io("open", e)),
+    }
+    match open_existing(&real).map_err(|e| io("open the database", e))? {
+        Some(db) => probe(db, b""),
+        None => Ok(()),
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use edbstress_format::log::{
     CHECKPOINT_FILE_NAME, CheckpointRecord, CheckpointState, DEFAULT_LOG_FILE_LEN, LogFileHeader,
     LogPosition, NEXT_LOG_FILE_NAME, SEGMENT_LEN, log_file_name, parse_log_file_name,
+    select_checkpoint,
 };
 use edbstress_io::{AlignedBuf, DataFile, IoError, IoMode};
 
@@ -48,6 +49,91 @@ pub fn is_log_file_name(name: &str) -> bool {
         || name == CHECKPOINT_FILE_NAME
 }
 
+/// The identity of a database as its log files and checkpoint carry it: the database
+/// signature and the log signature. The log signature is unique per database even when
+/// a seed made two databases' content (and database signature) the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LogIdentity {
+    /// The database signature.
+    pub db_signature: u64,
+    /// The log signature.
+    pub log_signature: u64,
+}
+
+impl std::fmt::Display for LogIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "database signature {:#018x}, log signature {:#018x}",
+            self.db_signature, self.log_signature
+        )
+    }
+}
+
+/// Whose logs an instance log directory holds.
+#[derive(Debug, Default)]
+pub struct LogDirOwners {
+    /// Files carrying our log or checkpoint signature.
+    pub files: Vec<std::path::PathBuf>,
+    /// The identities their headers name (sorted, each once); damaged headers name none.
+    pub identities: Vec<LogIdentity>,
+}
+
+impl LogDirOwners {
+    /// Identities other than `ours`.
+    pub fn others(&self, ours: LogIdentity) -> Vec<LogIdentity> {
+        self.identities
+            .iter()
+            .copied()
+            .filter(|&id| id != ours)
+            .collect()
+    }
+}
+
+/// Reads who owns the log files in `dir` (nothing when it does not exist). Symbolic
+/// links are not followed: a link is nobody's log file.
+pub fn log_dir_owners(dir: &Path) -> LogDirOwners {
+    use std::io::Read;
+    let mut owners = LogDirOwners::default();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return owners;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let path = entry.path();
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        if !is_log_file_name(&name) || !is_file || !is_our_log_file(&path) {
+            continue;
+        }
+        let mut head = vec![0u8; 2 * SEGMENT_LEN];
+        let read = std::fs::File::open(&path).and_then(|mut f| f.read_exact(&mut head));
+        let identity = read.ok().and_then(|()| {
+            if name == CHECKPOINT_FILE_NAME {
+                select_checkpoint(&head[..SEGMENT_LEN], &head[SEGMENT_LEN..])
+                    .ok()
+                    .map(|s| LogIdentity {
+                        db_signature: s.record.db_signature,
+                        log_signature: s.record.log_signature,
+                    })
+            } else {
+                LogFileHeader::decode(&head[..SEGMENT_LEN])
+                    .ok()
+                    .map(|h| LogIdentity {
+                        db_signature: h.db_signature,
+                        log_signature: h.log_signature,
+                    })
+            }
+        });
+        owners.files.push(path);
+        owners.identities.extend(identity);
+    }
+    owners.files.sort();
+    owners.identities.sort();
+    owners.identities.dedup();
+    owners
+}
+
 fn io_err(path: &Path, op: &'static str, source: std::io::Error) -> IoError {
     IoError::Io {
         path: path.to_path_buf(),
@@ -57,8 +143,17 @@ fn io_err(path: &Path, op: &'static str, source: std::io::Error) -> IoError {
     }
 }
 
-/// Removes the edbstress log files of `dir` (only files carrying our signature) and
-/// creates a fresh generation 1 and checkpoint for the database `db_signature`.
+/// Removes the edbstress log files of `dir` (only regular files carrying our
+/// signature). The caller has checked whose they are (see [`log_dir_owners`]).
+pub fn remove_our_logs(dir: &Path) -> Result<(), IoError> {
+    for path in log_dir_owners(dir).files {
+        std::fs::remove_file(&path).map_err(|e| io_err(&path, "remove", e))?;
+    }
+    Ok(())
+}
+
+/// Removes the edbstress log files of `dir` (see [`remove_our_logs`]) and creates a
+/// fresh generation 1 and checkpoint for the database `db_signature`.
 pub fn replace_logs(
     dir: &Path,
     db_signature: u64,
@@ -66,15 +161,7 @@ pub fn replace_logs(
     state: CheckpointState,
     mode: IoMode,
 ) -> Result<(), IoError> {
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            if is_log_file_name(&name.to_string_lossy()) && is_our_log_file(&entry.path()) {
-                std::fs::remove_file(entry.path())
-                    .map_err(|e| io_err(&entry.path(), "remove", e))?;
-            }
-        }
-    }
+    remove_our_logs(dir)?;
     create_initial_logs(dir, db_signature, log_signature, state, mode)
 }
 

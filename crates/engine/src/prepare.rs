@@ -15,8 +15,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use edbstress_format::header::{DatabaseHeader, DbState, HeaderError, TreeRoot};
 use edbstress_format::log::{
-    CHECKPOINT_FILE_NAME, CheckpointState, DEFAULT_LOG_FILE_LEN, LogPosition, SEGMENT_LEN,
-    log_file_name,
+    CheckpointState, DEFAULT_LOG_FILE_LEN, LogPosition, SEGMENT_LEN, log_file_name,
 };
 use edbstress_format::{PageSize, page_offset};
 use edbstress_io::{
@@ -30,6 +29,7 @@ use crate::bulkload::{
 use crate::content::Compressibility;
 use crate::dbfile::{read_header, write_header};
 use crate::layout::InstanceLayout;
+use crate::logfiles::LogIdentity;
 
 /// Creator string stored in every header.
 pub const CREATOR: &str = concat!("edbstress ", env!("CARGO_PKG_VERSION"));
@@ -57,9 +57,13 @@ pub struct PrepareOptions {
     pub queue_depth: usize,
     /// Page-building threads (0 = one per core).
     pub threads: usize,
-    /// Seed for the database and log signatures (and so all page content and message
-    /// sizes): the same seed prepares byte-identical databases. None: random.
+    /// Seed for the database signature (and so all page content and message sizes):
+    /// the same seed prepares the same pages. None: random. The log signature, which
+    /// with it identifies the database to its logs, is unique either way.
     pub seed: Option<u64>,
+    /// Start a new log stream for a cleanly shut down database whose log directory
+    /// holds no log files (the `prepare` command does; a run refuses and names it).
+    pub new_log_stream: bool,
 }
 
 impl Default for PrepareOptions {
@@ -76,6 +80,7 @@ impl Default for PrepareOptions {
             queue_depth: 8,
             threads: 0,
             seed: None,
+            new_log_stream: false,
         }
     }
 }
@@ -180,6 +185,32 @@ pub enum PrepareError {
     /// Another edbstress process holds a database.
     #[error(transparent)]
     Locked(#[from] crate::lock::LockError),
+    /// The instance's log directory holds another database's logs.
+    #[error(
+        "refusing to use the log directory {log_dir} for {db}: it holds the logs of another database ({theirs}), while {db} {ours}; that database may still need them for recovery. Give this instance another --log-path, or, if that database is no longer needed, remove its files with `edbstress clean --db-path ITS_DB_PATH --log-path {log_root}`"
+    )]
+    LogDirTaken {
+        /// The log directory.
+        log_dir: PathBuf,
+        /// Its root (the --log-path).
+        log_root: PathBuf,
+        /// The database being prepared.
+        db: PathBuf,
+        /// What the database being prepared is ("is to be created", its identity).
+        ours: String,
+        /// Whose logs are there.
+        theirs: String,
+    },
+    /// A cleanly shut down database's log directory holds no logs (a run was asked).
+    #[error(
+        "{db} was shut down cleanly, but its log directory {log_dir} holds no log files; run `edbstress prepare` with the same --db-path and --log-path: it keeps the database and starts a new log stream for it"
+    )]
+    LogsMissing {
+        /// The database.
+        db: PathBuf,
+        /// Its log directory.
+        log_dir: PathBuf,
+    },
 }
 
 impl PrepareError {
@@ -245,6 +276,9 @@ pub struct PrepareReport {
     pub seconds: f64,
     /// I/O backend used.
     pub backend: String,
+    /// What was done to the instance's logs besides the usual, for the user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_note: Option<String>,
 }
 
 impl PrepareReport {
@@ -282,8 +316,12 @@ impl PreparePlan {
         }
         let mut instances = Vec::new();
         for layout in layouts {
-            let action = inspect_instance(&layout, &options, page_count)?;
+            let (action, identity) = inspect_instance(&layout, &options, page_count)?;
+            // A log directory in use is refused with its holder's PID, whatever the
+            // database path of the process that holds it.
+            crate::dirlock::ensure_dir_not_held(&layout.log_dir)?;
             check_log_dir(&layout.log_dir)?;
+            check_log_owner(&layout, &action, identity, &options)?;
             instances.push((layout, action));
         }
         let plan = PreparePlan { options, instances };
@@ -365,10 +403,26 @@ impl PreparePlan {
                 std::fs::create_dir_all(dir).map_err(|e| io_err(dir, "create directory", e))?;
             }
             let _lock = crate::lock::DatabaseLock::acquire(&layout.db_file)?;
+            std::fs::create_dir_all(&layout.log_dir)
+                .map_err(|e| io_err(&layout.log_dir, "create directory", e))?;
+            let _log_lock = crate::dirlock::LogDirLock::acquire(
+                &layout.log_dir,
+                crate::lock::LockMode::Exclusive,
+            )?;
+            // Checked again under both locks: nobody can have changed them since.
+            let identity = match action {
+                InstanceAction::Create => None,
+                _ => Some(database_identity(&layout.db_file)?),
+            };
+            check_log_dir(&layout.log_dir)?;
+            check_log_owner(layout, action, identity, &self.options)?;
             let report = match action {
-                InstanceAction::Reuse => reuse_instance(layout)?,
+                InstanceAction::Reuse => reuse_instance(layout, &self.options)?,
                 InstanceAction::Create | InstanceAction::Rebuild(_) => {
                     if matches!(action, InstanceAction::Rebuild(_)) {
+                        // The old database's logs first (check_log_owner found only its
+                        // own), so an interrupted rebuild leaves none behind to refuse.
+                        crate::logfiles::remove_our_logs(&layout.log_dir)?;
                         // inspect_instance verified the signature of this file.
                         std::fs::remove_file(&layout.db_file)
                             .map_err(|e| io_err(&layout.db_file, "remove", e))?;
@@ -437,10 +491,10 @@ fn inspect_instance(
     layout: &InstanceLayout,
     options: &PrepareOptions,
     page_count: u32,
-) -> Result<InstanceAction, PrepareError> {
+) -> Result<(InstanceAction, Option<LogIdentity>), PrepareError> {
     let path = &layout.db_file;
-    if !path.exists() {
-        return Ok(InstanceAction::Create);
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok((InstanceAction::Create, None));
     }
     // A database in use looks unclean; name the holder instead.
     crate::lock::ensure_not_held(path)?;
@@ -478,17 +532,28 @@ fn inspect_instance(
             .len();
         if let Err(t) = crate::dbfile::check_length(path, len, &header) {
             if options.recreate {
-                return Ok(InstanceAction::Rebuild(format!(
-                    "truncated: the file has {} bytes, its header says {}",
-                    t.len, t.expected
-                )));
+                let identity = LogIdentity {
+                    db_signature: header.signature,
+                    log_signature: header.log_signature,
+                };
+                return Ok((
+                    InstanceAction::Rebuild(format!(
+                        "truncated: the file has {} bytes, its header says {}",
+                        t.len, t.expected
+                    )),
+                    Some(identity),
+                ));
             }
             return Err(PrepareError::Damaged(t.to_string()));
         }
     }
     let wanted = format!("{} pages of {}", page_count, options.page_size);
     let found = format!("{} pages of {}", header.page_count, header.page_size);
-    match header.state {
+    let identity = LogIdentity {
+        db_signature: header.signature,
+        log_signature: header.log_signature,
+    };
+    let action = match header.state {
         DbState::Creating => Ok(InstanceAction::Rebuild(
             "left unfinished by an interrupted prepare".into(),
         )),
@@ -507,8 +572,83 @@ fn inspect_instance(
             found,
             wanted,
         }),
-    }
+    }?;
+    Ok((action, Some(identity)))
 }
+
+/// The identity of the existing database at `path`.
+fn database_identity(path: &Path) -> Result<LogIdentity, PrepareError> {
+    let h = read_header(path, IoMode::Buffered)
+        .map_err(|e| match e {
+            crate::dbfile::HeaderReadError::Io(e) => PrepareError::Io(e),
+            crate::dbfile::HeaderReadError::Header(e) => {
+                PrepareError::Invalid(format!("{}: {e}", path.display()))
+            }
+        })?
+        .header;
+    Ok(LogIdentity {
+        db_signature: h.signature,
+        log_signature: h.log_signature,
+    })
+}
+
+/// One ownership rule for log directories: an instance's log directory holds only its
+/// own database's logs. A database to be created (`identity` None) gets an empty one;
+/// an existing one only its own. Another database's logs are never replaced (they may
+/// be all that can recover it). A cleanly shut down database with no logs at all gets
+/// a new log stream from `prepare`; a run is told to prepare first.
+fn check_log_owner(
+    layout: &InstanceLayout,
+    action: &InstanceAction,
+    identity: Option<LogIdentity>,
+    options: &PrepareOptions,
+) -> Result<(), PrepareError> {
+    let owners = crate::logfiles::log_dir_owners(&layout.log_dir);
+    let taken = |theirs: String| PrepareError::LogDirTaken {
+        log_dir: layout.log_dir.clone(),
+        log_root: layout
+            .log_dir
+            .parent()
+            .unwrap_or(&layout.log_dir)
+            .to_path_buf(),
+        db: layout.db_file.clone(),
+        ours: identity.map_or_else(|| "is a new database".to_string(), |id| format!("has {id}")),
+        theirs,
+    };
+    let others = match identity {
+        None => owners.identities.clone(),
+        Some(ours) => owners.others(ours),
+    };
+    if let Some(other) = others.first() {
+        return Err(taken(other.to_string()));
+    }
+    if identity.is_none() && !owners.files.is_empty() {
+        return Err(taken(format!(
+            "unreadable log headers, e.g. {}",
+            owners.files[0].display()
+        )));
+    }
+    if *action == InstanceAction::Reuse && owners.files.is_empty() && !options.new_log_stream {
+        let header = read_header(&layout.db_file, IoMode::Buffered)
+            .map_err(|e| PrepareError::Invalid(format!("{}: {e}", layout.db_file.display())))?
+            .header;
+        // Never run: its first log is what prepare makes anyway.
+        if header.checkpoint != INITIAL_CHECKPOINT {
+            return Err(PrepareError::LogsMissing {
+                db: layout.db_file.clone(),
+                log_dir: layout.log_dir.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Where a new database's log starts.
+const INITIAL_CHECKPOINT: LogPosition = LogPosition {
+    generation: 1,
+    segment: 1,
+    offset: 0,
+};
 
 /// Log files in `dir` must be ours before anything is written there.
 fn check_log_dir(dir: &Path) -> Result<(), PrepareError> {
@@ -530,17 +670,43 @@ fn check_log_dir(dir: &Path) -> Result<(), PrepareError> {
     Ok(())
 }
 
-fn reuse_instance(layout: &InstanceLayout) -> Result<PrepareReport, PrepareError> {
+fn reuse_instance(
+    layout: &InstanceLayout,
+    options: &PrepareOptions,
+) -> Result<PrepareReport, PrepareError> {
     let sel = read_header(&layout.db_file, IoMode::Buffered).map_err(|e| match e {
         crate::dbfile::HeaderReadError::Io(e) => PrepareError::Io(e),
         crate::dbfile::HeaderReadError::Header(e) => {
             PrepareError::Invalid(format!("{}: {e}", layout.db_file.display()))
         }
     })?;
-    let h = sel.header;
-    if !layout.log_dir.join(log_file_name(1)).exists()
-        && !layout.log_dir.join(CHECKPOINT_FILE_NAME).exists()
+    let mut h = sel.header;
+    let mut log_note = None;
+    if crate::logfiles::log_dir_owners(&layout.log_dir)
+        .files
+        .is_empty()
     {
+        if h.checkpoint != INITIAL_CHECKPOINT && options.new_log_stream {
+            // A new log stream, as ESE starts for a cleanly shut down database: a new
+            // log signature (no log of the old stream can ever be mistaken for one of
+            // the new) and the checkpoint at its start. The header goes first, so an
+            // interruption leaves a database whose logs prepare simply creates.
+            h.log_signature = fresh_signature(&layout.log_dir);
+            h.checkpoint = INITIAL_CHECKPOINT;
+            // No generation of the new stream holds anything yet.
+            h.log_required = 0;
+            h.update_seq += 1;
+            let file = DataFile::open(
+                &layout.db_file,
+                IoMode::Buffered,
+                edbstress_io::Access::ReadWrite,
+            )?;
+            write_header(&file, &h)?;
+            log_note = Some(format!(
+                "the log directory {} held no log files: the database was shut down cleanly, so it is kept and a new log stream was started for it",
+                layout.log_dir.display()
+            ));
+        }
         let state = CheckpointState {
             last_dbtime: h.last_dbtime,
             next_unused_page: h.next_unused_page,
@@ -566,7 +732,29 @@ fn reuse_instance(layout: &InstanceLayout) -> Result<PrepareReport, PrepareError
         bytes_written: 0,
         seconds: 0.0,
         backend: String::new(),
+        log_note,
     })
+}
+
+/// A signature no other database has: the operating system's random generator, mixed
+/// with the process, the time, a counter and `salt` (a path), so that even a failing
+/// generator gives distinct values to databases made at the same moment.
+fn fresh_signature(salt: &Path) -> u64 {
+    use rand::TryRngCore;
+    use std::hash::{BuildHasher, Hash, Hasher};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let os = rand::rngs::OsRng
+        .try_next_u64()
+        .unwrap_or_else(|_| rand::random());
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    salt.hash(&mut h);
+    std::process::id().hash(&mut h);
+    COUNTER.fetch_add(1, Ordering::Relaxed).hash(&mut h);
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+        .hash(&mut h);
+    crate::content::splitmix64(os ^ h.finish()) | 1
 }
 
 fn now_unix() -> u64 {
@@ -583,13 +771,12 @@ fn create_instance(
     progress: &mut dyn FnMut(PrepareProgress),
 ) -> Result<PrepareReport, PrepareError> {
     let page_count = options.page_count()?;
-    let (signature, log_signature) = match options.seed {
-        Some(seed) => {
-            let base = crate::content::splitmix64(seed ^ u64::from(layout.instance));
-            (base | 1, crate::content::splitmix64(base) | 1)
-        }
-        None => (rand::random::<u64>() | 1, rand::random::<u64>() | 1),
+    // The seed fixes the content; the log signature always makes the identity unique.
+    let signature = match options.seed {
+        Some(seed) => crate::content::splitmix64(seed ^ u64::from(layout.instance)) | 1,
+        None => fresh_signature(&layout.db_file),
     };
+    let log_signature = fresh_signature(&layout.log_dir);
     let plan = BulkLoadPlan::new(bulk_spec(options, page_count, signature))?;
     if let Some(dir) = layout.db_file.parent() {
         std::fs::create_dir_all(dir).map_err(|e| io_err(dir, "create directory", e))?;
@@ -658,6 +845,7 @@ fn create_instance(
             bytes_written: u64::from(page_count) * options.page_size.bytes() as u64,
             seconds,
             backend: backend.name().to_string(),
+            log_note: None,
         })
     })();
     drop(file);
