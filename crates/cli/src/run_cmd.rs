@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use clap::Args;
 use edbstress_io::IoClass;
@@ -31,6 +31,41 @@ pub struct RunCmdArgs {
     /// Print the results (results.json) on standard output instead of the summary.
     #[arg(long)]
     json: bool,
+    /// Start the measured period at this moment (RFC 3339, e.g. 2026-11-25T14:00:00Z,
+    /// or +90s from now): the run prepares and warms up first, then keeps the load
+    /// running until then, so several hosts measure together. A host not ready in time
+    /// fails, saying how late it was.
+    #[arg(long, value_name = "TIME", value_parser = parse_start_at)]
+    start_at: Option<SystemTime>,
+    /// The host name the results record [default: the system's] (for aggregating runs
+    /// of several hosts).
+    #[arg(long, value_name = "NAME")]
+    host_name: Option<String>,
+}
+
+/// The latest start time accepted, from now.
+const MAX_START_DELAY: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Parses `--start-at`: RFC 3339, or `+DURATION` from now; not in the past, at most a
+/// week ahead.
+fn parse_start_at(s: &str) -> Result<SystemTime, String> {
+    let now = SystemTime::now();
+    let at = if let Some(rel) = s.strip_prefix('+') {
+        let d = edbstress_workload::units::parse_duration(rel)?;
+        now.checked_add(d).ok_or("that is too far ahead")?
+    } else {
+        let t = chrono::DateTime::parse_from_rfc3339(s).map_err(|e| {
+            format!("'{s}' is not a time: {e}; give RFC 3339 (2026-11-25T14:00:00Z) or +90s")
+        })?;
+        SystemTime::from(t)
+    };
+    match at.duration_since(now) {
+        Err(_) => Err(format!("'{s}' is in the past; give a time ahead (or +90s)")),
+        Ok(d) if d > MAX_START_DELAY => Err(format!(
+            "'{s}' is more than 7 days ahead; give a nearer time"
+        )),
+        Ok(_) => Ok(at),
+    }
 }
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells do).
@@ -38,7 +73,9 @@ const EXIT_INTERRUPTED: u8 = 130;
 
 /// Runs the test.
 pub fn run(args: RunCmdArgs) -> Result<ExitCode, CommandError> {
-    let config = args.run.resolve()?;
+    let mut config = args.run.resolve()?;
+    config.start_at = args.start_at;
+    config.host_name = args.host_name.clone();
     let stop = Arc::new(AtomicBool::new(false));
     install_interrupt_handler(stop.clone())?;
     let terminal = std::io::stderr().is_terminal();

@@ -128,6 +128,14 @@ pub struct RunConfig {
     pub backend: BackendKind,
     /// Verify database and log checksums after Performance and Stress.
     pub verify_after: bool,
+    /// When the measured period starts (several hosts measuring together): the run
+    /// prepares and warms up, then keeps the load running until this moment. Set per
+    /// run (`--start-at`), never from a file.
+    #[serde(skip)]
+    pub start_at: Option<std::time::SystemTime>,
+    /// The host name the results record (`--host-name`; default: the system's).
+    #[serde(skip)]
+    pub host_name: Option<String>,
 }
 
 impl RunConfig {
@@ -707,6 +715,8 @@ impl RunConfig {
             io_mode: last(layers, |l| l.io_mode).unwrap_or(IoMode::Direct),
             backend: last(layers, |l| l.backend).unwrap_or(BackendKind::Auto),
             verify_after: last(layers, |l| l.verify_after).unwrap_or(true),
+            start_at: None,
+            host_name: None,
         };
         if config.write_coalesce == 0 {
             config.write_coalesce = config.page_size.bytes() as u64;

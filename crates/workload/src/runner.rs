@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::Local;
 use edbstress_engine::cache::CacheConfig;
@@ -283,7 +283,13 @@ pub fn empty_results(config: &RunConfig, threads: u32) -> RunResults {
         started_at: String::new(),
         ended_at: String::new(),
         measured_seconds: 0.0,
-        host: host_info(),
+        host: {
+            let mut host = host_info();
+            if let Some(name) = &config.host_name {
+                host.hostname = name.clone();
+            }
+            host
+        },
         parameters: system_parameters(config, threads),
         achieved_transactional_iops: 0.0,
         target_transactional_iops: if config.test.is_transactional() {
@@ -388,12 +394,12 @@ fn transactional_test(
         (PhaseKind::AttainPrerequisites, config.warmup_timeout)
     };
     let measurement = if stopped.is_none() {
-        let (m, s) = bench.dispatch(
-            threads,
-            &[warm_up, (PhaseKind::Measure, config.duration)],
-            config.open_loop(),
-            stop,
-        );
+        let mut phases = vec![warm_up];
+        if config.start_at.is_some() {
+            phases.push((PhaseKind::WaitForStart, Duration::ZERO));
+        }
+        phases.push((PhaseKind::Measure, config.duration));
+        let (m, s) = bench.dispatch(threads, &phases, config.open_loop(), stop);
         stopped = s;
         m
     } else {
@@ -581,6 +587,32 @@ fn verify(
     Ok(v)
 }
 
+/// Tests without a warm-up start at the run's start time (`--start-at`), if any: the
+/// wait is interruptible, and a start time already past fails the run.
+fn wait_for_start(
+    config: &RunConfig,
+    log: &TestLog<'_>,
+    stop: &AtomicBool,
+) -> Result<(), RunError> {
+    let wait = crate::transactional::until_start(config).map_err(RunError::Config)?;
+    if wait.is_zero() {
+        return Ok(());
+    }
+    log.line(format!(
+        "Waiting {:.1} s for the start time.",
+        wait.as_secs_f64()
+    ));
+    let until = crate::transactional::later(Instant::now(), wait);
+    while Instant::now() < until && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::sleep(
+            until
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(100)),
+        );
+    }
+    Ok(())
+}
+
 fn backup_test(
     config: &RunConfig,
     layouts: &[InstanceLayout],
@@ -597,6 +629,7 @@ fn backup_test(
             .as_ref()
             .map_or(String::new(), |p| format!(", copied to {}", p.display()))
     ));
+    wait_for_start(config, log, stop)?;
     let started = Instant::now();
     let (reports, io) = run_backup(layouts, &options, stop, &|instance, done, total| {
         events(RunEvent::Progress(
@@ -676,6 +709,7 @@ fn soft_recovery_test(
         "Soft recovery: generating {} log files per instance with the checkpoint held back, then crashing and replaying.",
         config.logs_to_replay
     ));
+    wait_for_start(config, log, stop)?;
     let (reports, io) =
         run_soft_recovery(layouts, &options, stop, &|phase, instance, done, total| {
             events(RunEvent::Progress(

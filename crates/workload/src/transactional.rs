@@ -54,6 +54,9 @@ pub enum PhaseKind {
     AttainPrerequisites,
     /// Run without measuring (latency settles after a change of session count).
     Settle,
+    /// Keep the load running until the run's start time (`RunConfig::start_at`), so
+    /// that several hosts start measuring at the same moment.
+    WaitForStart,
     /// The measured period.
     Measure,
 }
@@ -64,6 +67,7 @@ impl PhaseKind {
         match self {
             PhaseKind::AttainPrerequisites => "attaining prerequisites",
             PhaseKind::Settle => "settling",
+            PhaseKind::WaitForStart => "waiting for the start time",
             PhaseKind::Measure => "measuring",
         }
     }
@@ -577,6 +581,19 @@ fn self_drive(
     let mut measurement = None;
     for &(kind, length) in phases {
         let phase_start = Instant::now();
+        let length = match kind {
+            PhaseKind::WaitForStart => match until_start(bench.config) {
+                Ok(wait) => {
+                    bench.log.line(format!(
+                        "Waiting {:.1} s for the start time, load running.",
+                        wait.as_secs_f64()
+                    ));
+                    wait
+                }
+                Err(late) => return (measurement, Some(StopReason::Failed(late))),
+            },
+            _ => length,
+        };
         for s in &bench.slots {
             s.schedule.restart_at(phase_start);
         }
@@ -683,6 +700,25 @@ fn self_drive(
         }
     }
     (measurement, None)
+}
+
+/// How long until the run's start time; an error saying how late the run is when the
+/// time has passed (the host was not ready in time).
+pub fn until_start(config: &RunConfig) -> Result<Duration, String> {
+    let Some(at) = config.start_at else {
+        return Ok(Duration::ZERO);
+    };
+    at.duration_since(std::time::SystemTime::now())
+        .map_err(|late| {
+            format!(
+                "not ready at the start time {}: the databases were ready {:.1} s after it, so \
+                 this host cannot measure with the others; give a later --start-at (or a longer \
+                 lead time to `edbstress fleet`)",
+                chrono::DateTime::<chrono::Local>::from(at)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, false),
+                late.duration().as_secs_f64()
+            )
+        })
 }
 
 /// `start + length`, or the farthest instant the clock can hold when that overflows:

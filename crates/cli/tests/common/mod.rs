@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use edbstress_engine::schema::MessageKey;
 
+pub mod chromium;
+
 /// The binary under test: this build's, or the one `EDBSTRESS_TEST_BIN` names (to
 /// show that a test fails against an older build).
 pub fn binary() -> PathBuf {

@@ -16,6 +16,8 @@ pub fn small_config(root: &Path, test: TestType) -> RunConfig {
     let profile = Profile::Exchange2013;
     let d = profile.defaults();
     RunConfig {
+        start_at: None,
+        host_name: None,
         test,
         profile,
         mailboxes: None,

@@ -1,0 +1,235 @@
+//! `edbstress aggregate` on real runs: three short Performance tests started together
+//! with `--start-at` (each its own databases, logs and host name), merged; the totals
+//! are checked against each run's results.json, the p99 against the merged histograms
+//! recomputed here; refusals (windows that do not overlap, a host twice) exit 2; the
+//! report renders in headless Chromium with the verdict and both ESRP tables.
+
+mod common;
+use common::chromium::{chromium_or_skip, decode_png, dump_dom, near, screenshot};
+use common::*;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use edbstress_io::{IoClass, LatencyHistogram};
+use edbstress_report::{RunResults, read_results};
+
+const HOSTS: [&str; 3] = ["db1", "db2", "db3"];
+
+/// A short open-loop Performance run of `host` under `dir/host`, loose limits (this
+/// test is about aggregation, not the machine's latency).
+fn run_args(host: &str, start_at: Option<&str>) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "run",
+        "--config",
+        "../margin.toml",
+        "--mailboxes",
+        "100",
+        "--iops-per-mailbox",
+        "0.4",
+        "--databases",
+        "1",
+        "--database-size",
+        "32MiB",
+        "--cache-max",
+        "8MiB",
+        "--cache-min",
+        "4MiB",
+        "--duration",
+        "6s",
+        "--sample-interval",
+        "1s",
+        "--buffered",
+        "--db-path",
+        "db",
+        "--log-path",
+        "logs",
+        "--results-dir",
+        "results",
+        "--host-name",
+        host,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if let Some(at) = start_at {
+        args.extend(["--start-at".to_string(), at.to_string()]);
+    }
+    args
+}
+
+fn run_dir(host_dir: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = fs::read_dir(host_dir.join("results"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+fn results(dir: &Path) -> RunResults {
+    read_results(&fs::read(dir.join("results.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn three_hosts_started_together_aggregate_with_exact_percentiles() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sentinel = Sentinel::new(tmp.path());
+    let root = tmp.path().join("work");
+    fs::create_dir(&root).unwrap();
+    fs::write(
+        root.join("margin.toml"),
+        "target_margin = 1.5\n[thresholds]\ndb_read_avg_ms = 1000.0\ndb_read_max_ms = 10000.0\n\
+         log_write_avg_ms = 1000.0\nlog_write_max_ms = 10000.0\n",
+    )
+    .unwrap();
+    // Far enough ahead for three preparations and warm-ups on a busy machine.
+    let start_at = "+35s";
+    let children: Vec<_> = HOSTS
+        .iter()
+        .map(|host| {
+            let dir = root.join(host);
+            fs::create_dir(&dir).unwrap();
+            command(&dir)
+                .args(run_args(host, Some(start_at)))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (host, child) in HOSTS.iter().zip(children) {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{host}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let log = fs::read_to_string(run_dir(&root.join(host)).join("test.log")).unwrap();
+        assert!(log.contains("for the start time"), "{host}: {log}");
+    }
+    let dirs: Vec<PathBuf> = HOSTS.iter().map(|h| run_dir(&root.join(h))).collect();
+    let runs: Vec<RunResults> = dirs.iter().map(|d| results(d)).collect();
+    for (h, r) in HOSTS.iter().zip(&runs) {
+        assert_eq!(&r.host.hostname, h);
+    }
+
+    let dir_args: Vec<&str> = dirs.iter().map(|d| d.to_str().unwrap()).collect();
+    let out = edbstress(
+        &[&["aggregate", "--output", "agg"], dir_args.as_slice()].concat(),
+        &root,
+    );
+    let pass = runs
+        .iter()
+        .all(|r| r.criteria.iter().all(|c| c.passed) && !r.aborted);
+    assert_exit(&out, if pass { 0 } else { 1 }, "aggregate");
+    let agg: serde_json::Value =
+        serde_json::from_slice(&fs::read(root.join("agg/results.json")).unwrap()).unwrap();
+    assert_eq!(agg["kind"], "aggregate");
+    assert_eq!(agg["complete"], true);
+    let sum: f64 = runs.iter().map(|r| r.achieved_transactional_iops).sum();
+    let got = agg["totals"]["achieved_transactional_iops"]
+        .as_f64()
+        .unwrap();
+    assert!((got - sum).abs() < 1e-6, "{got} vs {sum}");
+    // p99 of the merged histograms, recomputed here from the three results.json.
+    for class in [IoClass::DbRead, IoClass::DbWrite, IoClass::LogWrite] {
+        let mut merged = LatencyHistogram::new();
+        for r in &runs {
+            merged.merge(&r.totals.io[&class].histogram);
+        }
+        let p99 = agg["totals"]["io"][class.name()]["p99_ms"]
+            .as_f64()
+            .unwrap();
+        assert_eq!(p99, merged.percentile_ns(99.0) as f64 / 1e6, "{class:?}");
+        let count = agg["totals"]["io"][class.name()]["count"].as_u64().unwrap();
+        assert_eq!(count, merged.count());
+    }
+    // The windows overlapped almost wholly: all started at the same moment.
+    let common_window = agg["common_window"]["seconds"].as_f64().unwrap();
+    assert!(common_window > 5.0, "common window {common_window} s");
+
+    let html = fs::read_to_string(root.join("agg/report.html")).unwrap();
+    for text in [
+        "Individual Server Performance",
+        "Aggregate Server Performance",
+        "db1",
+        "db2",
+        "db3",
+    ] {
+        assert!(html.contains(text), "report lacks {text}");
+    }
+    assert!(root.join("agg/summary.md").is_file());
+    let junit = fs::read_to_string(root.join("agg/junit.xml")).unwrap();
+    assert_eq!(junit.matches("<testsuite ").count(), 3);
+
+    // The same host twice, and windows that do not overlap (a later run): exit 2.
+    let out = edbstress(&["aggregate", dir_args[0], dir_args[0]], &root);
+    assert_exit(&out, 2, "a host twice");
+    assert!(text(&out).contains("given twice"), "{}", text(&out));
+    // A host that cannot be ready at its start time fails, saying how late it was.
+    let late = root.join("late");
+    fs::create_dir(&late).unwrap();
+    let out = command(&late)
+        .args(run_args("db4", Some("+1s")))
+        .output()
+        .unwrap();
+    assert_exit(&out, 1, "a run not ready at its start time");
+    let said = text(&out);
+    assert!(said.contains("not ready at the start time"), "{said}");
+    fs::remove_dir_all(late.join("results")).unwrap();
+    // Run again (the databases are prepared now) without a start time: its window
+    // lies after the others'.
+    let out = command(&late).args(run_args("db4", None)).output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", text(&out));
+    let late_dir = run_dir(&late);
+    let out = edbstress(
+        &["aggregate", dir_args[0], late_dir.to_str().unwrap()],
+        &root,
+    );
+    assert_exit(&out, 2, "windows apart");
+    let said = text(&out);
+    assert!(
+        said.contains("overlap by") && said.contains("db4:") && said.contains("db1:"),
+        "{said}"
+    );
+
+    // What a person sees.
+    if let Some(chromium) = chromium_or_skip("the aggregate report") {
+        let page = root.join("agg/report.html");
+        let dom = dump_dom(&chromium, &page, &tmp.path().join("profile"));
+        for text in [
+            "Overall Test Result",
+            "Individual Server Performance",
+            "Aggregate Server Performance",
+            "Database Disks Transfers/sec",
+            "Average Log Disk Write Latency (ms)",
+        ] {
+            assert!(dom.contains(text), "rendered page lacks {text}");
+        }
+        let png = tmp.path().join("aggregate.png");
+        screenshot(&chromium, &page, &png, 1280, 3000);
+        if let Some(keep) = std::env::var_os("EDBSTRESS_AGGREGATE_PNG") {
+            fs::copy(&png, keep).unwrap();
+        }
+        let (_, _, pixels) = decode_png(&png);
+        let non_white = pixels
+            .iter()
+            .filter(|p| !near(**p, [255, 255, 255], 8))
+            .count();
+        assert!(non_white > pixels.len() / 50, "the page looks blank");
+        let banner = if pass {
+            [0x1E, 0x7B, 0x34]
+        } else {
+            [0xB3, 0x26, 0x1E]
+        };
+        let top = &pixels[..1280 * 300];
+        assert!(
+            top.iter().filter(|p| near(**p, banner, 24)).count() > 30_000,
+            "verdict banner not visible"
+        );
+    }
+    sentinel.assert_untouched();
+}
