@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use edbstress_report::aggregate::page::{render_html, render_json, render_junit, render_markdown};
+use edbstress_report::aggregate::page::{prepare_aggregate_dir, write_aggregate};
 use edbstress_report::aggregate::{
-    AGGREGATE_KIND, AggregateResults, ESRP_ROWS, EsrpColumn, HostRun, MissingHost, aggregate,
+    AggregateResults, ESRP_ROWS, EsrpColumn, HostRun, MissingHost, aggregate,
 };
-use edbstress_report::{ToolInfo, Verdict, read_results, write_atomically};
+use edbstress_report::{ToolInfo, Verdict, read_results};
 
 use crate::common::CommandError;
 
@@ -75,16 +75,8 @@ pub fn run(args: AggregateArgs) -> Result<ExitCode, CommandError> {
             chrono::Local::now().format("%Y_%m_%d_%H_%M_%S")
         )),
     };
-    prepare_output(&out)?;
-    // results.json last: its presence means the other files are complete.
-    for (name, bytes) in [
-        ("report.html", render_html(&result).into_bytes()),
-        ("summary.md", render_markdown(&result).into_bytes()),
-        ("junit.xml", render_junit(&result).into_bytes()),
-        ("results.json", render_json(&result)?),
-    ] {
-        write_atomically(&out.join(name), &bytes)?;
-    }
+    prepare_aggregate_dir(&out).map_err(CommandError::Usage)?;
+    write_aggregate(&out, &result)?;
     print_summary(&result, &out);
     Ok(match result.overall_result {
         Verdict::Pass => ExitCode::SUCCESS,
@@ -132,38 +124,7 @@ fn no_results_reason(dir: &Path) -> String {
     }
 }
 
-/// The output directory must be new, empty, or an earlier aggregate (whose files this
-/// command wrote): nothing else is overwritten.
-fn prepare_output(out: &Path) -> Result<(), CommandError> {
-    match std::fs::read_dir(out) {
-        Ok(mut entries) => {
-            if entries.next().is_none() {
-                return Ok(());
-            }
-            let earlier = std::fs::read(out.join("results.json"))
-                .ok()
-                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-                .is_some_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some(AGGREGATE_KIND));
-            if earlier {
-                Ok(())
-            } else {
-                Err(CommandError::Usage(format!(
-                    "{} exists and is not an edbstress aggregate directory; choose another \
-                     --output",
-                    out.display()
-                )))
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(out)
-            .map_err(|e| CommandError::Usage(format!("cannot create {}: {e}", out.display()))),
-        Err(e) => Err(CommandError::Usage(format!(
-            "cannot use {} as --output: {e}",
-            out.display()
-        ))),
-    }
-}
-
-fn print_summary(a: &AggregateResults, out: &Path) {
+pub fn print_summary(a: &AggregateResults, out: &Path) {
     println!(
         "{} test on {} servers: {}",
         a.test_type.label(),

@@ -12,6 +12,7 @@ mod clean_cmd;
 mod common;
 mod config_cmd;
 mod durability_probe_cmd;
+mod fleet_cmd;
 mod inject_cmd;
 mod prepare_cmd;
 mod recover_cmd;
@@ -76,6 +77,9 @@ enum Command {
     /// Merge the run directories of one test on several hosts into one result (the
     /// ESRP Individual and Aggregate Server Performance tables, exact percentiles).
     Aggregate(aggregate_cmd::AggregateArgs),
+    /// Run a test (or prepare, checksum, clean) on several hosts at once over OpenSSH,
+    /// started together, collected and aggregated.
+    Fleet(fleet_cmd::FleetArgs),
     /// Measure what the storage under a path can do (random, sequential and log I/O).
     Probe(storage_probe_cmd::StorageProbeArgs),
     /// Run durable-commit sessions printing every acknowledged commit (crash testing).
@@ -114,6 +118,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report_cmd::run(args),
         Command::Compare(args) => report_cmd::compare(args),
         Command::Aggregate(args) => aggregate_cmd::run(args),
+        Command::Fleet(args) => fleet_cmd::run(args),
         Command::Probe(args) => storage_probe_cmd::run(args),
         Command::DurabilityProbe(args) => durability_probe_cmd::run(args),
         Command::Inject(args) => inject_cmd::run(args),

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use edbstress_engine::schema::MessageKey;
 
 pub mod chromium;
+pub mod sshd;
 
 /// The binary under test: this build's, or the one `EDBSTRESS_TEST_BIN` names (to
 /// show that a test fails against an older build).

@@ -2,15 +2,63 @@
 //! `summary.md` and `junit.xml` (one test suite per host), and `results.json`.
 
 use std::fmt::Write;
+use std::path::Path;
 
 use edbstress_io::IoClass;
 
-use super::{AggregateResults, ESRP_ROWS, EsrpColumn, HostOutcome};
+use super::{AGGREGATE_KIND, AggregateResults, ESRP_ROWS, EsrpColumn, HostOutcome};
 use crate::charts::{Axis, Bar, Chart, RefLine, Series, Ticks};
 use crate::export::html::{Cell, Doc, Table, page_start};
-use crate::export::{ExportError, JUNIT_MARKER, MARKDOWN_MARKER};
+use crate::export::{ExportError, JUNIT_MARKER, MARKDOWN_MARKER, write_atomically};
 use crate::model::Verdict;
 use crate::text::{escape, fixed3, group_thousands, quantity, timestamp};
+
+/// Writes the aggregate's files into `out` (which must exist), each under a temporary
+/// name then renamed; `results.json` last, so its presence means the others are
+/// complete.
+pub fn write_aggregate(out: &Path, a: &AggregateResults) -> Result<(), ExportError> {
+    for (name, bytes) in [
+        ("report.html", render_html(a).into_bytes()),
+        ("summary.md", render_markdown(a).into_bytes()),
+        ("junit.xml", render_junit(a).into_bytes()),
+        ("results.json", render_json(a)?),
+    ] {
+        write_atomically(&out.join(name), &bytes)?;
+    }
+    Ok(())
+}
+
+/// Makes `out` ready for an aggregate: created when missing; an empty directory or an
+/// earlier aggregate (whose files this module wrote) is used; anything else is refused
+/// (nothing of someone else's is overwritten).
+pub fn prepare_aggregate_dir(out: &Path) -> Result<(), String> {
+    match std::fs::read_dir(out) {
+        Ok(mut entries) => {
+            if entries.next().is_none() {
+                return Ok(());
+            }
+            let earlier = std::fs::read(out.join("results.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .is_some_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some(AGGREGATE_KIND));
+            if earlier {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{} exists and is not an edbstress aggregate directory; choose another \
+                     output directory",
+                    out.display()
+                ))
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(out)
+            .map_err(|e| format!("cannot create {}: {e}", out.display())),
+        Err(e) => Err(format!(
+            "cannot use {} for the aggregate: {e}",
+            out.display()
+        )),
+    }
+}
 
 /// `results.json` of the aggregate.
 pub fn render_json(a: &AggregateResults) -> Result<Vec<u8>, ExportError> {

@@ -1,0 +1,138 @@
+//! A real OpenSSH server on loopback addresses, for the fleet tests: a throwaway host
+//! key and client key in a temporary directory, `sshd -D` listening on each address
+//! given (127.0.0.2, 127.0.0.3 … stand for separate hosts), a client configuration
+//! that reaches them with that key, and the server stopped by its PID when dropped.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running sshd.
+pub struct Sshd {
+    child: Child,
+    /// The client configuration (`ssh -F`) reaching every address with the test key.
+    pub client_config: PathBuf,
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+impl Sshd {
+    /// Starts sshd on `addresses` under `dir`; `None` after a loud notice when sshd,
+    /// ssh or ssh-keygen is missing (install openssh-server and openssh-client).
+    pub fn start(dir: &Path, addresses: &[&str]) -> Option<Sshd> {
+        let (Some(sshd), Some(keygen), Some(_)) =
+            (which("sshd"), which("ssh-keygen"), which("ssh"))
+        else {
+            eprintln!(
+                "\n!!!!!!!!!!\n!!! SKIPPED: OpenSSH (sshd, ssh, ssh-keygen) is not installed; \
+                 apt-get install openssh-server openssh-client to run the fleet tests\n!!!!!!!!!!\n"
+            );
+            return None;
+        };
+        std::fs::create_dir_all(dir).unwrap();
+        for key in ["host_key", "id"] {
+            let status = Command::new(&keygen)
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(dir.join(key))
+                .status()
+                .unwrap();
+            assert!(status.success(), "ssh-keygen failed");
+        }
+        std::fs::copy(dir.join("id.pub"), dir.join("authorized_keys")).unwrap();
+        // sshd run as root wants its privilege-separation directory.
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let user = std::env::var("USER")
+            .ok()
+            .or_else(|| {
+                let out = Command::new("id").arg("-un").output().ok()?;
+                Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+            })
+            .unwrap_or_else(|| "root".into());
+        let mut server = String::new();
+        for a in addresses {
+            server.push_str(&format!("ListenAddress {a}:{port}\n"));
+        }
+        server.push_str(&format!(
+            "HostKey {d}/host_key\nPidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\n\
+             StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+             UsePAM no\nPermitRootLogin yes\nLogLevel ERROR\nMaxStartups 100\nMaxSessions 100\n",
+            d = dir.display()
+        ));
+        std::fs::write(dir.join("sshd_config"), server).unwrap();
+        let client_config = dir.join("ssh_config");
+        std::fs::write(
+            &client_config,
+            format!(
+                "Host *\n  Port {port}\n  User {user}\n  IdentityFile {d}/id\n  IdentitiesOnly yes\n  \
+                 StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n  \
+                 BatchMode yes\n",
+                d = dir.display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new(&sshd)
+            .args(["-D", "-e", "-f"])
+            .arg(dir.join("sshd_config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(
+                std::fs::File::create(dir.join("sshd.log")).unwrap(),
+            ))
+            .spawn()
+            .expect("start sshd");
+        let mut sshd = Sshd {
+            child,
+            client_config,
+        };
+        let started = Instant::now();
+        for a in addresses {
+            let addr: SocketAddr = format!("{a}:{port}").parse().unwrap();
+            while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+                if let Ok(Some(status)) = sshd.child.try_wait() {
+                    panic!(
+                        "sshd exited ({status}): {}",
+                        std::fs::read_to_string(dir.join("sshd.log")).unwrap_or_default()
+                    );
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(20),
+                    "sshd does not listen on {addr}"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Some(sshd)
+    }
+
+    /// Runs `command` on `address` through the client configuration.
+    pub fn ssh(&self, address: &str, command: &str) -> std::process::Output {
+        Command::new("ssh")
+            .arg("-F")
+            .arg(&self.client_config)
+            .arg(address)
+            .arg(command)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        // Stop the server we started, by its PID.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,219 @@
+//! `edbstress fleet run` against a real sshd on loopback: three "hosts" (127.0.0.2–4,
+//! each with its own directories) run a short Performance test started together; the
+//! aggregate's totals are checked against each host's results.json, its p99 against
+//! the merged histograms recomputed here. Then the same fleet again, with one host's
+//! edbstress killed mid-run: the aggregate is incomplete, names that host and why, and
+//! the two others are complete. Skips loudly without OpenSSH (CI installs it).
+
+mod common;
+use common::sshd::Sshd;
+use common::*;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use edbstress_io::{IoClass, LatencyHistogram};
+use edbstress_report::{RunResults, read_results};
+
+const ADDRESSES: [&str; 3] = ["127.0.0.2", "127.0.0.3", "127.0.0.4"];
+
+fn host_spec(root: &Path, i: usize) -> String {
+    let h = root.join(format!("host{}", i + 1));
+    format!(
+        "{},name=host{},db-path={},log-path={},results-dir={}",
+        ADDRESSES[i],
+        i + 1,
+        h.join("db").display(),
+        h.join("logs").display(),
+        h.join("results").display()
+    )
+}
+
+fn fleet_args(root: &Path, sshd: &Sshd, output: &str, lead: &str) -> Vec<String> {
+    let mut args: Vec<String> = vec!["fleet".into(), "run".into()];
+    for i in 0..3 {
+        args.extend(["--host".into(), host_spec(root, i)]);
+    }
+    args.extend(
+        [
+            "--ssh-config",
+            sshd.client_config.to_str().unwrap(),
+            "--remote-edbstress",
+            binary().to_str().unwrap(),
+            "--mailboxes",
+            "300",
+            "--lead-time",
+            lead,
+            "--output",
+            output,
+            "--",
+            "--config",
+            root.join("margin.toml").to_str().unwrap(),
+            "--iops-per-mailbox",
+            "0.4",
+            "--databases",
+            "1",
+            "--database-size",
+            "32MiB",
+            "--cache-max",
+            "8MiB",
+            "--cache-min",
+            "4MiB",
+            "--duration",
+            "6s",
+            "--sample-interval",
+            "1s",
+            "--buffered",
+        ]
+        .map(String::from),
+    );
+    args
+}
+
+fn host_results(fleet: &Path, host: &str) -> (PathBuf, RunResults) {
+    let dirs: Vec<PathBuf> = fs::read_dir(fleet.join("hosts").join(host))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{host}: {dirs:?}");
+    let r = read_results(&fs::read(dirs[0].join("results.json")).unwrap()).unwrap();
+    (dirs[0].clone(), r)
+}
+
+#[test]
+fn a_fleet_of_three_runs_together_and_survives_losing_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sentinel = Sentinel::new(tmp.path());
+    let root = tmp.path().join("work");
+    fs::create_dir(&root).unwrap();
+    let Some(sshd) = Sshd::start(&tmp.path().join("sshd"), &ADDRESSES) else {
+        return;
+    };
+    let probe = sshd.ssh(ADDRESSES[0], "echo reached");
+    assert_eq!(String::from_utf8_lossy(&probe.stdout).trim(), "reached");
+    fs::write(
+        root.join("margin.toml"),
+        "target_margin = 1.5\n[thresholds]\ndb_read_avg_ms = 1000.0\ndb_read_max_ms = 10000.0\n\
+         log_write_avg_ms = 1000.0\nlog_write_max_ms = 10000.0\n",
+    )
+    .unwrap();
+
+    // Three hosts, one start time.
+    let started = Instant::now();
+    let out = edbstress(
+        &fleet_args(&root, &sshd, "fleet1", "30s")
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        &root,
+    );
+    let elapsed = started.elapsed();
+    let said = text(&out);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{said}");
+    assert!(said.contains("fleet overhead"), "{said}");
+    eprintln!(
+        "fleet of three: {:.1} s in all\n{}",
+        elapsed.as_secs_f64(),
+        stdout(&out)
+    );
+    let fleet = root.join("fleet1");
+    let agg: serde_json::Value =
+        serde_json::from_slice(&fs::read(fleet.join("results.json")).unwrap()).unwrap();
+    assert_eq!(agg["kind"], "aggregate");
+    assert_eq!(agg["complete"], true, "{said}");
+    let runs: Vec<RunResults> = ["host1", "host2", "host3"]
+        .iter()
+        .map(|h| host_results(&fleet, h).1)
+        .collect();
+    for (i, r) in runs.iter().enumerate() {
+        assert_eq!(r.host.hostname, format!("host{}", i + 1));
+        // 300 mailboxes split equally.
+        assert_eq!(r.parameters.mailboxes, Some(100));
+    }
+    let sum: f64 = runs.iter().map(|r| r.achieved_transactional_iops).sum();
+    let got = agg["totals"]["achieved_transactional_iops"]
+        .as_f64()
+        .unwrap();
+    assert!((got - sum).abs() < 1e-6, "{got} vs {sum}");
+    let mut merged = LatencyHistogram::new();
+    for r in &runs {
+        merged.merge(&r.totals.io[&IoClass::DbRead].histogram);
+    }
+    assert_eq!(
+        agg["totals"]["io"]["db_read"]["p99_ms"].as_f64().unwrap(),
+        merged.percentile_ns(99.0) as f64 / 1e6
+    );
+    let html = fs::read_to_string(fleet.join("report.html")).unwrap();
+    for text in [
+        "host1",
+        "host2",
+        "host3",
+        "Individual Server Performance",
+        "Aggregate Server Performance",
+    ] {
+        assert!(html.contains(text), "report lacks {text}");
+    }
+
+    // Again, and host3's edbstress is killed while it measures.
+    let results3 = root.join("host3/results");
+    let fleet_dirs = || -> Vec<PathBuf> {
+        fs::read_dir(&results3)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    let before = fleet_dirs();
+    let mut child = command(&root)
+        .args(fleet_args(&root, &sshd, "fleet2", "15s"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let pid = loop {
+        let new = fleet_dirs().into_iter().find(|d| !before.contains(d));
+        if let Some(pid) = new.and_then(|d| fs::read_to_string(d.join(".edbstress-fleet.pid")).ok())
+        {
+            if !pid.trim().is_empty() {
+                break pid.trim().to_string();
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "host3 never started"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the fleet ended early");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // Into its measured period, then SIGKILL.
+    std::thread::sleep(Duration::from_secs(17));
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let said = text(&out);
+    assert_exit(&out, 1, "a fleet that lost a host");
+    let fleet = root.join("fleet2");
+    let agg: serde_json::Value =
+        serde_json::from_slice(&fs::read(fleet.join("results.json")).unwrap()).unwrap();
+    assert_eq!(agg["complete"], false, "{said}");
+    let hosts = agg["hosts"].as_array().unwrap();
+    let h3 = hosts.iter().find(|h| h["host"] == "host3").unwrap();
+    let why = h3["incomplete"].as_str().unwrap_or_default();
+    assert!(!why.is_empty(), "host3 should be incomplete: {h3}");
+    for h in ["host1", "host2"] {
+        let entry = hosts.iter().find(|x| x["host"] == h).unwrap();
+        assert!(entry["incomplete"].is_null(), "{h}: {entry}");
+        let (_, r) = host_results(&fleet, h);
+        assert!(!r.aborted && r.measured_seconds >= 5.0, "{h} incomplete");
+    }
+    let html = fs::read_to_string(fleet.join("report.html")).unwrap();
+    assert!(html.contains("host3 is incomplete"), "{said}");
+    drop(sshd);
+    sentinel.assert_untouched();
+}

@@ -1,0 +1,141 @@
+//! The hosts of a fleet: where to reach each, what to call it, and its own paths and
+//! share of the mailboxes.
+
+use std::path::PathBuf;
+
+/// One host of a fleet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FleetHost {
+    /// How ssh reaches it (`host`, `user@host`, an alias of the ssh config).
+    pub dest: String,
+    /// Its name in the results (default: `dest` without a user part).
+    pub name: String,
+    /// Its database paths (default: the run options').
+    pub db_paths: Vec<PathBuf>,
+    /// Its log paths (default: the run options').
+    pub log_paths: Vec<PathBuf>,
+    /// Its mailboxes (default: an equal share of the fleet's).
+    pub mailboxes: Option<u64>,
+    /// Where its run directories are made on the host (default
+    /// `edbstress-results/fleet` under the ssh login directory).
+    pub results_dir: Option<PathBuf>,
+}
+
+impl FleetHost {
+    /// Parses `DEST[,key=value…]` with keys `name`, `db-path`, `log-path` (each may
+    /// repeat), `mailboxes` and `results-dir`.
+    pub fn parse(spec: &str) -> Result<FleetHost, String> {
+        let mut parts = spec.split(',');
+        let dest = parts.next().unwrap_or("").trim();
+        if dest.is_empty() || dest.starts_with('-') {
+            return Err(format!(
+                "'{spec}' names no host: give --host DEST[,name=N,db-path=P,log-path=P,mailboxes=N,results-dir=P]"
+            ));
+        }
+        let mut host = FleetHost {
+            dest: dest.to_string(),
+            name: dest.rsplit('@').next().unwrap_or(dest).to_string(),
+            db_paths: Vec::new(),
+            log_paths: Vec::new(),
+            mailboxes: None,
+            results_dir: None,
+        };
+        for part in parts {
+            let Some((key, value)) = part.split_once('=') else {
+                return Err(format!(
+                    "'{part}' in --host {spec} is not key=value (keys: name, db-path, log-path, mailboxes, results-dir)"
+                ));
+            };
+            match key.trim() {
+                "name" => host.name = value.to_string(),
+                "db-path" => host.db_paths.push(PathBuf::from(value)),
+                "log-path" => host.log_paths.push(PathBuf::from(value)),
+                "results-dir" => host.results_dir = Some(PathBuf::from(value)),
+                "mailboxes" => {
+                    host.mailboxes = Some(value.parse().map_err(|_| {
+                        format!("mailboxes={value} in --host {spec} is not a whole number")
+                    })?)
+                }
+                other => {
+                    return Err(format!(
+                        "unknown key '{other}' in --host {spec} (keys: name, db-path, log-path, mailboxes, results-dir)"
+                    ));
+                }
+            }
+        }
+        Ok(host)
+    }
+}
+
+/// Each host's mailboxes: its own when given, else an equal share of what the given
+/// ones leave of `total` (the first hosts take the remainder). `None` everywhere for a
+/// throughput run (no total and none given).
+pub fn split_mailboxes(
+    hosts: &[FleetHost],
+    total: Option<u64>,
+) -> Result<Vec<Option<u64>>, String> {
+    let given: u64 = hosts.iter().filter_map(|h| h.mailboxes).sum();
+    let open = hosts.iter().filter(|h| h.mailboxes.is_none()).count() as u64;
+    let Some(total) = total else {
+        if open > 0 && open < hosts.len() as u64 {
+            return Err(
+                "some hosts have mailboxes=… and others none: give every host its mailboxes, \
+                 or --mailboxes for the fleet's total"
+                    .into(),
+            );
+        }
+        return Ok(hosts.iter().map(|h| h.mailboxes).collect());
+    };
+    if given > total {
+        return Err(format!(
+            "the hosts' own mailboxes add up to {given}, more than --mailboxes {total}"
+        ));
+    }
+    let rest = total - given;
+    if open == 0 && rest > 0 {
+        return Err(format!(
+            "every host has its mailboxes, adding up to {given}, not --mailboxes {total}"
+        ));
+    }
+    let share = rest.checked_div(open).unwrap_or(0);
+    let extra = rest.checked_rem(open).unwrap_or(0);
+    let mut k = 0;
+    Ok(hosts
+        .iter()
+        .map(|h| {
+            Some(h.mailboxes.unwrap_or_else(|| {
+                k += 1;
+                share + u64::from(k <= extra)
+            }))
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_mailboxes_split() {
+        let h =
+            FleetHost::parse("root@10.1.1.5,name=mbx1,db-path=/mnt/a,db-path=/mnt/b,mailboxes=7")
+                .unwrap();
+        assert_eq!(h.dest, "root@10.1.1.5");
+        assert_eq!(h.name, "mbx1");
+        assert_eq!(h.db_paths.len(), 2);
+        assert_eq!(FleetHost::parse("user@db2").unwrap().name, "db2");
+        assert!(FleetHost::parse("db1,colour=blue").is_err());
+        assert!(FleetHost::parse("").is_err());
+
+        let hosts: Vec<FleetHost> = ["a", "b,mailboxes=100", "c"]
+            .iter()
+            .map(|s| FleetHost::parse(s).unwrap())
+            .collect();
+        assert_eq!(
+            split_mailboxes(&hosts, Some(1001)).unwrap(),
+            [Some(451), Some(100), Some(450)]
+        );
+        assert!(split_mailboxes(&hosts, Some(50)).is_err());
+        assert!(split_mailboxes(&hosts, None).is_err());
+    }
+}

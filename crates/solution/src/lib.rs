@@ -1,0 +1,21 @@
+//! The solution level: what the ESRP documents are about — several servers tested at
+//! once and their results taken together. This crate drives runs; it owns
+//!
+//! - [`ssh`]: reaching other hosts through the system's OpenSSH client (BatchMode, the
+//!   user's keys and `~/.ssh/config`, or a config file given): no daemon and no wire
+//!   protocol of our own;
+//! - [`fleet`]: `edbstress fleet run` — checks every host (edbstress there in the same
+//!   version, paths, free space, clock offset), splits the mailbox target, starts the
+//!   same test on every host with one `--start-at`, follows each host's progress, stops
+//!   them all cleanly on request, copies every run directory back and aggregates them
+//!   (`edbstress_report::aggregate`), naming hosts that dropped out.
+//!
+//! It must not run transactions, touch databases or judge results itself: each host
+//! runs an ordinary `edbstress run`, and aggregation and the documents are pure
+//! functions of the report crate over the results it collects.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod fleet;
+pub mod ssh;
