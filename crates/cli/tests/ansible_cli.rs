@@ -1,0 +1,119 @@
+//! The Ansible recipe of the user guide, run for real: `examples/ansible/edbstress-
+//! fleet.yml` against three "hosts" (loopback addresses of a real sshd), each running
+//! `edbstress run --start-at` with one start time, then `edbstress aggregate` of the
+//! fetched run directories. Skips loudly without ansible-playbook (pip install
+//! ansible-core) or OpenSSH.
+
+mod common;
+use common::sshd::Sshd;
+use common::*;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn ansible_playbook() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join("ansible-playbook"))
+        .find(|p| p.is_file())
+}
+
+#[test]
+fn the_ansible_recipe_runs_three_hosts_together_and_aggregates_them() {
+    let Some(playbook_bin) = ansible_playbook() else {
+        eprintln!(
+            "\n!!!!!!!!!!\n!!! SKIPPED: ansible-playbook is not installed (pip install ansible-core) \
+             — the Ansible recipe was not run\n!!!!!!!!!!\n"
+        );
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let sentinel = Sentinel::new(tmp.path());
+    let root = tmp.path().join("work");
+    fs::create_dir(&root).unwrap();
+    let addresses = ["127.0.0.2", "127.0.0.3", "127.0.0.4"];
+    let Some(sshd) = Sshd::start(&tmp.path().join("sshd"), &addresses) else {
+        return;
+    };
+    let mut inventory = String::from("[mailbox_servers]\n");
+    for (i, a) in addresses.iter().enumerate() {
+        let h = root.join(format!("mbx{}", i + 1));
+        inventory.push_str(&format!(
+            "mbx{} ansible_host={a} db_path={} log_path={} results_dir={}\n",
+            i + 1,
+            h.join("db").display(),
+            h.join("logs").display(),
+            h.join("results").display()
+        ));
+    }
+    inventory.push_str(&format!(
+        "[mailbox_servers:vars]\nansible_ssh_common_args=-F {}\nansible_python_interpreter=/usr/bin/python3\n\
+         [local]\nlocalhost ansible_connection=local ansible_python_interpreter=/usr/bin/python3\n",
+        sshd.client_config.display()
+    ));
+    fs::write(root.join("inventory.ini"), inventory).unwrap();
+    fs::write(
+        root.join("margin.toml"),
+        "target_margin = 1.5\n[thresholds]\ndb_read_avg_ms = 1000.0\ndb_read_max_ms = 10000.0\n\
+         log_write_avg_ms = 1000.0\nlog_write_max_ms = 10000.0\n",
+    )
+    .unwrap();
+    let run_options = serde_json::json!({
+        "run_options": [
+            "--config", root.join("margin.toml"), "--mailboxes", "100",
+            "--iops-per-mailbox", "0.4", "--databases", "1", "--database-size", "32MiB",
+            "--cache-max", "8MiB", "--cache-min", "4MiB", "--duration", "6s",
+            "--sample-interval", "1s", "--buffered"
+        ]
+    });
+    let playbook =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/ansible/edbstress-fleet.yml");
+    let collect = root.join("collected");
+    let home = root.join("ansible-home");
+    let out = Command::new(&playbook_bin)
+        .arg("-i")
+        .arg(root.join("inventory.ini"))
+        .arg(&playbook)
+        .arg("-e")
+        .arg(format!("collect_dir={}", collect.display()))
+        .arg("-e")
+        .arg(format!("edbstress={}", binary().display()))
+        .arg("-e")
+        .arg(format!("archive_dir={}", root.display()))
+        .args(["-e", "lead='35 seconds'"])
+        .arg("-e")
+        .arg(run_options.to_string())
+        // Ansible's own files stay in the test's directory.
+        .env("ANSIBLE_HOME", &home)
+        .env("ANSIBLE_LOCAL_TEMP", home.join("tmp"))
+        .env("ANSIBLE_REMOTE_TEMP", home.join("remote-tmp"))
+        .env("ANSIBLE_NOCOLOR", "1")
+        .env("ANSIBLE_FORCE_COLOR", "0")
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ansible-playbook failed:\n{}",
+        text(&out)
+    );
+    let agg: serde_json::Value =
+        serde_json::from_slice(&fs::read(collect.join("aggregate/results.json")).unwrap()).unwrap();
+    assert_eq!(agg["kind"], "aggregate");
+    assert_eq!(agg["complete"], true, "{}", text(&out));
+    let hosts: Vec<&str> = agg["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts.len(), 3);
+    for h in ["mbx1", "mbx2", "mbx3"] {
+        assert!(hosts.contains(&h), "{hosts:?}");
+    }
+    // Started together: the common window is nearly the whole 6 s measured.
+    assert!(agg["common_window"]["seconds"].as_f64().unwrap() > 5.0);
+    drop(sshd);
+    sentinel.assert_untouched();
+}
