@@ -12,6 +12,7 @@ mod clean_cmd;
 mod common;
 mod config_cmd;
 mod durability_probe_cmd;
+mod flags;
 mod inject_cmd;
 mod prepare_cmd;
 mod recover_cmd;
