@@ -1,23 +1,7 @@
 //! `edbstress config init` and `config show` on real files.
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn edbstress(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_edbstress"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run edbstress")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+mod common;
+use common::{edbstress, stderr, stdout};
 
 #[test]
 fn init_writes_a_file_show_accepts() {
