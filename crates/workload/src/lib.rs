@@ -16,6 +16,7 @@ pub mod bdm;
 pub mod config;
 pub mod criteria;
 pub mod host;
+mod per_instance;
 pub mod profile;
 pub mod replication;
 pub mod rundir;
