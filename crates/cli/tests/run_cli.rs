@@ -2,9 +2,8 @@
 //! configuration errors.
 
 mod common;
-use common::command;
+use common::{command, results, run_dirs};
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -35,18 +34,6 @@ const SMALL: &[&str] = &[
     "--results-dir",
     "results",
 ];
-
-fn run_dirs(dir: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir.join("results"))
-        .map(|rd| rd.map(|e| e.unwrap().path()).collect())
-        .unwrap_or_default();
-    dirs.sort();
-    dirs
-}
-
-fn results(run_dir: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(run_dir.join("results.json")).unwrap()).unwrap()
-}
 
 #[test]
 fn a_short_run_prints_the_verdict_and_writes_a_complete_run_directory() {
