@@ -5,6 +5,8 @@
 //! Exit codes: 0 success / clean, 1 an integrity problem was found (or a test failed),
 //! 2 a usage, configuration or environment error.
 
+#![forbid(unsafe_code)]
+
 mod aggregate_cmd;
 mod check_cmd;
 mod checksum_cmd;

@@ -10,6 +10,9 @@
 //! of `edbstress-report` and leaves presentation to it; it never prints (the CLI shows
 //! progress from the events it reports).
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod autotune;
 pub mod backup;
 pub mod bdm;
