@@ -105,3 +105,25 @@ fn bad_key_or_value_is_a_usage_error_naming_it() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("missing.toml"), "{}", stderr(&out));
 }
+
+#[test]
+fn top_level_help_says_what_the_tool_does_with_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = edbstress(&["--help"], dir.path());
+    assert!(out.status.success());
+    let help = stdout(&out);
+    for needle in [
+        "Validate storage for Exchange-style mailbox databases",
+        "mailboxes",
+        "latency",
+        "checksums",
+        "Examples:",
+        "edbstress run --quick",
+        "edbstress run --mailboxes 5000",
+        "edbstress checksum --db-path",
+        "edbstress recover --db-path",
+    ] {
+        assert!(help.contains(needle), "{needle} missing from\n{help}");
+    }
+    assert!(!help.contains("thin front end"), "{help}");
+}
