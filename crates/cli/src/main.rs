@@ -1,9 +1,14 @@
-//! `edbstress`: the command line. A thin front end: it parses arguments, calls the
-//! engine (and, later, the workload and report crates), shows progress and prints
-//! results. It holds no storage logic of its own.
+//! `edbstress`: the command line. It parses arguments, resolves a run's configuration
+//! (mapping configuration keys to its flags in error messages), calls the workload
+//! crate for tests and the engine directly for the offline commands (`prepare`,
+//! `checksum`, `recover`, `check`, `clean`, `inject`), the report crate for `report`,
+//! `compare` and `aggregate`, shows progress and prints results. It holds no storage
+//! logic of its own.
 //!
 //! Exit codes: 0 success / clean, 1 an integrity problem was found (or a test failed),
 //! 2 a usage, configuration or environment error.
+
+#![forbid(unsafe_code)]
 
 mod aggregate_cmd;
 mod check_cmd;
@@ -12,6 +17,7 @@ mod clean_cmd;
 mod common;
 mod config_cmd;
 mod durability_probe_cmd;
+mod flags;
 mod fleet_cmd;
 mod inject_cmd;
 mod prepare_cmd;
@@ -28,9 +34,56 @@ use clap::{Parser, Subcommand};
 
 use crate::common::CommandError;
 
-/// Storage validation for mailbox-database workloads (a Linux-native Jetstress).
+/// What `edbstress --help` opens with: what the tool does for the person validating
+/// storage.
+const ABOUT: &str =
+    "Validate storage for Exchange-style mailbox databases on Linux (a Jetstress for Linux)";
+
+/// The longer description of `edbstress --help`.
+const LONG_ABOUT: &str = "\
+Validate storage for Exchange-style mailbox databases on Linux (a Jetstress for Linux).
+
+edbstress answers: will this storage carry N mailboxes at this I/O profile, within
+Exchange's latency rules, without losing or corrupting data? It creates real
+databases (B+trees with ESE-style page checksums and a write-ahead log), drives real
+transactions at the target rate (Exchange 2007/2010/2013 profiles) with background
+maintenance and log replication, judges the result by Jetstress's pass/fail rules
+(database read and log write latencies, page fault stalls), verifies every checksum
+afterwards, and writes a report. It also runs the DatabaseBackup and SoftRecovery
+tests, verifies databases offline and replays their logs after a crash.
+
+Exit codes: 0 pass or clean, 1 fail or damaged data, 2 usage or configuration error,
+130 stopped with Ctrl-C.";
+
+/// Examples shown after the commands.
+const EXAMPLES: &str = "\
+Examples:
+  # a one-minute Performance test in ./edbstress-data, to see the tool work
+  edbstress run --quick
+
+  # validate storage for 5,000 mailboxes at 0.12 IOPS each, 2 GiB quotas, 6 databases
+  # with 2 copies, databases on two mount points and logs on a third (2 hours)
+  edbstress run --mailboxes 5000 --iops-per-mailbox 0.12 --mailbox-quota 2GiB \\
+      --databases 6 --copies 2 --db-path /mnt/db1 --db-path /mnt/db2 --log-path /mnt/log1
+
+  # verify every page and log segment offline (like eseutil /k)
+  edbstress checksum --db-path /mnt/db1 --db-path /mnt/db2 --log-path /mnt/log1
+
+  # replay the logs of databases that were not shut down cleanly (soft recovery)
+  edbstress recover --db-path /mnt/db1 --log-path /mnt/log1
+
+`edbstress help <command>` describes each command; `edbstress config init site.toml`
+writes a commented configuration file.";
+
+/// The command line of `edbstress`.
 #[derive(Parser, Debug)]
-#[command(name = "edbstress", version, about, long_about = None)]
+#[command(
+    name = "edbstress",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = EXAMPLES
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -17,6 +17,7 @@ use edbstress_workload::profile::Profile;
 use edbstress_workload::units::parse_duration;
 
 use crate::common::{CommandError, PathArgs, parse_backend};
+use crate::flags::config_error;
 use crate::units::{count, parse_page_size, parse_size};
 
 /// Options of a run. Precedence, lowest first: the profile's defaults, `--quick`, the
@@ -174,14 +175,15 @@ impl RunArgs {
             layers.push(quick_preset());
         }
         if let Some(path) = &self.config {
-            layers.push(ConfigFile::load(path)?);
+            layers.push(ConfigFile::load(path).map_err(config_error)?);
         }
         layers.push(self.flags_layer());
         Ok(layers)
     }
 
-    /// The resolved and validated configuration.
+    /// The resolved and validated configuration; an error names the key at fault and
+    /// the flag that sets it.
     pub fn resolve(&self) -> Result<RunConfig, CommandError> {
-        Ok(RunConfig::resolve(&self.layers()?)?)
+        RunConfig::resolve(&self.layers()?).map_err(config_error)
     }
 }

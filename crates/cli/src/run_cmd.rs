@@ -115,6 +115,8 @@ pub fn run(args: RunCmdArgs) -> Result<ExitCode, CommandError> {
     let outcome = run_test(&config, &stop, &events).map_err(|e| match e {
         // Damaged databases fail the run (results.json says Fail); they are no usage error.
         RunError::Damaged(msg) => CommandError::Integrity(msg),
+        // It names the key `results_dir`; the flag that sets it goes beside it.
+        e @ RunError::RunDir(_) => CommandError::Usage(crate::flags::with_flags(&e.to_string())),
         e => CommandError::Usage(e.to_string()),
     })?;
     bar.finish_and_clear();

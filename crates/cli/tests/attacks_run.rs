@@ -6,11 +6,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Sentinel, assert_exit, command, edbstress, stderr, stdout, text};
+use common::{Sentinel, assert_exit, command, edbstress, results, run_dirs, stderr, stdout, text};
 
 /// Small databases through the page cache, one per test directory.
 const PATHS: &[&str] = &[
@@ -53,18 +53,6 @@ fn prepare(dir: &Path, size: &str) {
     args.extend_from_slice(&PATHS[..5]);
     let out = edbstress(&args, dir);
     assert_exit(&out, 0, "prepare");
-}
-
-fn run_dirs(dir: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir.join("results"))
-        .map(|rd| rd.map(|e| e.unwrap().path()).collect())
-        .unwrap_or_default();
-    dirs.sort();
-    dirs
-}
-
-fn results(run_dir: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(run_dir.join("results.json")).unwrap()).unwrap()
 }
 
 fn test_log(dir: &Path) -> String {

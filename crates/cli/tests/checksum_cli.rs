@@ -1,30 +1,15 @@
 //! End-to-end: `prepare` then `checksum` on real files, with faults injected at the
 //! offsets docs/format.md gives (page P starts at byte (P + 1) × page_size).
 
+mod common;
+use common::{edbstress, json};
+
 use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 const PAGE: u64 = 32 * 1024;
-
-fn edbstress(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_edbstress"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run edbstress")
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
 
 /// `prepare` with small defaults; `extra` may override --databases / --database-size.
 fn prepare(dir: &Path, extra: &[&str]) -> Output {

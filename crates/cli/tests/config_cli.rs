@@ -1,23 +1,7 @@
 //! `edbstress config init` and `config show` on real files.
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn edbstress(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_edbstress"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run edbstress")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+mod common;
+use common::{edbstress, stderr, stdout};
 
 #[test]
 fn init_writes_a_file_show_accepts() {
@@ -120,4 +104,26 @@ fn bad_key_or_value_is_a_usage_error_naming_it() {
     let out = edbstress(&["config", "show", "--config", "missing.toml"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("missing.toml"), "{}", stderr(&out));
+}
+
+#[test]
+fn top_level_help_says_what_the_tool_does_with_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = edbstress(&["--help"], dir.path());
+    assert!(out.status.success());
+    let help = stdout(&out);
+    for needle in [
+        "Validate storage for Exchange-style mailbox databases",
+        "mailboxes",
+        "latency",
+        "checksums",
+        "Examples:",
+        "edbstress run --quick",
+        "edbstress run --mailboxes 5000",
+        "edbstress checksum --db-path",
+        "edbstress recover --db-path",
+    ] {
+        assert!(help.contains(needle), "{needle} missing from\n{help}");
+    }
+    assert!(!help.contains("thin front end"), "{help}");
 }

@@ -5,8 +5,10 @@
 //!
 //! Two cycles by default; `EDBSTRESS_LONG_TESTS=1` runs 25.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+mod common;
+use common::{command, edbstress};
+
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// A small open-loop Performance run (target 50 IOPS) under `dir`. The schedule offers
@@ -44,14 +46,6 @@ const RUN: &[&str] = &[
     "results",
 ];
 
-fn edbstress(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_edbstress"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run edbstress")
-}
-
 /// A pseudo-random number from the clock (reproducibility is not the point here: each
 /// cycle kills at another moment; the moment is printed).
 fn jitter(max_ms: u64) -> u64 {
@@ -79,17 +73,16 @@ fn killed_performance_runs_recover_cleanly_and_the_next_run_passes() {
     )
     .unwrap();
     // Create the databases once, so every cycle kills a run of the same ones.
-    let first = edbstress(dir, &[RUN, &["--duration", "1s", "--no-verify"]].concat());
+    let first = edbstress(&[RUN, &["--duration", "1s", "--no-verify"]].concat(), dir);
     assert!(
         matches!(first.status.code(), Some(0 | 1)),
         "{}",
         String::from_utf8_lossy(&first.stderr)
     );
     for cycle in 0..cycles {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_edbstress"))
+        let mut child = command(dir)
             .args(RUN)
             .args(["--duration", "10m"])
-            .current_dir(dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -109,7 +102,6 @@ fn killed_performance_runs_recover_cleanly_and_the_next_run_passes() {
         // Recovery must find no lost flush; then every page, log segment and tree is intact.
         for command in ["recover", "checksum", "check"] {
             let out = edbstress(
-                dir,
                 &[
                     command,
                     "--db-path",
@@ -118,6 +110,7 @@ fn killed_performance_runs_recover_cleanly_and_the_next_run_passes() {
                     "logs",
                     "--buffered",
                 ],
+                dir,
             );
             assert_eq!(
                 out.status.code(),
@@ -129,7 +122,7 @@ fn killed_performance_runs_recover_cleanly_and_the_next_run_passes() {
         }
         println!("cycle {cycle}: killed after {after:?}, recovered, checksums clean");
     }
-    let last = edbstress(dir, &[RUN, &["--duration", "5s"]].concat());
+    let last = edbstress(&[RUN, &["--duration", "5s"]].concat(), dir);
     assert_eq!(
         last.status.code(),
         Some(0),

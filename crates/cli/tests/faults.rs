@@ -2,30 +2,14 @@
 //! `recover` find; it refuses foreign files; and a Performance run on a database with
 //! an injected bad page fails, naming the fault.
 
+mod common;
+use common::{edbstress, json};
+
 use std::path::Path;
-use std::process::{Command, Output};
 
 use edbstress_engine::dbfile::read_header;
 use edbstress_engine::fault::{FaultKind, FaultRequest, inject_database};
 use edbstress_io::IoMode;
-
-fn edbstress(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_edbstress"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run edbstress")
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
 
 fn prepare(dir: &Path, databases: &str, size: &str) {
     let out = edbstress(

@@ -3,6 +3,9 @@
 //! with a message. Results always go to another filesystem (the test's temp dir), so
 //! the run directory stays readable when the database filesystem is full.
 
+mod common;
+use common::{command, text};
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -66,20 +69,6 @@ impl Drop for SmallFs {
     }
 }
 
-fn edbstress(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_edbstress"));
-    c.current_dir(dir).stdin(Stdio::null());
-    c
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 fn only_run_dir(results: &Path) -> PathBuf {
     let dirs: Vec<PathBuf> = std::fs::read_dir(results)
         .unwrap()
@@ -117,7 +106,7 @@ fn prepare_and_run_bigger_than_free_space_are_refused_before_writing() {
     let tmp = tempfile::tempdir().unwrap();
     let db = fs.path().join("db");
     let logs = fs.path().join("logs");
-    let out = edbstress(tmp.path())
+    let out = command(tmp.path())
         .args(["prepare", "--databases", "2", "--database-size", "48MiB"])
         .args(["--buffered", "--db-path"])
         .arg(&db)
@@ -139,7 +128,7 @@ fn prepare_and_run_bigger_than_free_space_are_refused_before_writing() {
         "nothing created"
     );
 
-    let out = edbstress(tmp.path())
+    let out = command(tmp.path())
         .args(["run", "--databases", "2", "--database-size", "48MiB"])
         .args(["--buffered", "--duration", "2s", "--sample-interval", "1s"])
         .arg("--db-path")
@@ -166,7 +155,7 @@ fn prepare_and_run_bigger_than_free_space_are_refused_before_writing() {
 /// the output and the run directory.
 fn run_until_full(tmp: &Path, db_root: &Path, log_root: &Path, full: &Path) -> (Output, PathBuf) {
     std::fs::write(tmp.join("small.toml"), "checkpoint_depth = \"4MiB\"\n").unwrap();
-    let mut child = edbstress(tmp)
+    let mut child = command(tmp)
         .args(["run", "--config", "small.toml", "--databases", "1"])
         .args(["--database-size", "32MiB", "--buffered", "--threads", "4"])
         .args(["--duration", "60s", "--sample-interval", "1s", "--op-mix"])
@@ -284,7 +273,7 @@ fn a_full_results_disk_is_reported_with_the_space_needed() {
     let chunk = vec![0xa5u8; 64 << 10];
     while filler.write_all(&chunk).is_ok() {}
     drop(filler);
-    let out = edbstress(tmp.path())
+    let out = command(tmp.path())
         .args(["run", "--databases", "1", "--database-size", "32MiB"])
         .args(["--buffered", "--duration", "2s", "--sample-interval", "1s"])
         .args(["--db-path", "db", "--log-path", "logs", "--results-dir"])
@@ -308,7 +297,7 @@ fn a_full_results_disk_is_reported_with_the_space_needed() {
 fn a_truncated_database_is_an_io_error_naming_path_and_offset() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
-    let out = edbstress(t)
+    let out = command(t)
         .args(["prepare", "--databases", "1", "--database-size", "32MiB"])
         .args(["--buffered", "--db-path", "db", "--log-path", "logs"])
         .output()
@@ -319,7 +308,7 @@ fn a_truncated_database_is_an_io_error_naming_path_and_offset() {
     let file = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
     file.set_len(16 << 20).unwrap();
     drop(file);
-    let out = edbstress(t)
+    let out = command(t)
         .args([
             "checksum",
             "--buffered",

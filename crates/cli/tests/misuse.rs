@@ -2,8 +2,11 @@
 //! unknown flags, bad sizes, negative counts, operation mixes not summing to 100, paths
 //! that do not exist or cannot be written, and database files from another tool.
 
+mod common;
+use common::command;
+
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// A directory layout with the obstacles the cases need.
 struct Fixture {
@@ -233,12 +236,10 @@ fn every_misuse_gets_one_clear_message_and_exit_code_2() {
         let args: Vec<String> = args.iter().map(|a| a.replace("{ro}", &ro)).collect();
         let word = word.replace("{ro}", &ro);
         // Every case gets its own copy of the paths it may create in.
-        let out = Command::new(env!("CARGO_BIN_EXE_edbstress"))
-            .current_dir(fixture.path())
+        let out = command(fixture.path())
             .args(&args)
             .args(extra_paths(&args))
             .env("RUST_BACKTRACE", "1")
-            .stdin(Stdio::null())
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -1,30 +1,9 @@
 //! End-to-end: `edbstress probe` on a small real file in a temp dir.
 
+mod common;
+use common::{assert_exit, edbstress, json};
+
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn edbstress(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_edbstress"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run edbstress")
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "edbstress failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
 
 /// tmpfs refuses O_DIRECT; measure through the page cache there.
 fn io_flags(dir: &Path) -> Vec<&'static str> {
@@ -52,7 +31,9 @@ fn each_pattern_reports_sane_numbers_and_cleans_up() {
             "--json",
         ];
         args.extend(io_flags(dir.path()));
-        let v = json(&edbstress(&args, dir.path()));
+        let out = edbstress(&args, dir.path());
+        assert_exit(&out, 0, "probe");
+        let v = json(&out);
         assert_eq!(v["pattern"], pattern);
         assert!(v["ops"].as_u64().unwrap() > 0, "{v}");
         for key in ["iops", "mb_per_sec", "avg_latency_ms", "p99_ms"] {
@@ -81,7 +62,9 @@ fn default_table_keeps_the_file_when_asked() {
         "--json",
     ];
     args.extend(io_flags(dir.path()));
-    let v = json(&edbstress(&args, dir.path()));
+    let out = edbstress(&args, dir.path());
+    assert_exit(&out, 0, "probe");
+    let v = json(&out);
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), 12);
     assert!(results.iter().all(|r| r["ops"].as_u64().unwrap() > 0));

@@ -5,8 +5,11 @@
 //! (`apt-get install chromium`; `.ci/run` installs it); `EDBSTRESS_SKIP_CHROMIUM=1`
 //! skips that part loudly. `EDBSTRESS_REPORT_PNG=FILE` keeps the screenshot to look at.
 
-#[path = "../../workload/tests/common/mod.rs"]
 mod common;
+#[path = "../../workload/tests/common/mod.rs"]
+mod workload_common;
+
+use common::{stderr, stdout};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -16,19 +19,9 @@ use std::time::{Duration, Instant};
 use edbstress_report::{RunResults, TestType, Verdict};
 use edbstress_workload::runner::run;
 
+/// `edbstress` with `args` (absolute paths) in the current directory.
 fn edbstress(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_edbstress"))
-        .args(args)
-        .output()
-        .expect("run edbstress")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    common::edbstress(args, Path::new("."))
 }
 
 fn s(p: &Path) -> &str {
@@ -38,7 +31,7 @@ fn s(p: &Path) -> &str {
 #[test]
 fn report_compare_and_chromium_on_a_real_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut config = common::small_config(tmp.path(), TestType::Performance);
+    let mut config = workload_common::small_config(tmp.path(), TestType::Performance);
     config.database_size = 32 << 20;
     // A closed-loop (throughput) run: its cache warms in about a second.
     config.duration = Duration::from_secs(3);

@@ -1,15 +1,11 @@
 //! `edbstress run` end to end through the binary: a short run, a clean Ctrl-C, and
 //! configuration errors.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::{command, results, run_dirs};
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn edbstress(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_edbstress"));
-    c.current_dir(dir);
-    c
-}
 
 /// A short run on two small databases under `dir`, through the page cache.
 const SMALL: &[&str] = &[
@@ -39,22 +35,10 @@ const SMALL: &[&str] = &[
     "results",
 ];
 
-fn run_dirs(dir: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir.join("results"))
-        .map(|rd| rd.map(|e| e.unwrap().path()).collect())
-        .unwrap_or_default();
-    dirs.sort();
-    dirs
-}
-
-fn results(run_dir: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(run_dir.join("results.json")).unwrap()).unwrap()
-}
-
 #[test]
 fn a_short_run_prints_the_verdict_and_writes_a_complete_run_directory() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = edbstress(tmp.path())
+    let out = command(tmp.path())
         .args(SMALL)
         .args(["--duration", "3s"])
         .output()
@@ -119,7 +103,7 @@ fn a_short_run_prints_the_verdict_and_writes_a_complete_run_directory() {
         }
     }
     // The effective configuration repeats the run.
-    let again = edbstress(tmp.path())
+    let again = command(tmp.path())
         .args(["config", "show", "--config"])
         .arg(dirs[0].join("config.toml"))
         .output()
@@ -134,7 +118,7 @@ fn a_short_run_prints_the_verdict_and_writes_a_complete_run_directory() {
 #[test]
 fn ctrl_c_stops_cleanly_and_writes_an_aborted_result() {
     let tmp = tempfile::tempdir().unwrap();
-    let child = edbstress(tmp.path())
+    let child = command(tmp.path())
         .args(SMALL)
         .args(["--duration", "10m"])
         .stdout(Stdio::piped())
@@ -177,7 +161,7 @@ fn ctrl_c_stops_cleanly_and_writes_an_aborted_result() {
     assert!(r["totals"]["io"]["db_read"]["count"].as_u64().unwrap() > 0);
     // The databases were shut down cleanly: an offline checksum passes and a new run
     // opens them without recovery.
-    let check = edbstress(tmp.path())
+    let check = command(tmp.path())
         .args([
             "checksum",
             "--db-path",
@@ -193,7 +177,7 @@ fn ctrl_c_stops_cleanly_and_writes_an_aborted_result() {
         "{}",
         String::from_utf8_lossy(&check.stdout)
     );
-    let again = edbstress(tmp.path())
+    let again = command(tmp.path())
         .args(SMALL)
         .args(["--duration", "1s", "--no-verify"])
         .output()
@@ -208,7 +192,7 @@ fn ctrl_c_stops_cleanly_and_writes_an_aborted_result() {
 #[test]
 fn bad_configuration_is_a_clear_error_with_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = edbstress(tmp.path())
+    let out = command(tmp.path())
         .args(["run", "--op-mix", "50/50/50/50", "--results-dir", "results"])
         .output()
         .unwrap();

@@ -2,27 +2,16 @@
 //! (foreign files placed next to ours survive), asks before removing, and respects the
 //! database lock; commands refuse databases another process holds, naming its PID.
 
+mod common;
+use common::{command, text};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use edbstress_engine::lock::DatabaseLock;
 
-fn edbstress(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_edbstress"));
-    c.current_dir(dir).stdin(Stdio::null());
-    c
-}
-
 fn run(dir: &Path, args: &[&str]) -> Output {
-    edbstress(dir).args(args).output().unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    command(dir).args(args).output().unwrap()
 }
 
 /// Two small databases with their logs under `dir/db` and `dir/logs`.
@@ -322,7 +311,7 @@ fn read_only_commands_wait_for_writers_and_share_with_readers() {
     assert!(out.status.success(), "{}", text(&out));
     let both: Vec<_> = (0..2)
         .map(|_| {
-            edbstress(t)
+            command(t)
                 .args(&checksum)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())

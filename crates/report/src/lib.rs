@@ -9,6 +9,9 @@
 //! It must not run tests, touch databases or decide pass/fail: the workload crate
 //! measures and judges, this crate records and presents what it was given.
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod aggregate;
 pub mod charts;
 pub mod compare;

@@ -28,6 +28,7 @@ use edbstress_io::{
 use serde::Serialize;
 
 use crate::config::RunConfig;
+use crate::per_instance::run_each;
 
 /// Bytes in a MB of the backup figures.
 const MB: f64 = 1_048_576.0;
@@ -201,35 +202,11 @@ pub fn run_backup(
         Some(dir) => create_copies(dir, &sources, options.io_mode)?,
         None => sources.iter().map(|_| None).collect(),
     };
-    let abort = AtomicBool::new(false);
-    let results: Vec<Result<(BackupInstanceReport, IoStats), BackupError>> =
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = sources
-                .iter()
-                .zip(&copies)
-                .map(|(source, copy)| {
-                    let abort = &abort;
-                    scope.spawn(move || {
-                        let result =
-                            back_up_one(source, copy.as_ref(), options, stop, abort, progress);
-                        if result.is_err() {
-                            abort.store(true, Ordering::Relaxed);
-                        }
-                        result
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(BackupError::Invalid(
-                            "a backup thread panicked; please report this as a bug".into(),
-                        ))
-                    })
-                })
-                .collect()
-        });
+    let results = run_each(
+        sources.iter().zip(&copies),
+        |(source, copy), abort| back_up_one(source, copy.as_ref(), options, stop, abort, progress),
+        || BackupError::Invalid("a backup thread panicked; please report this as a bug".into()),
+    );
     let mut reports = Vec::with_capacity(results.len());
     let mut stats = IoStats::new();
     let mut first_error = None;

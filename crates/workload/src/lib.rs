@@ -10,12 +10,16 @@
 //! of `edbstress-report` and leaves presentation to it; it never prints (the CLI shows
 //! progress from the events it reports).
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod autotune;
 pub mod backup;
 pub mod bdm;
 pub mod config;
 pub mod criteria;
 pub mod host;
+mod per_instance;
 pub mod profile;
 pub mod replication;
 pub mod rundir;

@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 
 /// Why the run directory could not be made or written.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot {what} {path}: {source} (choose another --results-dir)")]
+#[error("cannot {what} {path}: {source} (choose another `results_dir`)")]
 pub struct RunDirError {
     what: &'static str,
     path: PathBuf,

@@ -22,6 +22,7 @@ use parking_lot::Mutex;
 use serde::Serialize;
 
 use crate::config::RunConfig;
+use crate::per_instance::run_each;
 use crate::transaction::TransactionGenerator;
 
 /// How to run the SoftRecovery test.
@@ -161,37 +162,22 @@ pub fn run_soft_recovery(
 ) -> Result<(Vec<SoftRecoveryInstanceReport>, IoStats), SoftRecoveryError> {
     check_options(options)?;
     // One failing instance ends the others' generation early (they still recover).
-    let abort = AtomicBool::new(false);
-    let results: Vec<Result<SoftRecoveryInstanceReport, SoftRecoveryError>> =
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = layouts
-                .iter()
-                .map(|layout| {
-                    let abort = &abort;
-                    scope.spawn(move || {
-                        let result = soft_recover_one(layout, options, stop, abort, progress)
-                            .map_err(|source| SoftRecoveryError::Instance {
-                                instance: layout.instance,
-                                source,
-                            });
-                        if result.is_err() {
-                            abort.store(true, Ordering::Relaxed);
-                        }
-                        result
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(SoftRecoveryError::Invalid(
-                            "a soft recovery thread panicked; please report this as a bug".into(),
-                        ))
-                    })
-                })
-                .collect()
-        });
+    let results = run_each(
+        layouts,
+        |layout, abort| {
+            soft_recover_one(layout, options, stop, abort, progress).map_err(|source| {
+                SoftRecoveryError::Instance {
+                    instance: layout.instance,
+                    source,
+                }
+            })
+        },
+        || {
+            SoftRecoveryError::Invalid(
+                "a soft recovery thread panicked; please report this as a bug".into(),
+            )
+        },
+    );
     let mut reports = Vec::with_capacity(results.len());
     let mut stats = IoStats::new();
     for result in results {

@@ -97,6 +97,20 @@ pub fn probe_and_kill(dir: &Path, millis: u64) -> Vec<Acked> {
     reader.join().expect("reader")
 }
 
+/// The run directories under `dir/results`, oldest first.
+pub fn run_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(dir.join("results"))
+        .map(|rd| rd.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
+/// A run directory's `results.json`.
+pub fn results(run_dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&fs::read(run_dir.join("results.json")).unwrap()).unwrap()
+}
+
 /// Standard output as text.
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::file::rw_error;
 use crate::{AlignedBuf, DataFile, IoClass, IoError, IoMode, IoStats};
 
+mod files;
 mod threads;
 mod uring;
 

@@ -8,9 +8,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use super::files::FileTable;
 use super::{
-    FileId, FileOrigin, IoBackend, IoCompletion, IoOp, IoRequest, check_depth, check_request,
-    duration_ns, request_error,
+    FileId, IoBackend, IoCompletion, IoOp, IoRequest, check_depth, check_request, duration_ns,
+    request_error,
 };
 use crate::{AlignedBuf, DataFile, IoClass, IoError, IoStats};
 
@@ -36,17 +37,11 @@ pub struct ThreadPoolBackend {
     /// Submitted, not yet handed to the workers.
     pending: Vec<Job>,
     in_flight: usize,
-    files: Vec<Option<PoolFile>>,
-    free_file_ids: Vec<u32>,
+    /// Registered files: a shared descriptor the workers use.
+    files: FileTable<Arc<File>>,
     /// Swapped with the shared completion list so that collecting allocates nothing.
     collected: Vec<Finished>,
     stats: IoStats,
-}
-
-struct PoolFile {
-    file: Arc<File>,
-    origin: FileOrigin,
-    in_flight: usize,
 }
 
 /// A request travelling to a worker, owning its buffer.
@@ -113,8 +108,7 @@ impl ThreadPoolBackend {
             depth,
             pending: Vec::with_capacity(depth),
             in_flight: 0,
-            files: Vec::new(),
-            free_file_ids: Vec::new(),
+            files: FileTable::new("threads"),
             collected: Vec::with_capacity(depth),
             stats: IoStats::new(),
         };
@@ -138,13 +132,6 @@ impl ThreadPoolBackend {
     /// Number of worker threads.
     pub fn threads(&self) -> usize {
         self.workers.len()
-    }
-
-    fn file(&self, id: FileId) -> Result<&PoolFile, IoError> {
-        self.files
-            .get(id.0 as usize)
-            .and_then(Option::as_ref)
-            .ok_or(IoError::UnknownFile(id.0))
     }
 }
 
@@ -204,42 +191,11 @@ impl IoBackend for ThreadPoolBackend {
             .file()
             .try_clone()
             .map_err(|e| IoError::file_op(file.path(), "dup", e))?;
-        let id = match self.free_file_ids.pop() {
-            Some(id) => id,
-            None => u32::try_from(self.files.len()).map_err(|_| IoError::Backend {
-                backend: "threads",
-                op: "register",
-                source: io::Error::other("too many files registered"),
-            })?,
-        };
-        let entry = PoolFile {
-            file: Arc::new(dup),
-            origin: FileOrigin {
-                path: file.path().to_path_buf(),
-                mode: file.mode(),
-            },
-            in_flight: 0,
-        };
-        let index = id as usize;
-        if index == self.files.len() {
-            self.files.push(Some(entry));
-        } else {
-            self.files[index] = Some(entry);
-        }
-        Ok(FileId(id))
+        self.files.insert(file, || Arc::new(dup))
     }
 
     fn unregister(&mut self, file: FileId) -> Result<(), IoError> {
-        let busy = self.file(file)?.in_flight;
-        if busy > 0 {
-            return Err(IoError::FileBusy {
-                file: file.0,
-                in_flight: busy,
-            });
-        }
-        self.files[file.0 as usize] = None;
-        self.free_file_ids.push(file.0);
-        Ok(())
+        self.files.remove(file).map(drop)
     }
 
     fn depth(&self) -> usize {
@@ -255,15 +211,11 @@ impl IoBackend for ThreadPoolBackend {
             return Err(IoError::QueueFull { depth: self.depth });
         }
         check_request(&req)?;
-        let file = self
-            .files
-            .get_mut(req.file.0 as usize)
-            .and_then(Option::as_mut)
-            .ok_or(IoError::UnknownFile(req.file.0))?;
+        let file = self.files.get_mut(req.file)?;
         file.in_flight += 1;
         self.in_flight += 1;
         self.pending.push(Job {
-            file: Arc::clone(&file.file),
+            file: Arc::clone(&file.handle),
             id: req.file,
             op: req.op,
             offset: req.offset,
@@ -322,11 +274,8 @@ impl IoBackend for ThreadPoolBackend {
                 ..
             } = job;
             self.in_flight -= 1;
-            let result = match self.files.get_mut(id.0 as usize).and_then(Option::as_mut) {
-                Some(f) => {
-                    f.in_flight -= 1;
-                    result.map_err(|e| request_error(&f.origin, op, offset, &buf, len, e))
-                }
+            let result = match self.files.complete(id) {
+                Some(origin) => result.map_err(|e| request_error(origin, op, offset, &buf, len, e)),
                 // Unreachable: a file with requests in flight cannot be unregistered.
                 None => result,
             };

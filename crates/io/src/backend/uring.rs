@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 use io_uring::register::Probe;
 use io_uring::{IoUring, opcode, squeue, types};
 
+use super::files::FileTable;
 use super::{
-    FileId, FileOrigin, IoBackend, IoCompletion, IoOp, IoRequest, check_depth, check_request,
-    duration_ns, request_error,
+    FileId, IoBackend, IoCompletion, IoOp, IoRequest, check_depth, check_request, duration_ns,
+    request_error,
 };
 use crate::{AlignedBuf, DataFile, IoClass, IoError, IoStats};
 
@@ -43,21 +44,17 @@ pub struct IoUringBackend {
     slots: Box<[Option<InFlight>]>,
     free_slots: Vec<u32>,
     in_flight: usize,
-    files: Vec<Option<RingFile>>,
-    free_file_ids: Vec<u32>,
+    files: FileTable<RingFile>,
     /// Free indices of the registered file table (empty when it could not be set up).
     free_fixed: Vec<u32>,
     stats: IoStats,
 }
 
-/// A registered file: the backend's own descriptor and, when it got one, its index in the
-/// ring's fixed file table.
+/// What the ring does I/O through for a registered file: the backend's own descriptor
+/// and, when it got one, its index in the ring's fixed file table.
 struct RingFile {
     fd: OwnedFd,
     fixed: Option<u32>,
-    origin: FileOrigin,
-    /// Requests on this file not yet reaped; the file cannot be unregistered before 0.
-    in_flight: usize,
 }
 
 /// A request between `submit` and `reap`, owning its buffer.
@@ -103,8 +100,7 @@ impl IoUringBackend {
             slots: (0..depth).map(|_| None).collect(),
             free_slots: (0..depth as u32).rev().collect(),
             in_flight: 0,
-            files: Vec::new(),
-            free_file_ids: Vec::new(),
+            files: FileTable::new("io_uring"),
             free_fixed,
             stats: IoStats::new(),
         })
@@ -112,14 +108,7 @@ impl IoUringBackend {
 
     /// Whether `file` is used through the ring's registered file table.
     pub fn is_fixed(&self, file: FileId) -> bool {
-        self.file(file).is_ok_and(|f| f.fixed.is_some())
-    }
-
-    fn file(&self, id: FileId) -> Result<&RingFile, IoError> {
-        self.files
-            .get(id.0 as usize)
-            .and_then(Option::as_ref)
-            .ok_or(IoError::UnknownFile(id.0))
+        self.files.get(file).is_ok_and(|f| f.handle.fixed.is_some())
     }
 
     /// Moves every available completion to `out`; returns how many.
@@ -153,14 +142,13 @@ impl IoUringBackend {
                 start,
             } = flight;
             let res = cqe.result();
-            let result = match self.files.get_mut(file.0 as usize).and_then(Option::as_mut) {
-                Some(f) => {
-                    f.in_flight -= 1;
+            let result = match self.files.complete(file) {
+                Some(origin) => {
                     if res >= 0 {
                         Ok(res as usize)
                     } else {
                         Err(request_error(
-                            &f.origin,
+                            origin,
                             op,
                             offset,
                             &buf,
@@ -282,55 +270,25 @@ impl IoBackend for IoUringBackend {
             .try_clone()
             .map_err(|e| IoError::file_op(file.path(), "dup", e))?
             .into();
-        let id = match self.free_file_ids.pop() {
-            Some(id) => id,
-            None => u32::try_from(self.files.len()).map_err(|_| IoError::Backend {
-                backend: "io_uring",
-                op: "register",
-                source: io::Error::other("too many files registered"),
-            })?,
-        };
-        let mut fixed = None;
-        if let Some(index) = self.free_fixed.pop() {
-            match self
-                .ring
-                .submitter()
-                .register_files_update(index, &[fd.as_raw_fd()])
-            {
-                Ok(1) => fixed = Some(index),
-                // The table is unusable; plain descriptors work as well, a bit slower.
-                _ => self.free_fixed.clear(),
+        let (ring, free_fixed) = (&self.ring, &mut self.free_fixed);
+        self.files.insert(file, || {
+            let mut fixed = None;
+            if let Some(index) = free_fixed.pop() {
+                match ring
+                    .submitter()
+                    .register_files_update(index, &[fd.as_raw_fd()])
+                {
+                    Ok(1) => fixed = Some(index),
+                    // The table is unusable; plain descriptors work as well, a bit slower.
+                    _ => free_fixed.clear(),
+                }
             }
-        }
-        let entry = RingFile {
-            fd,
-            fixed,
-            origin: FileOrigin {
-                path: file.path().to_path_buf(),
-                mode: file.mode(),
-            },
-            in_flight: 0,
-        };
-        let index = id as usize;
-        if index == self.files.len() {
-            self.files.push(Some(entry));
-        } else {
-            self.files[index] = Some(entry);
-        }
-        Ok(FileId(id))
+            RingFile { fd, fixed }
+        })
     }
 
     fn unregister(&mut self, file: FileId) -> Result<(), IoError> {
-        let busy = self.file(file)?.in_flight;
-        if busy > 0 {
-            return Err(IoError::FileBusy {
-                file: file.0,
-                in_flight: busy,
-            });
-        }
-        let Some(entry) = self.files[file.0 as usize].take() else {
-            return Err(IoError::UnknownFile(file.0));
-        };
+        let entry = self.files.remove(file)?;
         if let Some(index) = entry.fixed {
             // Only a slot the kernel confirms empty is reused.
             if let Ok(1) = self.ring.submitter().register_files_update(index, &[-1]) {
@@ -338,7 +296,6 @@ impl IoBackend for IoUringBackend {
             }
         }
         drop(entry);
-        self.free_file_ids.push(file.0);
         Ok(())
     }
 
@@ -355,14 +312,10 @@ impl IoBackend for IoUringBackend {
             return Err(IoError::QueueFull { depth: self.depth });
         }
         check_request(&req)?;
-        let file = self
-            .files
-            .get_mut(req.file.0 as usize)
-            .and_then(Option::as_mut)
-            .ok_or(IoError::UnknownFile(req.file.0))?;
-        let target = match file.fixed {
+        let file = self.files.get_mut(req.file)?;
+        let target = match file.handle.fixed {
             Some(index) => Target::Fixed(index),
-            None => Target::Fd(file.fd.as_raw_fd()),
+            None => Target::Fd(file.handle.fd.as_raw_fd()),
         };
         let Some(slot) = self.free_slots.pop() else {
             return Err(IoError::QueueFull { depth: self.depth });

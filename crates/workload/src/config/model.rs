@@ -1,0 +1,135 @@
+//! The resolved configuration of a run: every value explicit, validated.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use edbstress_format::PageSize;
+use edbstress_io::{BackendKind, IoMode};
+use edbstress_report::{OpMix, TestType};
+use serde::{Deserialize, Serialize};
+
+use super::file::{humantime_serde_compat, page_size_bytes};
+use crate::profile::{Profile, Thresholds};
+
+/// A fully resolved run configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// Which test.
+    pub test: TestType,
+    /// Version profile.
+    pub profile: Profile,
+    /// Mailbox-profile runs: number of mailboxes (None: a throughput run).
+    pub mailboxes: Option<u64>,
+    /// Transactional IOPS per mailbox.
+    pub iops_per_mailbox: f64,
+    /// Mailbox quota, bytes.
+    pub mailbox_quota: u64,
+    /// Number of databases (instances).
+    pub databases: u32,
+    /// Size of each database file, bytes (from the profile, or given).
+    pub database_size: u64,
+    /// Database copies (1 = none; each extra copy adds a log replication reader).
+    pub copies: u32,
+    /// Directories for database files; instances are spread over them.
+    pub db_paths: Vec<PathBuf>,
+    /// Directories for log directories; instances are spread over them.
+    pub log_paths: Vec<PathBuf>,
+    /// Database page size (for new databases; existing ones must match).
+    #[serde(with = "page_size_bytes")]
+    pub page_size: PageSize,
+    /// Minimum database cache, bytes, for the whole run (split over instances).
+    pub cache_min: u64,
+    /// Maximum database cache, bytes, for the whole run (split over instances).
+    pub cache_max: u64,
+    /// Checkpoint depth per instance, bytes.
+    pub checkpoint_depth: u64,
+    /// Largest database write the page writer makes of contiguous dirty pages, bytes
+    /// (default one page: see the user guide).
+    pub write_coalesce: u64,
+    /// Log each page's on-disk image before the change that makes it dirty, so that
+    /// recovery can rebuild pages torn by a power cut (off by default, like ESE).
+    pub torn_write_protection: bool,
+    /// Sessions running transactions over all instances (None: chosen by the tool).
+    pub threads: Option<u32>,
+    /// Find the largest session count that meets the thresholds.
+    pub auto_tune: bool,
+    /// Measured duration of the test.
+    #[serde(with = "humantime_serde_compat")]
+    pub duration: Duration,
+    /// Counter sampling interval.
+    #[serde(with = "humantime_serde_compat")]
+    pub sample_interval: Duration,
+    /// Longest wait for the caches to warm before measuring anyway (logged).
+    #[serde(with = "humantime_serde_compat")]
+    pub warmup_timeout: Duration,
+    /// Operation mix.
+    pub op_mix: OpMix,
+    /// Share of lazy commits, percent.
+    pub lazy_commit_pct: u32,
+    /// Background database maintenance.
+    pub bdm: bool,
+    /// BDM read rate per database, MB/s.
+    pub bdm_mb_per_sec: f64,
+    /// Open-loop runs start transactions at this many times the rate that yields the
+    /// target (the margin that makes a healthy device exceed the target).
+    pub target_margin: f64,
+    /// Pass/fail thresholds.
+    pub thresholds: Thresholds,
+    /// Where run directories are created.
+    pub results_dir: PathBuf,
+    /// Seed of the transaction generator and of new databases' content.
+    pub seed: u64,
+    /// DatabaseBackup: also write the copy here.
+    pub backup_path: Option<PathBuf>,
+    /// SoftRecovery: log files to generate per instance before the crash.
+    pub logs_to_replay: u32,
+    /// Target lz4 compression ratio of page content (new databases).
+    pub compressibility: f64,
+    /// Direct or buffered I/O.
+    pub io_mode: IoMode,
+    /// Backend of background writes.
+    pub backend: BackendKind,
+    /// Verify database and log checksums after Performance and Stress.
+    pub verify_after: bool,
+    /// When the measured period starts (several hosts measuring together): the run
+    /// prepares and warms up, then keeps the load running until this moment. Set per
+    /// run (`--start-at`), never from a file.
+    #[serde(skip)]
+    pub start_at: Option<std::time::SystemTime>,
+    /// The host name the results record (`--host-name`; default: the system's).
+    #[serde(skip)]
+    pub host_name: Option<String>,
+}
+
+impl RunConfig {
+    /// Mailboxes × IOPS per mailbox; None for throughput runs.
+    pub fn target_iops(&self) -> Option<f64> {
+        self.mailboxes.map(|m| m as f64 * self.iops_per_mailbox)
+    }
+
+    /// Whether transactions start on an open-loop schedule (mailbox-profile runs).
+    pub fn open_loop(&self) -> bool {
+        self.target_iops().is_some()
+    }
+
+    /// Minimum cache per instance, bytes.
+    pub fn cache_min_per_instance(&self) -> u64 {
+        self.cache_min / u64::from(self.databases.max(1))
+    }
+
+    /// Maximum cache per instance, bytes.
+    pub fn cache_max_per_instance(&self) -> u64 {
+        self.cache_max / u64::from(self.databases.max(1))
+    }
+
+    /// Sessions when none were asked for: four per database (at least eight), enough to
+    /// keep an open-loop schedule fed on a device with a few ms of latency.
+    pub fn default_threads(&self) -> u32 {
+        (self.databases * 4).max(8)
+    }
+
+    /// The session count used when not auto-tuning.
+    pub fn sessions(&self) -> u32 {
+        self.threads.unwrap_or_else(|| self.default_threads())
+    }
+}
