@@ -9,7 +9,7 @@ use edbstress_engine::layout::{
     db_file_name, discover_databases, discover_log_dirs, parse_db_file_name,
 };
 use edbstress_engine::lock::{DatabaseLock, LockMode};
-use edbstress_engine::logfiles::is_log_file_name;
+use edbstress_engine::log::is_log_file_name;
 use edbstress_engine::verify::{
     DatabaseScanReport, LogScanReport, PageProblemKind, ScanError, ScanOptions, scan_database,
     scan_log_dir,

@@ -21,7 +21,7 @@ use edbstress_engine::layout::{discover_log_dirs, parse_db_file_name};
 use edbstress_engine::lock::{
     DatabaseLock, LOCK_SUFFIX, LockError, LockMode, ensure_not_held, is_lock_file_content,
 };
-use edbstress_engine::logfiles::{LogIdentity, is_log_file_name, is_our_log_file, log_dir_owners};
+use edbstress_engine::log::{LogIdentity, is_log_file_name, is_our_log_file, log_dir_owners};
 use edbstress_io::IoMode;
 use edbstress_report::export::read_results;
 

@@ -67,12 +67,12 @@ pub fn ensure_dir_not_held(dir: &Path) -> Result<(), LockError> {
 /// (`ours` is the identity of its database, cleanly shut down), for an instance.
 pub(crate) fn claim_log_dir(
     layout: &crate::layout::InstanceLayout,
-    ours: crate::logfiles::LogIdentity,
+    ours: crate::log::LogIdentity,
 ) -> Result<LogDirLock, crate::error::EngineError> {
     use crate::error::EngineError;
     let dir = &layout.log_dir;
     let lock = LogDirLock::acquire_if_exists(dir, LockMode::Exclusive)?;
-    let owners = crate::logfiles::log_dir_owners(dir);
+    let owners = crate::log::log_dir_owners(dir);
     let (Some(lock), false) = (lock, owners.files.is_empty()) else {
         // A cleanly shut down database needs no log to be consistent: prepare starts a
         // new log stream for it (ESE does the same).

@@ -267,7 +267,7 @@ impl Instance {
         }
         let log_lock = crate::dirlock::claim_log_dir(
             &config.layout,
-            crate::logfiles::LogIdentity {
+            crate::log::LogIdentity {
                 db_signature: header.signature,
                 log_signature: header.log_signature,
             },

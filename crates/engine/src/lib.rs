@@ -21,7 +21,6 @@ pub mod instance;
 pub mod layout;
 pub mod lock;
 pub mod log;
-pub mod logfiles;
 pub mod prepare;
 pub mod recovery;
 pub mod redo;

@@ -29,7 +29,7 @@ use crate::bulkload::{
 use crate::content::Compressibility;
 use crate::dbfile::{read_header, write_header};
 use crate::layout::InstanceLayout;
-use crate::logfiles::LogIdentity;
+use crate::log::LogIdentity;
 
 /// Creator string stored in every header.
 pub const CREATOR: &str = concat!("edbstress ", env!("CARGO_PKG_VERSION"));
@@ -422,7 +422,7 @@ impl PreparePlan {
                     if matches!(action, InstanceAction::Rebuild(_)) {
                         // The old database's logs first (check_log_owner found only its
                         // own), so an interrupted rebuild leaves none behind to refuse.
-                        crate::logfiles::remove_our_logs(&layout.log_dir)?;
+                        crate::log::remove_our_logs(&layout.log_dir)?;
                         // inspect_instance verified the signature of this file.
                         std::fs::remove_file(&layout.db_file)
                             .map_err(|e| io_err(&layout.db_file, "remove", e))?;
@@ -603,7 +603,7 @@ fn check_log_owner(
     identity: Option<LogIdentity>,
     options: &PrepareOptions,
 ) -> Result<(), PrepareError> {
-    let owners = crate::logfiles::log_dir_owners(&layout.log_dir);
+    let owners = crate::log::log_dir_owners(&layout.log_dir);
     let taken = |theirs: String| PrepareError::LogDirTaken {
         log_dir: layout.log_dir.clone(),
         log_root: layout
@@ -658,9 +658,7 @@ fn check_log_dir(dir: &Path) -> Result<(), PrepareError> {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if crate::logfiles::is_log_file_name(&name)
-            && !crate::logfiles::is_our_log_file(&entry.path())
-        {
+        if crate::log::is_log_file_name(&name) && !crate::log::is_our_log_file(&entry.path()) {
             return Err(PrepareError::NotOurs {
                 path: entry.path(),
                 why: "it is in an instance log directory but is not an edbstress log or checkpoint file; move it away or choose another --log-path".into(),
@@ -682,10 +680,7 @@ fn reuse_instance(
     })?;
     let mut h = sel.header;
     let mut log_note = None;
-    if crate::logfiles::log_dir_owners(&layout.log_dir)
-        .files
-        .is_empty()
-    {
+    if crate::log::log_dir_owners(&layout.log_dir).files.is_empty() {
         if h.checkpoint != INITIAL_CHECKPOINT && options.new_log_stream {
             // A new log stream, as ESE starts for a cleanly shut down database: a new
             // log signature (no log of the old stream can ever be mistaken for one of
@@ -712,7 +707,7 @@ fn reuse_instance(
             next_unused_page: h.next_unused_page,
             next_message_id: h.next_message_id,
         };
-        crate::logfiles::create_initial_logs(
+        crate::log::create_initial_logs(
             &layout.log_dir,
             h.signature,
             h.log_signature,
@@ -856,7 +851,7 @@ fn create_instance(
                 next_unused_page: plan.first_free_page,
                 next_message_id: plan.messages + 1,
             };
-            crate::logfiles::replace_logs(
+            crate::log::replace_logs(
                 &layout.log_dir,
                 signature,
                 log_signature,
