@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use edbstress_engine::dbfile::read_header;
 use edbstress_engine::fault::{FaultKind, FaultRequest, inject_database};
+use edbstress_engine::read_header;
 use edbstress_io::IoMode;
 
 fn edbstress(args: &[&str], cwd: &Path) -> Output {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use edbstress_engine::lock::DatabaseLock;
+use edbstress_engine::DatabaseLock;
 
 fn edbstress(dir: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_edbstress"));

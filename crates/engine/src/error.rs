@@ -77,7 +77,7 @@ pub enum EngineError {
     ShutDown(Option<String>),
     /// Another edbstress process holds the database.
     #[error(transparent)]
-    Locked(#[from] crate::lock::LockError),
+    Locked(#[from] crate::runtime::lock::LockError),
     /// An invalid argument or configuration.
     #[error("{0}")]
     Invalid(String),

@@ -10,10 +10,10 @@ mod cache {
     use std::thread;
     use std::time::{Duration, Instant};
 
-    use edbstress_engine::cache::{CacheConfig, PageCache, WalSync};
-    use edbstress_engine::error::EngineError;
-    use edbstress_engine::layout::InstanceLayout;
-    use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
+    use edbstress_engine::EngineError;
+    use edbstress_engine::InstanceLayout;
+    use edbstress_engine::{CacheConfig, PageCache, WalSync};
+    use edbstress_engine::{PrepareOptions, PreparePlan};
     use edbstress_format::checksum::{PageVerdict, verify_page};
     use edbstress_format::log::LogPosition;
     use edbstress_format::{PageSize, page_offset};

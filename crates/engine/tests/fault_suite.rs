@@ -13,14 +13,14 @@ use instance_common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use edbstress_engine::InstanceLayout;
 use edbstress_engine::fault::{
     ExpectedDetection, FaultKind, FaultRequest, InjectedFault, inject_database, inject_log_dir,
     inject_lost_flush,
 };
-use edbstress_engine::instance::{Durability, Instance, TxnOp};
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::recovery::{RecoveryOptions, recover};
-use edbstress_engine::verify::{PageProblemKind, ScanOptions, scan_database, scan_log_dir};
+use edbstress_engine::{Durability, Instance, TxnOp};
+use edbstress_engine::{PageProblemKind, ScanOptions, scan_database, scan_log_dir};
+use edbstress_engine::{RecoveryOptions, recover};
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
 

@@ -602,7 +602,7 @@ pub fn parse_on_off(s: &str) -> Result<bool, String> {
 /// Parses a compressibility: "mail" (1.7), "incompressible" (1.0), or a ratio such as
 /// "2.0" or "2:1".
 pub fn parse_compressibility(s: &str) -> Result<f64, String> {
-    s.parse::<edbstress_engine::content::Compressibility>()
+    s.parse::<edbstress_engine::Compressibility>()
         .map(|c| c.ratio())
 }
 
@@ -1003,7 +1003,7 @@ impl RunConfig {
                 "0 log files; give at least 1 (the default is 500)",
             ));
         }
-        edbstress_engine::content::Compressibility::from_ratio(self.compressibility)
+        edbstress_engine::Compressibility::from_ratio(self.compressibility)
             .map_err(|e| invalid("compressibility", e))?;
         if self.seed > i64::MAX as u64 {
             return Err(invalid(

@@ -11,11 +11,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
-use edbstress_engine::content::Compressibility;
-use edbstress_engine::error::EngineError;
-use edbstress_engine::instance::{Instance, InstanceConfig};
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::recovery::{RecoveryOptions, RecoveryReport, recover};
+use edbstress_engine::Compressibility;
+use edbstress_engine::EngineError;
+use edbstress_engine::InstanceLayout;
+use edbstress_engine::{Instance, InstanceConfig};
+use edbstress_engine::{RecoveryOptions, RecoveryReport, recover};
 use edbstress_io::{BackendKind, IoMode, IoStats};
 use edbstress_report::OpMix;
 use parking_lot::Mutex;
@@ -415,7 +415,7 @@ mod tests {
             },
             lazy_commit_pct: 70,
             seed: 1,
-            compressibility: edbstress_engine::content::Compressibility::MAIL,
+            compressibility: edbstress_engine::Compressibility::MAIL,
             io_mode: IoMode::Buffered,
             backend: BackendKind::Auto,
             torn_write_protection: false,

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use edbstress_engine::schema::MessageKey;
+use edbstress_engine::MessageKey;
 
 /// The binary under test: this build's, or the one `EDBSTRESS_TEST_BIN` names (to
 /// show that a test fails against an older build).

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::dbfile::read_verified_header;
 use crate::error::EngineError;
-use crate::schema::{
+use crate::runtime::schema::{
     FREE_LIST_ANCHOR, LONG_VALUE_OBJECT_ID, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_OBJECT_ID,
     MAILBOX_TABLE_ROOT, MessageKey, RowHeader, chunk_len,
 };
@@ -257,7 +257,7 @@ impl TreeWalk<'_> {
 /// writer can use it meanwhile; other readers may).
 pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineError> {
     let file = DataFile::open(path, io_mode, Access::ReadOnly)?;
-    let _lock = crate::lock::DatabaseLock::acquire_shared(path)?;
+    let _lock = crate::runtime::lock::DatabaseLock::acquire_shared(path)?;
     let header = read_verified_header(&file)?.header;
     let ps = header.page_size;
     let chunk_len = chunk_len(ps);

@@ -23,13 +23,13 @@ use edbstress_io::{
     available_space, filesystem_id, open_backend,
 };
 
-use crate::bulkload::{
-    BULK_LOAD_DBTIME, BulkLoadError, BulkLoadPlan, BulkLoadSpec, DEFAULT_LEAF_FILL, MIN_PAGES,
-};
-use crate::content::Compressibility;
 use crate::dbfile::{read_header, write_header};
 use crate::layout::InstanceLayout;
-use crate::log::LogIdentity;
+use crate::offline::bulkload::{
+    BULK_LOAD_DBTIME, BulkLoadError, BulkLoadPlan, BulkLoadSpec, DEFAULT_LEAF_FILL, MIN_PAGES,
+};
+use crate::runtime::content::Compressibility;
+use crate::runtime::log::LogIdentity;
 
 /// Creator string stored in every header.
 pub const CREATOR: &str = concat!("edbstress ", env!("CARGO_PKG_VERSION"));
@@ -184,7 +184,7 @@ pub enum PrepareError {
     },
     /// Another edbstress process holds a database.
     #[error(transparent)]
-    Locked(#[from] crate::lock::LockError),
+    Locked(#[from] crate::runtime::lock::LockError),
     /// The instance's log directory holds another database's logs.
     #[error(
         "refusing to use the log directory {log_dir} for {db}: it holds the logs of another database ({theirs}), while {db} {ours}; that database may still need them for recovery. Give this instance another --log-path, or, if that database is no longer needed, remove its files with `edbstress clean --db-path ITS_DB_PATH --log-path {log_root}`"
@@ -319,7 +319,7 @@ impl PreparePlan {
             let (action, identity) = inspect_instance(&layout, &options, page_count)?;
             // A log directory in use is refused with its holder's PID, whatever the
             // database path of the process that holds it.
-            crate::dirlock::ensure_dir_not_held(&layout.log_dir)?;
+            crate::runtime::dirlock::ensure_dir_not_held(&layout.log_dir)?;
             check_log_dir(&layout.log_dir)?;
             check_log_owner(&layout, &action, identity, &options)?;
             instances.push((layout, action));
@@ -402,12 +402,12 @@ impl PreparePlan {
             if let Some(dir) = layout.db_file.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| io_err(dir, "create directory", e))?;
             }
-            let _lock = crate::lock::DatabaseLock::acquire(&layout.db_file)?;
+            let _lock = crate::runtime::lock::DatabaseLock::acquire(&layout.db_file)?;
             std::fs::create_dir_all(&layout.log_dir)
                 .map_err(|e| io_err(&layout.log_dir, "create directory", e))?;
-            let _log_lock = crate::dirlock::LogDirLock::acquire(
+            let _log_lock = crate::runtime::dirlock::LogDirLock::acquire(
                 &layout.log_dir,
-                crate::lock::LockMode::Exclusive,
+                crate::runtime::lock::LockMode::Exclusive,
             )?;
             // Checked again under both locks: nobody can have changed them since.
             let identity = match action {
@@ -422,7 +422,7 @@ impl PreparePlan {
                     if matches!(action, InstanceAction::Rebuild(_)) {
                         // The old database's logs first (check_log_owner found only its
                         // own), so an interrupted rebuild leaves none behind to refuse.
-                        crate::log::remove_our_logs(&layout.log_dir)?;
+                        crate::runtime::log::remove_our_logs(&layout.log_dir)?;
                         // inspect_instance verified the signature of this file.
                         std::fs::remove_file(&layout.db_file)
                             .map_err(|e| io_err(&layout.db_file, "remove", e))?;
@@ -497,7 +497,7 @@ fn inspect_instance(
         return Ok((InstanceAction::Create, None));
     }
     // A database in use looks unclean; name the holder instead.
-    crate::lock::ensure_not_held(path)?;
+    crate::runtime::lock::ensure_not_held(path)?;
     let header = match read_header(path, IoMode::Buffered) {
         Ok(sel) => sel.header,
         Err(crate::dbfile::HeaderReadError::Header(HeaderError::NotOurs)) => {
@@ -603,7 +603,7 @@ fn check_log_owner(
     identity: Option<LogIdentity>,
     options: &PrepareOptions,
 ) -> Result<(), PrepareError> {
-    let owners = crate::log::log_dir_owners(&layout.log_dir);
+    let owners = crate::runtime::log::log_dir_owners(&layout.log_dir);
     let taken = |theirs: String| PrepareError::LogDirTaken {
         log_dir: layout.log_dir.clone(),
         log_root: layout
@@ -658,7 +658,9 @@ fn check_log_dir(dir: &Path) -> Result<(), PrepareError> {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if crate::log::is_log_file_name(&name) && !crate::log::is_our_log_file(&entry.path()) {
+        if crate::runtime::log::is_log_file_name(&name)
+            && !crate::runtime::log::is_our_log_file(&entry.path())
+        {
             return Err(PrepareError::NotOurs {
                 path: entry.path(),
                 why: "it is in an instance log directory but is not an edbstress log or checkpoint file; move it away or choose another --log-path".into(),
@@ -680,7 +682,10 @@ fn reuse_instance(
     })?;
     let mut h = sel.header;
     let mut log_note = None;
-    if crate::log::log_dir_owners(&layout.log_dir).files.is_empty() {
+    if crate::runtime::log::log_dir_owners(&layout.log_dir)
+        .files
+        .is_empty()
+    {
         if h.checkpoint != INITIAL_CHECKPOINT && options.new_log_stream {
             // A new log stream, as ESE starts for a cleanly shut down database: a new
             // log signature (no log of the old stream can ever be mistaken for one of
@@ -707,7 +712,7 @@ fn reuse_instance(
             next_unused_page: h.next_unused_page,
             next_message_id: h.next_message_id,
         };
-        crate::log::create_initial_logs(
+        crate::runtime::log::create_initial_logs(
             &layout.log_dir,
             h.signature,
             h.log_signature,
@@ -749,7 +754,7 @@ fn fresh_signature(salt: &Path) -> u64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos())
         .hash(&mut h);
-    crate::content::splitmix64(os ^ h.finish()) | 1
+    crate::runtime::content::splitmix64(os ^ h.finish()) | 1
 }
 
 fn now_unix() -> u64 {
@@ -768,7 +773,7 @@ fn create_instance(
     let page_count = options.page_count()?;
     // The seed fixes the content; the log signature always makes the identity unique.
     let signature = match options.seed {
-        Some(seed) => crate::content::splitmix64(seed ^ u64::from(layout.instance)) | 1,
+        Some(seed) => crate::runtime::content::splitmix64(seed ^ u64::from(layout.instance)) | 1,
         None => fresh_signature(&layout.db_file),
     };
     let log_signature = fresh_signature(&layout.log_dir);
@@ -851,7 +856,7 @@ fn create_instance(
                 next_unused_page: plan.first_free_page,
                 next_message_id: plan.messages + 1,
             };
-            crate::log::replace_logs(
+            crate::runtime::log::replace_logs(
                 &layout.log_dir,
                 signature,
                 log_signature,

@@ -12,8 +12,8 @@
 use edbstress_format::page::{PageMut, flags};
 use edbstress_format::{PAGE_HEADER_LEN, PageSize, checksum};
 
-use crate::content::{Compressibility, ContentGenerator};
-use crate::schema::{
+use crate::runtime::content::{Compressibility, ContentGenerator};
+use crate::runtime::schema::{
     FIRST_NON_ROOT_PAGE, INLINE_BODY_MAX, KEY_LEN, LONG_VALUE_OBJECT_ID, LONG_VALUE_ROOT,
     LongValueKey, MAILBOX_TABLE_OBJECT_ID, MAILBOX_TABLE_ROOT, MessageKey, MessageShape,
     ROW_FIXED_LEN, RowHeader, chunk_len, record_footprint,
@@ -94,11 +94,6 @@ impl TreePlan {
     /// Number of leaf pages.
     pub fn leaf_count(&self) -> u32 {
         self.leaf_firsts.len() as u32
-    }
-
-    /// Pages the tree occupies, root included.
-    pub fn page_count(&self) -> u32 {
-        1 + self.leaf_count() + self.levels.iter().map(|l| l.1).sum::<u32>()
     }
 
     /// One past the last non-root page of the tree.

@@ -15,9 +15,9 @@ use super::geometry::{Geometry, SegAddr};
 use super::precreate::PrecreateState;
 use super::{CheckpointBarrier, GenerationHook};
 use crate::error::EngineError;
-use crate::log::LogSignatures;
-use crate::log::checkpoint::CheckpointFile;
-use crate::log::files::CLOSED_MIN_USED;
+use crate::runtime::log::LogSignatures;
+use crate::runtime::log::checkpoint::CheckpointFile;
+use crate::runtime::log::files::CLOSED_MIN_USED;
 
 /// A closed segment waiting in the log buffer.
 #[derive(Clone, Copy, Debug)]

@@ -15,7 +15,7 @@ use super::counters::bump;
 use super::geometry::SegAddr;
 use super::shared::{Batch, PanicGuard, Shared, State, StopMode};
 use crate::error::EngineError;
-use crate::log::files::{
+use crate::runtime::log::files::{
     FIRST_RECORD_OFFSET, RunningChecksum, generation_path, install_generation, read_file_header,
     seal_data_segment,
 };

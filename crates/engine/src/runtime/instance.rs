@@ -19,13 +19,13 @@ use edbstress_format::log::{CheckpointState, LogPosition, LogRecord};
 use edbstress_io::{Access, AlignedBuf, BackendKind, DataFile, IoClass, IoMode, IoStats};
 use parking_lot::Mutex;
 
-use crate::btree::{self, ChangeSet, Guard, TreeError, TreeState};
-use crate::cache::{CacheConfig, CacheCounters, PageCache, WalSync};
 use crate::dbfile::{read_verified_header, write_header};
 use crate::error::EngineError;
 use crate::layout::InstanceLayout;
-use crate::log::{GenerationHook, GenerationRecord, LogConfig, LogCounters, LogWriter};
-use crate::schema::{
+use crate::runtime::btree::{self, ChangeSet, Guard, TreeError, TreeState};
+use crate::runtime::cache::{CacheConfig, CacheCounters, PageCache, WalSync};
+use crate::runtime::log::{GenerationHook, GenerationRecord, LogConfig, LogCounters, LogWriter};
+use crate::runtime::schema::{
     INLINE_BODY_MAX, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_ROOT, MessageKey, RowHeader,
     chunk_len, record_footprint,
 };
@@ -219,9 +219,9 @@ pub struct Instance {
     chunk_len: usize,
     counters: AtomicCounters,
     /// Keeps other processes and instances off the database while this one is open.
-    _lock: crate::lock::DatabaseLock,
+    _lock: crate::runtime::lock::DatabaseLock,
     /// And off its log directory, whatever database path they were given.
-    _log_lock: crate::dirlock::LogDirLock,
+    _log_lock: crate::runtime::dirlock::LogDirLock,
 }
 
 /// The log writer's generation hook: records in the header, durably, that
@@ -250,7 +250,7 @@ impl Instance {
     /// Opens a cleanly shut down (or freshly prepared) instance and marks it in use.
     pub fn open(config: InstanceConfig) -> Result<Instance, EngineError> {
         let path = &config.layout.db_file;
-        let lock = crate::lock::DatabaseLock::acquire(path)?;
+        let lock = crate::runtime::lock::DatabaseLock::acquire(path)?;
         let file = Arc::new(DataFile::open(path, config.io_mode, Access::ReadWrite)?);
         let mut header = read_verified_header(&file)?.header;
         match header.state {
@@ -265,9 +265,9 @@ impl Instance {
                 )));
             }
         }
-        let log_lock = crate::dirlock::claim_log_dir(
+        let log_lock = crate::runtime::dirlock::claim_log_dir(
             &config.layout,
-            crate::log::LogIdentity {
+            crate::runtime::log::LogIdentity {
                 db_signature: header.signature,
                 log_signature: header.log_signature,
             },
@@ -335,7 +335,6 @@ impl Instance {
                 next_unused_page: header_ref.next_unused_page,
                 page_count: header_ref.page_count,
                 next_message_id: header_ref.next_message_id,
-                next_trx: 1,
             },
         )?;
         Ok(Instance {
@@ -728,7 +727,10 @@ impl Instance {
                 path.parent().unwrap_or(std::path::Path::new(".")),
                 || {
                     let name = path.file_name().unwrap_or_default().to_string_lossy();
-                    format!("growing {name} by {}", crate::prepare::human_bytes(grown))
+                    format!(
+                        "growing {name} by {}",
+                        crate::offline::prepare::human_bytes(grown)
+                    )
                 },
                 grown,
                 "free space there or move the database to a bigger filesystem",

@@ -168,7 +168,7 @@ fn remove_stale_next_file(dir: &Path, mode: IoMode) -> Result<(), EngineError> {
     } else {
         let mut head = AlignedBuf::new(SEGMENT_LEN);
         file.read_exact_at(&mut head, 0)?;
-        head.iter().all(|&b| b == 0) || crate::log::is_our_log_file(&path)
+        head.iter().all(|&b| b == 0) || crate::runtime::log::is_our_log_file(&path)
     };
     drop(file);
     if !ours {

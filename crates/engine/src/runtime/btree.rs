@@ -17,9 +17,9 @@ use edbstress_format::PageSize;
 use edbstress_format::log::LogRecord;
 use edbstress_format::page::{Page, PageHeader, Record, flags};
 
-use crate::cache::{CacheGuard, FrameId};
-use crate::redo::{BuildRecords, RedoRef, page_dbtime};
-use crate::schema::FREE_LIST_ANCHOR;
+use crate::runtime::cache::{CacheGuard, FrameId};
+use crate::runtime::redo::{BuildRecords, RedoRef, page_dbtime};
+use crate::runtime::schema::FREE_LIST_ANCHOR;
 
 /// The engine state protected by the instance lock, next to the cache.
 #[derive(Clone, Debug)]
@@ -34,8 +34,6 @@ pub struct TreeState {
     pub page_count: u32,
     /// Next message id.
     pub next_message_id: u64,
-    /// Next transaction id.
-    pub next_trx: u64,
 }
 
 impl TreeState {
@@ -413,17 +411,6 @@ pub fn get(g: &mut Guard<'_>, root: u32, key: &[u8]) -> TreeResult<Option<Vec<u8
         }
         Err(_) => Ok(None),
     }
-}
-
-/// The first record with a key ≥ `key`: (key, data), following leaf links past the
-/// end of a leaf (and over empty leaves).
-pub fn seek_ge(g: &mut Guard<'_>, root: u32, key: &[u8]) -> TreeResult<Option<(Vec<u8>, Vec<u8>)>> {
-    let mut found = None;
-    scan_from(g, root, key, &mut |k, d| {
-        found = Some((k.to_vec(), d.to_vec()));
-        false
-    })?;
-    Ok(found)
 }
 
 /// Calls `visit(key, data)` for consecutive records from the first key ≥ `start`

@@ -8,7 +8,7 @@ use edbstress_io::DataFile;
 use super::counters::bump;
 use super::shared::{PanicGuard, Shared};
 use crate::error::EngineError;
-use crate::log::files::{create_zeroed_file, next_file_path};
+use crate::runtime::log::files::{create_zeroed_file, next_file_path};
 
 /// State of the background creation of `E00tmp.log`.
 #[derive(Default)]

@@ -8,7 +8,7 @@
 
 use edbstress_format::PageSize;
 
-use crate::content::splitmix64;
+use crate::runtime::content::splitmix64;
 
 /// Object id of the mailbox table B+tree.
 pub const MAILBOX_TABLE_OBJECT_ID: u32 = 100;

@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use crate::dbfile::{HeaderReadError, read_header_from};
 use crate::error::EngineError;
-use crate::log::{LogSequenceReport, verify_log_sequence};
+use crate::runtime::log::{LogSequenceReport, verify_log_sequence};
 
 /// How to scan.
 #[derive(Clone, Debug)]
@@ -72,7 +72,7 @@ pub enum ScanError {
     Io(#[from] IoError),
     /// Another edbstress process holds the database (only a repair takes the lock).
     #[error(transparent)]
-    Locked(#[from] crate::lock::LockError),
+    Locked(#[from] crate::runtime::lock::LockError),
 }
 
 /// What is wrong with one page.
@@ -255,14 +255,17 @@ pub fn scan_database_until(
     // (whose half-done writes would look like damage), and opens the file first so a
     // missing one is reported as such rather than as a lock problem.
     let (file, _lock) = if options.repair {
-        let lock = crate::lock::DatabaseLock::acquire(path)?;
+        let lock = crate::runtime::lock::DatabaseLock::acquire(path)?;
         (
             DataFile::open(path, options.io_mode, Access::ReadWrite)?,
             lock,
         )
     } else {
         let file = DataFile::open(path, options.io_mode, Access::ReadOnly)?;
-        (file, crate::lock::DatabaseLock::acquire_shared(path)?)
+        (
+            file,
+            crate::runtime::lock::DatabaseLock::acquire_shared(path)?,
+        )
     };
     let selection = match read_header_from(&file) {
         Ok(sel) => sel,

@@ -26,16 +26,16 @@ use edbstress_format::page::{PageHeader, flags};
 use edbstress_io::{Access, AlignedBuf, BackendKind, DataFile, IoClass, IoMode, IoStats};
 use serde::Serialize;
 
-use crate::btree::TreeState;
-use crate::cache::{CacheConfig, PageCache, WalSync};
 use crate::dbfile::{HeaderReadError, read_header_from, write_header};
 use crate::error::EngineError;
 use crate::layout::InstanceLayout;
-use crate::log::{
+use crate::runtime::btree::TreeState;
+use crate::runtime::cache::{CacheConfig, PageCache, WalSync};
+use crate::runtime::log::{
     LogEntry, LogReadOptions, LogReader, LogSignatures, check_log_reaches, read_checkpoint,
 };
-use crate::redo::{RedoOp, page_dbtime};
-use crate::schema::{MAILBOX_TABLE_OBJECT_ID, MessageKey};
+use crate::runtime::redo::{RedoOp, page_dbtime};
+use crate::runtime::schema::{MAILBOX_TABLE_OBJECT_ID, MessageKey};
 
 /// How to recover.
 #[derive(Clone, Debug)]
@@ -192,7 +192,7 @@ pub fn recover(
 ) -> Result<RecoveryReport, EngineError> {
     let started = Instant::now();
     let path = &layout.db_file;
-    let _lock = crate::lock::DatabaseLock::acquire(path)?;
+    let _lock = crate::runtime::lock::DatabaseLock::acquire(path)?;
     let file = Arc::new(DataFile::open(path, options.io_mode, Access::ReadWrite)?);
     let mut header = read_header_from(&file)
         .map_err(|e| header_error(path, e))?
@@ -292,7 +292,6 @@ pub fn recover(
             next_unused_page: header.next_unused_page.max(saved.next_unused_page),
             page_count: header.page_count,
             next_message_id: header.next_message_id.max(saved.next_message_id),
-            next_trx: 1,
         },
     )?;
 

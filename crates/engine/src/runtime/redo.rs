@@ -343,8 +343,8 @@ impl<'a> RedoRef<'a> {
     }
 
     /// The owned form.
-    pub fn to_owned_op(&self) -> RedoOp {
-        match *self {
+    pub fn to_owned_op(self) -> RedoOp {
+        match self {
             RedoRef::Insert { index, key, data } => RedoOp::Insert {
                 index,
                 key: key.to_vec(),
@@ -471,11 +471,6 @@ impl<'a> RedoRef<'a> {
 }
 
 impl RedoOp {
-    /// The op code stored in the log record.
-    pub fn code(&self) -> u8 {
-        self.as_ref().code()
-    }
-
     /// The borrowed form.
     pub fn as_ref(&self) -> RedoRef<'_> {
         match self {
@@ -508,11 +503,6 @@ impl RedoOp {
             },
             RedoOp::Truncate { keep } => RedoRef::Truncate { keep: *keep },
         }
-    }
-
-    /// The payload stored in the log record.
-    pub fn encode(&self) -> Vec<u8> {
-        self.as_ref().encode()
     }
 
     /// Decodes an op from a log record.
@@ -560,7 +550,7 @@ mod tests {
         let mut page = vec![0u8; 8192];
         PageMut::format(&mut page, 5, 100, flags::LEAF, 1);
         for (i, op) in ops.iter().enumerate() {
-            let decoded = RedoOp::decode(op.code(), &op.encode()).unwrap();
+            let decoded = RedoOp::decode(op.as_ref().code(), &op.as_ref().encode()).unwrap();
             assert_eq!(&decoded, op);
             decoded.apply(&mut page, 5, 10 + i as u64).unwrap();
             if i == 2 {
@@ -578,7 +568,7 @@ mod tests {
             next: 2,
             records: vec![(b"a".to_vec(), vec![1; 40]), (b"b".to_vec(), vec![])],
         };
-        let decoded = RedoOp::decode(4, &build.encode()).unwrap();
+        let decoded = RedoOp::decode(4, &build.as_ref().encode()).unwrap();
         assert_eq!(decoded, build);
         let mut other = vec![0xEEu8; 8192];
         decoded.apply(&mut other, 6, 99).unwrap();
@@ -621,8 +611,8 @@ mod tests {
             let payload = op.encode();
             assert_eq!(payload.len(), op.encoded_len());
             let owned = op.to_owned_op();
-            assert_eq!(owned.encode(), payload, "op {i}");
-            assert_eq!(owned.code(), op.code());
+            assert_eq!(owned.as_ref().encode(), payload, "op {i}");
+            assert_eq!(owned.as_ref().code(), op.code());
             // What a commit applies: the decoded payload, to a page checked earlier.
             let decoded = RedoRef::decode(op.code(), &payload).unwrap();
             assert_eq!(decoded.encode(), payload, "op {i}");

@@ -1,6 +1,6 @@
 //! The log writer: a log buffer filled by committing sessions, a flusher thread that
 //! makes it durable with group commit, generation rolls, the checkpoint file and
-//! circular logging. See the module documentation of [`crate::log`] for the protocol.
+//! circular logging. See the module documentation of [`crate::runtime::log`] for the protocol.
 //!
 //! - [`LogWriter`] (this file): the public API — open, append, flush, checkpoint,
 //!   shutdown — used by the instance and by recovery;
@@ -60,7 +60,7 @@ pub struct GenerationRecord {
 pub type GenerationHook = Box<dyn Fn(GenerationRecord) -> Result<(), EngineError> + Send + Sync>;
 
 /// Appends transaction log records and makes them durable. `Send + Sync`: share it
-/// through an `Arc`. See [`crate::log`] for positions and the on-disk protocol.
+/// through an `Arc`. See [`crate::runtime::log`] for positions and the on-disk protocol.
 pub struct LogWriter {
     shared: Arc<Shared>,
     flusher: Option<JoinHandle<()>>,
@@ -79,7 +79,7 @@ impl std::fmt::Debug for LogWriter {
 
 impl LogWriter {
     /// Opens the log to continue writing at `start`: the end of the valid log as
-    /// [`crate::log::LogScan`] reports it (`end_of_log`), a position returned by
+    /// [`crate::runtime::log::LogScan`] reports it (`end_of_log`), a position returned by
     /// [`LogWriter::shutdown`], or `(1, 1, 0)` for a freshly prepared instance.
     ///
     /// The segment holding `start` is closed at `start` (rewritten, shadow first, if
