@@ -127,7 +127,7 @@ fn print_text(reports: &[RecoveryReport]) {
             r.start, r.end, r.pages_prefetched
         );
         if !r.pages_restored.is_empty() {
-            let pages: Vec<String> = r.pages_restored.iter().map(u32::to_string).collect();
+            let pages: Vec<String> = r.pages_restored.iter().map(ToString::to_string).collect();
             println!(
                 "          {} torn page(s) rebuilt from their logged images: {}",
                 pages.len(),

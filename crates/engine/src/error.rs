@@ -1,5 +1,6 @@
 //! Errors of the transactional engine.
 
+use edbstress_format::Pgno;
 use std::path::{Path, PathBuf};
 
 use edbstress_format::log::LogPosition;
@@ -17,7 +18,7 @@ pub enum EngineError {
         /// The database file.
         path: PathBuf,
         /// The page.
-        pgno: u32,
+        pgno: Pgno,
         /// What is wrong (bad checksum, wrong page number, uninitialized, bad structure).
         what: String,
     },
@@ -52,7 +53,7 @@ pub enum EngineError {
     )]
     LostFlush {
         /// The page.
-        pgno: u32,
+        pgno: Pgno,
         /// dbtime found on the page.
         page_dbtime: u64,
         /// dbtime_before of the log record.

@@ -134,8 +134,11 @@ fn every_injected_page_fault_is_classified_exactly_and_repair_fixes_only_correct
             )
             .unwrap();
             let report = scan_database(&work, &scan_options(false), &mut |_, _| {}).unwrap();
-            let found: BTreeMap<u32, PageProblemKind> =
-                report.problems.iter().map(|p| (p.pgno, p.kind)).collect();
+            let found: BTreeMap<u32, PageProblemKind> = report
+                .problems
+                .iter()
+                .map(|p| (p.pgno.get(), p.kind))
+                .collect();
             let tally = tallies.entry(kind.name()).or_default();
             for f in &faults {
                 let pgno = f.pgno.unwrap();
@@ -384,7 +387,7 @@ fn log_segment_and_checkpoint_faults_are_reported_and_dropped_writes_are_lost_fl
         assert_eq!(fault.expected, ExpectedDetection::LostFlush);
         let report = recover(&lost_layout, &options).unwrap();
         assert!(!report.succeeded());
-        let pages: Vec<u32> = report.lost_flushes.iter().map(|l| l.pgno).collect();
+        let pages: Vec<u32> = report.lost_flushes.iter().map(|l| l.pgno.get()).collect();
         assert_eq!(pages, vec![fault.pgno.unwrap()], "seed {seed}");
     }
     println!("lost flushes: injected {lost_rounds}, detected {lost_rounds}");

@@ -358,23 +358,9 @@ mod tests {
             transactions: 0,
             stopped: false,
             recovery: RecoveryReport {
-                instance: 1,
-                db_file: PathBuf::new(),
-                log_dir: PathBuf::new(),
-                was_clean: false,
-                start: String::new(),
-                end: String::new(),
                 generations_replayed: logs_replayed,
-                records: 0,
-                redone: 0,
-                skipped: 0,
-                transactions_committed: 0,
-                transactions_rolled_back: 0,
-                lost_flushes: Vec::new(),
-                pages_restored: Vec::new(),
-                pages_prefetched: 0,
                 seconds: elapsed_seconds,
-                io: IoStats::new(),
+                ..RecoveryReport::new(1, PathBuf::new(), PathBuf::new())
             },
         }
     }

@@ -255,11 +255,11 @@ impl BulkLoadPlan {
             }
             levels
         };
-        let table_levels = levels_from(FIRST_NON_ROOT_PAGE, table.leaves);
+        let table_levels = levels_from(FIRST_NON_ROOT_PAGE.get(), table.leaves);
         let table_plan = TreePlan {
             object_id: MAILBOX_TABLE_OBJECT_ID,
-            root: MAILBOX_TABLE_ROOT,
-            first_leaf: FIRST_NON_ROOT_PAGE,
+            root: MAILBOX_TABLE_ROOT.get(),
+            first_leaf: FIRST_NON_ROOT_PAGE.get(),
             leaf_firsts: table_firsts,
             levels: table_levels,
             long_value: false,
@@ -267,7 +267,7 @@ impl BulkLoadPlan {
         let lv_first = table_plan.end();
         let lv_plan = TreePlan {
             object_id: LONG_VALUE_OBJECT_ID,
-            root: LONG_VALUE_ROOT,
+            root: LONG_VALUE_ROOT.get(),
             first_leaf: lv_first,
             levels: levels_from(lv_first, lvs.leaves),
             leaf_firsts: lv_firsts,
@@ -306,10 +306,10 @@ impl BulkLoadPlan {
     }
 
     fn role(&self, pgno: u32) -> PageRole {
-        if pgno == MAILBOX_TABLE_ROOT {
+        if pgno == MAILBOX_TABLE_ROOT.get() {
             return PageRole::Root(TreeKind::Table);
         }
-        if pgno == LONG_VALUE_ROOT {
+        if pgno == LONG_VALUE_ROOT.get() {
             return PageRole::Root(TreeKind::LongValue);
         }
         for kind in [TreeKind::Table, TreeKind::LongValue] {
@@ -597,9 +597,9 @@ mod tests {
                 assert_eq!(verify_page(&buf, pgno), PageVerdict::Valid, "page {pgno}");
                 pages.push(buf);
             }
-            let table_keys = walk(&pages, MAILBOX_TABLE_ROOT);
+            let table_keys = walk(&pages, MAILBOX_TABLE_ROOT.get());
             assert_eq!(table_keys.len() as u64, plan.messages);
-            let lv_keys = walk(&pages, LONG_VALUE_ROOT);
+            let lv_keys = walk(&pages, LONG_VALUE_ROOT.get());
             let expected_chunks: u64 = (1..=plan.messages)
                 .map(|m| u64::from(MessageShape::of(0xfeed, m).chunk_count(chunk_len(ps))))
                 .sum();

@@ -14,6 +14,7 @@
 //! leaves may become empty after deletes (no merges).
 
 use edbstress_format::PageSize;
+use edbstress_format::Pgno;
 use edbstress_format::log::LogRecord;
 use edbstress_format::page::{Page, PageHeader, Record, flags};
 
@@ -29,7 +30,7 @@ pub struct TreeState {
     /// Last dbtime given out.
     pub dbtime: u64,
     /// First never-allocated page.
-    pub next_unused_page: u32,
+    pub next_unused_page: Pgno,
     /// Data pages the file holds.
     pub page_count: u32,
     /// Next message id.
@@ -41,7 +42,7 @@ impl TreeState {
     pub fn checkpoint_state(&self) -> edbstress_format::log::CheckpointState {
         edbstress_format::log::CheckpointState {
             last_dbtime: self.dbtime,
-            next_unused_page: self.next_unused_page,
+            next_unused_page: self.next_unused_page.get(),
             next_message_id: self.next_message_id,
         }
     }
@@ -51,7 +52,7 @@ impl TreeState {
 #[derive(Debug)]
 pub enum TreeError {
     /// The page is not cached: fault it in and retry.
-    Miss(u32),
+    Miss(Pgno),
     /// No free frame for a new page: wait for one and retry.
     NoFrame,
     /// The file has no unused page left: grow it and retry.
@@ -59,7 +60,7 @@ pub enum TreeError {
     /// A page's content is inconsistent with the tree.
     Corrupt {
         /// The page.
-        pgno: u32,
+        pgno: Pgno,
         /// What is wrong.
         what: String,
     },
@@ -67,7 +68,7 @@ pub enum TreeError {
 
 type TreeResult<T> = Result<T, TreeError>;
 
-fn corrupt(pgno: u32, what: impl Into<String>) -> TreeError {
+fn corrupt(pgno: Pgno, what: impl Into<String>) -> TreeError {
     TreeError::Corrupt {
         pgno,
         what: what.into(),
@@ -84,7 +85,7 @@ pub struct ChangeSet {
     /// Redo records, in order.
     pub records: Vec<LogRecord>,
     /// Pages modified (frame, page number).
-    pub touched: Vec<(FrameId, u32)>,
+    pub touched: Vec<(FrameId, Pgno)>,
     /// Original bytes of pages modified that existed before (frame, copy).
     originals: Vec<(FrameId, Vec<u8>)>,
     /// Frames created for new pages.
@@ -129,7 +130,10 @@ impl ChangeSet {
                 Some((_, bytes)) => std::mem::take(bytes),
                 None => Vec::new(),
             };
-            out.push(LogRecord::PageImage { pgno, image });
+            out.push(LogRecord::PageImage {
+                pgno: pgno.get(),
+                image,
+            });
         }
     }
 
@@ -205,19 +209,19 @@ fn recycle_image(buf: Vec<u8>) {
 /// A guard on the instance: cache plus tree state.
 pub type Guard<'a> = CacheGuard<'a, TreeState>;
 
-fn frame_of(g: &mut Guard<'_>, pgno: u32) -> TreeResult<FrameId> {
+fn frame_of(g: &mut Guard<'_>, pgno: Pgno) -> TreeResult<FrameId> {
     g.lookup(pgno).ok_or(TreeError::Miss(pgno))
 }
 
 /// A cached page. Its structure was checked when the cache read it (and our own
 /// changes keep it valid), so only the O(1) geometry check runs here; record access
 /// still reports damage as an error.
-fn view<'p>(g: &'p Guard<'_>, frame: FrameId, pgno: u32) -> TreeResult<Page<'p>> {
+fn view<'p>(g: &'p Guard<'_>, frame: FrameId, pgno: Pgno) -> TreeResult<Page<'p>> {
     Page::new_unvalidated(g.page(frame)).map_err(|e| corrupt(pgno, format!("malformed page: {e}")))
 }
 
 /// Branch entry index a key is routed to: the last separator ≤ key, or 0.
-fn route(page: &Page<'_>, pgno: u32, key: &[u8]) -> TreeResult<usize> {
+fn route(page: &Page<'_>, pgno: Pgno, key: &[u8]) -> TreeResult<usize> {
     let n = page.record_count();
     if n == 0 {
         return Err(corrupt(pgno, "branch page without entries"));
@@ -240,7 +244,7 @@ fn route(page: &Page<'_>, pgno: u32, key: &[u8]) -> TreeResult<usize> {
     Ok(i)
 }
 
-fn child_of(page: &Page<'_>, pgno: u32, index: usize) -> TreeResult<u32> {
+fn child_of(page: &Page<'_>, pgno: Pgno, index: usize) -> TreeResult<Pgno> {
     let r = page
         .record(index)
         .map_err(|e| corrupt(pgno, e.to_string()))?;
@@ -248,22 +252,22 @@ fn child_of(page: &Page<'_>, pgno: u32, index: usize) -> TreeResult<u32> {
         .data
         .try_into()
         .map_err(|_| corrupt(pgno, "branch entry is not a page number"))?;
-    Ok(u32::from_le_bytes(bytes))
+    Ok(Pgno::from_le_bytes(bytes))
 }
 
 /// Where a key is, or would be, in a tree.
 #[derive(Clone, Debug)]
 pub struct LeafPosition {
     /// Branch pages from the root down, with the entry followed in each.
-    pub path: Vec<(u32, usize)>,
+    pub path: Vec<(Pgno, usize)>,
     /// The leaf.
-    pub leaf: u32,
+    pub leaf: Pgno,
     /// `Ok(i)`: the key is record i; `Err(i)`: it would be inserted at i.
     pub slot: Result<usize, usize>,
 }
 
 /// Descends from `root` to the leaf for `key`.
-pub fn descend(g: &mut Guard<'_>, root: u32, key: &[u8]) -> TreeResult<LeafPosition> {
+pub fn descend(g: &mut Guard<'_>, root: Pgno, key: &[u8]) -> TreeResult<LeafPosition> {
     let mut pgno = root;
     let mut path = Vec::new();
     loop {
@@ -297,7 +301,7 @@ pub fn descend(g: &mut Guard<'_>, root: u32, key: &[u8]) -> TreeResult<LeafPosit
 }
 
 /// Like [`frame_of`] without counting a hit or a reference (warm-up walks).
-fn peek_frame(g: &Guard<'_>, pgno: u32) -> TreeResult<FrameId> {
+fn peek_frame(g: &Guard<'_>, pgno: Pgno) -> TreeResult<FrameId> {
     g.peek(pgno).ok_or(TreeError::Miss(pgno))
 }
 
@@ -308,13 +312,13 @@ fn peek_frame(g: &Guard<'_>, pgno: u32) -> TreeResult<FrameId> {
 /// a restart here costs only this walk.
 pub fn warm_free_list(g: &Guard<'_>, count: usize) -> TreeResult<()> {
     let anchor = peek_frame(g, FREE_LIST_ANCHOR)?;
-    let mut next = PageHeader::read(g.page(anchor)).next;
+    let mut next = Pgno::new(PageHeader::read(g.page(anchor)).next);
     for _ in 0..count {
-        if next == 0 {
+        if next == Pgno::NONE {
             break;
         }
         let frame = peek_frame(g, next)?;
-        next = PageHeader::read(g.page(frame)).next;
+        next = Pgno::new(PageHeader::read(g.page(frame)).next);
     }
     Ok(())
 }
@@ -324,7 +328,7 @@ pub fn warm_free_list(g: &Guard<'_>, count: usize) -> TreeResult<()> {
 /// leaves empty (removing them relinks their neighbours), or reports the first that
 /// is not as a miss: a delete of many records (a long value's chunks) then faults its
 /// leaves in before it changes anything, instead of restarting after each one.
-pub fn warm_range(g: &Guard<'_>, root: u32, first: &[u8], last: &[u8]) -> TreeResult<()> {
+pub fn warm_range(g: &Guard<'_>, root: Pgno, first: &[u8], last: &[u8]) -> TreeResult<()> {
     let mut pgno = root;
     let mut frame = peek_frame(g, pgno)?;
     for depth in 0.. {
@@ -339,7 +343,7 @@ pub fn warm_range(g: &Guard<'_>, root: u32, first: &[u8], last: &[u8]) -> TreeRe
         pgno = child_of(&page, pgno, index)?;
         frame = peek_frame(g, pgno)?;
     }
-    let key_at = |page: &Page<'_>, pgno: u32, i: usize| -> TreeResult<Vec<u8>> {
+    let key_at = |page: &Page<'_>, pgno: Pgno, i: usize| -> TreeResult<Vec<u8>> {
         Ok(page
             .record(i)
             .map_err(|e| corrupt(pgno, e.to_string()))?
@@ -361,24 +365,24 @@ pub fn warm_range(g: &Guard<'_>, root: u32, first: &[u8], last: &[u8]) -> TreeRe
             (empties, last_key.as_slice() >= last)
         };
         if first_leaf && empties && h.prev != 0 {
-            peek_frame(g, h.prev)?;
+            peek_frame(g, Pgno::new(h.prev))?;
         }
         first_leaf = false;
         if h.next == 0 || (ends_here && !empties) {
             return Ok(());
         }
-        let next_frame = peek_frame(g, h.next)?;
+        let next_frame = peek_frame(g, Pgno::new(h.next))?;
         if ends_here {
             return Ok(());
         }
-        (pgno, frame) = (h.next, next_frame);
+        (pgno, frame) = (Pgno::new(h.next), next_frame);
     }
     Err(corrupt(pgno, "leaf chain does not end (a cycle?)"))
 }
 
 /// Free space of the last leaf of the tree at `root` (where appended records go), or
 /// a miss for the first page of the way there that is not cached.
-pub fn last_leaf_free_space(g: &Guard<'_>, root: u32) -> TreeResult<usize> {
+pub fn last_leaf_free_space(g: &Guard<'_>, root: Pgno) -> TreeResult<usize> {
     let mut pgno = root;
     for _ in 0..=MAX_DEPTH {
         let frame = peek_frame(g, pgno)?;
@@ -396,7 +400,7 @@ pub fn last_leaf_free_space(g: &Guard<'_>, root: u32) -> TreeResult<usize> {
 }
 
 /// Reads the record with exactly `key`, if present.
-pub fn get(g: &mut Guard<'_>, root: u32, key: &[u8]) -> TreeResult<Option<Vec<u8>>> {
+pub fn get(g: &mut Guard<'_>, root: Pgno, key: &[u8]) -> TreeResult<Option<Vec<u8>>> {
     let pos = descend(g, root, key)?;
     match pos.slot {
         Ok(i) => {
@@ -417,7 +421,7 @@ pub fn get(g: &mut Guard<'_>, root: u32, key: &[u8]) -> TreeResult<Option<Vec<u8
 /// while it returns true.
 pub fn scan_from(
     g: &mut Guard<'_>,
-    root: u32,
+    root: Pgno,
     start: &[u8],
     visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
 ) -> TreeResult<()> {
@@ -442,14 +446,14 @@ pub fn scan_from(
         if next == 0 {
             return Ok(());
         }
-        pgno = next;
+        pgno = Pgno::new(next);
         index = 0;
     }
     Err(corrupt(pgno, "leaf chain does not end (a cycle?)"))
 }
 
 /// Applies `op` to page `pgno` (cached), recording redo and undo information.
-fn modify(g: &mut Guard<'_>, cs: &mut ChangeSet, pgno: u32, op: RedoRef<'_>) -> TreeResult<()> {
+fn modify(g: &mut Guard<'_>, cs: &mut ChangeSet, pgno: Pgno, op: RedoRef<'_>) -> TreeResult<()> {
     let frame = frame_of(g, pgno)?;
     apply(g, cs, frame, pgno, op.code(), op.encode(), false)
 }
@@ -461,7 +465,7 @@ fn apply(
     g: &mut Guard<'_>,
     cs: &mut ChangeSet,
     frame: FrameId,
-    pgno: u32,
+    pgno: Pgno,
     code: u8,
     payload: Vec<u8>,
     new: bool,
@@ -483,7 +487,7 @@ fn apply(
         .and_then(|op| op.apply_to_checked_page(g.page_mut(frame), pgno, after))
         .map_err(|e| corrupt(pgno, e.to_string()))?;
     cs.records.push(LogRecord::PageRedo {
-        pgno,
+        pgno: pgno.get(),
         dbtime_before: before,
         dbtime_after: after,
         trx: cs.trx,
@@ -498,12 +502,12 @@ fn apply(
 /// A page from the free list is reused first (`fresh` = false: it exists on disk, so
 /// its replacement is logged against its real dbtime); otherwise a never-used page
 /// from the end of the file.
-fn allocate(g: &mut Guard<'_>, cs: &mut ChangeSet) -> TreeResult<(u32, FrameId, bool)> {
+fn allocate(g: &mut Guard<'_>, cs: &mut ChangeSet) -> TreeResult<(Pgno, FrameId, bool)> {
     cs.begin(g);
     let anchor = frame_of(g, FREE_LIST_ANCHOR)?;
     let anchor_header = PageHeader::read(g.page(anchor));
     if anchor_header.next != 0 {
-        let pgno = anchor_header.next;
+        let pgno = Pgno::new(anchor_header.next);
         let frame = frame_of(g, pgno)?;
         let h = PageHeader::read(g.page(frame));
         if h.flags & flags::EMPTY == 0 || pgno == FREE_LIST_ANCHOR {
@@ -517,7 +521,7 @@ fn allocate(g: &mut Guard<'_>, cs: &mut ChangeSet) -> TreeResult<(u32, FrameId, 
         return Ok((pgno, frame, false));
     }
     let pgno = g.state_ref().next_unused_page;
-    if pgno > g.state_ref().page_count {
+    if pgno.get() > g.state_ref().page_count {
         return Err(TreeError::NeedGrowth);
     }
     // The page's first change is a Build, which formats all of it.
@@ -528,7 +532,7 @@ fn allocate(g: &mut Guard<'_>, cs: &mut ChangeSet) -> TreeResult<(u32, FrameId, 
 }
 
 /// Puts page `pgno` (already unlinked from its tree) at the head of the free list.
-fn free_page(g: &mut Guard<'_>, cs: &mut ChangeSet, pgno: u32) -> TreeResult<()> {
+fn free_page(g: &mut Guard<'_>, cs: &mut ChangeSet, pgno: Pgno) -> TreeResult<()> {
     let anchor = frame_of(g, FREE_LIST_ANCHOR)?;
     let anchor_header = PageHeader::read(g.page(anchor));
     let empty = RedoRef::Build {
@@ -545,7 +549,7 @@ fn free_page(g: &mut Guard<'_>, cs: &mut ChangeSet, pgno: u32) -> TreeResult<()>
         FREE_LIST_ANCHOR,
         RedoRef::SetLinks {
             prev: anchor_header.prev,
-            next: pgno,
+            next: pgno.get(),
         },
     )
 }
@@ -571,7 +575,7 @@ fn release_empty_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition)
         if neighbour == 0 {
             continue;
         }
-        let f = frame_of(g, neighbour)?;
+        let f = frame_of(g, Pgno::new(neighbour))?;
         let nh = PageHeader::read(g.page(f));
         let links = if is_prev {
             RedoRef::SetLinks {
@@ -584,7 +588,7 @@ fn release_empty_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition)
                 next: nh.next,
             }
         };
-        modify(g, cs, neighbour, links)?;
+        modify(g, cs, Pgno::new(neighbour), links)?;
     }
     modify(
         g,
@@ -608,7 +612,7 @@ pub fn max_entry_len(page_size: PageSize) -> usize {
 pub fn insert(
     g: &mut Guard<'_>,
     cs: &mut ChangeSet,
-    root: u32,
+    root: Pgno,
     key: &[u8],
     data: &[u8],
 ) -> TreeResult<()> {
@@ -642,7 +646,7 @@ pub fn insert(
 }
 
 /// Deletes the record with `key`; returns whether it existed.
-pub fn delete(g: &mut Guard<'_>, cs: &mut ChangeSet, root: u32, key: &[u8]) -> TreeResult<bool> {
+pub fn delete(g: &mut Guard<'_>, cs: &mut ChangeSet, root: Pgno, key: &[u8]) -> TreeResult<bool> {
     let pos = descend(g, root, key)?;
     match pos.slot {
         Ok(i) => {
@@ -658,7 +662,7 @@ pub fn delete(g: &mut Guard<'_>, cs: &mut ChangeSet, root: u32, key: &[u8]) -> T
 pub fn replace(
     g: &mut Guard<'_>,
     cs: &mut ChangeSet,
-    root: u32,
+    root: Pgno,
     key: &[u8],
     data: &[u8],
 ) -> TreeResult<bool> {
@@ -697,8 +701,8 @@ pub fn replace(
 fn split(
     g: &mut Guard<'_>,
     cs: &mut ChangeSet,
-    path: &[(u32, usize)],
-    pgno: u32,
+    path: &[(Pgno, usize)],
+    pgno: Pgno,
     key: &[u8],
     data_len: usize,
     position: Option<usize>,
@@ -738,7 +742,11 @@ fn split(
         } else {
             is_rightmost(g, path)?
         };
-    let (prev, next) = if is_leaf { (pgno, h.next) } else { (0, 0) };
+    let (prev, next) = if is_leaf {
+        (pgno.get(), h.next)
+    } else {
+        (0, 0)
+    };
     // The records are read in place (no copies): the separator is copied, the moved
     // records are encoded straight into the new page's Build payload.
     let (keep, separator, build) = {
@@ -801,18 +809,18 @@ fn split(
             pgno,
             RedoRef::SetLinks {
                 prev: h.prev,
-                next: new_pgno,
+                next: new_pgno.get(),
             },
         )?;
         if h.next != 0 {
-            let next_frame = frame_of(g, h.next)?;
+            let next_frame = frame_of(g, Pgno::new(h.next))?;
             let next_next = PageHeader::read(g.page(next_frame)).next;
             modify(
                 g,
                 cs,
-                h.next,
+                Pgno::new(h.next),
                 RedoRef::SetLinks {
-                    prev: new_pgno,
+                    prev: new_pgno.get(),
                     next: next_next,
                 },
             )?;
@@ -831,7 +839,7 @@ fn split(
 }
 
 /// The records of a cached page, borrowed from it.
-fn records_of<'g>(g: &'g Guard<'_>, frame: FrameId, pgno: u32) -> TreeResult<Vec<Record<'g>>> {
+fn records_of<'g>(g: &'g Guard<'_>, frame: FrameId, pgno: Pgno) -> TreeResult<Vec<Record<'g>>> {
     let page = view(g, frame, pgno)?;
     (0..page.record_count())
         .map(|i| page.record(i).map_err(|e| corrupt(pgno, e.to_string())))
@@ -839,7 +847,7 @@ fn records_of<'g>(g: &'g Guard<'_>, frame: FrameId, pgno: u32) -> TreeResult<Vec
 }
 
 /// Whether every step of `path` followed the last entry of its branch.
-fn is_rightmost(g: &mut Guard<'_>, path: &[(u32, usize)]) -> TreeResult<bool> {
+fn is_rightmost(g: &mut Guard<'_>, path: &[(Pgno, usize)]) -> TreeResult<bool> {
     for &(pgno, index) in path {
         let frame = frame_of(g, pgno)?;
         if view(g, frame, pgno)?.record_count() != index + 1 {
@@ -850,7 +858,7 @@ fn is_rightmost(g: &mut Guard<'_>, path: &[(u32, usize)]) -> TreeResult<bool> {
 }
 
 /// Levels between page `pgno` and the leaves (0 for a leaf).
-fn height_of(g: &mut Guard<'_>, pgno: u32) -> TreeResult<usize> {
+fn height_of(g: &mut Guard<'_>, pgno: Pgno) -> TreeResult<usize> {
     let mut height = 0;
     let mut p = pgno;
     loop {
@@ -874,12 +882,12 @@ fn height_of(g: &mut Guard<'_>, pgno: u32) -> TreeResult<usize> {
 fn insert_separator(
     g: &mut Guard<'_>,
     cs: &mut ChangeSet,
-    path: &[(u32, usize)],
-    pgno: u32,
+    path: &[(Pgno, usize)],
+    pgno: Pgno,
     index: usize,
     separator: &[u8],
-    child: u32,
-    left: u32,
+    child: Pgno,
+    left: Pgno,
 ) -> TreeResult<()> {
     let data = child.to_le_bytes();
     let frame = frame_of(g, pgno)?;
@@ -928,10 +936,10 @@ fn insert_separator(
 fn place_entry(
     g: &mut Guard<'_>,
     cs: &mut ChangeSet,
-    pgno: u32,
+    pgno: Pgno,
     index: usize,
     separator: &[u8],
-    child: u32,
+    child: Pgno,
 ) -> TreeResult<()> {
     if index == 1 {
         let frame = frame_of(g, pgno)?;
@@ -966,10 +974,10 @@ fn place_entry(
 /// the branch pages above it (with the entry followed in each).
 fn path_to_height(
     g: &mut Guard<'_>,
-    root: u32,
+    root: Pgno,
     key: &[u8],
     height: usize,
-) -> TreeResult<(Vec<(u32, usize)>, u32)> {
+) -> TreeResult<(Vec<(Pgno, usize)>, Pgno)> {
     let steps = height_of(g, root)?
         .checked_sub(height)
         .ok_or_else(|| corrupt(root, "tree lower than the split branch"))?;
@@ -991,7 +999,7 @@ fn path_to_height(
 fn split_root(
     g: &mut Guard<'_>,
     cs: &mut ChangeSet,
-    root: u32,
+    root: Pgno,
     h: PageHeader,
     child_build: Vec<u8>,
 ) -> TreeResult<()> {

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use edbstress_format::PageSize;
 use edbstress_format::header::{DatabaseHeader, DbState};
 use edbstress_format::log::{CheckpointState, LogPosition, LogRecord};
+use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{Access, AlignedBuf, BackendKind, DataFile, IoClass, IoMode, IoStats};
 use parking_lot::Mutex;
 
@@ -332,7 +332,7 @@ impl Instance {
             TreeState {
                 page_size,
                 dbtime: header_ref.last_dbtime,
-                next_unused_page: header_ref.next_unused_page,
+                next_unused_page: Pgno::new(header_ref.next_unused_page),
                 page_count: header_ref.page_count,
                 next_message_id: header_ref.next_message_id,
             },
@@ -398,7 +398,7 @@ impl Instance {
         &self,
         durability: Durability,
         mut attempt: impl FnMut(&mut Guard<'_>, &mut ChangeSet) -> Result<T, TreeError>,
-        pinned: &mut Vec<u32>,
+        pinned: &mut Vec<Pgno>,
     ) -> Result<(T, LogPosition, u32), EngineError> {
         // Never pin so much that other sessions could find no frame at all.
         let max_pins = (self.cache.config().max_frames / 4).max(4);
@@ -610,7 +610,7 @@ impl Instance {
                     if previous.as_ref() == Some(&row) {
                         return Err(EngineError::CorruptPage {
                             path: self.config.layout.db_file.clone(),
-                            pgno: 0,
+                            pgno: Pgno::NONE,
                             what: format!(
                                 "long value {} has {} of its {} bytes",
                                 fixed.lvid,
@@ -642,7 +642,7 @@ impl Instance {
     fn corrupt_row(&self, key: MessageKey) -> EngineError {
         EngineError::CorruptPage {
             path: self.config.layout.db_file.clone(),
-            pgno: 0,
+            pgno: Pgno::NONE,
             what: format!(
                 "row of message {}:{} is malformed",
                 key.mailbox, key.message
@@ -704,7 +704,7 @@ impl Instance {
             let s = g.state();
             (s.page_count, s.next_unused_page, s.page_size)
         };
-        let last_needed = next_unused.saturating_add(needed.saturating_sub(1));
+        let last_needed = next_unused.get().saturating_add(needed.saturating_sub(1));
         if last_needed <= page_count {
             return Ok(()); // another session grew it
         }
@@ -820,7 +820,7 @@ impl Instance {
         let (leaf, _, _) = self.run(Durability::Lazy, |g, _| {
             Ok(btree::descend(g, MAILBOX_TABLE_ROOT, &key.encode())?.leaf)
         })?;
-        Ok(leaf)
+        Ok(leaf.get())
     }
 
     /// Log bytes between the checkpoint (the oldest unwritten change) and the end of
@@ -837,7 +837,7 @@ impl Instance {
 
     /// Fault injection for lost-flush tests: the next write of `pgno` is dropped.
     pub fn drop_next_write(&self, pgno: u32) {
-        self.cache.drop_next_write(pgno);
+        self.cache.drop_next_write(Pgno::new(pgno));
     }
 
     /// Flushes everything and marks the database cleanly shut down.
@@ -863,7 +863,7 @@ impl Instance {
         h.update_seq += 1;
         h.checkpoint = end;
         h.last_dbtime = state.dbtime;
-        h.next_unused_page = state.next_unused_page;
+        h.next_unused_page = state.next_unused_page.get();
         h.page_count = state.page_count;
         h.next_message_id = state.next_message_id;
         write_header(&file, &h)?;
@@ -892,7 +892,7 @@ impl Instance {
 
 fn bad_row(key: MessageKey) -> TreeError {
     TreeError::Corrupt {
-        pgno: 0,
+        pgno: Pgno::NONE,
         what: format!(
             "row of message {}:{} is malformed",
             key.mailbox, key.message
@@ -962,7 +962,7 @@ fn delete_chunks(
         .encode();
         if !btree::delete(g, cs, LONG_VALUE_ROOT, &key)? {
             return Err(TreeError::Corrupt {
-                pgno: 0,
+                pgno: Pgno::NONE,
                 what: format!("long value {lvid} lacks chunk {chunk}"),
             });
         }
