@@ -102,7 +102,7 @@ pub enum LockError {
         /// What was found.
         why: String,
     },
-    /// A directory's lock is held (see [`crate::runtime::dirlock`]).
+    /// A directory's lock is held (see [`crate::LogDirLock`]).
     #[error("{}", crate::runtime::dirlock::held_message(dir, *.pid, more_pids, *.holder, *.wanted))]
     DirHeld {
         /// The locked directory.

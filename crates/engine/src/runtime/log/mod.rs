@@ -28,7 +28,7 @@
 //!
 //! *Durable* means written and `fdatasync`ed (with `O_DIRECT` by default); the writer
 //! never reports a position durable before that, and after a failed write or sync it
-//! stops acknowledging anything ([`EngineError::ShutDown`]).
+//! stops acknowledging anything ([`crate::EngineError::ShutDown`]).
 //!
 //! One flusher thread writes; it wakes for a waiting [`LogWriter::flush_to`], when the
 //! buffer passes a quarter full or an append waits for space, or when the oldest
