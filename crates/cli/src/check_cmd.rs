@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use edbstress_engine::check::{CheckReport, deep_check};
+use edbstress_engine::{CheckReport, deep_check};
 
 use crate::common::{CommandError, TargetArgs, instances_on_disk};
 

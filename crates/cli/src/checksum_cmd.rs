@@ -4,16 +4,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use edbstress_engine::dirlock::LogDirLock;
-use edbstress_engine::layout::{
-    db_file_name, discover_databases, discover_log_dirs, parse_db_file_name,
-};
-use edbstress_engine::lock::{DatabaseLock, LockMode};
-use edbstress_engine::logfiles::is_log_file_name;
-use edbstress_engine::verify::{
+use edbstress_engine::LogDirLock;
+use edbstress_engine::log::is_log_file_name;
+use edbstress_engine::{DatabaseLock, LockMode};
+use edbstress_engine::{
     DatabaseScanReport, LogScanReport, PageProblemKind, ScanError, ScanOptions, scan_database,
     scan_log_dir,
 };
+use edbstress_engine::{db_file_name, discover_databases, discover_log_dirs, parse_db_file_name};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::common::{CommandError, TargetArgs};
@@ -144,7 +142,7 @@ pub fn run(args: ChecksumArgs) -> Result<ExitCode, CommandError> {
         let owner = databases
             .iter()
             .find(of_instance)
-            .and_then(|db| edbstress_engine::dbfile::read_header(db, args.target.io.mode()).ok())
+            .and_then(|db| edbstress_engine::read_header(db, args.target.io.mode()).ok())
             .map(|s| s.header);
         log_reports.push(scan_log_dir(dir, args.target.io.mode(), owner.as_ref())?);
     }

@@ -15,13 +15,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use edbstress_engine::dbfile::read_header;
-use edbstress_engine::dirlock::{LogDirLock, ensure_dir_not_held};
-use edbstress_engine::layout::{discover_log_dirs, parse_db_file_name};
-use edbstress_engine::lock::{
+use edbstress_engine::log::{LogIdentity, is_log_file_name, is_our_log_file, log_dir_owners};
+use edbstress_engine::read_header;
+use edbstress_engine::{
     DatabaseLock, LOCK_SUFFIX, LockError, LockMode, ensure_not_held, is_lock_file_content,
 };
-use edbstress_engine::logfiles::{LogIdentity, is_log_file_name, is_our_log_file, log_dir_owners};
+use edbstress_engine::{LogDirLock, ensure_dir_not_held};
+use edbstress_engine::{discover_log_dirs, parse_db_file_name};
 use edbstress_io::IoMode;
 use edbstress_report::export::read_results;
 
@@ -160,7 +160,7 @@ const LINK_SKIPPED: &str =
 /// foreign file of that name has no lock).
 fn ensure_db_not_held(db: &Path) -> Result<(), CommandError> {
     if std::fs::symlink_metadata(db).is_ok()
-        && edbstress_engine::dbfile::check_database_signature(db).is_err()
+        && edbstress_engine::check_database_signature(db).is_err()
     {
         return Ok(());
     }
@@ -232,7 +232,7 @@ fn plan_log_dirs(
         // A log directory belongs to the database of the same number; if that one is in
         // use, so are its logs, and logs of another database are that one's.
         for db_dir in db_paths {
-            let db = db_dir.join(edbstress_engine::layout::db_file_name(instance));
+            let db = db_dir.join(edbstress_engine::db_file_name(instance));
             ensure_db_not_held(&db)?;
             let Ok(sel) = read_header(&db, IoMode::Buffered) else {
                 continue;

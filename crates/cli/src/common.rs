@@ -20,7 +20,7 @@ pub enum CommandError {
 
 impl CommandError {
     /// An engine error, as an integrity problem when it is one.
-    pub fn engine(e: edbstress_engine::error::EngineError) -> CommandError {
+    pub fn engine(e: edbstress_engine::EngineError) -> CommandError {
         if e.is_integrity() {
             CommandError::Integrity(e.to_string())
         } else {
@@ -29,7 +29,7 @@ impl CommandError {
     }
 
     /// A prepare error, as an integrity problem when it is one.
-    pub fn prepare(e: edbstress_engine::prepare::PrepareError) -> CommandError {
+    pub fn prepare(e: edbstress_engine::PrepareError) -> CommandError {
         if e.is_integrity() {
             CommandError::Integrity(e.to_string())
         } else {
@@ -124,8 +124,8 @@ impl PathArgs {
 /// `prepare`).
 pub fn instances_on_disk(
     paths: &PathArgs,
-) -> Result<Vec<edbstress_engine::layout::InstanceLayout>, CommandError> {
-    use edbstress_engine::layout::{InstanceLayout, discover_databases};
+) -> Result<Vec<edbstress_engine::InstanceLayout>, CommandError> {
+    use edbstress_engine::{InstanceLayout, discover_databases};
     let db_paths = paths.db_paths_or_default();
     let log_paths = paths.log_paths_or_default();
     let mut found = Vec::new();

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use edbstress_engine::content::{Compressibility, ContentGenerator};
-use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
-use edbstress_engine::schema::MessageKey;
+use edbstress_engine::MessageKey;
+use edbstress_engine::{Compressibility, ContentGenerator};
+use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
 
 use crate::common::{CommandError, IoArgs, PathArgs, instances_on_disk};
 use crate::units::{count, parse_size};

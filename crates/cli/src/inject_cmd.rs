@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use edbstress_engine::InstanceConfig;
 use edbstress_engine::fault::{
     FaultKind, FaultRequest, InjectedFault, inject_database, inject_log_dir, inject_lost_flush,
 };
-use edbstress_engine::instance::InstanceConfig;
-use edbstress_engine::layout::{InstanceLayout, parse_db_file_name};
+use edbstress_engine::{InstanceLayout, parse_db_file_name};
 use edbstress_io::IoMode;
 
 use crate::common::CommandError;

@@ -3,9 +3,9 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use edbstress_engine::content::Compressibility;
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::prepare::{InstanceAction, PrepareOptions, PreparePlan, PrepareReport};
+use edbstress_engine::Compressibility;
+use edbstress_engine::InstanceLayout;
+use edbstress_engine::{InstanceAction, PrepareOptions, PreparePlan, PrepareReport};
 use edbstress_format::PageSize;
 use indicatif::{ProgressBar, ProgressStyle};
 

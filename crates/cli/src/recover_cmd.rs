@@ -3,10 +3,10 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use edbstress_engine::dirlock::LogDirLock;
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::lock::LockMode;
-use edbstress_engine::recovery::{RecoveryOptions, RecoveryReport, recover};
+use edbstress_engine::InstanceLayout;
+use edbstress_engine::LockMode;
+use edbstress_engine::LogDirLock;
+use edbstress_engine::{RecoveryOptions, RecoveryReport, recover};
 
 use crate::common::{CommandError, TargetArgs, instances_on_disk};
 use crate::units::parse_size;
@@ -127,7 +127,7 @@ fn print_text(reports: &[RecoveryReport]) {
             r.start, r.end, r.pages_prefetched
         );
         if !r.pages_restored.is_empty() {
-            let pages: Vec<String> = r.pages_restored.iter().map(u32::to_string).collect();
+            let pages: Vec<String> = r.pages_restored.iter().map(ToString::to_string).collect();
             println!(
                 "          {} torn page(s) rebuilt from their logged images: {}",
                 pages.len(),

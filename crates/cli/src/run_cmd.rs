@@ -98,8 +98,8 @@ pub fn run(args: RunCmdArgs) -> Result<ExitCode, CommandError> {
             bar.set_message(format!(
                 "preparing database {:03}: {} / {}",
                 p.instance,
-                edbstress_engine::prepare::human_bytes(p.bytes_done),
-                edbstress_engine::prepare::human_bytes(p.bytes_total)
+                edbstress_engine::human_bytes(p.bytes_done),
+                edbstress_engine::human_bytes(p.bytes_total)
             ));
         }
         RunEvent::Live(status) => bar.set_message(live_line(status)),

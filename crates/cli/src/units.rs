@@ -6,7 +6,7 @@
 //! that `--cache-max -5MiB` reaches the parser and is refused as negative instead of
 //! being taken for an unknown flag.
 
-pub use edbstress_engine::prepare::human_bytes;
+pub use edbstress_engine::human_bytes;
 pub use edbstress_workload::units::parse_page_size;
 // Size flags: clap's message already quotes the value and names the flag ("invalid
 // value '-5MiB' for '--cache-max <SIZE>': …"), so the parser says only what is wrong.

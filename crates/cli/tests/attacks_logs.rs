@@ -13,8 +13,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use edbstress_engine::instance::{Instance, InstanceConfig};
-use edbstress_engine::layout::InstanceLayout;
+use edbstress_engine::InstanceLayout;
+use edbstress_engine::{Instance, InstanceConfig};
 
 /// A throughput run of one 64 MiB database (the attacker's set-up), long enough to be
 /// killed while it writes.
@@ -151,7 +151,7 @@ fn case1_the_newest_log_deleted_or_emptied_is_a_lost_log() {
         // write (acknowledged commits are in it): lose it, and anything newer. (A newer
         // file may hold a write whose recording the kill interrupted: nothing in it
         // was acknowledged, so losing only that one loses nothing.)
-        let required = edbstress_engine::dbfile::read_header(
+        let required = edbstress_engine::read_header(
             &dir.join("db/edbstress001.edb"),
             edbstress_io::IoMode::Buffered,
         )

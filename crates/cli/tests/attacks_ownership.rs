@@ -14,7 +14,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Sentinel, assert_exit, command, edbstress, text};
-use edbstress_engine::dbfile::read_header;
+use edbstress_engine::read_header;
 use edbstress_format::header::DbState;
 use edbstress_io::IoMode;
 

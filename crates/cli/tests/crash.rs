@@ -9,9 +9,9 @@ use common::{edbstress, fnv64, probe_and_kill};
 
 use std::collections::HashMap;
 
-use edbstress_engine::instance::{Instance, InstanceConfig};
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::schema::MessageKey;
+use edbstress_engine::InstanceLayout;
+use edbstress_engine::MessageKey;
+use edbstress_engine::{Instance, InstanceConfig};
 
 #[test]
 fn sigkill_during_durable_commits_loses_nothing_acknowledged() {

@@ -7,8 +7,8 @@ use common::{edbstress, json};
 
 use std::path::Path;
 
-use edbstress_engine::dbfile::read_header;
 use edbstress_engine::fault::{FaultKind, FaultRequest, inject_database};
+use edbstress_engine::read_header;
 use edbstress_io::IoMode;
 
 fn prepare(dir: &Path, databases: &str, size: &str) {

@@ -8,7 +8,7 @@ use common::{command, text};
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
-use edbstress_engine::lock::DatabaseLock;
+use edbstress_engine::DatabaseLock;
 
 fn run(dir: &Path, args: &[&str]) -> Output {
     command(dir).args(args).output().unwrap()

@@ -9,11 +9,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use edbstress_engine::content::{Compressibility, ContentGenerator};
-use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
-use edbstress_engine::schema::MessageShape;
+use edbstress_engine::InstanceLayout;
+use edbstress_engine::MessageShape;
+use edbstress_engine::{Compressibility, ContentGenerator};
+use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
+use edbstress_engine::{PrepareOptions, PreparePlan};
 use edbstress_io::IoClass;
 
 /// (user, system) CPU seconds of this process, from /proc/self/stat.

@@ -1,5 +1,6 @@
 //! Errors of the transactional engine.
 
+use edbstress_format::Pgno;
 use std::path::{Path, PathBuf};
 
 use edbstress_format::log::LogPosition;
@@ -17,7 +18,7 @@ pub enum EngineError {
         /// The database file.
         path: PathBuf,
         /// The page.
-        pgno: u32,
+        pgno: Pgno,
         /// What is wrong (bad checksum, wrong page number, uninitialized, bad structure).
         what: String,
     },
@@ -52,7 +53,7 @@ pub enum EngineError {
     )]
     LostFlush {
         /// The page.
-        pgno: u32,
+        pgno: Pgno,
         /// dbtime found on the page.
         page_dbtime: u64,
         /// dbtime_before of the log record.
@@ -77,7 +78,7 @@ pub enum EngineError {
     ShutDown(Option<String>),
     /// Another edbstress process holds the database.
     #[error(transparent)]
-    Locked(#[from] crate::lock::LockError),
+    Locked(#[from] crate::runtime::lock::LockError),
     /// An invalid argument or configuration.
     #[error("{0}")]
     Invalid(String),

@@ -10,13 +10,13 @@ mod cache {
     use std::thread;
     use std::time::{Duration, Instant};
 
-    use edbstress_engine::cache::{CacheConfig, PageCache, WalSync};
-    use edbstress_engine::error::EngineError;
-    use edbstress_engine::layout::InstanceLayout;
-    use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
+    use edbstress_engine::EngineError;
+    use edbstress_engine::InstanceLayout;
+    use edbstress_engine::{CacheConfig, PageCache, WalSync};
+    use edbstress_engine::{PrepareOptions, PreparePlan};
     use edbstress_format::checksum::{PageVerdict, verify_page};
     use edbstress_format::log::LogPosition;
-    use edbstress_format::{PageSize, page_offset};
+    use edbstress_format::{PageSize, Pgno, page_offset};
     use edbstress_io::{Access, BackendKind, DataFile, IoClass, IoMode};
     use parking_lot::{Condvar, Mutex};
 
@@ -269,20 +269,22 @@ mod cache {
     /// Faults `pgno` in (if needed) and returns a copy of it.
     fn read_through<S: Send + 'static>(cache: &PageCache<S>, pgno: u32) -> Vec<u8> {
         let mut guard = cache.lock();
-        if guard.lookup(pgno).is_none() {
-            guard = cache.fault_in(guard, pgno).expect("fault_in");
+        if guard.lookup(Pgno::new(pgno)).is_none() {
+            guard = cache.fault_in(guard, Pgno::new(pgno)).expect("fault_in");
         }
-        let f = guard.lookup(pgno).expect("resident after fault_in");
+        let f = guard
+            .lookup(Pgno::new(pgno))
+            .expect("resident after fault_in");
         guard.page(f).to_vec()
     }
 
     /// Sets the marker of `pgno` to the end of a fresh log append and marks it dirty.
     fn modify<S: Send + 'static>(cache: &PageCache<S>, wal: &FakeWal, pgno: u32) -> u64 {
         let mut guard = cache.lock();
-        if guard.lookup(pgno).is_none() {
-            guard = cache.fault_in(guard, pgno).expect("fault_in");
+        if guard.lookup(Pgno::new(pgno)).is_none() {
+            guard = cache.fault_in(guard, Pgno::new(pgno)).expect("fault_in");
         }
-        let f = guard.lookup(pgno).expect("resident");
+        let f = guard.lookup(Pgno::new(pgno)).expect("resident");
         let end = wal.append(100);
         set_marker(guard.page_mut(f), end);
         guard.mark_dirty(f, pos(end));
@@ -311,10 +313,10 @@ mod cache {
         .expect("cache");
         for pgno in 1..=10 {
             let mut guard = cache.lock();
-            assert!(guard.lookup(pgno).is_none());
-            assert!(!guard.contains(pgno));
-            let mut guard = cache.fault_in(guard, pgno).expect("fault_in");
-            let f = guard.lookup(pgno).expect("installed");
+            assert!(guard.lookup(Pgno::new(pgno)).is_none());
+            assert!(!guard.contains(Pgno::new(pgno)));
+            let mut guard = cache.fault_in(guard, Pgno::new(pgno)).expect("fault_in");
+            let f = guard.lookup(Pgno::new(pgno)).expect("installed");
             assert_eq!(guard.page(f), &disk_page(&db.path, pgno)[..], "page {pgno}");
             assert_eq!(guard.pgno(f), pgno);
         }
@@ -322,19 +324,23 @@ mod cache {
         assert_eq!((c.misses, c.reads, c.hits), (10, 10, 0), "{c:?}");
         for pgno in 1..=10 {
             let mut guard = cache.lock();
-            assert!(guard.lookup(pgno).is_some());
+            assert!(guard.lookup(Pgno::new(pgno)).is_some());
         }
         let c = cache.counters();
         assert_eq!(c.hits, 10);
         // The retry may also come through a new guard (the fault's guard dropped).
-        drop(cache.fault_in(cache.lock(), 11).expect("fault_in"));
-        assert!(cache.lock().lookup(11).is_some());
+        drop(
+            cache
+                .fault_in(cache.lock(), Pgno::new(11))
+                .expect("fault_in"),
+        );
+        assert!(cache.lock().lookup(Pgno::new(11)).is_some());
         assert_eq!(
             cache.counters().hits,
             10,
             "the retry after a fault is not a hit"
         );
-        assert!(cache.lock().lookup(11).is_some());
+        assert!(cache.lock().lookup(Pgno::new(11)).is_some());
         assert_eq!(cache.counters().hits, 11);
         assert_eq!(
             c.frames, 16,
@@ -345,11 +351,13 @@ mod cache {
         assert_eq!((reads.ops, reads.bytes), (11, 11 * PAGE_LEN as u64));
         assert!(stats.get(3, IoClass::DbWrite).is_none());
         // A second fault_in of a cached page reads nothing.
-        let guard = cache.fault_in(cache.lock(), 5).expect("fault_in");
+        let guard = cache
+            .fault_in(cache.lock(), Pgno::new(5))
+            .expect("fault_in");
         drop(guard);
         assert_eq!(cache.counters().reads, 11);
         assert!(matches!(
-            cache.fault_in(cache.lock(), 0),
+            cache.fault_in(cache.lock(), Pgno::new(0)),
             Err(EngineError::Invalid(_))
         ));
         cache.shutdown().expect("shutdown");
@@ -405,7 +413,7 @@ mod cache {
             read_through(&cache, p);
             read_through(&cache, p);
         }
-        assert!(cache.lock().lookup(hot).is_some());
+        assert!(cache.lock().lookup(Pgno::new(hot)).is_some());
         // A page referenced twice in quick succession (correlated): counts as once.
         let burst = 101;
         read_through(&cache, burst);
@@ -417,14 +425,17 @@ mod cache {
         }
         let guard = cache.lock();
         assert!(
-            guard.contains(hot),
+            guard.contains(Pgno::new(hot)),
             "the page referenced twice was evicted by a scan"
         );
         assert!(
-            !guard.contains(burst),
+            !guard.contains(Pgno::new(burst)),
             "a correlated burst must not protect a page"
         );
-        assert!(!guard.contains(200), "a page referenced long ago must go");
+        assert!(
+            !guard.contains(Pgno::new(200)),
+            "a page referenced long ago must go"
+        );
         drop(guard);
         let c = cache.counters();
         assert!(c.evictions >= 300, "{c:?}");
@@ -460,7 +471,7 @@ mod cache {
             let on_disk = disk_page(&db.path, p);
             assert_eq!(verify_page(&on_disk, p), PageVerdict::Valid, "page {p}");
             let mut guard = cache.lock();
-            let f = guard.lookup(p).expect("still cached");
+            let f = guard.lookup(Pgno::new(p)).expect("still cached");
             assert_eq!(
                 guard.page(f),
                 &on_disk[..],
@@ -632,7 +643,7 @@ mod cache {
         for p in 900..940 {
             let mut guard = cache.lock();
             let f = loop {
-                match guard.new_page(p) {
+                match guard.new_page(Pgno::new(p)) {
                     Some(f) => break f,
                     None => guard = cache.try_wait_for_frame(guard).expect("frame"),
                 }
@@ -679,10 +690,10 @@ mod cache {
         wal.set_current(50_000);
         let recent = {
             let mut guard = cache.lock();
-            if guard.lookup(40).is_none() {
-                guard = cache.fault_in(guard, 40).expect("fault_in");
+            if guard.lookup(Pgno::new(40)).is_none() {
+                guard = cache.fault_in(guard, Pgno::new(40)).expect("fault_in");
             }
-            let f = guard.lookup(40).expect("cached");
+            let f = guard.lookup(Pgno::new(40)).expect("cached");
             let end = wal.append(100);
             set_marker(guard.page_mut(f), end);
             guard.mark_dirty_span(f, pos(end - 100), pos(end));
@@ -764,9 +775,12 @@ mod cache {
                         let pgno = 1 + (rng % 300) as u32;
                         let mut guard = cache.lock();
                         let f = loop {
-                            match guard.lookup(pgno) {
+                            match guard.lookup(Pgno::new(pgno)) {
                                 Some(f) => break f,
-                                None => guard = cache.fault_in(guard, pgno).expect("fault_in"),
+                                None => {
+                                    guard =
+                                        cache.fault_in(guard, Pgno::new(pgno)).expect("fault_in")
+                                }
                             }
                         };
                         // Appending under the instance lock, as the engine does.
@@ -822,7 +836,7 @@ mod cache {
         );
         {
             let mut guard = cache.lock();
-            let f = guard.lookup(77).expect("cached");
+            let f = guard.lookup(Pgno::new(77)).expect("cached");
             assert!(guard.is_dirty(f), "the newer change is not on disk yet");
             assert_eq!(marker(guard.page(f)), second);
         }
@@ -863,7 +877,7 @@ mod cache {
             (52, "holds page 60"),
             (53, "uninitialized"),
         ] {
-            match cache.fault_in(cache.lock(), pgno) {
+            match cache.fault_in(cache.lock(), Pgno::new(pgno)) {
                 Err(EngineError::CorruptPage {
                     pgno: p,
                     what: w,
@@ -876,7 +890,7 @@ mod cache {
                 Err(e) => panic!("page {pgno}: unexpected error {e}"),
                 Ok(_) => panic!("page {pgno}: corruption not detected"),
             }
-            assert!(!cache.lock().contains(pgno));
+            assert!(!cache.lock().contains(Pgno::new(pgno)));
         }
         let c = cache.counters();
         assert_eq!(
@@ -910,11 +924,11 @@ mod cache {
         );
         assert!(cache.failed().is_some());
         assert!(matches!(
-            cache.fault_in(cache.lock(), 11),
+            cache.fault_in(cache.lock(), Pgno::new(11)),
             Err(EngineError::ShutDown(_))
         ));
         assert!(matches!(
-            cache.prefetch(&[12]),
+            cache.prefetch(&[Pgno::new(12)]),
             Err(EngineError::ShutDown(_))
         ));
         assert!(cache.try_wait_for_frame(cache.lock()).is_err());
@@ -956,13 +970,15 @@ mod cache {
         let cache =
             PageCache::new(cfg, open(&db.path, Access::ReadWrite), wal.clone(), ()).expect("cache");
         let pgnos: Vec<u32> = (0..10).map(|i| 30 + i * 7).collect();
-        cache.prefetch(&pgnos).expect("prefetch");
+        cache
+            .prefetch(&pgnos.iter().copied().map(Pgno::new).collect::<Vec<_>>())
+            .expect("prefetch");
         let c = cache.counters();
         assert_eq!((c.prefetched, c.reads), (10, 0));
         {
             let mut guard = cache.lock();
             for &p in &pgnos {
-                let f = guard.lookup(p).expect("prefetched");
+                let f = guard.lookup(Pgno::new(p)).expect("prefetched");
                 assert_eq!(guard.page(f), &disk_page(&db.path, p)[..]);
             }
         }
@@ -981,11 +997,11 @@ mod cache {
             modify(&cache, &wal, p);
         }
         cache
-            .prefetch(&[900, 901, 902])
+            .prefetch(&[900, 901, 902].map(Pgno::new))
             .expect("prefetch with no free frame");
         let c = cache.counters();
         assert_eq!((c.prefetched, c.dirty, c.stalls), (0, 16, 0), "{c:?}");
-        assert!(!cache.lock().contains(900));
+        assert!(!cache.lock().contains(Pgno::new(900)));
         wal.block(false);
         cache.shutdown().expect("shutdown");
     }
@@ -1002,7 +1018,7 @@ mod cache {
         )
         .expect("cache");
         let before = disk_page(&db.path, 33);
-        cache.drop_next_write(33);
+        cache.drop_next_write(Pgno::new(33));
         modify(&cache, &wal, 32);
         modify(&cache, &wal, 33);
         modify(&cache, &wal, 34);
@@ -1083,7 +1099,7 @@ mod cache {
             for i in 0..n {
                 let pgno = 1 + (i.wrapping_mul(0x9E37_79B9) % 1000) as u32;
                 let mut guard = cache.lock();
-                let f = guard.lookup(pgno).expect("hit");
+                let f = guard.lookup(Pgno::new(pgno)).expect("hit");
                 sum += u64::from(guard.page(f)[MARK]);
             }
             let lock_lookup_ns = start.elapsed().as_nanos() as f64 / n as f64;
@@ -1092,7 +1108,7 @@ mod cache {
                 let mut guard = cache.lock();
                 for i in 0..n {
                     let pgno = 1 + (i.wrapping_mul(0x9E37_79B9) % 1000) as u32;
-                    let f = guard.lookup(pgno).expect("hit");
+                    let f = guard.lookup(Pgno::new(pgno)).expect("hit");
                     sum += u64::from(guard.page(f)[MARK]);
                 }
             }

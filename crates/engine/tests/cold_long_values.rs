@@ -8,9 +8,9 @@
 mod instance_common;
 use instance_common::*;
 
-use edbstress_engine::check::deep_check;
-use edbstress_engine::instance::{Durability, Instance, TxnOp};
-use edbstress_engine::recovery::{RecoveryOptions, recover};
+use edbstress_engine::deep_check;
+use edbstress_engine::{Durability, Instance, TxnOp};
+use edbstress_engine::{RecoveryOptions, recover};
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
 

@@ -6,15 +6,15 @@
 mod instance_common;
 use instance_common::*;
 
-use edbstress_engine::dirlock::LogDirLock;
-use edbstress_engine::error::EngineError;
+use edbstress_engine::EngineError;
+use edbstress_engine::InstanceLayout;
+use edbstress_engine::LogDirLock;
 use edbstress_engine::fault::{FaultError, FaultKind, FaultRequest, inject_database};
-use edbstress_engine::instance::{Instance, InstanceConfig};
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::lock::{DatabaseLock, LockError, LockMode, ensure_not_held};
-use edbstress_engine::prepare::{PrepareError, PrepareOptions, PreparePlan};
-use edbstress_engine::recovery::{RecoveryOptions, recover};
-use edbstress_engine::verify::{ScanError, ScanOptions, scan_database};
+use edbstress_engine::{DatabaseLock, LockError, LockMode, ensure_not_held};
+use edbstress_engine::{Instance, InstanceConfig};
+use edbstress_engine::{PrepareError, PrepareOptions, PreparePlan};
+use edbstress_engine::{RecoveryOptions, recover};
+use edbstress_engine::{ScanError, ScanOptions, scan_database};
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
 

@@ -13,14 +13,14 @@ use instance_common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use edbstress_engine::InstanceLayout;
 use edbstress_engine::fault::{
     ExpectedDetection, FaultKind, FaultRequest, InjectedFault, inject_database, inject_log_dir,
     inject_lost_flush,
 };
-use edbstress_engine::instance::{Durability, Instance, TxnOp};
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::recovery::{RecoveryOptions, recover};
-use edbstress_engine::verify::{PageProblemKind, ScanOptions, scan_database, scan_log_dir};
+use edbstress_engine::{Durability, Instance, TxnOp};
+use edbstress_engine::{PageProblemKind, ScanOptions, scan_database, scan_log_dir};
+use edbstress_engine::{RecoveryOptions, recover};
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
 
@@ -134,8 +134,11 @@ fn every_injected_page_fault_is_classified_exactly_and_repair_fixes_only_correct
             )
             .unwrap();
             let report = scan_database(&work, &scan_options(false), &mut |_, _| {}).unwrap();
-            let found: BTreeMap<u32, PageProblemKind> =
-                report.problems.iter().map(|p| (p.pgno, p.kind)).collect();
+            let found: BTreeMap<u32, PageProblemKind> = report
+                .problems
+                .iter()
+                .map(|p| (p.pgno.get(), p.kind))
+                .collect();
             let tally = tallies.entry(kind.name()).or_default();
             for f in &faults {
                 let pgno = f.pgno.unwrap();
@@ -384,7 +387,7 @@ fn log_segment_and_checkpoint_faults_are_reported_and_dropped_writes_are_lost_fl
         assert_eq!(fault.expected, ExpectedDetection::LostFlush);
         let report = recover(&lost_layout, &options).unwrap();
         assert!(!report.succeeded());
-        let pages: Vec<u32> = report.lost_flushes.iter().map(|l| l.pgno).collect();
+        let pages: Vec<u32> = report.lost_flushes.iter().map(|l| l.pgno.get()).collect();
         assert_eq!(pages, vec![fault.pgno.unwrap()], "seed {seed}");
     }
     println!("lost flushes: injected {lost_rounds}, detected {lost_rounds}");

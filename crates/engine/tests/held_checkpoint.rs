@@ -6,11 +6,11 @@
 mod instance_common;
 use instance_common::*;
 
-use edbstress_engine::check::deep_check;
-use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
+use edbstress_engine::MessageKey;
+use edbstress_engine::deep_check;
 use edbstress_engine::log::read_checkpoint;
-use edbstress_engine::recovery::{RecoveryOptions, recover};
-use edbstress_engine::schema::MessageKey;
+use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
+use edbstress_engine::{RecoveryOptions, recover};
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
 use rand::rngs::SmallRng;

@@ -7,7 +7,7 @@ mod log_common;
 use edbstress_format::log::CheckpointState;
 use std::time::Duration;
 
-use edbstress_engine::error::EngineError;
+use edbstress_engine::EngineError;
 use edbstress_engine::log::{LogConfig, LogScan, LogSignatures, LogWriter, read_log};
 use edbstress_format::log::{
     LogPosition, LogRecord, SEGMENT_LEN, SegmentHeader, encode_segment, segment_flags,

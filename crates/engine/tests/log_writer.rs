@@ -7,7 +7,7 @@ use edbstress_format::log::CheckpointState;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use edbstress_engine::error::EngineError;
+use edbstress_engine::EngineError;
 use edbstress_engine::log::{LogPosition, LogRecord, LogWriter, read_checkpoint, read_log};
 use edbstress_io::{IoClass, IoMode};
 use log_common::*;

@@ -11,11 +11,11 @@ use instance_common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use edbstress_engine::check::deep_check;
-use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::recovery::{RecoveryOptions, recover};
-use edbstress_engine::schema::MessageKey;
+use edbstress_engine::InstanceLayout;
+use edbstress_engine::MessageKey;
+use edbstress_engine::deep_check;
+use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
+use edbstress_engine::{RecoveryOptions, recover};
 use edbstress_format::PageSize;
 use edbstress_format::log::{LogPosition, SEGMENT_LEN, log_file_name, parse_log_file_name};
 use edbstress_io::IoMode;

@@ -11,11 +11,11 @@ use instance_common::*;
 
 use std::os::unix::fs::FileExt;
 
-use edbstress_engine::error::EngineError;
-use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::recovery::{RecoveryOptions, recover};
-use edbstress_engine::verify::{ScanOptions, scan_database};
+use edbstress_engine::EngineError;
+use edbstress_engine::InstanceLayout;
+use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
+use edbstress_engine::{RecoveryOptions, recover};
+use edbstress_engine::{ScanOptions, scan_database};
 use edbstress_format::{PageSize, page_offset};
 use edbstress_io::{IoClass, IoMode};
 
@@ -43,7 +43,7 @@ fn recovery_options() -> RecoveryOptions {
 fn change_flush_change_crash(
     config: &InstanceConfig,
     drop_write: bool,
-) -> (edbstress_engine::schema::MessageKey, u32) {
+) -> (edbstress_engine::MessageKey, u32) {
     let instance = Instance::open(config.clone()).unwrap();
     let insert = TxnOp::Insert {
         mailbox: 2,

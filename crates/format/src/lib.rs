@@ -18,6 +18,7 @@ pub mod checksum;
 pub mod header;
 pub mod log;
 pub mod page;
+mod pgno;
 
 use std::fmt;
 
@@ -27,6 +28,7 @@ pub use checksum::{
 pub use header::{DatabaseHeader, DbState, HeaderError, HeaderSelection, TreeRoot, select_header};
 pub use log::LogPosition;
 pub use page::{Page, PageFormatError, PageFull, PageHeader, PageMut, Record};
+pub use pgno::Pgno;
 
 /// Length of the header at the start of every database page.
 pub const PAGE_HEADER_LEN: usize = 80;
@@ -96,12 +98,13 @@ impl fmt::Display for PageSize {
     }
 }
 
-/// File offset of data page `pgno`: `(pgno + 1) * page_size`.
+/// File offset of data page `pgno`: `(pgno + 1) * page_size` (see [`Pgno::offset`],
+/// which this is, for a page number still held as its on-disk `u32`).
 ///
 /// Page numbers start at 1; slot 0 (offset 0) holds the database header and slot 1
 /// (offset `page_size`) its shadow copy. Computed in 64 bits, so it never overflows.
 pub const fn page_offset(pgno: u32, page_size: PageSize) -> u64 {
-    (pgno as u64 + 1) * page_size.bytes() as u64
+    Pgno::new(pgno).offset(page_size)
 }
 
 #[cfg(test)]

@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use edbstress_engine::dbfile::{HeaderReadError, read_header_from, sync_dir};
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::lock::DatabaseLock;
-use edbstress_engine::prepare::human_bytes;
-use edbstress_engine::verify::{SequentialReadOptions, read_sequentially};
+use edbstress_engine::DatabaseLock;
+use edbstress_engine::InstanceLayout;
+use edbstress_engine::human_bytes;
+use edbstress_engine::{HeaderReadError, read_header_from, sync_dir};
+use edbstress_engine::{SequentialReadOptions, read_sequentially};
 use edbstress_format::PageSize;
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_format::header::{DatabaseHeader, HeaderError};
@@ -167,7 +167,7 @@ pub enum BackupError {
     Io(#[from] IoError),
     /// Another edbstress process holds a database.
     #[error(transparent)]
-    Locked(#[from] edbstress_engine::lock::LockError),
+    Locked(#[from] edbstress_engine::LockError),
 }
 
 /// A database opened for backup.

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use edbstress_engine::dbfile::{HeaderReadError, read_header_from};
+use edbstress_engine::{HeaderReadError, read_header_from};
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_format::header::HeaderError;
 use edbstress_format::{PageSize, page_offset};

@@ -7,13 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::Local;
-use edbstress_engine::cache::CacheConfig;
-use edbstress_engine::content::Compressibility;
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::prepare::{
-    InstanceAction, PrepareOptions, PreparePlan, PrepareProgress, human_bytes,
-};
-use edbstress_engine::verify::{ScanOptions, scan_database_until, scan_log_dir};
+use edbstress_engine::CacheConfig;
+use edbstress_engine::Compressibility;
+use edbstress_engine::InstanceLayout;
+use edbstress_engine::{InstanceAction, PrepareOptions, PreparePlan, PrepareProgress, human_bytes};
+use edbstress_engine::{ScanOptions, scan_database_until, scan_log_dir};
 use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::summary::{io_summary, transactional_iops};
 use edbstress_report::{
@@ -215,7 +213,7 @@ fn prepare(
 }
 
 /// A prepare failure as a run error; damage found in existing databases stays damage.
-fn prepare_error(e: edbstress_engine::prepare::PrepareError) -> RunError {
+fn prepare_error(e: edbstress_engine::PrepareError) -> RunError {
     if e.is_integrity() {
         RunError::Damaged(e.to_string())
     } else {
@@ -542,7 +540,7 @@ fn verify(
         if let Some(t) = &db.truncated {
             log.line(format!("{}: {t}", instance_name(layout.instance)));
         }
-        let owner = edbstress_engine::dbfile::read_header(&layout.db_file, config.io_mode)
+        let owner = edbstress_engine::read_header(&layout.db_file, config.io_mode)
             .ok()
             .map(|s| s.header);
         let logs = scan_log_dir(&layout.log_dir, config.io_mode, owner.as_ref())

@@ -11,11 +11,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
-use edbstress_engine::content::Compressibility;
-use edbstress_engine::error::EngineError;
-use edbstress_engine::instance::{Instance, InstanceConfig};
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::recovery::{RecoveryOptions, RecoveryReport, recover};
+use edbstress_engine::Compressibility;
+use edbstress_engine::EngineError;
+use edbstress_engine::InstanceLayout;
+use edbstress_engine::{Instance, InstanceConfig};
+use edbstress_engine::{RecoveryOptions, RecoveryReport, recover};
 use edbstress_io::{BackendKind, IoMode, IoStats};
 use edbstress_report::OpMix;
 use parking_lot::Mutex;
@@ -344,23 +344,9 @@ mod tests {
             transactions: 0,
             stopped: false,
             recovery: RecoveryReport {
-                instance: 1,
-                db_file: PathBuf::new(),
-                log_dir: PathBuf::new(),
-                was_clean: false,
-                start: String::new(),
-                end: String::new(),
                 generations_replayed: logs_replayed,
-                records: 0,
-                redone: 0,
-                skipped: 0,
-                transactions_committed: 0,
-                transactions_rolled_back: 0,
-                lost_flushes: Vec::new(),
-                pages_restored: Vec::new(),
-                pages_prefetched: 0,
                 seconds: elapsed_seconds,
-                io: IoStats::new(),
+                ..RecoveryReport::new(1, PathBuf::new(), PathBuf::new())
             },
         }
     }
@@ -401,7 +387,7 @@ mod tests {
             },
             lazy_commit_pct: 70,
             seed: 1,
-            compressibility: edbstress_engine::content::Compressibility::MAIL,
+            compressibility: edbstress_engine::Compressibility::MAIL,
             io_mode: IoMode::Buffered,
             backend: BackendKind::Auto,
             torn_write_protection: false,

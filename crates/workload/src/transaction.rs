@@ -7,10 +7,10 @@
 //! existing message by seeking to a random id in the mailbox. Replaces rewrite the
 //! properties, and one in five also the body (a draft saved again).
 
-use edbstress_engine::content::{Compressibility, ContentGenerator};
-use edbstress_engine::error::EngineError;
-use edbstress_engine::instance::{Durability, Instance, TxnOp};
-use edbstress_engine::schema::MessageShape;
+use edbstress_engine::EngineError;
+use edbstress_engine::MessageShape;
+use edbstress_engine::{Compressibility, ContentGenerator};
+use edbstress_engine::{Durability, Instance, TxnOp};
 use edbstress_report::OpMix;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use edbstress_engine::cache::CacheCounters;
-use edbstress_engine::content::Compressibility;
-use edbstress_engine::instance::{Instance, InstanceConfig};
-use edbstress_engine::layout::InstanceLayout;
+use edbstress_engine::CacheCounters;
+use edbstress_engine::Compressibility;
+use edbstress_engine::InstanceLayout;
 use edbstress_engine::log::LogCounters;
+use edbstress_engine::{Instance, InstanceConfig};
 use edbstress_io::{ClassStats, IoClass, IoStats, LatencyHistogram};
 use edbstress_report::summary::{latency_summary, rate};
 use edbstress_report::{

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use edbstress_engine::content::Compressibility;
-use edbstress_engine::instance::{Durability, Instance, InstanceConfig, TxnOp};
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
+use edbstress_engine::Compressibility;
+use edbstress_engine::InstanceLayout;
+use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
+use edbstress_engine::{PrepareOptions, PreparePlan};
 use edbstress_format::log::log_file_name;
 use edbstress_format::{PageSize, page_offset};
 use edbstress_io::{IoClass, IoMode};

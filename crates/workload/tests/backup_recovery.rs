@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
-use edbstress_engine::check::deep_check;
-use edbstress_engine::instance::{Instance, InstanceConfig};
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
+use edbstress_engine::InstanceLayout;
+use edbstress_engine::deep_check;
+use edbstress_engine::{Instance, InstanceConfig};
+use edbstress_engine::{PrepareOptions, PreparePlan};
 use edbstress_format::{PageSize, page_offset};
 use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::OpMix;
@@ -183,7 +183,7 @@ fn soft_recovery_replays_every_generated_log_and_leaves_clean_databases() {
         },
         lazy_commit_pct: 70,
         seed: 3,
-        compressibility: edbstress_engine::content::Compressibility::MAIL,
+        compressibility: edbstress_engine::Compressibility::MAIL,
         io_mode: IoMode::Buffered,
         backend: BackendKind::Auto,
         // Page images in the generated logs: replay must pass over them.

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use edbstress_engine::schema::MessageKey;
+use edbstress_engine::MessageKey;
 
 pub mod chromium;
 pub mod sshd;

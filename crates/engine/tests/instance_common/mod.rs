@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use edbstress_engine::instance::InstanceConfig;
-use edbstress_engine::layout::InstanceLayout;
-use edbstress_engine::prepare::{PrepareOptions, PreparePlan};
+use edbstress_engine::InstanceConfig;
+use edbstress_engine::InstanceLayout;
+use edbstress_engine::{PrepareOptions, PreparePlan};
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
 

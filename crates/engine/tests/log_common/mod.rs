@@ -7,8 +7,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use edbstress_engine::log::create_initial_logs;
 use edbstress_engine::log::{LogConfig, LogScan, LogSignatures, read_log};
-use edbstress_engine::logfiles::create_initial_logs;
 use edbstress_format::log::{LogPosition, LogRecord, SEGMENT_LEN, log_file_name};
 use edbstress_io::{IoClass, IoMode};
 use tempfile::TempDir;

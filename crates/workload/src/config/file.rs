@@ -334,7 +334,7 @@ pub fn parse_on_off(s: &str) -> Result<bool, String> {
 /// Parses a compressibility: "mail" (1.7), "incompressible" (1.0), or a ratio such as
 /// "2.0" or "2:1".
 pub fn parse_compressibility(s: &str) -> Result<f64, String> {
-    s.parse::<edbstress_engine::content::Compressibility>()
+    s.parse::<edbstress_engine::Compressibility>()
         .map(|c| c.ratio())
 }
 

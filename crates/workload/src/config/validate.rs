@@ -355,7 +355,7 @@ impl RunConfig {
                 "0 log files; give at least 1 (the default is 500)",
             ));
         }
-        edbstress_engine::content::Compressibility::from_ratio(self.compressibility)
+        edbstress_engine::Compressibility::from_ratio(self.compressibility)
             .map_err(|e| invalid("compressibility", e))?;
         if self.seed > i64::MAX as u64 {
             return Err(invalid(

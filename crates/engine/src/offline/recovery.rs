@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use edbstress_format::Pgno;
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_format::header::{DbState, HeaderError};
 use edbstress_format::log::{
@@ -26,16 +27,16 @@ use edbstress_format::page::{PageHeader, flags};
 use edbstress_io::{Access, AlignedBuf, BackendKind, DataFile, IoClass, IoMode, IoStats};
 use serde::Serialize;
 
-use crate::btree::TreeState;
-use crate::cache::{CacheConfig, PageCache, WalSync};
 use crate::dbfile::{HeaderReadError, read_header_from, write_header};
 use crate::error::EngineError;
 use crate::layout::InstanceLayout;
-use crate::log::{
+use crate::runtime::btree::TreeState;
+use crate::runtime::cache::{CacheConfig, PageCache, WalSync};
+use crate::runtime::log::{
     LogEntry, LogReadOptions, LogReader, LogSignatures, check_log_reaches, read_checkpoint,
 };
-use crate::redo::{RedoOp, page_dbtime};
-use crate::schema::{MAILBOX_TABLE_OBJECT_ID, MessageKey};
+use crate::runtime::redo::{RedoOp, page_dbtime};
+use crate::runtime::schema::{MAILBOX_TABLE_OBJECT_ID, MessageKey};
 
 /// How to recover.
 #[derive(Clone, Debug)]
@@ -65,7 +66,7 @@ impl Default for RecoveryOptions {
 #[derive(Clone, Debug, Serialize)]
 pub struct LostFlush {
     /// The page.
-    pub pgno: u32,
+    pub pgno: Pgno,
     /// dbtime on the page.
     pub page_dbtime: u64,
     /// dbtime the log record expected.
@@ -105,7 +106,7 @@ pub struct RecoveryReport {
     pub lost_flushes: Vec<LostFlush>,
     /// Pages found damaged (a torn write) and rebuilt from their first image in the
     /// replayed log before any change of theirs was replayed (torn-write protection).
-    pub pages_restored: Vec<u32>,
+    pub pages_restored: Vec<Pgno>,
     /// Pages read ahead.
     pub pages_prefetched: u64,
     /// Seconds taken.
@@ -115,6 +116,31 @@ pub struct RecoveryReport {
 }
 
 impl RecoveryReport {
+    /// The report of a recovery of `db_file` and `log_dir` (instance `instance`) that
+    /// has done nothing yet: every count zero, no problem found, no I/O. Recovery fills
+    /// it in as it goes; tests and callers that summarise reports start from it too.
+    pub fn new(instance: u32, db_file: PathBuf, log_dir: PathBuf) -> RecoveryReport {
+        RecoveryReport {
+            instance,
+            db_file,
+            log_dir,
+            was_clean: false,
+            start: String::new(),
+            end: String::new(),
+            generations_replayed: 0,
+            records: 0,
+            redone: 0,
+            skipped: 0,
+            transactions_committed: 0,
+            transactions_rolled_back: 0,
+            lost_flushes: Vec::new(),
+            pages_restored: Vec::new(),
+            pages_prefetched: 0,
+            seconds: 0.0,
+            io: IoStats::new(),
+        }
+    }
+
     /// Whether recovery brought the database to a clean state.
     pub fn succeeded(&self) -> bool {
         self.lost_flushes.is_empty()
@@ -192,29 +218,16 @@ pub fn recover(
 ) -> Result<RecoveryReport, EngineError> {
     let started = Instant::now();
     let path = &layout.db_file;
-    let _lock = crate::lock::DatabaseLock::acquire(path)?;
+    let _lock = crate::runtime::lock::DatabaseLock::acquire(path)?;
     let file = Arc::new(DataFile::open(path, options.io_mode, Access::ReadWrite)?);
     let mut header = read_header_from(&file)
         .map_err(|e| header_error(path, e))?
         .header;
     let mut report = RecoveryReport {
-        instance: layout.instance,
-        db_file: path.clone(),
-        log_dir: layout.log_dir.clone(),
         was_clean: header.state == DbState::Clean,
         start: header.checkpoint.to_string(),
         end: header.checkpoint.to_string(),
-        generations_replayed: 0,
-        records: 0,
-        redone: 0,
-        skipped: 0,
-        transactions_committed: 0,
-        transactions_rolled_back: 0,
-        lost_flushes: Vec::new(),
-        pages_restored: Vec::new(),
-        pages_prefetched: 0,
-        seconds: 0.0,
-        io: IoStats::new(),
+        ..RecoveryReport::new(layout.instance, path.clone(), layout.log_dir.clone())
     };
     match header.state {
         DbState::Clean => {
@@ -289,10 +302,9 @@ pub fn recover(
         TreeState {
             page_size,
             dbtime: header.last_dbtime.max(saved.last_dbtime),
-            next_unused_page: header.next_unused_page.max(saved.next_unused_page),
+            next_unused_page: Pgno::new(header.next_unused_page.max(saved.next_unused_page)),
             page_count: header.page_count,
             next_message_id: header.next_message_id.max(saved.next_message_id),
-            next_trx: 1,
         },
     )?;
 
@@ -301,7 +313,7 @@ pub fn recover(
     let mut log_exhausted = false;
     let mut torn_pages = TornPageRestorer::new(&file, page_size, &layout.log_dir);
     let mut pending: HashMap<u64, Vec<LogEntry>> = HashMap::new();
-    let mut poisoned: HashSet<u32> = HashSet::new();
+    let mut poisoned: HashSet<Pgno> = HashSet::new();
     loop {
         // Refill the look-ahead window when half of it is consumed: page images are
         // checked as they enter it (before any change to their page can be fetched),
@@ -315,9 +327,9 @@ pub fn recover(
                 };
                 match &entry.record {
                     LogRecord::PageImage { pgno, image } => {
-                        torn_pages.check(*pgno, image, entry.start)?;
+                        torn_pages.check(Pgno::new(*pgno), image, entry.start)?;
                     }
-                    LogRecord::PageRedo { pgno, .. } => pgnos.push(*pgno),
+                    LogRecord::PageRedo { pgno, .. } => pgnos.push(Pgno::new(*pgno)),
                     _ => {}
                 }
                 report.records += 1;
@@ -354,7 +366,7 @@ pub fn recover(
                     else {
                         continue;
                     };
-                    let pgno = *pgno;
+                    let pgno = Pgno::new(*pgno);
                     if poisoned.contains(&pgno) {
                         continue;
                     }
@@ -369,7 +381,7 @@ pub fn recover(
                         let s = g.state();
                         s.dbtime = s.dbtime.max(*dbtime_after);
                         s.next_unused_page = s.next_unused_page.max(pgno + 1);
-                        s.page_count = s.page_count.max(pgno);
+                        s.page_count = s.page_count.max(pgno.get());
                     }
                     let on_disk = page_dbtime(g.page(frame));
                     if *dbtime_after <= on_disk {
@@ -433,7 +445,7 @@ pub fn recover(
         header.state = DbState::Clean;
         header.checkpoint = log_end;
         header.last_dbtime = state.dbtime;
-        header.next_unused_page = state.next_unused_page;
+        header.next_unused_page = state.next_unused_page.get();
         header.page_count = header.page_count.max(state.page_count);
         header.next_message_id = state.next_message_id;
         header.update_seq += 1;
@@ -469,10 +481,10 @@ struct TornPageRestorer<'a> {
     page_size: edbstress_format::PageSize,
     log_dir: &'a std::path::Path,
     /// Pages whose first image was seen (checked, restored if needed).
-    checked: HashSet<u32>,
+    checked: HashSet<Pgno>,
     page: AlignedBuf,
     /// Pages rebuilt, in the order met.
-    restored: Vec<u32>,
+    restored: Vec<Pgno>,
 }
 
 impl<'a> TornPageRestorer<'a> {
@@ -493,7 +505,7 @@ impl<'a> TornPageRestorer<'a> {
 
     /// Handles the image of `pgno` logged at `at`: the first one of a page is checked
     /// against the page on disk (later ones only for their size).
-    fn check(&mut self, pgno: u32, image: &[u8], at: LogPosition) -> Result<(), EngineError> {
+    fn check(&mut self, pgno: Pgno, image: &[u8], at: LogPosition) -> Result<(), EngineError> {
         let page_len = self.page_size.bytes();
         if !image.is_empty() && image.len() != page_len {
             return Err(corrupt_record(
@@ -509,25 +521,25 @@ impl<'a> TornPageRestorer<'a> {
             return Ok(());
         }
         let page = &mut self.page;
-        let offset = edbstress_format::page_offset(pgno, self.page_size);
+        let offset = pgno.offset(self.page_size);
         if self.file.read_at(page, offset)? < page.len() {
             // Past the end of the file: never written, nothing torn.
             return Ok(());
         }
         if matches!(
-            verify_page(page, pgno),
+            verify_page(page, pgno.get()),
             PageVerdict::Valid | PageVerdict::Uninitialized
         ) {
             return Ok(());
         }
         if image.is_empty() {
-            crate::dbfile::format_unused_page(page, pgno);
+            crate::dbfile::format_unused_page(page, pgno.get());
         } else {
             page.copy_from_slice(image);
             // The frame's checksum fields may predate its last change (they are sealed
             // into write snapshots, not into frames), and the log segment's checksum
             // already protected the bytes: seal afresh.
-            edbstress_format::checksum::seal_page(page, pgno);
+            edbstress_format::checksum::seal_page(page, pgno.get());
         }
         self.file.write_all_at(page, offset)?;
         self.restored.push(pgno);

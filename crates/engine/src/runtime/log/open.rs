@@ -8,13 +8,13 @@ use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_HEADER_LEN, SEGM
 use edbstress_io::{Access, AlignedBuf, DataFile, IoClass, IoMode};
 
 use super::LogSignatures;
+use super::config::LogConfig;
 use super::files::{
     FIRST_RECORD_OFFSET, RunningChecksum, SlotState, choose_copy, classify_slot, corrupt,
     create_zeroed_file, generation_path, install_generation, is_closed, list_generations,
     next_file_path, read_file_header, read_whole_file, seal_data_segment,
 };
 use super::reader::{LogReadOptions, LogReader};
-use super::writer::LogConfig;
 use crate::error::EngineError;
 
 /// Where the writer continues after [`open_for_writing`].
@@ -168,7 +168,7 @@ fn remove_stale_next_file(dir: &Path, mode: IoMode) -> Result<(), EngineError> {
     } else {
         let mut head = AlignedBuf::new(SEGMENT_LEN);
         file.read_exact_at(&mut head, 0)?;
-        head.iter().all(|&b| b == 0) || crate::logfiles::is_our_log_file(&path)
+        head.iter().all(|&b| b == 0) || crate::runtime::log::is_our_log_file(&path)
     };
     drop(file);
     if !ours {

@@ -13,6 +13,7 @@
 //! | 5 | SetLinks | prev u32, next u32 |
 //! | 6 | Truncate | keep u16 (records from `keep` on are removed) |
 
+use edbstress_format::Pgno;
 use edbstress_format::page::{PageHeader, PageMut};
 
 /// One change to one page.
@@ -343,8 +344,8 @@ impl<'a> RedoRef<'a> {
     }
 
     /// The owned form.
-    pub fn to_owned_op(&self) -> RedoOp {
-        match *self {
+    pub fn to_owned_op(self) -> RedoOp {
+        match self {
             RedoRef::Insert { index, key, data } => RedoOp::Insert {
                 index,
                 key: key.to_vec(),
@@ -382,7 +383,7 @@ impl<'a> RedoRef<'a> {
 
     /// Applies the op to `page` (page number `pgno`) and sets its dbtime, after
     /// checking the page's header and every tag.
-    pub fn apply(&self, page: &mut [u8], pgno: u32, dbtime: u64) -> Result<(), RedoError> {
+    pub fn apply(&self, page: &mut [u8], pgno: Pgno, dbtime: u64) -> Result<(), RedoError> {
         self.apply_checked(page, pgno, dbtime, true)
     }
 
@@ -391,7 +392,7 @@ impl<'a> RedoRef<'a> {
     pub fn apply_to_checked_page(
         &self,
         page: &mut [u8],
-        pgno: u32,
+        pgno: Pgno,
         dbtime: u64,
     ) -> Result<(), RedoError> {
         self.apply_checked(page, pgno, dbtime, false)
@@ -400,7 +401,7 @@ impl<'a> RedoRef<'a> {
     fn apply_checked(
         &self,
         page: &mut [u8],
-        pgno: u32,
+        pgno: Pgno,
         dbtime: u64,
         check_tags: bool,
     ) -> Result<(), RedoError> {
@@ -416,7 +417,7 @@ impl<'a> RedoRef<'a> {
             records,
         } = self
         {
-            let mut p = PageMut::try_format(page, pgno, *object_id, *flags, dbtime)
+            let mut p = PageMut::try_format(page, pgno.get(), *object_id, *flags, dbtime)
                 .map_err(|e| err(format!("cannot format page {pgno}: {e}")))?;
             p.set_prev(*prev);
             p.set_next(*next);
@@ -471,11 +472,6 @@ impl<'a> RedoRef<'a> {
 }
 
 impl RedoOp {
-    /// The op code stored in the log record.
-    pub fn code(&self) -> u8 {
-        self.as_ref().code()
-    }
-
     /// The borrowed form.
     pub fn as_ref(&self) -> RedoRef<'_> {
         match self {
@@ -510,18 +506,13 @@ impl RedoOp {
         }
     }
 
-    /// The payload stored in the log record.
-    pub fn encode(&self) -> Vec<u8> {
-        self.as_ref().encode()
-    }
-
     /// Decodes an op from a log record.
     pub fn decode(op: u8, payload: &[u8]) -> Result<RedoOp, RedoError> {
         RedoRef::decode(op, payload).map(|op| op.to_owned_op())
     }
 
     /// Applies the op to `page` (page number `pgno`) and sets its dbtime.
-    pub fn apply(&self, page: &mut [u8], pgno: u32, dbtime: u64) -> Result<(), RedoError> {
+    pub fn apply(&self, page: &mut [u8], pgno: Pgno, dbtime: u64) -> Result<(), RedoError> {
         self.as_ref().apply(page, pgno, dbtime)
     }
 }
@@ -560,9 +551,11 @@ mod tests {
         let mut page = vec![0u8; 8192];
         PageMut::format(&mut page, 5, 100, flags::LEAF, 1);
         for (i, op) in ops.iter().enumerate() {
-            let decoded = RedoOp::decode(op.code(), &op.encode()).unwrap();
+            let decoded = RedoOp::decode(op.as_ref().code(), &op.as_ref().encode()).unwrap();
             assert_eq!(&decoded, op);
-            decoded.apply(&mut page, 5, 10 + i as u64).unwrap();
+            decoded
+                .apply(&mut page, Pgno::new(5), 10 + i as u64)
+                .unwrap();
             if i == 2 {
                 let p = Page::new(&page).unwrap();
                 assert_eq!(p.record(0).unwrap().data, b"longer value");
@@ -578,10 +571,10 @@ mod tests {
             next: 2,
             records: vec![(b"a".to_vec(), vec![1; 40]), (b"b".to_vec(), vec![])],
         };
-        let decoded = RedoOp::decode(4, &build.encode()).unwrap();
+        let decoded = RedoOp::decode(4, &build.as_ref().encode()).unwrap();
         assert_eq!(decoded, build);
         let mut other = vec![0xEEu8; 8192];
-        decoded.apply(&mut other, 6, 99).unwrap();
+        decoded.apply(&mut other, Pgno::new(6), 99).unwrap();
         assert_eq!(page_dbtime(&other), 99);
         let p = Page::new(&other).unwrap();
         assert_eq!(p.record_count(), 2);
@@ -621,19 +614,19 @@ mod tests {
             let payload = op.encode();
             assert_eq!(payload.len(), op.encoded_len());
             let owned = op.to_owned_op();
-            assert_eq!(owned.encode(), payload, "op {i}");
-            assert_eq!(owned.code(), op.code());
+            assert_eq!(owned.as_ref().encode(), payload, "op {i}");
+            assert_eq!(owned.as_ref().code(), op.code());
             // What a commit applies: the decoded payload, to a page checked earlier.
             let decoded = RedoRef::decode(op.code(), &payload).unwrap();
             assert_eq!(decoded.encode(), payload, "op {i}");
             let dbtime = 20 + i as u64;
             decoded
-                .apply_to_checked_page(&mut via_borrowed, 6, dbtime)
+                .apply_to_checked_page(&mut via_borrowed, Pgno::new(6), dbtime)
                 .unwrap();
             // What recovery applies: the owned op decoded from the log.
             RedoOp::decode(op.code(), &payload)
                 .unwrap()
-                .apply(&mut via_owned, 6, dbtime)
+                .apply(&mut via_owned, Pgno::new(6), dbtime)
                 .unwrap();
             assert_eq!(via_borrowed, via_owned, "page after op {i}");
         }
@@ -653,14 +646,18 @@ mod tests {
     fn bad_ops_are_errors_not_panics() {
         let mut page = vec![0u8; 8192];
         PageMut::format(&mut page, 5, 100, flags::LEAF, 1);
-        assert!(RedoOp::Delete { index: 3 }.apply(&mut page, 5, 2).is_err());
+        assert!(
+            RedoOp::Delete { index: 3 }
+                .apply(&mut page, Pgno::new(5), 2)
+                .is_err()
+        );
         assert!(RedoOp::decode(1, &[0, 0, 50, 0, 1]).is_err());
         assert!(RedoOp::decode(99, &[]).is_err());
         assert!(RedoOp::decode(4, &[0; 17]).is_err());
         let mut garbage = vec![0xFFu8; 8192];
         assert!(
             RedoOp::Delete { index: 0 }
-                .apply(&mut garbage, 5, 2)
+                .apply(&mut garbage, Pgno::new(5), 2)
                 .is_err()
         );
     }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 
-use crate::lock::{Holder, LockError, LockMode, lock_holders};
+use crate::runtime::lock::{LockError, LockHolder, LockMode, lock_holders};
 
 /// A held log-directory lock; released on drop.
 #[derive(Debug)]
@@ -67,12 +67,12 @@ pub fn ensure_dir_not_held(dir: &Path) -> Result<(), LockError> {
 /// (`ours` is the identity of its database, cleanly shut down), for an instance.
 pub(crate) fn claim_log_dir(
     layout: &crate::layout::InstanceLayout,
-    ours: crate::logfiles::LogIdentity,
+    ours: crate::runtime::log::LogIdentity,
 ) -> Result<LogDirLock, crate::error::EngineError> {
     use crate::error::EngineError;
     let dir = &layout.log_dir;
     let lock = LogDirLock::acquire_if_exists(dir, LockMode::Exclusive)?;
-    let owners = crate::logfiles::log_dir_owners(dir);
+    let owners = crate::runtime::log::log_dir_owners(dir);
     let (Some(lock), false) = (lock, owners.files.is_empty()) else {
         // A cleanly shut down database needs no log to be consistent: prepare starts a
         // new log stream for it (ESE does the same).
@@ -117,15 +117,15 @@ fn held_error(dir: &Path, file: File, wanted: LockMode) -> LockError {
         .map(|m| lock_holders(&m))
         .unwrap_or_default();
     let holder = if holders.iter().any(|h| h.exclusive) {
-        Holder::Writer
+        LockHolder::Writer
     } else if !holders.is_empty() {
-        Holder::Readers
+        LockHolder::Readers
     } else if wanted == LockMode::Shared {
-        Holder::Writer
+        LockHolder::Writer
     } else {
         match Flock::lock(file, FlockArg::LockSharedNonblock) {
-            Ok(_probe) => Holder::Readers,
-            Err(_) => Holder::Writer,
+            Ok(_probe) => LockHolder::Readers,
+            Err(_) => LockHolder::Writer,
         }
     };
     let mut pids = holders.iter().map(|h| h.pid);
@@ -143,7 +143,7 @@ pub(crate) fn held_message(
     dir: &Path,
     pid: Option<u32>,
     more_pids: &[u32],
-    holder: Holder,
+    holder: LockHolder,
     wanted: LockMode,
 ) -> String {
     let pids = match (pid, more_pids) {
@@ -156,13 +156,13 @@ pub(crate) fn held_message(
     };
     let dir = dir.display();
     match (holder, wanted) {
-        (Holder::Writer, LockMode::Shared) => format!(
+        (LockHolder::Writer, LockMode::Shared) => format!(
             "the log directory {dir} is being written by another edbstress process ({pids}), so reading it now could report damage that is not there; wait for that process to finish (or stop it and run `edbstress recover`), then try again"
         ),
-        (Holder::Readers, _) => format!(
+        (LockHolder::Readers, _) => format!(
             "the log directory {dir} is being read by another edbstress process (checksum; {pids}); wait for it to finish or stop it, then try again"
         ),
-        (Holder::Writer, LockMode::Exclusive) => format!(
+        (LockHolder::Writer, LockMode::Exclusive) => format!(
             "the log directory {dir} is in use by another edbstress process ({pids}): it holds the logs of that process's database, which must not be shared, replaced or removed; wait for that process to finish or stop it, or give this instance another --log-path"
         ),
     }
@@ -195,7 +195,7 @@ mod tests {
         assert!(matches!(
             LogDirLock::acquire(&dir, LockMode::Exclusive),
             Err(LockError::DirHeld {
-                holder: Holder::Readers,
+                holder: LockHolder::Readers,
                 ..
             })
         ));

@@ -6,12 +6,13 @@ use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use edbstress_format::Pgno;
 use edbstress_format::log::LogPosition;
 use edbstress_io::{AlignedBuf, IoStats};
 
 /// `HashMap<pgno, frame>` with a multiplicative hash: page numbers are trusted (they come
 /// from our own B+tree), so SipHash's flooding resistance buys nothing and costs ~15 ns.
-pub(crate) type PgnoMap = HashMap<u32, u32, BuildHasherDefault<PgnoHasher>>;
+pub(crate) type PgnoMap = HashMap<Pgno, u32, BuildHasherDefault<PgnoHasher>>;
 
 /// Fibonacci hashing with a final fold, so that both the high bits (hashbrown's control
 /// bytes) and the low bits (bucket index) depend on every bit of the page number: page
@@ -50,7 +51,7 @@ pub(crate) enum FrameState {
 /// Bookkeeping of one frame; its bytes are `Core::pages[frame]`.
 #[derive(Debug)]
 pub(crate) struct FrameMeta {
-    pub(crate) pgno: u32,
+    pub(crate) pgno: Pgno,
     pub(crate) state: FrameState,
     pub(crate) dirty: bool,
     /// A snapshot of the page is being written.
@@ -79,7 +80,7 @@ pub(crate) struct FrameMeta {
 impl FrameMeta {
     pub(crate) fn new() -> FrameMeta {
         FrameMeta {
-            pgno: 0,
+            pgno: Pgno::NONE,
             state: FrameState::Free,
             dirty: false,
             in_flight: false,
@@ -217,7 +218,7 @@ pub(crate) struct Core<S> {
     /// Free frames holding no page (a stack: the most recently freed buffer is warmest).
     pub(crate) available: Vec<u32>,
     /// Pages being read by a session or prefetch (few: one per reading session).
-    pub(crate) reading: Vec<u32>,
+    pub(crate) reading: Vec<Pgno>,
     /// Dirty frames by `(first_dirty.pack(), frame)`: the first is the checkpoint.
     pub(crate) dirty: BTreeSet<(u64, u32)>,
     pub(crate) max_frames: usize,
@@ -240,7 +241,7 @@ pub(crate) struct Core<S> {
     pub(crate) current_change_end: LogPosition,
     pub(crate) warned_out_of_order: bool,
     /// Fault injection: pages whose next write is reported done but not issued.
-    pub(crate) drop_writes: Vec<u32>,
+    pub(crate) drop_writes: Vec<Pgno>,
     pub(crate) flush_requested: u64,
     pub(crate) flush_served: u64,
     pub(crate) stop: StopMode,
@@ -329,7 +330,7 @@ impl<S> Core<S> {
     pub(crate) fn release_frame(&mut self, f: u32, lru: &LruSlot) {
         let meta = &mut self.frames[f as usize];
         debug_assert!(!meta.dirty && !meta.in_flight);
-        meta.pgno = 0;
+        meta.pgno = Pgno::NONE;
         if meta.pins > 0 {
             meta.pins = 0;
             self.pinned_frames -= 1;
@@ -341,7 +342,7 @@ impl<S> Core<S> {
 
     /// Makes `f` hold `pgno` (clean) and counts the install as its first reference;
     /// `fresh` when a fault read it (see [`FrameMeta::fresh`]).
-    pub(crate) fn install(&mut self, f: u32, pgno: u32, lru: &LruSlot, fresh: bool) {
+    pub(crate) fn install(&mut self, f: u32, pgno: Pgno, lru: &LruSlot, fresh: bool) {
         let meta = &mut self.frames[f as usize];
         meta.fresh = fresh;
         meta.pgno = pgno;

@@ -28,7 +28,7 @@
 //!
 //! *Durable* means written and `fdatasync`ed (with `O_DIRECT` by default); the writer
 //! never reports a position durable before that, and after a failed write or sync it
-//! stops acknowledging anything ([`EngineError::ShutDown`]).
+//! stops acknowledging anything ([`crate::EngineError::ShutDown`]).
 //!
 //! One flusher thread writes; it wakes for a waiting [`LogWriter::flush_to`], when the
 //! buffer passes a quarter full or an append waits for space, or when the oldest
@@ -91,6 +91,8 @@
 //! [`LogReader`]).
 
 mod checkpoint;
+mod config;
+mod dir;
 mod files;
 mod open;
 mod reader;
@@ -98,16 +100,18 @@ mod sequence;
 mod writer;
 
 pub use checkpoint::read_checkpoint;
+pub use config::{DEFAULT_LAZY_FLUSH_INTERVAL, DEFAULT_LOG_BUFFER_LEN, LogConfig};
+pub use dir::{
+    LogDirOwners, LogIdentity, create_initial_logs, is_log_file_name, is_our_log_file,
+    log_dir_owners, remove_our_logs, replace_logs,
+};
 pub use edbstress_format::log::{LogPosition, LogRecord};
 pub use reader::{
     CorrectedSegment, LogEntry, LogReadOptions, LogReader, LogScan, LogScanSummary,
     check_log_reaches, read_log, read_log_with,
 };
 pub use sequence::{LogSequenceReport, verify_log_sequence};
-pub use writer::{
-    CheckpointBarrier, DEFAULT_LAZY_FLUSH_INTERVAL, DEFAULT_LOG_BUFFER_LEN, GenerationHook,
-    GenerationRecord, LogConfig, LogCounters, LogWriter,
-};
+pub use writer::{CheckpointBarrier, GenerationHook, GenerationRecord, LogCounters, LogWriter};
 
 /// The signatures that tie a log stream to its database: every log file header and
 /// checkpoint copy carries both.

@@ -13,7 +13,7 @@ use edbstress_format::log::{
     CHECKPOINT_FILE_NAME, SEGMENT_LEN, SegmentVerdict, parse_log_file_name, select_checkpoint,
     verify_log_file_header, verify_segment,
 };
-use edbstress_format::{PageSize, page_offset};
+use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{
     Access, AlignedBuf, BackendKind, DataFile, IoClass, IoError, IoMode, IoOp, IoRequest, IoStats,
     open_backend,
@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use crate::dbfile::{HeaderReadError, read_header_from};
 use crate::error::EngineError;
-use crate::log::{LogSequenceReport, verify_log_sequence};
+use crate::runtime::log::{LogSequenceReport, verify_log_sequence};
 
 /// How to scan.
 #[derive(Clone, Debug)]
@@ -72,7 +72,7 @@ pub enum ScanError {
     Io(#[from] IoError),
     /// Another edbstress process holds the database (only a repair takes the lock).
     #[error(transparent)]
-    Locked(#[from] crate::lock::LockError),
+    Locked(#[from] crate::runtime::lock::LockError),
 }
 
 /// What is wrong with one page.
@@ -103,7 +103,7 @@ pub enum PageProblemKind {
 #[derive(Clone, Debug, Serialize)]
 pub struct PageProblem {
     /// Page number.
-    pub pgno: u32,
+    pub pgno: Pgno,
     /// File offset of the page.
     pub offset: u64,
     /// What is wrong.
@@ -193,7 +193,7 @@ struct PageTally<'a> {
 }
 
 impl PageTally<'_> {
-    fn add(&mut self, pgno: u32, offset: u64, kind: PageProblemKind) {
+    fn add(&mut self, pgno: Pgno, offset: u64, kind: PageProblemKind) {
         let r = &mut *self.report;
         match kind {
             PageProblemKind::Correctable { .. } => r.correctable_pages += 1,
@@ -215,9 +215,9 @@ impl PageTally<'_> {
         }
     }
 
-    fn check(&mut self, page: &[u8], pgno: u32, offset: u64) {
+    fn check(&mut self, page: &[u8], pgno: Pgno, offset: u64) {
         self.report.pages_seen += 1;
-        let kind = match verify_page(page, pgno) {
+        let kind = match verify_page(page, pgno.get()) {
             PageVerdict::Valid => {
                 let dbtime = u64::from_le_bytes(page[8..16].try_into().unwrap_or_default());
                 self.report.highest_dbtime = self.report.highest_dbtime.max(dbtime);
@@ -255,14 +255,17 @@ pub fn scan_database_until(
     // (whose half-done writes would look like damage), and opens the file first so a
     // missing one is reported as such rather than as a lock problem.
     let (file, _lock) = if options.repair {
-        let lock = crate::lock::DatabaseLock::acquire(path)?;
+        let lock = crate::runtime::lock::DatabaseLock::acquire(path)?;
         (
             DataFile::open(path, options.io_mode, Access::ReadWrite)?,
             lock,
         )
     } else {
         let file = DataFile::open(path, options.io_mode, Access::ReadOnly)?;
-        (file, crate::lock::DatabaseLock::acquire_shared(path)?)
+        (
+            file,
+            crate::runtime::lock::DatabaseLock::acquire_shared(path)?,
+        )
     };
     let selection = match read_header_from(&file) {
         Ok(sel) => sel,
@@ -297,8 +300,8 @@ pub fn scan_database_until(
     report.truncated = crate::dbfile::check_length(path, file_len, &header)
         .err()
         .map(|e| e.to_string());
-    let start = page_offset(1, ps);
-    let end = page_offset(header.page_count + 1, ps);
+    let start = Pgno::FIRST.offset(ps);
+    let end = Pgno::new(header.page_count + 1).offset(ps);
     let readable_end = end.min(file_len - file_len % ps.bytes() as u64);
     let read_options = SequentialReadOptions {
         backend: options.backend,
@@ -320,20 +323,20 @@ pub fn scan_database_until(
         &mut |chunk| {
             let got = chunk.data.len();
             bytes_read += got as u64;
-            let first_pgno = (chunk.offset / ps.bytes() as u64 - 1) as u32;
+            let first_pgno = Pgno::new((chunk.offset / ps.bytes() as u64 - 1) as u32);
             for (i, page) in chunk.data[..got - got % ps.bytes()]
                 .chunks_exact(ps.bytes())
                 .enumerate()
             {
                 let pgno = first_pgno + i as u32;
-                tally.check(page, pgno, page_offset(pgno, ps));
+                tally.check(page, pgno, pgno.offset(ps));
             }
             // Whatever could not be read is reported page by page.
             let unread = (chunk.wanted - got).div_ceil(ps.bytes());
             for i in 0..unread {
                 let pgno = first_pgno + ((got / ps.bytes()) + i) as u32;
                 tally.report.pages_seen += 1;
-                tally.add(pgno, page_offset(pgno, ps), PageProblemKind::ReadError);
+                tally.add(pgno, pgno.offset(ps), PageProblemKind::ReadError);
             }
             progress(bytes_read, end - start);
             Ok(())
@@ -345,10 +348,10 @@ pub fn scan_database_until(
         return Ok(finish_report(report, bytes_read, started));
     }
     // Pages the header promises but the file does not have.
-    let mut pgno = ((readable_end.max(start)) / ps.bytes() as u64 - 1) as u32;
-    while page_offset(pgno, ps) < end {
+    let mut pgno = Pgno::new(((readable_end.max(start)) / ps.bytes() as u64 - 1) as u32);
+    while pgno.offset(ps) < end {
         tally.report.pages_seen += 1;
-        tally.add(pgno, page_offset(pgno, ps), PageProblemKind::Missing);
+        tally.add(pgno, pgno.offset(ps), PageProblemKind::Missing);
         pgno += 1;
     }
     if options.repair {
@@ -512,9 +515,9 @@ fn repair_pages(
         }
         file.read_exact_at(&mut page, problem.offset)?;
         if matches!(
-            repair_page(&mut page, problem.pgno),
+            repair_page(&mut page, problem.pgno.get()),
             PageVerdict::Correctable { .. }
-        ) && verify_page(&page, problem.pgno) == PageVerdict::Valid
+        ) && verify_page(&page, problem.pgno.get()) == PageVerdict::Valid
         {
             file.write_all_at(&page, problem.offset)?;
             problem.repaired = true;

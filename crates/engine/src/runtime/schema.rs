@@ -7,24 +7,25 @@
 //! or verified) without storing per-message state.
 
 use edbstress_format::PageSize;
+use edbstress_format::Pgno;
 
-use crate::content::splitmix64;
+use crate::runtime::content::splitmix64;
 
 /// Object id of the mailbox table B+tree.
 pub const MAILBOX_TABLE_OBJECT_ID: u32 = 100;
 /// Object id of the long-value (message body) B+tree.
 pub const LONG_VALUE_OBJECT_ID: u32 = 101;
 /// Fixed root page of the mailbox table (roots never move; splits push down).
-pub const MAILBOX_TABLE_ROOT: u32 = 1;
+pub const MAILBOX_TABLE_ROOT: Pgno = Pgno::new(1);
 /// Fixed root page of the long-value tree.
-pub const LONG_VALUE_ROOT: u32 = 2;
+pub const LONG_VALUE_ROOT: Pgno = Pgno::new(2);
 /// The page whose `next` field heads the list of free pages (roots have no siblings,
 /// so the field is free; keeping the head in a page makes every change to the list an
 /// ordinary logged page change). 0 = empty list; each free page (flag EMPTY) links to
 /// the next through its own `next` field.
-pub const FREE_LIST_ANCHOR: u32 = MAILBOX_TABLE_ROOT;
+pub const FREE_LIST_ANCHOR: Pgno = MAILBOX_TABLE_ROOT;
 /// First page that is not a root.
-pub const FIRST_NON_ROOT_PAGE: u32 = 3;
+pub const FIRST_NON_ROOT_PAGE: Pgno = Pgno::new(3);
 
 /// Length of both key kinds.
 pub const KEY_LEN: usize = 12;

@@ -1,7 +1,7 @@
 //! Recovery prefetch: many page reads in flight through an asynchronous backend,
 //! installed as they complete, taking only free frames.
 
-use edbstress_format::page_offset;
+use edbstress_format::Pgno;
 use edbstress_io::{
     AlignedBuf, DataFile, FileId, IoBackend, IoClass, IoCompletion, IoOp, IoRequest, open_backend,
 };
@@ -25,11 +25,11 @@ pub(crate) struct Prefetcher {
     backend: Box<dyn IoBackend>,
     file: FileId,
     /// Per tag: (pgno, frame) of the read in flight.
-    reserved: Vec<Option<(u32, u32)>>,
+    reserved: Vec<Option<(Pgno, u32)>>,
     free_tags: Vec<usize>,
     completions: Vec<IoCompletion>,
     /// Reads to submit: (tag, pgno, buffer).
-    to_submit: Vec<(usize, u32, AlignedBuf)>,
+    to_submit: Vec<(usize, Pgno, AlignedBuf)>,
     /// Reads over and verified, to install.
     done: Vec<FinishedRead>,
     /// The backend failed: drop it after this call.
@@ -53,7 +53,7 @@ impl Prefetcher {
         })
     }
 
-    pub(crate) fn run<S>(&mut self, shared: &Shared<S>, pgnos: &[u32]) -> Result<(), EngineError> {
+    pub(crate) fn run<S>(&mut self, shared: &Shared<S>, pgnos: &[Pgno]) -> Result<(), EngineError> {
         let page_size = shared.config.page_size;
         let page_len = page_size.bytes();
         let instance = shared.config.instance;
@@ -122,7 +122,10 @@ impl Prefetcher {
                         break;
                     };
                     let pgno = pgnos[next];
-                    if pgno == 0 || core.map.contains_key(&pgno) || core.reading.contains(&pgno) {
+                    if pgno == Pgno::NONE
+                        || core.map.contains_key(&pgno)
+                        || core.reading.contains(&pgno)
+                    {
                         next += 1;
                         continue;
                     }
@@ -160,7 +163,7 @@ impl Prefetcher {
                 let request = IoRequest {
                     file: self.file,
                     op: IoOp::Read,
-                    offset: page_offset(pgno, page_size),
+                    offset: pgno.offset(page_size),
                     buf,
                     len: page_len,
                     class: IoClass::RecoveryRead,
@@ -189,7 +192,7 @@ impl Prefetcher {
                     for c in self.completions.drain(..) {
                         in_flight -= 1;
                         let tag = c.tag as usize;
-                        let pgno = self.reserved[tag].map_or(0, |(p, _)| p);
+                        let pgno = self.reserved[tag].map_or(Pgno::NONE, |(p, _)| p);
                         let mut buf = c.buf;
                         let verdict = match c.result {
                             Ok(n) if n == page_len => shared.verify(&mut buf, pgno),

@@ -13,9 +13,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
+use edbstress_format::PageSize;
+use edbstress_format::Pgno;
 use edbstress_format::checksum::seal_page;
 use edbstress_format::log::LogPosition;
-use edbstress_format::{PageSize, page_offset};
 use edbstress_io::{AlignedBuf, FileId, IoBackend, IoCompletion, IoOp, IoRequest};
 use parking_lot::MutexGuard;
 
@@ -32,7 +33,7 @@ const SEALED_FIELDS: [std::ops::Range<usize>; 2] = [0..8, 40..68];
 
 /// One write: a run of contiguous pages.
 struct WriteJob {
-    first_pgno: u32,
+    first_pgno: Pgno,
     /// (frame, version of the snapshot).
     pages: Vec<(u32, u64)>,
     buf: AlignedBuf,
@@ -61,7 +62,7 @@ struct Finished {
 #[derive(Clone, Copy)]
 struct FlushItem {
     frame: u32,
-    pgno: u32,
+    pgno: Pgno,
     version: u64,
 }
 
@@ -82,7 +83,7 @@ pub(crate) struct Writer<S> {
     completions: Vec<IoCompletion>,
     finished: Vec<Finished>,
     /// Dirty frames chosen for eviction, waiting for a write slot: (frame, pgno).
-    pool_queue: VecDeque<(u32, u32)>,
+    pool_queue: VecDeque<(u32, Pgno)>,
     /// Between falling below the start threshold and reaching the stop threshold.
     refilling: bool,
     cold: BinaryHeap<(EvictionKey, u32)>,
@@ -110,7 +111,7 @@ impl<S> Writer<S> {
         Writer {
             jobs: (0..depth)
                 .map(|_| WriteJob {
-                    first_pgno: 0,
+                    first_pgno: Pgno::NONE,
                     pages: Vec::new(),
                     buf: AlignedBuf::empty(),
                     len: 0,
@@ -393,27 +394,33 @@ impl<S> Writer<S> {
                 true
             }
             None => {
-                let joinable = |core: &Core<S>, q: u32| {
+                let joinable = |core: &Core<S>, q: Pgno| {
                     core.map.get(&q).is_some_and(|&f| {
                         let meta = &core.frames[f as usize];
                         meta.dirty && !meta.in_flight
                     }) && !core.drop_writes.contains(&q)
                 };
-                while hi - lo + 1 < self.coalesce_pages && lo > 1 && joinable(core, lo - 1) {
+                while hi.pages_since(lo) + 1 < self.coalesce_pages
+                    && lo > Pgno::FIRST
+                    && joinable(core, lo - 1)
+                {
                     lo -= 1;
                 }
-                while hi - lo + 1 < self.coalesce_pages && hi < u32::MAX && joinable(core, hi + 1) {
+                while hi.pages_since(lo) + 1 < self.coalesce_pages
+                    && hi.get() < u32::MAX
+                    && joinable(core, hi + 1)
+                {
                     hi += 1;
                 }
                 false
             }
         };
-        let pages = (hi - lo + 1) as usize;
+        let pages = (hi.pages_since(lo) + 1) as usize;
         let mut buf = self.take_buffer(pages);
         let job = &mut self.jobs[slot];
         job.pages.clear();
         job.last_change = LogPosition::default();
-        for (i, q) in (lo..=hi).enumerate() {
+        for (i, q) in (lo.get()..=hi.get()).map(Pgno::new).enumerate() {
             let f = if q == pgno { seed } else { core.map[&q] };
             let meta = &mut core.frames[f as usize];
             meta.in_flight = true;
@@ -487,7 +494,7 @@ impl<S> Writer<S> {
                 });
                 continue;
             }
-            let offset = page_offset(job.first_pgno, page_size);
+            let offset = job.first_pgno.offset(page_size);
             let request = IoRequest {
                 file: self.file,
                 op: IoOp::Write,
@@ -683,8 +690,8 @@ fn flushed<S>(core: &Core<S>, item: FlushItem) -> bool {
 }
 
 /// Seals the checksums of each page of a run starting at `first_pgno`.
-fn seal_run(run: &mut [u8], first_pgno: u32, page_size: PageSize) {
+fn seal_run(run: &mut [u8], first_pgno: Pgno, page_size: PageSize) {
     for (i, page) in run.chunks_exact_mut(page_size.bytes()).enumerate() {
-        seal_page(page, first_pgno + i as u32);
+        seal_page(page, (first_pgno + i as u32).get());
     }
 }

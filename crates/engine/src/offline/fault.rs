@@ -40,7 +40,7 @@ use serde::Serialize;
 
 use crate::dbfile::{HeaderReadError, read_header_from};
 use crate::error::EngineError;
-use crate::instance::{Durability, Instance, InstanceConfig, TxnOp};
+use crate::runtime::instance::{Durability, Instance, InstanceConfig, TxnOp};
 
 /// Magic bytes at offset 8 of a log file header.
 const LOG_MAGIC: &[u8; 8] = b"EDBSLOG\0";
@@ -294,7 +294,7 @@ pub fn inject_database(
     }
     let (page_size, page_count) = database_geometry(path)?;
     // Like any writer: never under a running instance, a recovery or a check.
-    let _lock = crate::lock::DatabaseLock::acquire(path).map_err(EngineError::from)?;
+    let _lock = crate::runtime::lock::DatabaseLock::acquire(path).map_err(EngineError::from)?;
     let ps = page_size.bytes();
     if request.kind == FaultKind::Torn && ps <= SECTOR {
         return Err(FaultError::Invalid(format!(
@@ -416,8 +416,11 @@ pub fn inject_log_dir(
     request: &FaultRequest,
 ) -> Result<Vec<InjectedFault>, FaultError> {
     // Like a writer of the log: never under a running instance.
-    let _lock = crate::dirlock::LogDirLock::acquire(dir, crate::lock::LockMode::Exclusive)
-        .map_err(EngineError::from)?;
+    let _lock = crate::runtime::dirlock::LogDirLock::acquire(
+        dir,
+        crate::runtime::lock::LockMode::Exclusive,
+    )
+    .map_err(EngineError::from)?;
     let mut rng = StdRng::seed_from_u64(request.seed);
     match request.kind {
         FaultKind::LogSegment => {

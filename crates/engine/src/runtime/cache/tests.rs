@@ -1,6 +1,7 @@
 //! Unit tests of the cache's bookkeeping: page-number hashing, LRU-2 history and
 //! ranking, the change-start bound and dirty-list maintenance.
 
+use edbstress_format::Pgno;
 use std::collections::HashSet;
 use std::hash::{BuildHasher, BuildHasherDefault};
 
@@ -137,7 +138,7 @@ fn a_write_of_an_older_version_leaves_the_page_dirty_since_the_newer_change() {
     let mut c = core(4);
     let slot = LruSlot::new();
     let f = c.take_frame().expect("frame");
-    c.install(f, 42, &slot, false);
+    c.install(f, Pgno::new(42), &slot, false);
     c.mark_dirty(f, pos(100), pos(150));
     c.mark_dirty(f, pos(150), pos(200));
     assert_eq!(c.oldest_dirty(), Some(pos(100)));

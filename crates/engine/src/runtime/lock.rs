@@ -55,7 +55,7 @@ pub enum LockMode {
 
 /// Who holds a lock that was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Holder {
+pub enum LockHolder {
     /// A process using the database for writing (a run, prepare, recover, ...).
     Writer,
     /// One or more processes only reading it (`checksum`, `check`).
@@ -77,7 +77,7 @@ pub enum LockError {
         /// PIDs of the other holders (several readers can hold it at once).
         more_pids: Vec<u32>,
         /// Whether the holder writes the database or only reads it.
-        holder: Holder,
+        holder: LockHolder,
         /// The mode that was refused.
         wanted: LockMode,
     },
@@ -102,8 +102,8 @@ pub enum LockError {
         /// What was found.
         why: String,
     },
-    /// A directory's lock is held (see [`crate::dirlock`]).
-    #[error("{}", crate::dirlock::held_message(dir, *.pid, more_pids, *.holder, *.wanted))]
+    /// A directory's lock is held (see [`crate::LogDirLock`]).
+    #[error("{}", crate::runtime::dirlock::held_message(dir, *.pid, more_pids, *.holder, *.wanted))]
     DirHeld {
         /// The locked directory.
         dir: PathBuf,
@@ -112,7 +112,7 @@ pub enum LockError {
         /// PIDs of the other holders.
         more_pids: Vec<u32>,
         /// Whether the holder writes or only reads.
-        holder: Holder,
+        holder: LockHolder,
         /// The mode that was refused.
         wanted: LockMode,
     },
@@ -135,7 +135,7 @@ fn held_message(
     lock_file: &Path,
     pid: Option<u32>,
     more_pids: &[u32],
-    holder: Holder,
+    holder: LockHolder,
     wanted: LockMode,
 ) -> String {
     let pids = match (pid, more_pids) {
@@ -148,13 +148,13 @@ fn held_message(
     };
     let (db, lock_file) = (db.display(), lock_file.display());
     match (holder, wanted) {
-        (Holder::Writer, LockMode::Shared) => format!(
+        (LockHolder::Writer, LockMode::Shared) => format!(
             "{db} is being written by another edbstress process ({pids}; lock file {lock_file}), so reading it now could report damage that is not there; wait for that process to finish (or stop it and run `edbstress recover`), then try again"
         ),
-        (Holder::Readers, _) => format!(
+        (LockHolder::Readers, _) => format!(
             "{db} is being read by another edbstress process (checksum or check; {pids}; lock file {lock_file}); wait for it to finish or stop it, then try again"
         ),
-        (Holder::Writer, LockMode::Exclusive) => format!(
+        (LockHolder::Writer, LockMode::Exclusive) => format!(
             "{db} is in use by another edbstress process ({pids}; lock file {lock_file}); wait for it to finish or stop it, then try again"
         ),
     }
@@ -461,23 +461,23 @@ fn held_error(
         .map(|m| lock_holders(&m))
         .unwrap_or_default();
     let holder = if holders.iter().any(|h| h.exclusive) {
-        Holder::Writer
+        LockHolder::Writer
     } else if !holders.is_empty() {
-        Holder::Readers
+        LockHolder::Readers
     } else if wanted == LockMode::Shared {
         // Only a writer refuses a shared lock.
-        Holder::Writer
+        LockHolder::Writer
     } else {
         // A shared lock would be granted only if readers hold it.
         match Flock::lock(file, FlockArg::LockSharedNonblock) {
-            Ok(_probe) => Holder::Readers,
-            Err(_) => Holder::Writer,
+            Ok(_probe) => LockHolder::Readers,
+            Err(_) => LockHolder::Writer,
         }
     };
     let pids: Vec<u32> = match (holders.is_empty(), holder) {
         (false, _) => holders.iter().map(|h| h.pid).collect(),
-        (true, Holder::Writer) => parse_pid(contents).into_iter().collect(),
-        (true, Holder::Readers) => Vec::new(),
+        (true, LockHolder::Writer) => parse_pid(contents).into_iter().collect(),
+        (true, LockHolder::Readers) => Vec::new(),
     };
     let pid = pids.first().copied();
     LockError::Held {
@@ -492,7 +492,7 @@ fn held_error(
 
 /// A flock on a file, as `/proc/locks` lists it.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct LockHolder {
+pub(crate) struct ProcLockEntry {
     pub(crate) pid: u32,
     pub(crate) exclusive: bool,
 }
@@ -500,7 +500,7 @@ pub(crate) struct LockHolder {
 /// The processes holding a flock on the file with metadata `file`, from `/proc/locks`
 /// (sorted by PID); empty when it cannot be read or lists none (PIDs of another PID
 /// namespace show as 0 and are left out).
-pub(crate) fn lock_holders(file: &std::fs::Metadata) -> Vec<LockHolder> {
+pub(crate) fn lock_holders(file: &std::fs::Metadata) -> Vec<ProcLockEntry> {
     std::fs::read_to_string("/proc/locks")
         .map(|text| parse_proc_locks(&text, file.dev(), file.ino()))
         .unwrap_or_default()
@@ -509,11 +509,11 @@ pub(crate) fn lock_holders(file: &std::fs::Metadata) -> Vec<LockHolder> {
 /// The FLOCK entries of `/proc/locks` text for the file `dev`/`ino`. A line reads
 /// `1: FLOCK  ADVISORY  WRITE 1234 fe:00:5423108 0 EOF`: the device is printed as
 /// hexadecimal major:minor; lines with `->` are waiters, which hold nothing.
-fn parse_proc_locks(text: &str, dev: u64, ino: u64) -> Vec<LockHolder> {
+fn parse_proc_locks(text: &str, dev: u64, ino: u64) -> Vec<ProcLockEntry> {
     // glibc's gnu_dev_major / gnu_dev_minor.
     let major = ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0x0fff);
     let minor = ((dev >> 12) & 0xffff_ff00) | (dev & 0x00ff);
-    let mut holders: Vec<LockHolder> = text
+    let mut holders: Vec<ProcLockEntry> = text
         .lines()
         .filter_map(|line| {
             let mut fields = line.split_whitespace().skip(1);
@@ -532,7 +532,7 @@ fn parse_proc_locks(text: &str, dev: u64, ino: u64) -> Vec<LockHolder> {
             let entry_minor = u64::from_str_radix(id.next()?, 16).ok()?;
             let entry_ino: u64 = id.next()?.parse().ok()?;
             (entry_major == major && entry_minor == minor && entry_ino == ino && pid != 0)
-                .then_some(LockHolder { pid, exclusive })
+                .then_some(ProcLockEntry { pid, exclusive })
         })
         .collect();
     holders.sort_by_key(|h| (h.pid, !h.exclusive));
@@ -662,7 +662,7 @@ mod tests {
         match &err {
             LockError::Held {
                 pid: Some(p),
-                holder: Holder::Readers,
+                holder: LockHolder::Readers,
                 wanted: LockMode::Exclusive,
                 ..
             } => assert_eq!(*p, pid),
@@ -674,7 +674,7 @@ mod tests {
         assert!(matches!(
             ensure_not_held(&db),
             Err(LockError::Held {
-                holder: Holder::Readers,
+                holder: LockHolder::Readers,
                 ..
             })
         ));
@@ -703,7 +703,7 @@ mod tests {
         assert!(
             matches!(
                 &err,
-                LockError::Held { pid: Some(p), more_pids, holder: Holder::Writer, wanted: LockMode::Shared, .. }
+                LockError::Held { pid: Some(p), more_pids, holder: LockHolder::Writer, wanted: LockMode::Shared, .. }
                     if *p == pid && more_pids.is_empty()
             ),
             "{err:?}"
@@ -755,14 +755,14 @@ mod tests {
         let dev = (0xfe << 8) | 1;
         assert_eq!(
             parse_proc_locks(text, dev, 77),
-            vec![LockHolder {
+            vec![ProcLockEntry {
                 pid: 4321,
                 exclusive: true
             }]
         );
         assert_eq!(
             parse_proc_locks(text, (0x08 << 8) | 0x11, 77),
-            vec![LockHolder {
+            vec![ProcLockEntry {
                 pid: 12,
                 exclusive: false
             }]
@@ -773,7 +773,7 @@ mod tests {
         let meta = std::fs::metadata(lock.path()).unwrap();
         assert_eq!(
             lock_holders(&meta),
-            vec![LockHolder {
+            vec![ProcLockEntry {
                 pid: std::process::id(),
                 exclusive: true
             }]

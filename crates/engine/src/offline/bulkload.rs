@@ -12,8 +12,8 @@
 use edbstress_format::page::{PageMut, flags};
 use edbstress_format::{PAGE_HEADER_LEN, PageSize, checksum};
 
-use crate::content::{Compressibility, ContentGenerator};
-use crate::schema::{
+use crate::runtime::content::{Compressibility, ContentGenerator};
+use crate::runtime::schema::{
     FIRST_NON_ROOT_PAGE, INLINE_BODY_MAX, KEY_LEN, LONG_VALUE_OBJECT_ID, LONG_VALUE_ROOT,
     LongValueKey, MAILBOX_TABLE_OBJECT_ID, MAILBOX_TABLE_ROOT, MessageKey, MessageShape,
     ROW_FIXED_LEN, RowHeader, chunk_len, record_footprint,
@@ -94,11 +94,6 @@ impl TreePlan {
     /// Number of leaf pages.
     pub fn leaf_count(&self) -> u32 {
         self.leaf_firsts.len() as u32
-    }
-
-    /// Pages the tree occupies, root included.
-    pub fn page_count(&self) -> u32 {
-        1 + self.leaf_count() + self.levels.iter().map(|l| l.1).sum::<u32>()
     }
 
     /// One past the last non-root page of the tree.
@@ -260,11 +255,11 @@ impl BulkLoadPlan {
             }
             levels
         };
-        let table_levels = levels_from(FIRST_NON_ROOT_PAGE, table.leaves);
+        let table_levels = levels_from(FIRST_NON_ROOT_PAGE.get(), table.leaves);
         let table_plan = TreePlan {
             object_id: MAILBOX_TABLE_OBJECT_ID,
-            root: MAILBOX_TABLE_ROOT,
-            first_leaf: FIRST_NON_ROOT_PAGE,
+            root: MAILBOX_TABLE_ROOT.get(),
+            first_leaf: FIRST_NON_ROOT_PAGE.get(),
             leaf_firsts: table_firsts,
             levels: table_levels,
             long_value: false,
@@ -272,7 +267,7 @@ impl BulkLoadPlan {
         let lv_first = table_plan.end();
         let lv_plan = TreePlan {
             object_id: LONG_VALUE_OBJECT_ID,
-            root: LONG_VALUE_ROOT,
+            root: LONG_VALUE_ROOT.get(),
             first_leaf: lv_first,
             levels: levels_from(lv_first, lvs.leaves),
             leaf_firsts: lv_firsts,
@@ -311,10 +306,10 @@ impl BulkLoadPlan {
     }
 
     fn role(&self, pgno: u32) -> PageRole {
-        if pgno == MAILBOX_TABLE_ROOT {
+        if pgno == MAILBOX_TABLE_ROOT.get() {
             return PageRole::Root(TreeKind::Table);
         }
-        if pgno == LONG_VALUE_ROOT {
+        if pgno == LONG_VALUE_ROOT.get() {
             return PageRole::Root(TreeKind::LongValue);
         }
         for kind in [TreeKind::Table, TreeKind::LongValue] {
@@ -602,9 +597,9 @@ mod tests {
                 assert_eq!(verify_page(&buf, pgno), PageVerdict::Valid, "page {pgno}");
                 pages.push(buf);
             }
-            let table_keys = walk(&pages, MAILBOX_TABLE_ROOT);
+            let table_keys = walk(&pages, MAILBOX_TABLE_ROOT.get());
             assert_eq!(table_keys.len() as u64, plan.messages);
-            let lv_keys = walk(&pages, LONG_VALUE_ROOT);
+            let lv_keys = walk(&pages, LONG_VALUE_ROOT.get());
             let expected_chunks: u64 = (1..=plan.messages)
                 .map(|m| u64::from(MessageShape::of(0xfeed, m).chunk_count(chunk_len(ps))))
                 .sum();

@@ -42,9 +42,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use edbstress_format::PageSize;
+use edbstress_format::Pgno;
 use edbstress_format::checksum::{PageVerdict, repair_page, verify_page};
 use edbstress_format::log::LogPosition;
-use edbstress_format::{PageSize, page_offset};
 use edbstress_io::{AlignedBuf, BackendKind, DataFile, IoClass, IoStats, MAX_DEPTH, open_backend};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
@@ -265,7 +266,7 @@ impl<S> Shared<S> {
         }
     }
 
-    pub(crate) fn corrupt(&self, pgno: u32, what: String) -> EngineError {
+    pub(crate) fn corrupt(&self, pgno: Pgno, what: String) -> EngineError {
         EngineError::CorruptPage {
             path: self.file.path().to_path_buf(),
             pgno,
@@ -276,7 +277,7 @@ impl<S> Shared<S> {
     /// Checks a page just read — checksum, then structure (once, so that code using
     /// cached pages can skip the per-access structure check); repairs a single flipped
     /// bit. `Ok(Some(bit))` when repaired.
-    pub(crate) fn verify(&self, page: &mut [u8], pgno: u32) -> Result<Option<u32>, EngineError> {
+    pub(crate) fn verify(&self, page: &mut [u8], pgno: Pgno) -> Result<Option<u32>, EngineError> {
         let structure = |page: &[u8]| {
             if !self.config.verify_structure {
                 return Ok(());
@@ -287,11 +288,11 @@ impl<S> Shared<S> {
                     self.corrupt(pgno, format!("valid checksum but malformed structure: {e}"))
                 })
         };
-        match verify_page(page, pgno) {
+        match verify_page(page, pgno.get()) {
             PageVerdict::Valid => structure(page).map(|()| None),
             PageVerdict::Correctable { bit } => {
-                repair_page(page, pgno);
-                tracing::warn!(pgno, bit, path = %self.file.path().display(), "repaired a flipped bit in a page read from the database");
+                repair_page(page, pgno.get());
+                tracing::warn!(pgno = pgno.get(), bit, path = %self.file.path().display(), "repaired a flipped bit in a page read from the database");
                 structure(page).map(|()| Some(bit))
             }
             PageVerdict::Uninitialized => {
@@ -397,7 +398,7 @@ impl<S: Send + 'static> PageCache<S> {
     pub fn fault_in<'a>(
         &'a self,
         mut guard: CacheGuard<'a, S>,
-        pgno: u32,
+        pgno: Pgno,
     ) -> Result<CacheGuard<'a, S>, EngineError> {
         let shared = &*self.shared;
         if pgno == 0 {
@@ -487,7 +488,7 @@ impl<S: Send + 'static> PageCache<S> {
     /// the available pool or by growing: it never evicts, and stops early when no frame
     /// is free. A page that fails verification ends it with that error, after the reads
     /// in flight are done.
-    pub fn prefetch(&self, pgnos: &[u32]) -> Result<(), EngineError> {
+    pub fn prefetch(&self, pgnos: &[Pgno]) -> Result<(), EngineError> {
         let shared = &*self.shared;
         shared.check(&shared.core.lock())?;
         let mut slot = shared.prefetcher.lock();
@@ -689,7 +690,7 @@ impl<S: Send> PageCache<S> {
 
     /// Fault injection for lost-flush detection tests: the next write of page `pgno` is
     /// reported done (the page becomes clean and may be evicted) but never issued.
-    pub fn drop_next_write(&self, pgno: u32) {
+    pub fn drop_next_write(&self, pgno: Pgno) {
         let mut core = self.shared.core.lock();
         if !core.drop_writes.contains(&pgno) {
             core.drop_writes.push(pgno);
@@ -755,7 +756,7 @@ impl<S> CacheGuard<'_, S> {
 
     /// The frame holding `pgno`, if cached: a hit, and a reference for LRU-2.
     #[inline]
-    pub fn lookup(&mut self, pgno: u32) -> Option<FrameId> {
+    pub fn lookup(&mut self, pgno: Pgno) -> Option<FrameId> {
         let f = *self.core.map.get(&pgno)?;
         let meta = &mut self.core.frames[f as usize];
         if meta.fresh {
@@ -771,12 +772,12 @@ impl<S> CacheGuard<'_, S> {
     /// The frame holding `pgno`, if cached, without counting a hit or a reference:
     /// for read-only walks that only make sure pages are cached before an operation
     /// that will look them up for real.
-    pub fn peek(&self, pgno: u32) -> Option<FrameId> {
+    pub fn peek(&self, pgno: Pgno) -> Option<FrameId> {
         self.core.map.get(&pgno).map(|&f| FrameId(f))
     }
 
     /// Whether `pgno` is cached; neither a hit nor a reference.
-    pub fn contains(&self, pgno: u32) -> bool {
+    pub fn contains(&self, pgno: Pgno) -> bool {
         self.core.map.contains_key(&pgno)
     }
 
@@ -794,7 +795,7 @@ impl<S> CacheGuard<'_, S> {
     }
 
     /// The page number held by frame `f`.
-    pub fn pgno(&self, f: FrameId) -> u32 {
+    pub fn pgno(&self, f: FrameId) -> Pgno {
         self.core.frames[f.index()].pgno
     }
 
@@ -841,22 +842,22 @@ impl<S> CacheGuard<'_, S> {
     /// A frame for page `pgno`, which is being created: zero-filled and not read (the
     /// caller formats it and marks it dirty), or the cached page if there is one. `None`
     /// when no frame is free: call [`PageCache::wait_for_frame`] and retry.
-    pub fn new_page(&mut self, pgno: u32) -> Option<FrameId> {
+    pub fn new_page(&mut self, pgno: Pgno) -> Option<FrameId> {
         self.create_page(pgno, true)
     }
 
     /// [`CacheGuard::new_page`] for a caller that overwrites the whole page before
     /// anything reads it (formats it): the frame keeps whatever bytes it held, which
     /// spares zeroing a page that formatting zeroes again.
-    pub fn new_page_to_format(&mut self, pgno: u32) -> Option<FrameId> {
+    pub fn new_page_to_format(&mut self, pgno: Pgno) -> Option<FrameId> {
         self.create_page(pgno, false)
     }
 
-    fn create_page(&mut self, pgno: u32, zeroed: bool) -> Option<FrameId> {
+    fn create_page(&mut self, pgno: Pgno, zeroed: bool) -> Option<FrameId> {
         if let Some(f) = self.lookup(pgno) {
             return Some(f);
         }
-        if pgno == 0 || self.core.reading.contains(&pgno) {
+        if pgno == Pgno::NONE || self.core.reading.contains(&pgno) {
             return None;
         }
         let f = self.core.take_frame()?;
@@ -879,7 +880,7 @@ impl<S> CacheGuard<'_, S> {
     /// Keeps page `pgno` (if cached) from being evicted until [`CacheGuard::unpin`]:
     /// an operation that faulted several pages in, one per attempt, needs all of them
     /// at once on its final attempt. Returns whether the page was pinned.
-    pub fn pin(&mut self, pgno: u32) -> bool {
+    pub fn pin(&mut self, pgno: Pgno) -> bool {
         match self.core.map.get(&pgno) {
             Some(&f) => {
                 let core = &mut *self.core;
@@ -895,7 +896,7 @@ impl<S> CacheGuard<'_, S> {
     }
 
     /// Releases a pin taken by [`CacheGuard::pin`].
-    pub fn unpin(&mut self, pgno: u32) {
+    pub fn unpin(&mut self, pgno: Pgno) {
         if let Some(&f) = self.core.map.get(&pgno) {
             let core = &mut *self.core;
             let meta = &mut core.frames[f as usize];
@@ -958,7 +959,7 @@ struct PageRead {
 }
 
 /// Reads and verifies page `pgno` into `buf` (allocated here if empty), without the lock.
-fn read_page<S>(shared: &Shared<S>, buf: &mut AlignedBuf, pgno: u32) -> PageRead {
+fn read_page<S>(shared: &Shared<S>, buf: &mut AlignedBuf, pgno: Pgno) -> PageRead {
     let page_size = shared.config.page_size;
     if buf.is_empty() {
         match AlignedBuf::try_new(page_size.bytes()) {
@@ -972,7 +973,7 @@ fn read_page<S>(shared: &Shared<S>, buf: &mut AlignedBuf, pgno: u32) -> PageRead
         }
     }
     let start = Instant::now();
-    let result = shared.file.read_exact_at(buf, page_offset(pgno, page_size));
+    let result = shared.file.read_exact_at(buf, pgno.offset(page_size));
     let latency_ns = Some(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
     let verdict = match result {
         Ok(()) => shared.verify(buf, pgno),

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::dbfile::read_verified_header;
 use crate::error::EngineError;
-use crate::schema::{
+use crate::runtime::schema::{
     FREE_LIST_ANCHOR, LONG_VALUE_OBJECT_ID, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_OBJECT_ID,
     MAILBOX_TABLE_ROOT, MessageKey, RowHeader, chunk_len,
 };
@@ -257,7 +257,7 @@ impl TreeWalk<'_> {
 /// writer can use it meanwhile; other readers may).
 pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineError> {
     let file = DataFile::open(path, io_mode, Access::ReadOnly)?;
-    let _lock = crate::lock::DatabaseLock::acquire_shared(path)?;
+    let _lock = crate::runtime::lock::DatabaseLock::acquire_shared(path)?;
     let header = read_verified_header(&file)?.header;
     let ps = header.page_size;
     let chunk_len = chunk_len(ps);
@@ -292,7 +292,7 @@ pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineErr
         seen: &mut seen,
         visit: &mut visit_row,
     };
-    table.walk(MAILBOX_TABLE_ROOT, 1, None, None, true)?;
+    table.walk(MAILBOX_TABLE_ROOT.get(), 1, None, None, true)?;
     table.check_links("mailbox table");
     let table_depth = table.leaf_depth.unwrap_or(0);
 
@@ -332,7 +332,7 @@ pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineErr
         seen: &mut seen,
         visit: &mut visit_chunk,
     };
-    lv.walk(LONG_VALUE_ROOT, 1, None, None, true)?;
+    lv.walk(LONG_VALUE_ROOT.get(), 1, None, None, true)?;
     lv.check_links("long-value tree");
     let lv_depth = lv.leaf_depth.unwrap_or(0);
 
@@ -388,7 +388,7 @@ fn check_free_list(
     report: &mut CheckReport,
 ) -> Result<(), EngineError> {
     let mut buf = AlignedBuf::new(ps.bytes());
-    file.read_exact_at(&mut buf, page_offset(FREE_LIST_ANCHOR, ps))?;
+    file.read_exact_at(&mut buf, FREE_LIST_ANCHOR.offset(ps))?;
     let mut next = PageHeader::read(&buf).next;
     let mut on_list = vec![0u64; page_count as usize / 64 + 1];
     while next != 0 {

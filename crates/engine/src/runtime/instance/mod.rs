@@ -8,27 +8,26 @@
 //! the position of that append's end, and releases the lock; a durable commit then waits
 //! for the log to reach the disk (group commit), a lazy one returns at once.
 
+mod txn;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use edbstress_format::PageSize;
 use edbstress_format::header::{DatabaseHeader, DbState};
 use edbstress_format::log::{CheckpointState, LogPosition, LogRecord};
+use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{Access, AlignedBuf, BackendKind, DataFile, IoClass, IoMode, IoStats};
 use parking_lot::Mutex;
 
-use crate::btree::{self, ChangeSet, Guard, TreeError, TreeState};
-use crate::cache::{CacheConfig, CacheCounters, PageCache, WalSync};
 use crate::dbfile::{read_verified_header, write_header};
 use crate::error::EngineError;
 use crate::layout::InstanceLayout;
-use crate::log::{GenerationHook, GenerationRecord, LogConfig, LogCounters, LogWriter};
-use crate::schema::{
-    INLINE_BODY_MAX, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_ROOT, MessageKey, RowHeader,
-    chunk_len, record_footprint,
-};
+use crate::runtime::btree::{self, TreeState};
+use crate::runtime::cache::{CacheConfig, CacheCounters, PageCache, WalSync};
+use crate::runtime::log::{GenerationHook, GenerationRecord, LogConfig, LogCounters, LogWriter};
+use crate::runtime::schema::{MAILBOX_TABLE_ROOT, MessageKey, chunk_len};
 
 /// How to open an instance.
 #[derive(Clone, Debug)]
@@ -219,9 +218,9 @@ pub struct Instance {
     chunk_len: usize,
     counters: AtomicCounters,
     /// Keeps other processes and instances off the database while this one is open.
-    _lock: crate::lock::DatabaseLock,
+    _lock: crate::runtime::lock::DatabaseLock,
     /// And off its log directory, whatever database path they were given.
-    _log_lock: crate::dirlock::LogDirLock,
+    _log_lock: crate::runtime::dirlock::LogDirLock,
 }
 
 /// The log writer's generation hook: records in the header, durably, that
@@ -250,7 +249,7 @@ impl Instance {
     /// Opens a cleanly shut down (or freshly prepared) instance and marks it in use.
     pub fn open(config: InstanceConfig) -> Result<Instance, EngineError> {
         let path = &config.layout.db_file;
-        let lock = crate::lock::DatabaseLock::acquire(path)?;
+        let lock = crate::runtime::lock::DatabaseLock::acquire(path)?;
         let file = Arc::new(DataFile::open(path, config.io_mode, Access::ReadWrite)?);
         let mut header = read_verified_header(&file)?.header;
         match header.state {
@@ -265,9 +264,9 @@ impl Instance {
                 )));
             }
         }
-        let log_lock = crate::dirlock::claim_log_dir(
+        let log_lock = crate::runtime::dirlock::claim_log_dir(
             &config.layout,
-            crate::logfiles::LogIdentity {
+            crate::runtime::log::LogIdentity {
                 db_signature: header.signature,
                 log_signature: header.log_signature,
             },
@@ -332,10 +331,9 @@ impl Instance {
             TreeState {
                 page_size,
                 dbtime: header_ref.last_dbtime,
-                next_unused_page: header_ref.next_unused_page,
+                next_unused_page: Pgno::new(header_ref.next_unused_page),
                 page_count: header_ref.page_count,
                 next_message_id: header_ref.next_message_id,
-                next_trx: 1,
             },
         )?;
         Ok(Instance {
@@ -373,328 +371,6 @@ impl Instance {
         self.header.lock().mailbox_count
     }
 
-    /// Runs `attempt` under the instance lock until it completes, resolving misses,
-    /// frame shortages and growth outside the lock; commits its changes if any.
-    ///
-    /// Pages faulted in for the operation stay pinned until it completes: its final
-    /// attempt needs all of them at once, and a small cache would otherwise evict the
-    /// first before the last arrives.
-    fn run<T>(
-        &self,
-        durability: Durability,
-        attempt: impl FnMut(&mut Guard<'_>, &mut ChangeSet) -> Result<T, TreeError>,
-    ) -> Result<(T, LogPosition, u32), EngineError> {
-        let mut pinned = Vec::new();
-        let result = self.run_pinning(durability, attempt, &mut pinned);
-        if !pinned.is_empty() {
-            let mut g = self.cache.lock();
-            for pgno in pinned {
-                g.unpin(pgno);
-            }
-        }
-        result
-    }
-
-    fn run_pinning<T>(
-        &self,
-        durability: Durability,
-        mut attempt: impl FnMut(&mut Guard<'_>, &mut ChangeSet) -> Result<T, TreeError>,
-        pinned: &mut Vec<u32>,
-    ) -> Result<(T, LogPosition, u32), EngineError> {
-        // Never pin so much that other sessions could find no frame at all.
-        let max_pins = (self.cache.config().max_frames / 4).max(4);
-        let trx = self.next_trx.fetch_add(1, Ordering::Relaxed);
-        let mut retries = 0;
-        loop {
-            if let Some(msg) = self.cache.failed() {
-                return Err(EngineError::ShutDown(Some(msg)));
-            }
-            let mut g = self.cache.lock();
-            let mut cs = ChangeSet::new(trx);
-            match attempt(&mut g, &mut cs) {
-                Ok(value) => {
-                    if cs.is_empty() {
-                        return Ok((value, LogPosition::default(), retries));
-                    }
-                    let lazy = durability == Durability::Lazy;
-                    let mut records = Vec::with_capacity(cs.records.len() + 2);
-                    if self.config.torn_write_protection {
-                        // Ahead of the change, in the same append: the page's first_dirty
-                        // (and so the checkpoint) then never passes its image.
-                        cs.take_page_images(&g, &mut records);
-                    }
-                    records.push(LogRecord::Begin { trx });
-                    records.append(&mut cs.records);
-                    records.push(LogRecord::Commit { trx, lazy });
-                    let start = self.log.current();
-                    let end = self.log.append(&records)?;
-                    for &(frame, _) in &cs.touched {
-                        g.mark_dirty_span(frame, start, end);
-                    }
-                    // Position and state read under one lock hold: the state then covers
-                    // every allocation and dbtime before the position.
-                    let checkpoint = g.checkpoint_position();
-                    let state = g.state_ref().checkpoint_state();
-                    drop(g);
-                    if !self.config.hold_checkpoint {
-                        self.log.set_checkpoint(checkpoint, state);
-                    }
-                    match durability {
-                        Durability::Durable => {
-                            self.log.flush_to(end)?;
-                            self.counters
-                                .durable_commits
-                                .fetch_add(1, Ordering::Relaxed);
-                        }
-                        Durability::Lazy => {
-                            self.counters.lazy_commits.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                    self.counters
-                        .retries
-                        .fetch_add(u64::from(retries), Ordering::Relaxed);
-                    return Ok((value, end, retries));
-                }
-                Err(e) => {
-                    let frames_needed = cs.created_count() + 1;
-                    cs.undo(&mut g);
-                    retries += 1;
-                    if retries > MAX_ATTEMPTS {
-                        return Err(EngineError::Invalid(format!(
-                            "operation did not complete after {MAX_ATTEMPTS} attempts (cache too small for the working set?)"
-                        )));
-                    }
-                    match e {
-                        TreeError::Miss(pgno) => {
-                            let mut g = self.cache.fault_in(g, pgno)?;
-                            if pinned.len() < max_pins && g.pin(pgno) {
-                                pinned.push(pgno);
-                            }
-                        }
-                        TreeError::NoFrame => {
-                            drop(self.cache.try_wait_for_frames(g, frames_needed)?)
-                        }
-                        TreeError::NeedGrowth => {
-                            drop(g);
-                            self.grow(frames_needed as u32)?;
-                        }
-                        TreeError::Corrupt { pgno, what } => {
-                            return Err(EngineError::CorruptPage {
-                                path: self.config.layout.db_file.clone(),
-                                pgno,
-                                what,
-                            });
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// Applies `ops` as one transaction.
-    pub fn commit(
-        &self,
-        ops: &[TxnOp<'_>],
-        durability: Durability,
-    ) -> Result<CommitOutcome, EngineError> {
-        let chunk_len = self.chunk_len;
-        let ((inserted, found), position, retries) = self.run(durability, |g, cs| {
-            // Captures the tree state (message ids included) for undo.
-            cs.begin(g);
-            let mut inserted = Vec::new();
-            let mut found = Vec::new();
-            for op in ops {
-                match *op {
-                    TxnOp::Insert {
-                        mailbox,
-                        props,
-                        body,
-                    } => {
-                        if body.len() > INLINE_BODY_MAX as usize {
-                            // The long value's new pages, fetched before anything changes.
-                            let free = btree::last_leaf_free_space(g, LONG_VALUE_ROOT)?;
-                            let pages =
-                                new_long_value_pages(g.state_ref().page_size, body.len(), free);
-                            btree::warm_free_list(g, pages)?;
-                        }
-                        let message = {
-                            let s = g.state();
-                            s.next_message_id += 1;
-                            s.next_message_id - 1
-                        };
-                        let key = MessageKey { mailbox, message };
-                        let header = RowHeader::for_message(message, body.len() as u32, unix_now());
-                        let row = header.encode(props, if header.long { &[][..] } else { body });
-                        btree::insert(g, cs, MAILBOX_TABLE_ROOT, &key.encode(), &row)?;
-                        if header.long {
-                            insert_chunks(g, cs, message, body, chunk_len)?;
-                        }
-                        inserted.push(key);
-                    }
-                    TxnOp::Delete { key } => {
-                        let Some(row) = btree::get(g, MAILBOX_TABLE_ROOT, &key.encode())? else {
-                            found.push(false);
-                            continue;
-                        };
-                        let fixed = RowHeader::decode(&row).ok_or_else(|| bad_row(key))?;
-                        if fixed.long {
-                            delete_chunks(g, cs, fixed.lvid, fixed.body_len, chunk_len)?;
-                        }
-                        btree::delete(g, cs, MAILBOX_TABLE_ROOT, &key.encode())?;
-                        found.push(true);
-                    }
-                    TxnOp::Replace { key, props, body } => {
-                        let Some(row) = btree::get(g, MAILBOX_TABLE_ROOT, &key.encode())? else {
-                            found.push(false);
-                            continue;
-                        };
-                        let fixed = RowHeader::decode(&row).ok_or_else(|| bad_row(key))?;
-                        let new_row = match body {
-                            Some(body) => {
-                                if fixed.long {
-                                    delete_chunks(g, cs, fixed.lvid, fixed.body_len, chunk_len)?;
-                                }
-                                let header = RowHeader::for_message(
-                                    key.message,
-                                    body.len() as u32,
-                                    fixed.received,
-                                );
-                                if header.long {
-                                    insert_chunks(g, cs, key.message, body, chunk_len)?;
-                                }
-                                header.encode(props, if header.long { &[][..] } else { body })
-                            }
-                            // Properties only: the body (inline or long) stays as it was.
-                            None => fixed.encode(props, fixed.inline_body(&row)),
-                        };
-                        btree::replace(g, cs, MAILBOX_TABLE_ROOT, &key.encode(), &new_row)?;
-                        found.push(true);
-                    }
-                }
-            }
-            Ok((inserted, found))
-        })?;
-        Ok(CommitOutcome {
-            position,
-            inserted,
-            found,
-            retries,
-        })
-    }
-
-    /// Reads a message (and its body when `with_body`).
-    ///
-    /// The body is read chunk by chunk, keeping what earlier attempts read, so a large
-    /// body never needs all its pages cached at once. Row and body are read in separate
-    /// lock holds: when the body turns out incomplete, the row is read again — a
-    /// message deleted or rewritten meanwhile by another session is reported as
-    /// it is now, and only a body missing under an unchanged row is corruption.
-    pub fn read(&self, key: MessageKey, with_body: bool) -> Result<Option<Message>, EngineError> {
-        let chunk_len = self.chunk_len;
-        self.counters.reads.fetch_add(1, Ordering::Relaxed);
-        let mut previous: Option<Vec<u8>> = None;
-        for _ in 0..100 {
-            let (row, _, _) = self.run(Durability::Lazy, |g, _| {
-                btree::get(g, MAILBOX_TABLE_ROOT, &key.encode())
-            })?;
-            let Some(row) = row else { return Ok(None) };
-            let fixed = RowHeader::decode(&row).ok_or_else(|| self.corrupt_row(key))?;
-            let props = fixed.props(&row).to_vec();
-            let body = if !with_body {
-                None
-            } else if fixed.long {
-                let mut body = Vec::with_capacity(fixed.body_len as usize);
-                self.run(Durability::Lazy, |g, _| {
-                    read_chunks(g, fixed.lvid, fixed.body_len, chunk_len, &mut body)
-                })?;
-                if body.len() != fixed.body_len as usize {
-                    if previous.as_ref() == Some(&row) {
-                        return Err(EngineError::CorruptPage {
-                            path: self.config.layout.db_file.clone(),
-                            pgno: 0,
-                            what: format!(
-                                "long value {} has {} of its {} bytes",
-                                fixed.lvid,
-                                body.len(),
-                                fixed.body_len
-                            ),
-                        });
-                    }
-                    previous = Some(row);
-                    continue;
-                }
-                Some(body)
-            } else {
-                Some(fixed.inline_body(&row).to_vec())
-            };
-            return Ok(Some(Message {
-                key,
-                props,
-                body_len: fixed.body_len,
-                body,
-            }));
-        }
-        Err(EngineError::Invalid(format!(
-            "message {}:{} kept changing while being read",
-            key.mailbox, key.message
-        )))
-    }
-
-    fn corrupt_row(&self, key: MessageKey) -> EngineError {
-        EngineError::CorruptPage {
-            path: self.config.layout.db_file.clone(),
-            pgno: 0,
-            what: format!(
-                "row of message {}:{} is malformed",
-                key.mailbox, key.message
-            ),
-        }
-    }
-
-    /// The first message of `mailbox` with an id ≥ `from` (wrapping to the mailbox's
-    /// first message), or None when the mailbox is empty.
-    pub fn seek_message(&self, mailbox: u32, from: u64) -> Result<Option<MessageKey>, EngineError> {
-        let (found, _, _) = self.run(Durability::Lazy, |g, _| {
-            for start in [from, 0] {
-                let probe = MessageKey {
-                    mailbox,
-                    message: start,
-                }
-                .encode();
-                // Only the key is needed: the row is not copied out.
-                let mut first = None;
-                btree::scan_from(g, MAILBOX_TABLE_ROOT, &probe, &mut |k, _| {
-                    first = Some(MessageKey::decode(k));
-                    false
-                })?;
-                if let Some(key) = first.flatten().filter(|k| k.mailbox == mailbox) {
-                    return Ok(Some(key));
-                }
-                if start == 0 {
-                    break;
-                }
-            }
-            Ok(None)
-        })?;
-        Ok(found)
-    }
-
-    /// Every message key in key order (tests and checks; reads the whole table, a
-    /// page at a time, resuming after the last key on every retry).
-    pub fn all_keys(&self) -> Result<Vec<MessageKey>, EngineError> {
-        let mut keys: Vec<MessageKey> = Vec::new();
-        self.run(Durability::Lazy, |g, _| {
-            let start = keys.last().map_or(Vec::new(), |k| k.encode().to_vec());
-            btree::scan_from(g, MAILBOX_TABLE_ROOT, &start, &mut |k, _| {
-                if let Some(key) = MessageKey::decode(k).filter(|key| keys.last() < Some(key)) {
-                    keys.push(key);
-                }
-                true
-            })
-        })?;
-        Ok(keys)
-    }
-
     /// Grows the file by formatted empty pages (about 1 % of its size, at least 1 MiB,
     /// at least `needed` pages beyond the next unused one) and records the new size
     /// durably in the header.
@@ -705,7 +381,7 @@ impl Instance {
             let s = g.state();
             (s.page_count, s.next_unused_page, s.page_size)
         };
-        let last_needed = next_unused.saturating_add(needed.saturating_sub(1));
+        let last_needed = next_unused.get().saturating_add(needed.saturating_sub(1));
         if last_needed <= page_count {
             return Ok(()); // another session grew it
         }
@@ -728,7 +404,10 @@ impl Instance {
                 path.parent().unwrap_or(std::path::Path::new(".")),
                 || {
                     let name = path.file_name().unwrap_or_default().to_string_lossy();
-                    format!("growing {name} by {}", crate::prepare::human_bytes(grown))
+                    format!(
+                        "growing {name} by {}",
+                        crate::offline::prepare::human_bytes(grown)
+                    )
                 },
                 grown,
                 "free space there or move the database to a bigger filesystem",
@@ -818,7 +497,7 @@ impl Instance {
         let (leaf, _, _) = self.run(Durability::Lazy, |g, _| {
             Ok(btree::descend(g, MAILBOX_TABLE_ROOT, &key.encode())?.leaf)
         })?;
-        Ok(leaf)
+        Ok(leaf.get())
     }
 
     /// Log bytes between the checkpoint (the oldest unwritten change) and the end of
@@ -835,7 +514,7 @@ impl Instance {
 
     /// Fault injection for lost-flush tests: the next write of `pgno` is dropped.
     pub fn drop_next_write(&self, pgno: u32) {
-        self.cache.drop_next_write(pgno);
+        self.cache.drop_next_write(Pgno::new(pgno));
     }
 
     /// Flushes everything and marks the database cleanly shut down.
@@ -861,7 +540,7 @@ impl Instance {
         h.update_seq += 1;
         h.checkpoint = end;
         h.last_dbtime = state.dbtime;
-        h.next_unused_page = state.next_unused_page;
+        h.next_unused_page = state.next_unused_page.get();
         h.page_count = state.page_count;
         h.next_message_id = state.next_message_id;
         write_header(&file, &h)?;
@@ -888,120 +567,8 @@ impl Instance {
     }
 }
 
-fn bad_row(key: MessageKey) -> TreeError {
-    TreeError::Corrupt {
-        pgno: 0,
-        what: format!(
-            "row of message {}:{} is malformed",
-            key.mailbox, key.message
-        ),
-    }
-}
-
 fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-fn insert_chunks(
-    g: &mut Guard<'_>,
-    cs: &mut ChangeSet,
-    lvid: u64,
-    body: &[u8],
-    chunk_len: usize,
-) -> Result<(), TreeError> {
-    for (chunk, data) in body.chunks(chunk_len).enumerate() {
-        let key = LongValueKey {
-            lvid,
-            chunk: chunk as u32,
-        }
-        .encode();
-        btree::insert(g, cs, LONG_VALUE_ROOT, &key, data)?;
-    }
-    Ok(())
-}
-
-/// New pages the chunks of a `body_len`-byte long value take when appended to a last
-/// leaf with `free` bytes (`chunk_len` makes a whole number of chunks fill a page).
-fn new_long_value_pages(page_size: PageSize, body_len: usize, free: usize) -> usize {
-    let chunk_len = chunk_len(page_size);
-    let footprint = chunk_len + record_footprint(0);
-    let usable = page_size.bytes() - edbstress_format::PAGE_HEADER_LEN;
-    let per_page = (usable / footprint).max(1);
-    let chunks = body_len.div_ceil(chunk_len);
-    chunks.saturating_sub(free / footprint).div_ceil(per_page)
-}
-
-fn delete_chunks(
-    g: &mut Guard<'_>,
-    cs: &mut ChangeSet,
-    lvid: u64,
-    body_len: u32,
-    chunk_len: usize,
-) -> Result<(), TreeError> {
-    let chunks = (body_len as usize).div_ceil(chunk_len);
-    if chunks > 1 {
-        // Every leaf the deletes touch, fetched before anything changes.
-        let key = |chunk: usize| {
-            LongValueKey {
-                lvid,
-                chunk: chunk as u32,
-            }
-            .encode()
-        };
-        btree::warm_range(g, LONG_VALUE_ROOT, &key(0), &key(chunks - 1))?;
-    }
-    for chunk in 0..chunks {
-        let key = LongValueKey {
-            lvid,
-            chunk: chunk as u32,
-        }
-        .encode();
-        if !btree::delete(g, cs, LONG_VALUE_ROOT, &key)? {
-            return Err(TreeError::Corrupt {
-                pgno: 0,
-                what: format!("long value {lvid} lacks chunk {chunk}"),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Appends the chunks of long value `lvid` to `body` from where it stopped (a retry
-/// after a miss resumes instead of starting over). Stops early, leaving `body` short,
-/// when the chunks end before `body_len` bytes.
-fn read_chunks(
-    g: &mut Guard<'_>,
-    lvid: u64,
-    body_len: u32,
-    chunk_len: usize,
-    body: &mut Vec<u8>,
-) -> Result<(), TreeError> {
-    let mut expected = (body.len() / chunk_len) as u32;
-    let start = LongValueKey {
-        lvid,
-        chunk: expected,
-    }
-    .encode();
-    if body.len() < body_len as usize {
-        btree::scan_from(
-            g,
-            LONG_VALUE_ROOT,
-            &start,
-            &mut |k, data| match LongValueKey::decode(k) {
-                Some(key)
-                    if key.lvid == lvid
-                        && key.chunk == expected
-                        && body.len() + data.len() <= body_len as usize =>
-                {
-                    body.extend_from_slice(data);
-                    expected += 1;
-                    body.len() < body_len as usize
-                }
-                _ => false,
-            },
-        )?;
-    }
-    Ok(())
 }

@@ -1,0 +1,274 @@
+//! B+tree operations over cached pages, run under the instance lock.
+//!
+//! Every page access goes through the cache guard; a page that is not cached yields
+//! [`TreeError::Miss`] and the caller (the transaction layer) undoes what it did,
+//! releases the lock, faults the page in and retries. Modifications are recorded in a
+//! [`ChangeSet`]: for each change a redo record (applied with the very code recovery
+//! uses) and, before a page is first touched, a copy of it so the whole change set can
+//! be undone in memory.
+//!
+//! Layout rules (engine.md §1, §5): roots never move (a full root moves its records to
+//! a new child and becomes a branch above it); leaves carry sibling links, branches do
+//! not; a branch entry is (separator key, child page number) and a key is routed to the
+//! last entry whose separator is ≤ the key (the first entry also takes smaller keys);
+//! leaves may become empty after deletes (no merges).
+
+//!
+//! - this file: the tree state, errors, the change set (redo records and undo copies)
+//!   and page access helpers;
+//! - `search`: descent, lookups, range scans and cache warming;
+//! - `update`: insert, delete, replace, page allocation and the free-page list;
+//! - `splits`: page splits, separators in branches and root splits.
+
+mod search;
+mod splits;
+mod update;
+
+pub use self::search::{
+    LeafPosition, descend, get, last_leaf_free_space, scan_from, warm_free_list, warm_range,
+};
+use self::splits::split;
+use self::update::{allocate, apply, modify};
+pub use self::update::{delete, insert, replace};
+
+use edbstress_format::PageSize;
+use edbstress_format::Pgno;
+use edbstress_format::log::LogRecord;
+use edbstress_format::page::Page;
+
+use crate::runtime::cache::{CacheGuard, FrameId};
+use crate::runtime::redo::{BuildRecords, RedoRef, page_dbtime};
+use crate::runtime::schema::FREE_LIST_ANCHOR;
+
+/// The engine state protected by the instance lock, next to the cache.
+#[derive(Clone, Debug)]
+pub struct TreeState {
+    /// Page size of the database.
+    pub page_size: PageSize,
+    /// Last dbtime given out.
+    pub dbtime: u64,
+    /// First never-allocated page.
+    pub next_unused_page: Pgno,
+    /// Data pages the file holds.
+    pub page_count: u32,
+    /// Next message id.
+    pub next_message_id: u64,
+}
+
+impl TreeState {
+    /// The counters a checkpoint must carry (see `CheckpointState`).
+    pub fn checkpoint_state(&self) -> edbstress_format::log::CheckpointState {
+        edbstress_format::log::CheckpointState {
+            last_dbtime: self.dbtime,
+            next_unused_page: self.next_unused_page.get(),
+            next_message_id: self.next_message_id,
+        }
+    }
+}
+
+/// Why a tree operation could not complete under the lock.
+#[derive(Debug)]
+pub enum TreeError {
+    /// The page is not cached: fault it in and retry.
+    Miss(Pgno),
+    /// No free frame for a new page: wait for one and retry.
+    NoFrame,
+    /// The file has no unused page left: grow it and retry.
+    NeedGrowth,
+    /// A page's content is inconsistent with the tree.
+    Corrupt {
+        /// The page.
+        pgno: Pgno,
+        /// What is wrong.
+        what: String,
+    },
+}
+
+type TreeResult<T> = Result<T, TreeError>;
+
+fn corrupt(pgno: Pgno, what: impl Into<String>) -> TreeError {
+    TreeError::Corrupt {
+        pgno,
+        what: what.into(),
+    }
+}
+
+/// Deepest tree walked before a cycle is assumed.
+const MAX_DEPTH: usize = 32;
+
+/// The changes of one transaction, with what is needed to undo them.
+pub struct ChangeSet {
+    /// Transaction id.
+    pub trx: u64,
+    /// Redo records, in order.
+    pub records: Vec<LogRecord>,
+    /// Pages modified (frame, page number).
+    pub touched: Vec<(FrameId, Pgno)>,
+    /// Original bytes of pages modified that existed before (frame, copy).
+    originals: Vec<(FrameId, Vec<u8>)>,
+    /// Frames created for new pages.
+    created: Vec<FrameId>,
+    /// State at the start, restored by undo.
+    state_before: Option<TreeState>,
+}
+
+impl ChangeSet {
+    /// An empty change set for transaction `trx`.
+    pub fn new(trx: u64) -> ChangeSet {
+        ChangeSet {
+            trx,
+            records: Vec::new(),
+            touched: Vec::new(),
+            originals: Vec::new(),
+            created: Vec::new(),
+            state_before: None,
+        }
+    }
+
+    /// Pages created so far by the attempt.
+    pub fn created_count(&self) -> usize {
+        self.created.len()
+    }
+
+    /// Whether nothing was changed.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Appends a [`LogRecord::PageImage`] for each touched page whose change starts a new
+    /// dirty period ([`CacheGuard::starts_dirty_period`]): its bytes before the change
+    /// (taken from the undo copies, which are not needed once the change commits), or
+    /// an empty image for a page created by this change (never written).
+    pub fn take_page_images(&mut self, g: &Guard<'_>, out: &mut Vec<LogRecord>) {
+        for &(frame, pgno) in &self.touched {
+            if !g.starts_dirty_period(frame) {
+                continue;
+            }
+            let image = match self.originals.iter_mut().find(|(f, _)| *f == frame) {
+                Some((_, bytes)) => std::mem::take(bytes),
+                None => Vec::new(),
+            };
+            out.push(LogRecord::PageImage {
+                pgno: pgno.get(),
+                image,
+            });
+        }
+    }
+
+    /// Remembers the tree state before the first change.
+    pub fn begin(&mut self, g: &mut CacheGuard<'_, TreeState>) {
+        if self.state_before.is_none() {
+            self.state_before = Some(g.state_ref().clone());
+        }
+    }
+
+    /// Puts every touched page and the tree state back as they were.
+    pub fn undo(&mut self, g: &mut CacheGuard<'_, TreeState>) {
+        for (frame, bytes) in self.originals.drain(..).rev() {
+            g.page_mut(frame).copy_from_slice(&bytes);
+            recycle_image(bytes);
+        }
+        for frame in self.created.drain(..) {
+            g.discard(frame);
+        }
+        if let Some(state) = self.state_before.take() {
+            *g.state() = state;
+        }
+        self.records.clear();
+        self.touched.clear();
+    }
+}
+
+impl Drop for ChangeSet {
+    fn drop(&mut self) {
+        for (_, bytes) in self.originals.drain(..) {
+            recycle_image(bytes);
+        }
+    }
+}
+
+/// Spare before-image buffers a session keeps for its next change sets.
+const SPARE_IMAGES_MAX: usize = 4;
+
+thread_local! {
+    /// Before-image buffers of finished change sets, reused by the next ones on this
+    /// thread: spares a page-sized allocation and free per touched page. At most [`SPARE_IMAGES_MAX`] per thread (128 KiB with
+    /// 32 KiB pages: 2 MiB for 16 sessions, counted against the memory goal).
+    static SPARE_IMAGES: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A copy of `page`, in a recycled buffer when this thread has one.
+fn copy_image(page: &[u8]) -> Vec<u8> {
+    let spare = SPARE_IMAGES.with(|spare| spare.borrow_mut().pop());
+    match spare {
+        Some(mut buf) => {
+            buf.clear();
+            buf.extend_from_slice(page);
+            buf
+        }
+        None => page.to_vec(),
+    }
+}
+
+fn recycle_image(buf: Vec<u8>) {
+    // A buffer moved into a PageImage record (torn-write protection) leaves an empty
+    // one behind: pooling it would only displace a real one.
+    if buf.capacity() == 0 {
+        return;
+    }
+    SPARE_IMAGES.with(|spare| {
+        let mut spare = spare.borrow_mut();
+        if spare.len() < SPARE_IMAGES_MAX {
+            spare.push(buf);
+        }
+    });
+}
+
+/// A guard on the instance: cache plus tree state.
+pub type Guard<'a> = CacheGuard<'a, TreeState>;
+
+fn frame_of(g: &mut Guard<'_>, pgno: Pgno) -> TreeResult<FrameId> {
+    g.lookup(pgno).ok_or(TreeError::Miss(pgno))
+}
+
+/// A cached page. Its structure was checked when the cache read it (and our own
+/// changes keep it valid), so only the O(1) geometry check runs here; record access
+/// still reports damage as an error.
+fn view<'p>(g: &'p Guard<'_>, frame: FrameId, pgno: Pgno) -> TreeResult<Page<'p>> {
+    Page::new_unvalidated(g.page(frame)).map_err(|e| corrupt(pgno, format!("malformed page: {e}")))
+}
+
+/// Branch entry index a key is routed to: the last separator ≤ key, or 0.
+fn route(page: &Page<'_>, pgno: Pgno, key: &[u8]) -> TreeResult<usize> {
+    let n = page.record_count();
+    if n == 0 {
+        return Err(corrupt(pgno, "branch page without entries"));
+    }
+    let mut i = match page.search(key) {
+        Ok(i) => i,
+        Err(0) => return Ok(0),
+        Err(i) => return Ok(i - 1),
+    };
+    // Equal separators can follow a split of a leftmost child: take the last one.
+    while i + 1 < n
+        && page
+            .record(i + 1)
+            .map_err(|e| corrupt(pgno, e.to_string()))?
+            .key
+            == key
+    {
+        i += 1;
+    }
+    Ok(i)
+}
+
+fn child_of(page: &Page<'_>, pgno: Pgno, index: usize) -> TreeResult<Pgno> {
+    let r = page
+        .record(index)
+        .map_err(|e| corrupt(pgno, e.to_string()))?;
+    let bytes: [u8; 4] = r
+        .data
+        .try_into()
+        .map_err(|_| corrupt(pgno, "branch entry is not a page number"))?;
+    Ok(Pgno::from_le_bytes(bytes))
+}

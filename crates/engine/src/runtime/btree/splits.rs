@@ -1,0 +1,336 @@
+//! Page splits: the upper half moves to a new page, its separator goes into the
+//! parent branch (which may split in turn), and a full root moves its records to a new
+//! child and becomes a branch above it.
+
+use edbstress_format::Pgno;
+use edbstress_format::page::{PageHeader, Record, flags};
+
+use super::*;
+
+/// Splits page `pgno` (reached through `path`) to make room for a record with `key`
+/// and `data_len` bytes of data, which the caller then inserts by descending again.
+///
+/// `position` is where the new record will go: for leaves its key's place (None: found
+/// by search); for branches the slot after the entry of the page that split, which key
+/// order alone cannot give when a first entry's separator exceeds its subtree.
+pub(super) fn split(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    path: &[(Pgno, usize)],
+    pgno: Pgno,
+    key: &[u8],
+    data_len: usize,
+    position: Option<usize>,
+) -> TreeResult<()> {
+    let frame = frame_of(g, pgno)?;
+    let (h, n, leaf_slot) = {
+        let page = view(g, frame, pgno)?;
+        (page.header(), page.record_count(), page.search(key))
+    };
+    let Some((&(parent, parent_index), parent_path)) = path.split_last() else {
+        // The child's Build is encoded straight from the root's records.
+        let payload = {
+            let records = records_of(g, frame, pgno)?;
+            let pairs: Vec<(&[u8], &[u8])> = records.iter().map(|r| (r.key, r.data)).collect();
+            RedoRef::Build {
+                object_id: h.object_id,
+                flags: h.flags & !flags::ROOT,
+                prev: 0,
+                next: 0,
+                records: BuildRecords::Pairs(&pairs),
+            }
+            .encode()
+        };
+        return split_root(g, cs, pgno, h, payload);
+    };
+    let is_leaf = h.flags & flags::LEAF != 0;
+    let insert_at = match position {
+        Some(p) => p.min(n),
+        None => match leaf_slot {
+            Ok(i) | Err(i) => i,
+        },
+    };
+    // Where the upper part starts (an index into the old records), and the separator.
+    let right_edge = insert_at == n
+        && if is_leaf {
+            h.next == 0
+        } else {
+            is_rightmost(g, path)?
+        };
+    let (prev, next) = if is_leaf {
+        (pgno.get(), h.next)
+    } else {
+        (0, 0)
+    };
+    // The records are read in place (no copies): the separator is copied, the moved
+    // records are encoded straight into the new page's Build payload.
+    let (keep, separator, build) = {
+        let records = records_of(g, frame, pgno)?;
+        // Choose the split over the combined sequence C = old[..insert_at] + new + old[insert_at..]:
+        // C[..s] stays, C[s..] moves, and C[s]'s key separates the halves.
+        let split_at = if right_edge {
+            // Appending at the right edge (new messages, new long values): keep this page
+            // full and start a new one with just the new record.
+            n
+        } else {
+            // Halve by bytes, at least one record on each side.
+            let size = |k: &[u8], d: usize| 2 + k.len() + d + 4;
+            let combined = |c: usize| -> usize {
+                match c.cmp(&insert_at) {
+                    std::cmp::Ordering::Less => size(records[c].key, records[c].data.len()),
+                    std::cmp::Ordering::Equal => size(key, data_len),
+                    std::cmp::Ordering::Greater => {
+                        size(records[c - 1].key, records[c - 1].data.len())
+                    }
+                }
+            };
+            let total: usize = (0..=n).map(combined).sum();
+            let mut acc = 0;
+            let mut s = n;
+            for c in 0..=n {
+                acc += combined(c);
+                if acc >= total / 2 {
+                    s = c + 1;
+                    break;
+                }
+            }
+            s.clamp(1, n)
+        };
+        // Old records kept on this page, and the separator (the key of C[split_at]).
+        let (keep, separator) = match split_at.cmp(&insert_at) {
+            std::cmp::Ordering::Less => (split_at, records[split_at].key.to_vec()),
+            std::cmp::Ordering::Equal => (split_at, key.to_vec()),
+            std::cmp::Ordering::Greater => (split_at - 1, records[split_at - 1].key.to_vec()),
+        };
+        let moved: Vec<(&[u8], &[u8])> = records[keep..].iter().map(|r| (r.key, r.data)).collect();
+        let build = RedoRef::Build {
+            object_id: h.object_id,
+            flags: h.flags & !flags::ROOT,
+            prev,
+            next,
+            records: BuildRecords::Pairs(&moved),
+        };
+        (keep, separator, (build.code(), build.encode()))
+    };
+    let (new_pgno, new_frame, fresh) = allocate(g, cs)?;
+    apply(g, cs, new_frame, new_pgno, build.0, build.1, fresh)?;
+    if keep < n {
+        modify(g, cs, pgno, RedoRef::Truncate { keep: keep as u16 })?;
+    }
+    if is_leaf {
+        modify(
+            g,
+            cs,
+            pgno,
+            RedoRef::SetLinks {
+                prev: h.prev,
+                next: new_pgno.get(),
+            },
+        )?;
+        if h.next != 0 {
+            let next_frame = frame_of(g, Pgno::new(h.next))?;
+            let next_next = PageHeader::read(g.page(next_frame)).next;
+            modify(
+                g,
+                cs,
+                Pgno::new(h.next),
+                RedoRef::SetLinks {
+                    prev: new_pgno.get(),
+                    next: next_next,
+                },
+            )?;
+        }
+    }
+    insert_separator(
+        g,
+        cs,
+        parent_path,
+        parent,
+        parent_index + 1,
+        &separator,
+        new_pgno,
+        pgno,
+    )
+}
+
+/// The records of a cached page, borrowed from it.
+pub(super) fn records_of<'g>(
+    g: &'g Guard<'_>,
+    frame: FrameId,
+    pgno: Pgno,
+) -> TreeResult<Vec<Record<'g>>> {
+    let page = view(g, frame, pgno)?;
+    (0..page.record_count())
+        .map(|i| page.record(i).map_err(|e| corrupt(pgno, e.to_string())))
+        .collect()
+}
+
+/// Whether every step of `path` followed the last entry of its branch.
+pub(super) fn is_rightmost(g: &mut Guard<'_>, path: &[(Pgno, usize)]) -> TreeResult<bool> {
+    for &(pgno, index) in path {
+        let frame = frame_of(g, pgno)?;
+        if view(g, frame, pgno)?.record_count() != index + 1 {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Levels between page `pgno` and the leaves (0 for a leaf).
+pub(super) fn height_of(g: &mut Guard<'_>, pgno: Pgno) -> TreeResult<usize> {
+    let mut height = 0;
+    let mut p = pgno;
+    loop {
+        let f = frame_of(g, p)?;
+        let page = view(g, f, p)?;
+        if page.header().flags & flags::LEAF != 0 {
+            return Ok(height);
+        }
+        p = child_of(&page, p, 0)?;
+        height += 1;
+        if height > MAX_DEPTH {
+            return Err(corrupt(pgno, "branch deeper than 32 levels (a cycle?)"));
+        }
+    }
+}
+
+/// Inserts (separator → child) into branch `pgno` right after the entry of `left`,
+/// the page that split into `left` and `child` (at `index` − 1), splitting the branch
+/// if it is full.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn insert_separator(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    path: &[(Pgno, usize)],
+    pgno: Pgno,
+    index: usize,
+    separator: &[u8],
+    child: Pgno,
+    left: Pgno,
+) -> TreeResult<()> {
+    let data = child.to_le_bytes();
+    let frame = frame_of(g, pgno)?;
+    if view(g, frame, pgno)?.fits(separator.len(), data.len()) {
+        return place_entry(g, cs, pgno, index, separator, child);
+    }
+    // Split the branch, then place the entry next to `left`'s in whichever page at
+    // this height now holds it. The root keeps its number but grows a level when
+    // split (its records move to a new child, which may itself need splitting: loop).
+    let height = height_of(g, pgno)?;
+    let root = path.first().map_or(pgno, |&(p, _)| p);
+    let (mut target_path, mut target, mut at) = (path.to_vec(), pgno, index);
+    for _ in 0..MAX_DEPTH {
+        split(g, cs, &target_path, target, separator, data.len(), Some(at))?;
+        (target_path, target) = path_to_height(g, root, separator, height)?;
+        let tframe = frame_of(g, target)?;
+        let tpage = view(g, tframe, target)?;
+        // Right after `left`'s entry; or first, when the split made the new entry the
+        // first of the upper half (then `left`'s entry ends the lower half).
+        let left_bytes = left.to_le_bytes();
+        at = match (0..tpage.record_count())
+            .find(|&i| tpage.record(i).is_ok_and(|r| r.data == left_bytes))
+        {
+            Some(i) => i + 1,
+            None if tpage.record(0).map_or(true, |r| r.key >= separator) => 0,
+            None => {
+                return Err(corrupt(
+                    target,
+                    format!("no entry for page {left} after a branch split"),
+                ));
+            }
+        };
+        if tpage.fits(separator.len(), data.len()) {
+            return place_entry(g, cs, target, at, separator, child);
+        }
+    }
+    Err(corrupt(pgno, "branch still full after repeated splits"))
+}
+
+/// Inserts (separator → child) at `index` of branch `pgno`, which has room.
+///
+/// The first entry of a branch also takes keys below its separator, so its separator
+/// may exceed keys of its subtree (after the entry before it was removed, say). When
+/// the new separator goes right after it and is smaller, the first entry's key is
+/// rewritten as the empty key — what it means anyway — to keep separators in order.
+pub(super) fn place_entry(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    pgno: Pgno,
+    index: usize,
+    separator: &[u8],
+    child: Pgno,
+) -> TreeResult<()> {
+    if index == 1 {
+        let frame = frame_of(g, pgno)?;
+        let first = view(g, frame, pgno)?
+            .record(0)
+            .map_err(|e| corrupt(pgno, e.to_string()))?;
+        if first.key > separator {
+            let first_child = first.data.to_vec();
+            modify(g, cs, pgno, RedoRef::Delete { index: 0 })?;
+            modify(
+                g,
+                cs,
+                pgno,
+                RedoRef::Insert {
+                    index: 0,
+                    key: &[],
+                    data: &first_child,
+                },
+            )?;
+        }
+    }
+    let child = child.to_le_bytes();
+    let op = RedoRef::Insert {
+        index: index as u16,
+        key: separator,
+        data: &child,
+    };
+    modify(g, cs, pgno, op)
+}
+
+/// The page `height` levels above the leaves on the path `key` takes from `root`, and
+/// the branch pages above it (with the entry followed in each).
+pub(super) fn path_to_height(
+    g: &mut Guard<'_>,
+    root: Pgno,
+    key: &[u8],
+    height: usize,
+) -> TreeResult<(Vec<(Pgno, usize)>, Pgno)> {
+    let steps = height_of(g, root)?
+        .checked_sub(height)
+        .ok_or_else(|| corrupt(root, "tree lower than the split branch"))?;
+    let mut path = Vec::with_capacity(steps);
+    let mut p = root;
+    for _ in 0..steps {
+        let f = frame_of(g, p)?;
+        let page = view(g, f, p)?;
+        let i = route(&page, p, key)?;
+        path.push((p, i));
+        p = child_of(&page, p, i)?;
+    }
+    Ok((path, p))
+}
+
+/// A full root: its records move to a new child, and the root becomes a branch with a
+/// single entry (empty separator) pointing to it. The child is then split normally.
+/// `child_build` is the encoded Build of the child (the root's records).
+pub(super) fn split_root(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    root: Pgno,
+    h: PageHeader,
+    child_build: Vec<u8>,
+) -> TreeResult<()> {
+    let (child, child_frame, fresh) = allocate(g, cs)?;
+    apply(g, cs, child_frame, child, 4, child_build, fresh)?;
+    let root_flags = flags::ROOT | flags::BRANCH | (h.flags & flags::LONG_VALUE);
+    let build = RedoRef::Build {
+        object_id: h.object_id,
+        flags: root_flags,
+        prev: 0,
+        next: 0,
+        records: BuildRecords::Pairs(&[(&[], &child.to_le_bytes())]),
+    };
+    modify(g, cs, root, build)
+}

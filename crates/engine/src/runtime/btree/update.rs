@@ -1,0 +1,255 @@
+//! Insert, delete and replace; page allocation and the free-page list.
+
+use edbstress_format::Pgno;
+use edbstress_format::page::{PageHeader, flags};
+
+use super::*;
+
+/// Applies `op` to page `pgno` (cached), recording redo and undo information.
+pub(super) fn modify(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    pgno: Pgno,
+    op: RedoRef<'_>,
+) -> TreeResult<()> {
+    let frame = frame_of(g, pgno)?;
+    apply(g, cs, frame, pgno, op.code(), op.encode(), false)
+}
+
+/// Applies the op encoded as `payload` (the log record's, moved into it: the data is
+/// copied once into the payload and once into the page) to page `pgno` in `frame`;
+/// `new`: a never-used page, which has no before-image to keep.
+pub(super) fn apply(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    frame: FrameId,
+    pgno: Pgno,
+    code: u8,
+    payload: Vec<u8>,
+    new: bool,
+) -> TreeResult<()> {
+    cs.begin(g);
+    let before = if new { 0 } else { page_dbtime(g.page(frame)) };
+    if !cs.touched.iter().any(|&(f, _)| f == frame) {
+        if !new {
+            cs.originals.push((frame, copy_image(g.page(frame))));
+        }
+        cs.touched.push((frame, pgno));
+    }
+    let after = {
+        let s = g.state();
+        s.dbtime += 1;
+        s.dbtime
+    };
+    RedoRef::decode(code, &payload)
+        .and_then(|op| op.apply_to_checked_page(g.page_mut(frame), pgno, after))
+        .map_err(|e| corrupt(pgno, e.to_string()))?;
+    cs.records.push(LogRecord::PageRedo {
+        pgno: pgno.get(),
+        dbtime_before: before,
+        dbtime_after: after,
+        trx: cs.trx,
+        op: code,
+        payload,
+    });
+    Ok(())
+}
+
+/// Allocates a never-used page and a frame for it.
+///
+/// A page from the free list is reused first (`fresh` = false: it exists on disk, so
+/// its replacement is logged against its real dbtime); otherwise a never-used page
+/// from the end of the file.
+pub(super) fn allocate(g: &mut Guard<'_>, cs: &mut ChangeSet) -> TreeResult<(Pgno, FrameId, bool)> {
+    cs.begin(g);
+    let anchor = frame_of(g, FREE_LIST_ANCHOR)?;
+    let anchor_header = PageHeader::read(g.page(anchor));
+    if anchor_header.next != 0 {
+        let pgno = Pgno::new(anchor_header.next);
+        let frame = frame_of(g, pgno)?;
+        let h = PageHeader::read(g.page(frame));
+        if h.flags & flags::EMPTY == 0 || pgno == FREE_LIST_ANCHOR {
+            return Err(corrupt(pgno, "the free-page list holds a page in use"));
+        }
+        let links = RedoRef::SetLinks {
+            prev: anchor_header.prev,
+            next: h.next,
+        };
+        modify(g, cs, FREE_LIST_ANCHOR, links)?;
+        return Ok((pgno, frame, false));
+    }
+    let pgno = g.state_ref().next_unused_page;
+    if pgno.get() > g.state_ref().page_count {
+        return Err(TreeError::NeedGrowth);
+    }
+    // The page's first change is a Build, which formats all of it.
+    let frame = g.new_page_to_format(pgno).ok_or(TreeError::NoFrame)?;
+    cs.created.push(frame);
+    g.state().next_unused_page = pgno + 1;
+    Ok((pgno, frame, true))
+}
+
+/// Puts page `pgno` (already unlinked from its tree) at the head of the free list.
+pub(super) fn free_page(g: &mut Guard<'_>, cs: &mut ChangeSet, pgno: Pgno) -> TreeResult<()> {
+    let anchor = frame_of(g, FREE_LIST_ANCHOR)?;
+    let anchor_header = PageHeader::read(g.page(anchor));
+    let empty = RedoRef::Build {
+        object_id: 0,
+        flags: flags::EMPTY,
+        prev: 0,
+        next: anchor_header.next,
+        records: BuildRecords::Pairs(&[]),
+    };
+    modify(g, cs, pgno, empty)?;
+    modify(
+        g,
+        cs,
+        FREE_LIST_ANCHOR,
+        RedoRef::SetLinks {
+            prev: anchor_header.prev,
+            next: pgno.get(),
+        },
+    )
+}
+
+/// A leaf emptied by a delete leaves its tree for the free list: its parent's entry is
+/// removed and its neighbours are linked to each other. Only when the parent keeps at
+/// least one other entry (no branch ever becomes empty; no merges).
+pub(super) fn release_empty_leaf(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    pos: &LeafPosition,
+) -> TreeResult<()> {
+    let Some(&(parent, index)) = pos.path.last() else {
+        return Ok(());
+    };
+    let leaf_frame = frame_of(g, pos.leaf)?;
+    let leaf = view(g, leaf_frame, pos.leaf)?;
+    if leaf.record_count() != 0 {
+        return Ok(());
+    }
+    let h = leaf.header();
+    let parent_frame = frame_of(g, parent)?;
+    if view(g, parent_frame, parent)?.record_count() < 2 {
+        return Ok(());
+    }
+    for (neighbour, is_prev) in [(h.prev, true), (h.next, false)] {
+        if neighbour == 0 {
+            continue;
+        }
+        let f = frame_of(g, Pgno::new(neighbour))?;
+        let nh = PageHeader::read(g.page(f));
+        let links = if is_prev {
+            RedoRef::SetLinks {
+                prev: nh.prev,
+                next: h.next,
+            }
+        } else {
+            RedoRef::SetLinks {
+                prev: h.prev,
+                next: nh.next,
+            }
+        };
+        modify(g, cs, Pgno::new(neighbour), links)?;
+    }
+    modify(
+        g,
+        cs,
+        parent,
+        RedoRef::Delete {
+            index: index as u16,
+        },
+    )?;
+    free_page(g, cs, pos.leaf)
+}
+
+/// Largest key + data an insert accepts: half of what fits an empty page, so that two
+/// records always fit one page and a split always makes room. (Long-value chunks are
+/// sized to fill a page exactly in twos or fours.)
+pub fn max_entry_len(page_size: PageSize) -> usize {
+    edbstress_format::page::max_key_data_len(page_size) / 2
+}
+
+/// Inserts a new record; an existing key is an error.
+pub fn insert(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    root: Pgno,
+    key: &[u8],
+    data: &[u8],
+) -> TreeResult<()> {
+    if key.len() + data.len() > max_entry_len(g.state_ref().page_size) {
+        return Err(corrupt(
+            root,
+            format!("record of {} bytes is too large", key.len() + data.len()),
+        ));
+    }
+    for _ in 0..MAX_DEPTH * 2 {
+        let pos = descend(g, root, key)?;
+        let index = match pos.slot {
+            Ok(_) => return Err(corrupt(pos.leaf, "insert of a key that exists")),
+            Err(i) => i,
+        };
+        let frame = frame_of(g, pos.leaf)?;
+        if view(g, frame, pos.leaf)?.fits(key.len(), data.len()) {
+            let op = RedoRef::Insert {
+                index: index as u16,
+                key,
+                data,
+            };
+            return modify(g, cs, pos.leaf, op);
+        }
+        split(g, cs, &pos.path, pos.leaf, key, data.len(), None)?;
+    }
+    Err(corrupt(
+        root,
+        "insert did not find room after repeated splits",
+    ))
+}
+
+/// Deletes the record with `key`; returns whether it existed.
+pub fn delete(g: &mut Guard<'_>, cs: &mut ChangeSet, root: Pgno, key: &[u8]) -> TreeResult<bool> {
+    let pos = descend(g, root, key)?;
+    match pos.slot {
+        Ok(i) => {
+            modify(g, cs, pos.leaf, RedoRef::Delete { index: i as u16 })?;
+            release_empty_leaf(g, cs, &pos)?;
+            Ok(true)
+        }
+        Err(_) => Ok(false),
+    }
+}
+
+/// Replaces the data of the record with `key`; returns whether it existed.
+pub fn replace(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    root: Pgno,
+    key: &[u8],
+    data: &[u8],
+) -> TreeResult<bool> {
+    let pos = descend(g, root, key)?;
+    let Ok(i) = pos.slot else { return Ok(false) };
+    let frame = frame_of(g, pos.leaf)?;
+    let page = view(g, frame, pos.leaf)?;
+    let old = page
+        .record(i)
+        .map_err(|e| corrupt(pos.leaf, e.to_string()))?
+        .data
+        .len();
+    if page.free_space() + old >= data.len() {
+        modify(
+            g,
+            cs,
+            pos.leaf,
+            RedoRef::ReplaceData {
+                index: i as u16,
+                data,
+            },
+        )?;
+    } else {
+        modify(g, cs, pos.leaf, RedoRef::Delete { index: i as u16 })?;
+        insert(g, cs, root, key, data)?;
+    }
+    Ok(true)
+}

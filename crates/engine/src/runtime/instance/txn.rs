@@ -1,0 +1,453 @@
+//! Transactions: an attempt runs under the instance lock with undo copies, misses and
+//! growth are resolved outside it and the attempt retried; commit, reads, seeks and the
+//! long-value chunks of message bodies.
+
+use std::sync::atomic::Ordering;
+
+use edbstress_format::log::{LogPosition, LogRecord};
+use edbstress_format::{PageSize, Pgno};
+
+use crate::error::EngineError;
+use crate::runtime::btree::{self, ChangeSet, Guard, TreeError};
+use crate::runtime::schema::{
+    INLINE_BODY_MAX, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_ROOT, MessageKey, RowHeader,
+    chunk_len, record_footprint,
+};
+
+use super::*;
+
+impl Instance {
+    /// Runs `attempt` under the instance lock until it completes, resolving misses,
+    /// frame shortages and growth outside the lock; commits its changes if any.
+    ///
+    /// Pages faulted in for the operation stay pinned until it completes: its final
+    /// attempt needs all of them at once, and a small cache would otherwise evict the
+    /// first before the last arrives.
+    pub(super) fn run<T>(
+        &self,
+        durability: Durability,
+        attempt: impl FnMut(&mut Guard<'_>, &mut ChangeSet) -> Result<T, TreeError>,
+    ) -> Result<(T, LogPosition, u32), EngineError> {
+        let mut pinned = Vec::new();
+        let result = self.run_pinning(durability, attempt, &mut pinned);
+        if !pinned.is_empty() {
+            let mut g = self.cache.lock();
+            for pgno in pinned {
+                g.unpin(pgno);
+            }
+        }
+        result
+    }
+
+    pub(super) fn run_pinning<T>(
+        &self,
+        durability: Durability,
+        mut attempt: impl FnMut(&mut Guard<'_>, &mut ChangeSet) -> Result<T, TreeError>,
+        pinned: &mut Vec<Pgno>,
+    ) -> Result<(T, LogPosition, u32), EngineError> {
+        // Never pin so much that other sessions could find no frame at all.
+        let max_pins = (self.cache.config().max_frames / 4).max(4);
+        let trx = self.next_trx.fetch_add(1, Ordering::Relaxed);
+        let mut retries = 0;
+        loop {
+            if let Some(msg) = self.cache.failed() {
+                return Err(EngineError::ShutDown(Some(msg)));
+            }
+            let mut g = self.cache.lock();
+            let mut cs = ChangeSet::new(trx);
+            match attempt(&mut g, &mut cs) {
+                Ok(value) => {
+                    if cs.is_empty() {
+                        return Ok((value, LogPosition::default(), retries));
+                    }
+                    let lazy = durability == Durability::Lazy;
+                    let mut records = Vec::with_capacity(cs.records.len() + 2);
+                    if self.config.torn_write_protection {
+                        // Ahead of the change, in the same append: the page's first_dirty
+                        // (and so the checkpoint) then never passes its image.
+                        cs.take_page_images(&g, &mut records);
+                    }
+                    records.push(LogRecord::Begin { trx });
+                    records.append(&mut cs.records);
+                    records.push(LogRecord::Commit { trx, lazy });
+                    let start = self.log.current();
+                    let end = self.log.append(&records)?;
+                    for &(frame, _) in &cs.touched {
+                        g.mark_dirty_span(frame, start, end);
+                    }
+                    // Position and state read under one lock hold: the state then covers
+                    // every allocation and dbtime before the position.
+                    let checkpoint = g.checkpoint_position();
+                    let state = g.state_ref().checkpoint_state();
+                    drop(g);
+                    if !self.config.hold_checkpoint {
+                        self.log.set_checkpoint(checkpoint, state);
+                    }
+                    match durability {
+                        Durability::Durable => {
+                            self.log.flush_to(end)?;
+                            self.counters
+                                .durable_commits
+                                .fetch_add(1, Ordering::Relaxed);
+                        }
+                        Durability::Lazy => {
+                            self.counters.lazy_commits.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    self.counters
+                        .retries
+                        .fetch_add(u64::from(retries), Ordering::Relaxed);
+                    return Ok((value, end, retries));
+                }
+                Err(e) => {
+                    let frames_needed = cs.created_count() + 1;
+                    cs.undo(&mut g);
+                    retries += 1;
+                    if retries > MAX_ATTEMPTS {
+                        return Err(EngineError::Invalid(format!(
+                            "operation did not complete after {MAX_ATTEMPTS} attempts (cache too small for the working set?)"
+                        )));
+                    }
+                    match e {
+                        TreeError::Miss(pgno) => {
+                            let mut g = self.cache.fault_in(g, pgno)?;
+                            if pinned.len() < max_pins && g.pin(pgno) {
+                                pinned.push(pgno);
+                            }
+                        }
+                        TreeError::NoFrame => {
+                            drop(self.cache.try_wait_for_frames(g, frames_needed)?)
+                        }
+                        TreeError::NeedGrowth => {
+                            drop(g);
+                            self.grow(frames_needed as u32)?;
+                        }
+                        TreeError::Corrupt { pgno, what } => {
+                            return Err(EngineError::CorruptPage {
+                                path: self.config.layout.db_file.clone(),
+                                pgno,
+                                what,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies `ops` as one transaction.
+    pub fn commit(
+        &self,
+        ops: &[TxnOp<'_>],
+        durability: Durability,
+    ) -> Result<CommitOutcome, EngineError> {
+        let chunk_len = self.chunk_len;
+        let ((inserted, found), position, retries) = self.run(durability, |g, cs| {
+            // Captures the tree state (message ids included) for undo.
+            cs.begin(g);
+            let mut inserted = Vec::new();
+            let mut found = Vec::new();
+            for op in ops {
+                match *op {
+                    TxnOp::Insert {
+                        mailbox,
+                        props,
+                        body,
+                    } => {
+                        if body.len() > INLINE_BODY_MAX as usize {
+                            // The long value's new pages, fetched before anything changes.
+                            let free = btree::last_leaf_free_space(g, LONG_VALUE_ROOT)?;
+                            let pages =
+                                new_long_value_pages(g.state_ref().page_size, body.len(), free);
+                            btree::warm_free_list(g, pages)?;
+                        }
+                        let message = {
+                            let s = g.state();
+                            s.next_message_id += 1;
+                            s.next_message_id - 1
+                        };
+                        let key = MessageKey { mailbox, message };
+                        let header = RowHeader::for_message(message, body.len() as u32, unix_now());
+                        let row = header.encode(props, if header.long { &[][..] } else { body });
+                        btree::insert(g, cs, MAILBOX_TABLE_ROOT, &key.encode(), &row)?;
+                        if header.long {
+                            insert_chunks(g, cs, message, body, chunk_len)?;
+                        }
+                        inserted.push(key);
+                    }
+                    TxnOp::Delete { key } => {
+                        let Some(row) = btree::get(g, MAILBOX_TABLE_ROOT, &key.encode())? else {
+                            found.push(false);
+                            continue;
+                        };
+                        let fixed = RowHeader::decode(&row).ok_or_else(|| bad_row(key))?;
+                        if fixed.long {
+                            delete_chunks(g, cs, fixed.lvid, fixed.body_len, chunk_len)?;
+                        }
+                        btree::delete(g, cs, MAILBOX_TABLE_ROOT, &key.encode())?;
+                        found.push(true);
+                    }
+                    TxnOp::Replace { key, props, body } => {
+                        let Some(row) = btree::get(g, MAILBOX_TABLE_ROOT, &key.encode())? else {
+                            found.push(false);
+                            continue;
+                        };
+                        let fixed = RowHeader::decode(&row).ok_or_else(|| bad_row(key))?;
+                        let new_row = match body {
+                            Some(body) => {
+                                if fixed.long {
+                                    delete_chunks(g, cs, fixed.lvid, fixed.body_len, chunk_len)?;
+                                }
+                                let header = RowHeader::for_message(
+                                    key.message,
+                                    body.len() as u32,
+                                    fixed.received,
+                                );
+                                if header.long {
+                                    insert_chunks(g, cs, key.message, body, chunk_len)?;
+                                }
+                                header.encode(props, if header.long { &[][..] } else { body })
+                            }
+                            // Properties only: the body (inline or long) stays as it was.
+                            None => fixed.encode(props, fixed.inline_body(&row)),
+                        };
+                        btree::replace(g, cs, MAILBOX_TABLE_ROOT, &key.encode(), &new_row)?;
+                        found.push(true);
+                    }
+                }
+            }
+            Ok((inserted, found))
+        })?;
+        Ok(CommitOutcome {
+            position,
+            inserted,
+            found,
+            retries,
+        })
+    }
+
+    /// Reads a message (and its body when `with_body`).
+    ///
+    /// The body is read chunk by chunk, keeping what earlier attempts read, so a large
+    /// body never needs all its pages cached at once. Row and body are read in separate
+    /// lock holds: when the body turns out incomplete, the row is read again — a
+    /// message deleted or rewritten meanwhile by another session is reported as
+    /// it is now, and only a body missing under an unchanged row is corruption.
+    pub fn read(&self, key: MessageKey, with_body: bool) -> Result<Option<Message>, EngineError> {
+        let chunk_len = self.chunk_len;
+        self.counters.reads.fetch_add(1, Ordering::Relaxed);
+        let mut previous: Option<Vec<u8>> = None;
+        for _ in 0..100 {
+            let (row, _, _) = self.run(Durability::Lazy, |g, _| {
+                btree::get(g, MAILBOX_TABLE_ROOT, &key.encode())
+            })?;
+            let Some(row) = row else { return Ok(None) };
+            let fixed = RowHeader::decode(&row).ok_or_else(|| self.corrupt_row(key))?;
+            let props = fixed.props(&row).to_vec();
+            let body = if !with_body {
+                None
+            } else if fixed.long {
+                let mut body = Vec::with_capacity(fixed.body_len as usize);
+                self.run(Durability::Lazy, |g, _| {
+                    read_chunks(g, fixed.lvid, fixed.body_len, chunk_len, &mut body)
+                })?;
+                if body.len() != fixed.body_len as usize {
+                    if previous.as_ref() == Some(&row) {
+                        return Err(EngineError::CorruptPage {
+                            path: self.config.layout.db_file.clone(),
+                            pgno: Pgno::NONE,
+                            what: format!(
+                                "long value {} has {} of its {} bytes",
+                                fixed.lvid,
+                                body.len(),
+                                fixed.body_len
+                            ),
+                        });
+                    }
+                    previous = Some(row);
+                    continue;
+                }
+                Some(body)
+            } else {
+                Some(fixed.inline_body(&row).to_vec())
+            };
+            return Ok(Some(Message {
+                key,
+                props,
+                body_len: fixed.body_len,
+                body,
+            }));
+        }
+        Err(EngineError::Invalid(format!(
+            "message {}:{} kept changing while being read",
+            key.mailbox, key.message
+        )))
+    }
+
+    pub(super) fn corrupt_row(&self, key: MessageKey) -> EngineError {
+        EngineError::CorruptPage {
+            path: self.config.layout.db_file.clone(),
+            pgno: Pgno::NONE,
+            what: format!(
+                "row of message {}:{} is malformed",
+                key.mailbox, key.message
+            ),
+        }
+    }
+
+    /// The first message of `mailbox` with an id ≥ `from` (wrapping to the mailbox's
+    /// first message), or None when the mailbox is empty.
+    pub fn seek_message(&self, mailbox: u32, from: u64) -> Result<Option<MessageKey>, EngineError> {
+        let (found, _, _) = self.run(Durability::Lazy, |g, _| {
+            for start in [from, 0] {
+                let probe = MessageKey {
+                    mailbox,
+                    message: start,
+                }
+                .encode();
+                // Only the key is needed: the row is not copied out.
+                let mut first = None;
+                btree::scan_from(g, MAILBOX_TABLE_ROOT, &probe, &mut |k, _| {
+                    first = Some(MessageKey::decode(k));
+                    false
+                })?;
+                if let Some(key) = first.flatten().filter(|k| k.mailbox == mailbox) {
+                    return Ok(Some(key));
+                }
+                if start == 0 {
+                    break;
+                }
+            }
+            Ok(None)
+        })?;
+        Ok(found)
+    }
+
+    /// Every message key in key order (tests and checks; reads the whole table, a
+    /// page at a time, resuming after the last key on every retry).
+    pub fn all_keys(&self) -> Result<Vec<MessageKey>, EngineError> {
+        let mut keys: Vec<MessageKey> = Vec::new();
+        self.run(Durability::Lazy, |g, _| {
+            let start = keys.last().map_or(Vec::new(), |k| k.encode().to_vec());
+            btree::scan_from(g, MAILBOX_TABLE_ROOT, &start, &mut |k, _| {
+                if let Some(key) = MessageKey::decode(k).filter(|key| keys.last() < Some(key)) {
+                    keys.push(key);
+                }
+                true
+            })
+        })?;
+        Ok(keys)
+    }
+}
+
+fn bad_row(key: MessageKey) -> TreeError {
+    TreeError::Corrupt {
+        pgno: Pgno::NONE,
+        what: format!(
+            "row of message {}:{} is malformed",
+            key.mailbox, key.message
+        ),
+    }
+}
+
+fn insert_chunks(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    lvid: u64,
+    body: &[u8],
+    chunk_len: usize,
+) -> Result<(), TreeError> {
+    for (chunk, data) in body.chunks(chunk_len).enumerate() {
+        let key = LongValueKey {
+            lvid,
+            chunk: chunk as u32,
+        }
+        .encode();
+        btree::insert(g, cs, LONG_VALUE_ROOT, &key, data)?;
+    }
+    Ok(())
+}
+
+/// New pages the chunks of a `body_len`-byte long value take when appended to a last
+/// leaf with `free` bytes (`chunk_len` makes a whole number of chunks fill a page).
+fn new_long_value_pages(page_size: PageSize, body_len: usize, free: usize) -> usize {
+    let chunk_len = chunk_len(page_size);
+    let footprint = chunk_len + record_footprint(0);
+    let usable = page_size.bytes() - edbstress_format::PAGE_HEADER_LEN;
+    let per_page = (usable / footprint).max(1);
+    let chunks = body_len.div_ceil(chunk_len);
+    chunks.saturating_sub(free / footprint).div_ceil(per_page)
+}
+
+fn delete_chunks(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    lvid: u64,
+    body_len: u32,
+    chunk_len: usize,
+) -> Result<(), TreeError> {
+    let chunks = (body_len as usize).div_ceil(chunk_len);
+    if chunks > 1 {
+        // Every leaf the deletes touch, fetched before anything changes.
+        let key = |chunk: usize| {
+            LongValueKey {
+                lvid,
+                chunk: chunk as u32,
+            }
+            .encode()
+        };
+        btree::warm_range(g, LONG_VALUE_ROOT, &key(0), &key(chunks - 1))?;
+    }
+    for chunk in 0..chunks {
+        let key = LongValueKey {
+            lvid,
+            chunk: chunk as u32,
+        }
+        .encode();
+        if !btree::delete(g, cs, LONG_VALUE_ROOT, &key)? {
+            return Err(TreeError::Corrupt {
+                pgno: Pgno::NONE,
+                what: format!("long value {lvid} lacks chunk {chunk}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Appends the chunks of long value `lvid` to `body` from where it stopped (a retry
+/// after a miss resumes instead of starting over). Stops early, leaving `body` short,
+/// when the chunks end before `body_len` bytes.
+fn read_chunks(
+    g: &mut Guard<'_>,
+    lvid: u64,
+    body_len: u32,
+    chunk_len: usize,
+    body: &mut Vec<u8>,
+) -> Result<(), TreeError> {
+    let mut expected = (body.len() / chunk_len) as u32;
+    let start = LongValueKey {
+        lvid,
+        chunk: expected,
+    }
+    .encode();
+    if body.len() < body_len as usize {
+        btree::scan_from(
+            g,
+            LONG_VALUE_ROOT,
+            &start,
+            &mut |k, data| match LongValueKey::decode(k) {
+                Some(key)
+                    if key.lvid == lvid
+                        && key.chunk == expected
+                        && body.len() + data.len() <= body_len as usize =>
+                {
+                    body.extend_from_slice(data);
+                    expected += 1;
+                    body.len() < body_len as usize
+                }
+                _ => false,
+            },
+        )?;
+    }
+    Ok(())
+}

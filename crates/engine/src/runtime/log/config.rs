@@ -1,0 +1,96 @@
+//! How an instance's log is written ([`LogConfig`]): shared by the writer and by
+//! [`super::open`], which reopens a log directory for writing.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use edbstress_format::log::{DEFAULT_LOG_FILE_LEN, MAX_LOG_FILE_LEN, SEGMENT_LEN};
+use edbstress_io::IoMode;
+
+use super::LogSignatures;
+use crate::error::EngineError;
+
+/// Default log buffer: 9000 × 512 bytes, the value of Jetstress ESRP runs.
+pub const DEFAULT_LOG_BUFFER_LEN: usize = 9000 * 512;
+/// Default time after which appended records are written without a commit asking.
+pub const DEFAULT_LAZY_FLUSH_INTERVAL: Duration = Duration::from_millis(10);
+
+/// How an instance's log is written.
+#[derive(Clone, Debug)]
+pub struct LogConfig {
+    /// The log directory (holds `E00*.log`, `E00tmp.log`, `E00.chk`).
+    pub dir: PathBuf,
+    /// Instance number, for I/O accounting.
+    pub instance: u16,
+    /// Signature of the database the log belongs to.
+    pub db_signature: u64,
+    /// Signature of the log stream.
+    pub log_signature: u64,
+    /// Length of new generation files: a multiple of 4096, at least 3 segments.
+    /// Existing files keep the length in their header.
+    pub file_len: usize,
+    /// Log buffer size in bytes; appends wait while this much is not yet durable.
+    pub buffer_len: usize,
+    /// Appended records are written at the latest this long after the first of them.
+    pub lazy_flush_interval: Duration,
+    /// Delete generations wholly before the checkpoint (and the retention floor).
+    pub circular: bool,
+    /// Direct (`O_DIRECT`) or buffered; every write is followed by `fdatasync` either way.
+    pub io_mode: IoMode,
+}
+
+impl LogConfig {
+    /// The defaults: 1 MiB files, a 9000 × 512-byte buffer, 10 ms lazy flush, no
+    /// circular logging, direct I/O.
+    pub fn new(
+        dir: impl Into<PathBuf>,
+        instance: u16,
+        db_signature: u64,
+        log_signature: u64,
+    ) -> LogConfig {
+        LogConfig {
+            dir: dir.into(),
+            instance,
+            db_signature,
+            log_signature,
+            file_len: DEFAULT_LOG_FILE_LEN,
+            buffer_len: DEFAULT_LOG_BUFFER_LEN,
+            lazy_flush_interval: DEFAULT_LAZY_FLUSH_INTERVAL,
+            circular: false,
+            io_mode: IoMode::Direct,
+        }
+    }
+
+    /// The signatures every log file and checkpoint must carry.
+    pub fn signatures(&self) -> LogSignatures {
+        LogSignatures {
+            log_signature: self.log_signature,
+            db_signature: self.db_signature,
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), EngineError> {
+        if self.file_len % SEGMENT_LEN != 0
+            || !(3 * SEGMENT_LEN..=MAX_LOG_FILE_LEN).contains(&self.file_len)
+        {
+            return Err(EngineError::Invalid(format!(
+                "log file length {} is not a multiple of {SEGMENT_LEN} between {} and {} bytes",
+                self.file_len,
+                3 * SEGMENT_LEN,
+                MAX_LOG_FILE_LEN
+            )));
+        }
+        if self.buffer_len < SEGMENT_LEN {
+            return Err(EngineError::Invalid(format!(
+                "log buffer of {} bytes is smaller than one {SEGMENT_LEN}-byte segment",
+                self.buffer_len
+            )));
+        }
+        if self.lazy_flush_interval.is_zero() {
+            return Err(EngineError::Invalid(
+                "the lazy flush interval must be greater than zero".into(),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,103 @@
+//! The writer's counters: [`LogCounters`] as handed out, and the atomics behind them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Counters of a log writer since it was opened.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogCounters {
+    /// Records appended.
+    pub records: u64,
+    /// Encoded record body bytes appended.
+    pub record_bytes: u64,
+    /// `append` calls.
+    pub appends: u64,
+    /// Log writes (each followed by one `fdatasync`).
+    pub writes: u64,
+    /// Bytes written by log writes.
+    pub bytes_written: u64,
+    /// Segment images written, shadow copies included.
+    pub segments_written: u64,
+    /// `fdatasync` calls after log writes.
+    pub fsyncs: u64,
+    /// Nanoseconds spent in those `fdatasync` calls.
+    pub fsync_ns: u64,
+    /// Flush rounds of the flusher thread (group-commit batches); a round is one write
+    /// and sync, two when it closes a shadowed tail segment, more across a roll.
+    pub flush_batches: u64,
+    /// Rounds started because a commit waited in `flush_to`.
+    pub commit_flushes: u64,
+    /// Rounds started because the buffer passed a quarter full.
+    pub capacity_flushes: u64,
+    /// Rounds started by the lazy-flush timer.
+    pub lazy_flushes: u64,
+    /// `flush_to` calls that had to wait.
+    pub flush_waits: u64,
+    /// Times an `append` waited for buffer space.
+    pub buffer_waits: u64,
+    /// Generations rolled (new files started).
+    pub generations_rolled: u64,
+    /// Rolls that waited for the next file (its background creation was still
+    /// running, or it had to be created during the roll).
+    pub roll_waits: u64,
+    /// Next files pre-created in the background.
+    pub files_precreated: u64,
+    /// Checkpoint file writes (each writes both copies).
+    pub checkpoint_writes: u64,
+    /// Generations deleted by circular logging.
+    pub generations_deleted: u64,
+}
+
+/// [`LogCounters`] as atomics.
+#[derive(Default)]
+pub(super) struct AtomicCounters {
+    pub(super) records: AtomicU64,
+    pub(super) record_bytes: AtomicU64,
+    pub(super) appends: AtomicU64,
+    pub(super) writes: AtomicU64,
+    pub(super) bytes_written: AtomicU64,
+    pub(super) segments_written: AtomicU64,
+    pub(super) fsyncs: AtomicU64,
+    pub(super) fsync_ns: AtomicU64,
+    pub(super) flush_batches: AtomicU64,
+    pub(super) commit_flushes: AtomicU64,
+    pub(super) capacity_flushes: AtomicU64,
+    pub(super) lazy_flushes: AtomicU64,
+    pub(super) flush_waits: AtomicU64,
+    pub(super) buffer_waits: AtomicU64,
+    pub(super) generations_rolled: AtomicU64,
+    pub(super) roll_waits: AtomicU64,
+    pub(super) files_precreated: AtomicU64,
+    pub(super) checkpoint_writes: AtomicU64,
+    pub(super) generations_deleted: AtomicU64,
+}
+
+pub(super) fn bump(counter: &AtomicU64, by: u64) {
+    counter.fetch_add(by, Ordering::Relaxed);
+}
+
+impl AtomicCounters {
+    pub(super) fn snapshot(&self) -> LogCounters {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        LogCounters {
+            records: get(&self.records),
+            record_bytes: get(&self.record_bytes),
+            appends: get(&self.appends),
+            writes: get(&self.writes),
+            bytes_written: get(&self.bytes_written),
+            segments_written: get(&self.segments_written),
+            fsyncs: get(&self.fsyncs),
+            fsync_ns: get(&self.fsync_ns),
+            flush_batches: get(&self.flush_batches),
+            commit_flushes: get(&self.commit_flushes),
+            capacity_flushes: get(&self.capacity_flushes),
+            lazy_flushes: get(&self.lazy_flushes),
+            flush_waits: get(&self.flush_waits),
+            buffer_waits: get(&self.buffer_waits),
+            generations_rolled: get(&self.generations_rolled),
+            roll_waits: get(&self.roll_waits),
+            files_precreated: get(&self.files_precreated),
+            checkpoint_writes: get(&self.checkpoint_writes),
+            generations_deleted: get(&self.generations_deleted),
+        }
+    }
+}

@@ -1,0 +1,467 @@
+//! The log writer: a log buffer filled by committing sessions, a flusher thread that
+//! makes it durable with group commit, generation rolls, the checkpoint file and
+//! circular logging. See the module documentation of [`crate::runtime::log`] for the protocol.
+//!
+//! - [`LogWriter`] (this file): the public API — open, append, flush, checkpoint,
+//!   shutdown — used by the instance and by recovery;
+//! - `shared`: the state appenders and threads share (log buffer, positions);
+//! - `flusher`: the flusher thread's I/O (writes, rolls, the checkpoint file,
+//!   circular deletion);
+//! - `precreate`: the thread that makes the next generation file in advance;
+//! - `geometry`, `counters`: segment addresses and file lengths; the counters.
+
+mod counters;
+mod flusher;
+mod geometry;
+mod precreate;
+mod shared;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use edbstress_format::log::{
+    CheckpointState, FRAGMENT_HEADER_LEN, LogPosition, LogRecord, MAX_RECORD_BODY_LEN, SEGMENT_LEN,
+    SEGMENT_PAYLOAD_LEN, SegmentPacker,
+};
+use edbstress_io::{AlignedBuf, IoStats};
+use parking_lot::{Condvar, Mutex};
+
+pub use self::counters::LogCounters;
+use self::counters::{AtomicCounters, bump};
+use self::flusher::{FlusherIo, run_flusher};
+use self::geometry::{Geometry, SegAddr};
+use self::precreate::{PrecreateState, run_precreator};
+use self::shared::{Shared, State, StopMode, stage};
+use super::checkpoint::CheckpointFile;
+use super::config::LogConfig;
+use super::files::{CLOSED_MIN_USED, FIRST_RECORD_OFFSET};
+use super::open::{OpenedLog, open_for_writing};
+use crate::error::EngineError;
+
+/// Makes the database's completed page writes durable (an `fdatasync` of the file).
+pub type CheckpointBarrier = Box<dyn Fn() -> Result<(), EngineError> + Send + Sync>;
+
+/// What the log writer asks the database to record, durably, before it acknowledges
+/// anything written into a generation: see [`LogWriter::set_generation_hook`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GenerationRecord {
+    /// The generation that now holds a durable write.
+    pub generation: u32,
+    /// The checkpoint last written to `E00.chk` (every page change before it is
+    /// durable in the database).
+    pub checkpoint: LogPosition,
+    /// The engine state written with that checkpoint.
+    pub state: CheckpointState,
+}
+
+/// Records a [`GenerationRecord`] durably in the database header.
+pub type GenerationHook = Box<dyn Fn(GenerationRecord) -> Result<(), EngineError> + Send + Sync>;
+
+/// Appends transaction log records and makes them durable. `Send + Sync`: share it
+/// through an `Arc`. See [`crate::runtime::log`] for positions and the on-disk protocol.
+pub struct LogWriter {
+    shared: Arc<Shared>,
+    flusher: Option<JoinHandle<()>>,
+    precreator: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for LogWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogWriter")
+            .field("dir", &self.shared.dir)
+            .field("current", &self.current())
+            .field("durable", &self.durable())
+            .finish()
+    }
+}
+
+impl LogWriter {
+    /// Opens the log to continue writing at `start`: the end of the valid log as
+    /// [`crate::runtime::log::LogScan`] reports it (`end_of_log`), a position returned by
+    /// [`LogWriter::shutdown`], or `(1, 1, 0)` for a freshly prepared instance.
+    ///
+    /// The segment holding `start` is closed at `start` (rewritten, shadow first, if
+    /// anything follows `start` in it or it is not yet closed), later slots are
+    /// zeroed, and writing continues in the next segment; a missing generation file
+    /// at segment 1 is created. `checkpoint` is the initial value for
+    /// [`LogWriter::set_checkpoint`]. Starts the flusher and the next-file
+    /// pre-creation threads.
+    pub fn open(
+        config: LogConfig,
+        start: LogPosition,
+        checkpoint: LogPosition,
+        state: CheckpointState,
+    ) -> Result<LogWriter, EngineError> {
+        config.validate()?;
+        let signatures = config.signatures();
+        let OpenedLog {
+            file,
+            generation,
+            segments,
+            next_index,
+            fold,
+            write_seq,
+            oldest_generation,
+        } = open_for_writing(&config, start, checkpoint)?;
+        let checkpoint_file = CheckpointFile::open(&config.dir, signatures, config.io_mode)?;
+        let geometry = Geometry {
+            first_generation: generation,
+            first_segments: segments,
+            segments: (config.file_len / SEGMENT_LEN) as u32,
+        };
+        let tail = SegAddr {
+            generation,
+            index: next_index,
+        };
+        let start_pos = tail.at(FIRST_RECORD_OFFSET);
+        let capacity = (config.buffer_len / SEGMENT_LEN).max(4);
+        let shared = Arc::new(Shared {
+            dir: config.dir.clone(),
+            instance: config.instance,
+            signatures,
+            io_mode: config.io_mode,
+            file_len: config.file_len,
+            circular: config.circular,
+            lazy_flush_interval: config.lazy_flush_interval,
+            geometry,
+            max_record_body: (segments.min(geometry.segments).saturating_sub(1) as usize
+                * CLOSED_MIN_USED)
+                .min(MAX_RECORD_BODY_LEN),
+            capacity,
+            wake_segments: (capacity / 4).max(1),
+            state: Mutex::new(State {
+                packer: SegmentPacker::new(),
+                tail,
+                staged: Vec::new(),
+                staged_payload: Vec::new(),
+                in_flight: 0,
+                taken_tail: None,
+                appended_end: start_pos,
+                durable: start_pos,
+                requested: start_pos,
+                first_unflushed: None,
+                space_waiters: 0,
+                error: None,
+                stop: StopMode::Run,
+            }),
+            work: Condvar::new(),
+            durable_cv: Condvar::new(),
+            space_cv: Condvar::new(),
+            current: AtomicU64::new(start_pos.pack()),
+            durable: AtomicU64::new(start_pos.pack()),
+            checkpoint: Mutex::new((checkpoint, state)),
+            retention_floor: AtomicU32::new(u32::MAX),
+            checkpoint_file: Mutex::new(checkpoint_file),
+            written_checkpoint: Mutex::new((checkpoint, state)),
+            checkpoint_barrier: Mutex::new(None),
+            generation_hook: Mutex::new(None),
+            recorded_generation: AtomicU32::new(0),
+            stats: Mutex::new(IoStats::new()),
+            counters: AtomicCounters::default(),
+            precreate: Mutex::new(PrecreateState {
+                wanted: true,
+                ..PrecreateState::default()
+            }),
+            precreate_cv: Condvar::new(),
+        });
+        let io = FlusherIo {
+            file,
+            generation,
+            segments,
+            next_index: u32::from(next_index),
+            tail_on_disk: None,
+            write_seq,
+            fold,
+            oldest_generation,
+            delete_pending: false,
+            image: AlignedBuf::try_new(64 * SEGMENT_LEN)?,
+        };
+        let spawn_err = |e: std::io::Error| {
+            EngineError::Invalid(format!("cannot start a log writer thread: {e}"))
+        };
+        let precreator = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name(format!("log-precreate-{}", config.instance))
+                .spawn(move || run_precreator(shared))
+                .map_err(spawn_err)?
+        };
+        let mut writer = LogWriter {
+            shared: Arc::clone(&shared),
+            flusher: None,
+            precreator: Some(precreator),
+        };
+        let flusher = std::thread::Builder::new()
+            .name(format!("log-flush-{}", config.instance))
+            .spawn(move || run_flusher(shared, io))
+            .map_err(spawn_err)?;
+        writer.flusher = Some(flusher);
+        Ok(writer)
+    }
+
+    /// Appends `records` contiguously and in order to the log buffer and returns the
+    /// end position (just after the last record). Blocks while the buffer is full.
+    pub fn append(&self, records: &[LogRecord]) -> Result<LogPosition, EngineError> {
+        self.append_span(records).map(|(_, end)| end)
+    }
+
+    /// Like [`LogWriter::append`], returning the start of the first record as well
+    /// (what a page's first-dirty position, and so the checkpoint, should be).
+    pub fn append_span(
+        &self,
+        records: &[LogRecord],
+    ) -> Result<(LogPosition, LogPosition), EngineError> {
+        let shared = &*self.shared;
+        if records.is_empty() {
+            let here = self.current();
+            return Ok((here, here));
+        }
+        let mut bytes = 0usize;
+        let mut body_bytes = 0u64;
+        for record in records {
+            let len = record.body_len();
+            if len > shared.max_record_body {
+                return Err(EngineError::Invalid(format!(
+                    "log record body of {len} bytes exceeds the limit of {} bytes (a record \
+                     must fit in one log file and be at most {MAX_RECORD_BODY_LEN} bytes)",
+                    shared.max_record_body
+                )));
+            }
+            body_bytes += len as u64;
+            // Body, a fragment header per started segment, and a little waste per segment.
+            bytes += len + 2 * FRAGMENT_HEADER_LEN * (len / (SEGMENT_PAYLOAD_LEN / 2) + 2);
+        }
+        let need = bytes / (SEGMENT_PAYLOAD_LEN - 2 * FRAGMENT_HEADER_LEN) + 2;
+
+        let mut st = shared.state.lock();
+        loop {
+            st.usable()?;
+            let unwritten = st.staged.len() + st.in_flight;
+            if unwritten == 0 || unwritten + need <= shared.capacity {
+                break;
+            }
+            bump(&shared.counters.buffer_waits, 1);
+            st.space_waiters += 1;
+            shared.work.notify_one();
+            shared.space_cv.wait(&mut st);
+            st.space_waiters -= 1;
+        }
+        let staged_before = st.staged.len();
+        let was_idle = !st.has_unflushed();
+        let mut first = None;
+        let mut end = st.appended_end;
+        for record in records {
+            let len = record.body_len();
+            // Records never span generations: one that does not fit the rest of this
+            // file starts in the next one (the rest is written as empty closed
+            // segments). Recovery can then always cut the log inside one file.
+            if len > st.room_in_generation(&shared.geometry) {
+                let generation = st.tail.generation;
+                st.close_tail(&shared.geometry)?;
+                while st.tail.generation == generation {
+                    st.close_tail(&shared.geometry)?;
+                }
+            }
+            first.get_or_insert(st.next_record_position());
+            let State {
+                packer,
+                tail,
+                staged,
+                staged_payload,
+                ..
+            } = &mut *st;
+            let mut last_closed = None;
+            let mut stage_err = Ok(());
+            packer
+                .push(record, |payload| {
+                    last_closed = Some(tail.at(FIRST_RECORD_OFFSET + payload.len() as u16));
+                    if let Err(e) = stage(&shared.geometry, tail, staged, staged_payload, payload) {
+                        stage_err = Err(e);
+                    }
+                })
+                .map_err(|e| EngineError::Invalid(format!("cannot append a log record: {e}")))?;
+            stage_err?;
+            end = if packer.pending().is_empty() {
+                // The record ended exactly where its last segment was closed.
+                last_closed.unwrap_or(end)
+            } else {
+                tail.at(packer.next_record_offset())
+            };
+        }
+        st.appended_end = end;
+        let now_current = st.next_record_position();
+        shared.current.store(now_current.pack(), Ordering::Release);
+        if st.first_unflushed.is_none() {
+            st.first_unflushed = Some(Instant::now());
+        }
+        let crossed_wake =
+            staged_before < shared.wake_segments && st.staged.len() >= shared.wake_segments;
+        drop(st);
+        if was_idle || crossed_wake {
+            shared.work.notify_one();
+        }
+        let counters = &shared.counters;
+        bump(&counters.appends, 1);
+        bump(&counters.records, records.len() as u64);
+        bump(&counters.record_bytes, body_bytes);
+        Ok((first.unwrap_or(end), end))
+    }
+
+    /// Waits until everything up to `pos` is durable (written and `fdatasync`ed).
+    /// Concurrent callers share one write (group commit). A `pos` beyond the
+    /// appended data waits for all appended data.
+    pub fn flush_to(&self, pos: LogPosition) -> Result<(), EngineError> {
+        let shared = &*self.shared;
+        if shared.durable_position() >= pos {
+            return Ok(());
+        }
+        let mut st = shared.state.lock();
+        let target = pos.min(st.appended_end);
+        if st.durable >= target {
+            return Ok(());
+        }
+        st.usable()?;
+        if st.requested < target {
+            st.requested = target;
+            shared.work.notify_one();
+        }
+        bump(&shared.counters.flush_waits, 1);
+        while st.durable < target {
+            if let Some(e) = &st.error {
+                return Err(EngineError::ShutDown(Some(e.clone())));
+            }
+            if st.stop == StopMode::Abandon {
+                return Err(EngineError::ShutDown(None));
+            }
+            shared.durable_cv.wait(&mut st);
+        }
+        Ok(())
+    }
+
+    /// Where the next record will start: at or after the end of every appended record.
+    pub fn current(&self) -> LogPosition {
+        LogPosition::unpack(self.shared.current.load(Ordering::Acquire))
+    }
+
+    /// End of durable data: every record ending at or before it is on stable storage.
+    pub fn durable(&self) -> LogPosition {
+        self.shared.durable_position()
+    }
+
+    /// Log bytes (whole segments, segment headers included) from `older` to `newer`;
+    /// 0 if `newer` is not after `older`.
+    pub fn bytes_between(&self, older: LogPosition, newer: LogPosition) -> u64 {
+        self.shared.geometry.bytes_between(older, newer)
+    }
+
+    /// The generation records are being appended to.
+    pub fn generation(&self) -> u32 {
+        self.current().generation
+    }
+
+    /// Sets the checkpoint (oldest position recovery needs) written to `E00.chk` at
+    /// the next roll or [`LogWriter::write_checkpoint`], with the engine state recovery
+    /// must start from (taken at the same moment as `pos`, or later). The position
+    /// written is never beyond the durable end of the log.
+    pub fn set_checkpoint(&self, pos: LogPosition, state: CheckpointState) {
+        *self.shared.checkpoint.lock() = (pos, state);
+    }
+
+    /// Sets what makes the database's page writes durable; it runs before every
+    /// checkpoint write (the checkpoint must never cover a page write that a power
+    /// loss could still undo).
+    pub fn set_checkpoint_barrier(&self, barrier: CheckpointBarrier) {
+        *self.shared.checkpoint_barrier.lock() = Some(barrier);
+    }
+
+    /// Sets what records, in the database, that a generation holds durable data; it
+    /// runs once per generation after the first write into it is durable and before
+    /// that write is acknowledged (so a lost newest log is detectable: docs/format.md,
+    /// "log required"). `recorded` is the generation the database already records;
+    /// set the hook before the first append.
+    pub fn set_generation_hook(&self, hook: GenerationHook, recorded: u32) {
+        *self.shared.generation_hook.lock() = Some(hook);
+        self.shared
+            .recorded_generation
+            .store(recorded, Ordering::Release);
+    }
+
+    /// Writes the checkpoint file now (both copies, each made durable in turn).
+    /// Returns the position written.
+    pub fn write_checkpoint(&self) -> Result<LogPosition, EngineError> {
+        self.shared.write_checkpoint()
+    }
+
+    /// Circular logging keeps generations `>= generation` (for readers such as log
+    /// replication that have not finished with them).
+    pub fn set_retention_floor(&self, generation: u32) {
+        self.shared
+            .retention_floor
+            .store(generation, Ordering::Release);
+    }
+
+    /// A snapshot of this writer's log write I/O (class `LogWrite`): one operation per
+    /// write, its latency including the `fdatasync` that follows it.
+    pub fn stats(&self) -> IoStats {
+        self.shared.stats.lock().clone()
+    }
+
+    /// A snapshot of the writer's counters.
+    pub fn counters(&self) -> LogCounters {
+        self.shared.counters.snapshot()
+    }
+
+    /// Flushes everything appended, stops the threads and writes the checkpoint.
+    /// Returns the position where the next record would have started (pass it to
+    /// [`LogWriter::open`] to continue).
+    pub fn shutdown(mut self) -> Result<LogPosition, EngineError> {
+        self.stop(StopMode::Shutdown);
+        if let Some(e) = &self.shared.state.lock().error {
+            return Err(EngineError::ShutDown(Some(e.clone())));
+        }
+        self.shared.write_checkpoint()?;
+        Ok(self.current())
+    }
+
+    /// Crash simulation: stops the threads without writing what is still in the
+    /// buffer (a write already in progress completes). Dropping a writer without
+    /// [`LogWriter::shutdown`] does the same.
+    pub fn abandon(mut self) {
+        self.stop(StopMode::Abandon);
+    }
+
+    fn stop(&mut self, mode: StopMode) {
+        {
+            let mut st = self.shared.state.lock();
+            if st.stop == StopMode::Run {
+                st.stop = mode;
+            }
+            self.shared.work.notify_all();
+            self.shared.durable_cv.notify_all();
+            self.shared.space_cv.notify_all();
+        }
+        if let Some(flusher) = self.flusher.take() {
+            if flusher.join().is_err() {
+                tracing::error!("the log flusher thread panicked");
+            }
+        }
+        {
+            let mut p = self.shared.precreate.lock();
+            p.stop = true;
+            self.shared.precreate_cv.notify_all();
+        }
+        if let Some(precreator) = self.precreator.take() {
+            if precreator.join().is_err() {
+                tracing::error!("the log pre-creation thread panicked");
+            }
+        }
+    }
+}
+
+impl Drop for LogWriter {
+    fn drop(&mut self) {
+        self.stop(StopMode::Abandon);
+    }
+}

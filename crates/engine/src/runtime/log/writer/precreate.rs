@@ -1,0 +1,94 @@
+//! The pre-creation thread: makes the zero-filled, synced `E00tmp.log` in the
+//! background so that a roll to the next generation only writes its header.
+
+use std::sync::Arc;
+
+use edbstress_io::DataFile;
+
+use super::counters::bump;
+use super::shared::{PanicGuard, Shared};
+use crate::error::EngineError;
+use crate::runtime::log::files::{create_zeroed_file, next_file_path};
+
+/// State of the background creation of `E00tmp.log`.
+#[derive(Default)]
+pub(super) struct PrecreateState {
+    /// A zero-filled, durable `E00tmp.log` is waiting.
+    pub(super) ready: bool,
+    /// The flusher asked for one.
+    pub(super) wanted: bool,
+    pub(super) creating: bool,
+    pub(super) stop: bool,
+    pub(super) error: Option<String>,
+}
+
+impl Shared {
+    pub(super) fn request_next_file(&self) {
+        let mut p = self.precreate.lock();
+        p.wanted = true;
+        self.precreate_cv.notify_all();
+    }
+
+    /// The zero-filled next file: the pre-created one, or one made now.
+    pub(super) fn take_next_file(&self) -> Result<DataFile, EngineError> {
+        let path = next_file_path(&self.dir);
+        {
+            let mut p = self.precreate.lock();
+            let mut waited = false;
+            while p.creating || (p.wanted && !p.stop && !p.ready && p.error.is_none()) {
+                waited = true;
+                self.precreate_cv.wait(&mut p);
+            }
+            if waited {
+                bump(&self.counters.roll_waits, 1);
+            }
+            if p.ready {
+                p.ready = false;
+                drop(p);
+                return Ok(DataFile::open(
+                    &path,
+                    self.io_mode,
+                    edbstress_io::Access::ReadWrite,
+                )?);
+            }
+            if let Some(e) = p.error.take() {
+                tracing::warn!(
+                    "pre-creating {} failed ({e}); creating it during the roll",
+                    path.display()
+                );
+            }
+            p.wanted = false;
+        }
+        bump(&self.counters.roll_waits, 1);
+        create_zeroed_file(&path, self.file_len, self.io_mode)
+    }
+}
+
+pub(super) fn run_precreator(shared: Arc<Shared>) {
+    let _guard = PanicGuard(&shared);
+    let path = next_file_path(&shared.dir);
+    loop {
+        {
+            let mut p = shared.precreate.lock();
+            while !p.wanted && !p.stop {
+                shared.precreate_cv.wait(&mut p);
+            }
+            if p.stop {
+                return;
+            }
+            p.wanted = false;
+            p.creating = true;
+        }
+        let result = create_zeroed_file(&path, shared.file_len, shared.io_mode);
+        let mut p = shared.precreate.lock();
+        p.creating = false;
+        match result {
+            Ok(_) => {
+                p.ready = true;
+                bump(&shared.counters.files_precreated, 1);
+            }
+            Err(e) => p.error = Some(e.to_string()),
+        }
+        shared.precreate_cv.notify_all();
+    }
+}

@@ -1,0 +1,282 @@
+//! What appenders, the flusher and the pre-creation thread share: the log buffer
+//! ([`State`], under one mutex), the durable and checkpoint positions, and the
+//! condition variables they wait on.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use edbstress_format::log::{CheckpointState, LogPosition, SEGMENT_PAYLOAD_LEN, SegmentPacker};
+use edbstress_io::{IoMode, IoStats};
+use parking_lot::{Condvar, Mutex};
+
+use super::counters::{AtomicCounters, bump};
+use super::geometry::{Geometry, SegAddr};
+use super::precreate::PrecreateState;
+use super::{CheckpointBarrier, GenerationHook};
+use crate::error::EngineError;
+use crate::runtime::log::LogSignatures;
+use crate::runtime::log::checkpoint::CheckpointFile;
+use crate::runtime::log::files::CLOSED_MIN_USED;
+
+/// A closed segment waiting in the log buffer.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StagedSegment {
+    pub(super) addr: SegAddr,
+    pub(super) used: u16,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum StopMode {
+    Run,
+    /// Flush everything, then stop.
+    Shutdown,
+    /// Stop without writing anything more (crash simulation).
+    Abandon,
+}
+
+/// Everything appenders and the flusher share, under one mutex.
+pub(super) struct State {
+    pub(super) packer: SegmentPacker,
+    /// The segment `packer.pending()` belongs to.
+    pub(super) tail: SegAddr,
+    /// Closed segments not yet taken by the flusher, in log order.
+    pub(super) staged: Vec<StagedSegment>,
+    /// Their payloads, `SEGMENT_PAYLOAD_LEN` bytes each (zero padded).
+    pub(super) staged_payload: Vec<u8>,
+    /// Segments taken by the flusher and not yet durable.
+    pub(super) in_flight: usize,
+    /// The tail segment and payload length the flusher last took.
+    pub(super) taken_tail: Option<(SegAddr, usize)>,
+    /// End of the last appended record.
+    pub(super) appended_end: LogPosition,
+    /// End of durable data.
+    pub(super) durable: LogPosition,
+    /// The highest position a `flush_to` is waiting for.
+    pub(super) requested: LogPosition,
+    /// When the oldest record not yet taken by the flusher was appended.
+    pub(super) first_unflushed: Option<Instant>,
+    /// Appends waiting for buffer space (the flusher writes at once for them).
+    pub(super) space_waiters: usize,
+    /// Set when a write failed: the log cannot be trusted any more.
+    pub(super) error: Option<String>,
+    pub(super) stop: StopMode,
+}
+
+impl State {
+    pub(super) fn usable(&self) -> Result<(), EngineError> {
+        if let Some(e) = &self.error {
+            return Err(EngineError::ShutDown(Some(e.clone())));
+        }
+        match self.stop {
+            StopMode::Run => Ok(()),
+            StopMode::Shutdown | StopMode::Abandon => Err(EngineError::ShutDown(None)),
+        }
+    }
+
+    pub(super) fn has_unflushed(&self) -> bool {
+        let pending = self.packer.pending().len();
+        let taken = match self.taken_tail {
+            Some((addr, len)) if addr == self.tail => len,
+            _ => 0,
+        };
+        !self.staged.is_empty() || pending > taken
+    }
+
+    /// Body bytes a record starting now can hold without leaving the tail's file:
+    /// the first fragment fills the pending segment, later ones whole segments, each
+    /// closed once fewer than a header and one byte are left.
+    pub(super) fn room_in_generation(&self, geometry: &Geometry) -> usize {
+        let slots_after = geometry
+            .segments_in(self.tail.generation)
+            .saturating_sub(u32::from(self.tail.index) + 1) as usize;
+        CLOSED_MIN_USED - self.packer.pending().len() + slots_after * CLOSED_MIN_USED
+    }
+
+    pub(super) fn next_record_position(&self) -> LogPosition {
+        self.tail.at(self.packer.next_record_offset())
+    }
+
+    /// Closes the pending segment early (it is written padded), or, if it is empty,
+    /// stages an empty closed segment: the next record starts in the next segment.
+    pub(super) fn close_tail(&mut self, geometry: &Geometry) -> Result<(), EngineError> {
+        let State {
+            packer,
+            tail,
+            staged,
+            staged_payload,
+            ..
+        } = self;
+        let mut result = Ok(());
+        let mut sink = |payload: &[u8]| {
+            if let Err(e) = stage(geometry, tail, staged, staged_payload, payload) {
+                result = Err(e);
+            }
+        };
+        if packer.pending().is_empty() {
+            sink(&[]);
+        } else {
+            packer.close_segment(sink);
+        }
+        result
+    }
+
+    /// Moves the staged segments and a copy of the tail into `batch`.
+    pub(super) fn take_batch(&mut self, batch: &mut Batch) {
+        batch.segments.clear();
+        batch.payload.clear();
+        std::mem::swap(&mut self.staged, &mut batch.segments);
+        std::mem::swap(&mut self.staged_payload, &mut batch.payload);
+        batch.tail_payload.clear();
+        let pending = self.packer.pending();
+        if pending.is_empty() {
+            batch.tail = None;
+        } else {
+            batch.tail_payload.extend_from_slice(pending);
+            batch.tail = Some(self.tail);
+            self.taken_tail = Some((self.tail, pending.len()));
+        }
+        self.in_flight = batch.segments.len() + usize::from(batch.tail.is_some());
+        self.first_unflushed = None;
+    }
+}
+
+/// Appends a closed segment payload to the log buffer and advances the tail.
+pub(super) fn stage(
+    geometry: &Geometry,
+    tail: &mut SegAddr,
+    staged: &mut Vec<StagedSegment>,
+    staged_payload: &mut Vec<u8>,
+    payload: &[u8],
+) -> Result<(), EngineError> {
+    staged.push(StagedSegment {
+        addr: *tail,
+        used: payload.len() as u16,
+    });
+    staged_payload.extend_from_slice(payload);
+    staged_payload.resize(staged.len() * SEGMENT_PAYLOAD_LEN, 0);
+    *tail = geometry.next(*tail).ok_or_else(|| {
+        EngineError::Invalid("log generation numbers are exhausted (2^32 generations)".into())
+    })?;
+    Ok(())
+}
+
+/// What the flusher writes in one round.
+#[derive(Default)]
+pub(super) struct Batch {
+    pub(super) segments: Vec<StagedSegment>,
+    pub(super) payload: Vec<u8>,
+    pub(super) tail: Option<SegAddr>,
+    pub(super) tail_payload: Vec<u8>,
+}
+
+pub(super) struct Shared {
+    pub(super) dir: PathBuf,
+    pub(super) instance: u16,
+    pub(super) signatures: LogSignatures,
+    pub(super) io_mode: IoMode,
+    pub(super) file_len: usize,
+    pub(super) circular: bool,
+    pub(super) lazy_flush_interval: Duration,
+    pub(super) geometry: Geometry,
+    /// Largest record body: it must fit in one file.
+    pub(super) max_record_body: usize,
+    /// Buffer capacity in segments.
+    pub(super) capacity: usize,
+    /// Staged segments that wake the flusher.
+    pub(super) wake_segments: usize,
+
+    pub(super) state: Mutex<State>,
+    /// The flusher waits here for work.
+    pub(super) work: Condvar,
+    /// `flush_to` waits here for durability.
+    pub(super) durable_cv: Condvar,
+    /// `append` waits here for buffer space.
+    pub(super) space_cv: Condvar,
+
+    pub(super) current: AtomicU64,
+    pub(super) durable: AtomicU64,
+    /// The checkpoint to write and the engine state that goes with it, set together.
+    pub(super) checkpoint: Mutex<(LogPosition, CheckpointState)>,
+    pub(super) retention_floor: AtomicU32,
+
+    pub(super) checkpoint_file: Mutex<CheckpointFile>,
+    /// The checkpoint and state last written to `E00.chk` (what the database header
+    /// may safely record as its own fallback checkpoint).
+    pub(super) written_checkpoint: Mutex<(LogPosition, CheckpointState)>,
+    /// Makes the database's page writes durable before a checkpoint is written.
+    pub(super) checkpoint_barrier: Mutex<Option<CheckpointBarrier>>,
+    /// Records in the database that a generation holds durable data.
+    pub(super) generation_hook: Mutex<Option<GenerationHook>>,
+    /// Highest generation the hook recorded (or the database had recorded at open).
+    pub(super) recorded_generation: AtomicU32,
+    pub(super) stats: Mutex<IoStats>,
+    pub(super) counters: AtomicCounters,
+
+    pub(super) precreate: Mutex<PrecreateState>,
+    pub(super) precreate_cv: Condvar,
+}
+
+impl Shared {
+    pub(super) fn durable_position(&self) -> LogPosition {
+        LogPosition::unpack(self.durable.load(Ordering::Acquire))
+    }
+
+    /// The checkpoint as written: never beyond durable data, or recovery would start
+    /// after the end of the log.
+    pub(super) fn checkpoint_to_write(&self) -> LogPosition {
+        let set = self.checkpoint.lock().0;
+        set.min(self.durable_position())
+    }
+
+    pub(super) fn write_checkpoint(&self) -> Result<LogPosition, EngineError> {
+        let mut file = self.checkpoint_file.lock();
+        let state = self.checkpoint.lock().1;
+        let checkpoint = self.checkpoint_to_write();
+        // The position covers only pages whose writes had completed; completed is not
+        // durable (a device cache may still lose them), and recovery will not replay
+        // changes before the checkpoint, so those writes are made durable first.
+        if let Some(barrier) = &*self.checkpoint_barrier.lock() {
+            barrier()?;
+        }
+        file.write(checkpoint, state)?;
+        *self.written_checkpoint.lock() = (checkpoint, state);
+        bump(&self.counters.checkpoint_writes, 1);
+        Ok(checkpoint)
+    }
+
+    pub(super) fn advance_durable(&self, pos: LogPosition) {
+        let mut st = self.state.lock();
+        if pos > st.durable {
+            st.durable = pos;
+            self.durable.store(pos.pack(), Ordering::Release);
+        }
+        self.durable_cv.notify_all();
+    }
+
+    pub(super) fn abandoned(&self) -> bool {
+        self.state.lock().stop == StopMode::Abandon
+    }
+}
+
+/// Stops everything waiting on a log thread if that thread panics (a bug): waiters
+/// get an error instead of hanging.
+pub(super) struct PanicGuard<'a>(pub(super) &'a Shared);
+
+impl Drop for PanicGuard<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let shared = self.0;
+            {
+                let mut p = shared.precreate.lock();
+                p.creating = false;
+                p.stop = true;
+                shared.precreate_cv.notify_all();
+            }
+            let mut st = shared.state.lock();
+            st.error = Some("a transaction log thread panicked".into());
+            shared.durable_cv.notify_all();
+            shared.space_cv.notify_all();
+        }
+    }
+}
