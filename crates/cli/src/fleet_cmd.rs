@@ -2,6 +2,8 @@
 //! test on every host, started together, collected and aggregated), `prepare`,
 //! `checksum` and `clean`.
 
+use std::collections::HashMap;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -10,9 +12,10 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use edbstress_report::Verdict;
-use edbstress_solution::fleet::{self, FleetEvent, FleetHost, FleetOptions};
+use edbstress_solution::fleet::{self, FleetEvent, FleetFile, FleetHost, FleetOptions};
 use edbstress_solution::ssh::Ssh;
 use edbstress_workload::units::parse_duration;
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::common::CommandError;
 
@@ -41,14 +44,19 @@ enum FleetCommand {
 struct FleetCommonArgs {
     /// A host: `DEST[,name=N,db-path=P,log-path=P,mailboxes=N,results-dir=P]` (DEST as
     /// ssh takes it; keys repeatable for paths). Repeat for each host.
-    #[arg(long = "host", value_name = "DEST[,key=value…]", required = true)]
+    #[arg(long = "host", value_name = "DEST[,key=value…]")]
     hosts: Vec<String>,
+    /// A configuration file: its `[fleet]` table gives the hosts (and ssh settings,
+    /// mailboxes, lead time) unless given here, and `fleet run` ships it to every host
+    /// as the run's `--config`.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Total mailboxes, split equally over the hosts without mailboxes=….
     #[arg(long)]
     mailboxes: Option<u64>,
-    /// The edbstress binary on the hosts.
-    #[arg(long, value_name = "PATH", default_value = "edbstress")]
-    remote_edbstress: String,
+    /// The edbstress binary on the hosts [default: edbstress].
+    #[arg(long, value_name = "PATH")]
+    remote_edbstress: Option<String>,
     /// An ssh configuration file (`ssh -F`) instead of ~/.ssh/config.
     #[arg(long, value_name = "FILE")]
     ssh_config: Option<PathBuf>,
@@ -65,39 +73,68 @@ struct FleetRunArgs {
     #[command(flatten)]
     common: FleetCommonArgs,
     /// Time from starting the hosts to the start of measurement: enough for every host
-    /// to prepare its databases and warm its caches.
-    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration)]
-    lead_time: Duration,
-    /// Largest clock difference accepted between a host and this machine.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
-    max_clock_offset: Duration,
+    /// to prepare its databases and warm its caches [default: 2m].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    lead_time: Option<Duration>,
+    /// Largest clock difference accepted between a host and this machine [default: 1s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    max_clock_offset: Option<Duration>,
     /// The fleet directory (the aggregate, and hosts/NAME/ with each run directory)
     /// [default: edbstress-results/Fleet_TIME].
     #[arg(long, value_name = "DIR")]
     output: Option<PathBuf>,
 }
 
-fn options(common: &FleetCommonArgs) -> Result<FleetOptions, CommandError> {
-    let hosts = common
-        .hosts
-        .iter()
-        .map(|h| FleetHost::parse(h))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(CommandError::Usage)?;
-    Ok(FleetOptions {
+/// The fleet from the flags, then the `[fleet]` table of `--config` for what they
+/// leave out.
+fn options(common: &FleetCommonArgs) -> Result<(FleetOptions, FleetFile), CommandError> {
+    let file = match &common.config {
+        Some(path) => FleetFile::load(path)
+            .map_err(CommandError::Usage)?
+            .unwrap_or_default(),
+        None => FleetFile::default(),
+    };
+    let hosts = if common.hosts.is_empty() {
+        file.fleet_hosts()
+    } else {
+        common
+            .hosts
+            .iter()
+            .map(|h| FleetHost::parse(h))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(CommandError::Usage)?
+    };
+    if hosts.is_empty() {
+        return Err(CommandError::Usage(
+            "no host: give --host DEST for each host, or [[fleet.hosts]] entries in the --config file"
+                .into(),
+        ));
+    }
+    let mut ssh_options = file.ssh_options.clone();
+    ssh_options.extend(common.ssh_options.iter().cloned());
+    let options = FleetOptions {
         hosts,
         ssh: Ssh {
-            config: common.ssh_config.clone(),
-            options: common.ssh_options.clone(),
+            config: common
+                .ssh_config
+                .clone()
+                .or_else(|| file.ssh_config.clone()),
+            options: ssh_options,
             program: None,
         },
-        remote_edbstress: common.remote_edbstress.clone(),
+        remote_edbstress: common
+            .remote_edbstress
+            .clone()
+            .or_else(|| file.remote_edbstress.clone())
+            .unwrap_or_else(|| "edbstress".into()),
         run_args: common.args.clone(),
-        mailboxes: common.mailboxes,
+        mailboxes: common.mailboxes.or(file.mailboxes),
         lead_time: Duration::from_secs(120),
         max_clock_offset: Duration::from_secs(1),
         output: PathBuf::new(),
-    })
+        config_file: None,
+    };
+    Ok((options, file))
 }
 
 /// Runs `edbstress fleet`.
@@ -111,9 +148,20 @@ pub fn run(args: FleetArgs) -> Result<ExitCode, CommandError> {
 }
 
 fn run_fleet(a: FleetRunArgs) -> Result<ExitCode, CommandError> {
-    let mut options = options(&a.common)?;
-    options.lead_time = a.lead_time;
-    options.max_clock_offset = a.max_clock_offset;
+    let (mut options, file) = options(&a.common)?;
+    let from_file =
+        |v: &Option<String>, key: &str| FleetFile::duration(v, key).map_err(CommandError::Usage);
+    options.lead_time = match a.lead_time {
+        Some(d) => d,
+        None => from_file(&file.lead_time, "lead_time")?.unwrap_or(Duration::from_secs(120)),
+    };
+    options.max_clock_offset = match a.max_clock_offset {
+        Some(d) => d,
+        None => {
+            from_file(&file.max_clock_offset, "max_clock_offset")?.unwrap_or(Duration::from_secs(1))
+        }
+    };
+    options.config_file = a.common.config.clone();
     options.output = a.output.unwrap_or_else(|| {
         PathBuf::from("edbstress-results").join(format!(
             "Fleet_{}",
@@ -131,6 +179,34 @@ fn run_fleet(a: FleetRunArgs) -> Result<ExitCode, CommandError> {
         })
         .map_err(|e| CommandError::Usage(format!("cannot install the Ctrl-C handler: {e}")))?;
     }
+    // On a terminal, one progress line per host (its latest test log line) under the
+    // scrolling messages; otherwise every line, prefixed with its host.
+    let terminal = std::io::stderr().is_terminal();
+    let lines = MultiProgress::new();
+    let bars: HashMap<String, ProgressBar> = options
+        .hosts
+        .iter()
+        .map(|h| {
+            let bar = if terminal {
+                lines.add(ProgressBar::new_spinner())
+            } else {
+                ProgressBar::hidden()
+            };
+            bar.set_prefix(h.name.clone());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {prefix:>12} {wide_msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            (h.name.clone(), bar)
+        })
+        .collect();
+    let say = |text: String| {
+        if terminal {
+            let _ = lines.println(text);
+        } else {
+            eprintln!("{text}");
+        }
+    };
     let events = |e: FleetEvent<'_>| match e {
         FleetEvent::Checked(c) => {
             let free: Vec<String> = c
@@ -138,23 +214,38 @@ fn run_fleet(a: FleetRunArgs) -> Result<ExitCode, CommandError> {
                 .iter()
                 .map(|(p, b)| format!("{} {} free", p.display(), edbstress_io::human_bytes(*b)))
                 .collect();
-            eprintln!(
+            say(format!(
                 "[{}] {}, clock {:+.3} s, round trip {:.3} s; {}",
                 c.name,
                 c.version,
                 c.clock_offset_s,
                 c.round_trip_s,
                 free.join(", ")
-            );
+            ));
         }
-        FleetEvent::Started(at) => eprintln!(
-            "every host started; measurement starts at {}",
-            chrono::DateTime::<chrono::Local>::from(at).format("%Y-%m-%d %H:%M:%S%.3f %:z")
-        ),
-        FleetEvent::Line(host, line) => eprintln!("[{host}] {line}"),
-        FleetEvent::Ended(host, how) => eprintln!("[{host}] run {how}"),
+        FleetEvent::Started(at) => {
+            say(format!(
+                "every host started; measurement starts at {}",
+                chrono::DateTime::<chrono::Local>::from(at).format("%Y-%m-%d %H:%M:%S%.3f %:z")
+            ));
+            for bar in bars.values() {
+                bar.enable_steady_tick(Duration::from_millis(250));
+            }
+        }
+        FleetEvent::Line(host, line) => match bars.get(host) {
+            Some(bar) if terminal => bar.set_message(line.to_string()),
+            _ => eprintln!("[{host}] {line}"),
+        },
+        FleetEvent::Ended(host, how) => {
+            if let Some(bar) = bars.get(host) {
+                bar.finish_with_message(format!("run {how}"));
+            }
+            if !terminal {
+                eprintln!("[{host}] run {how}");
+            }
+        }
         FleetEvent::Stopping => {
-            eprintln!("stopping every host cleanly (Ctrl-C again to leave them running)")
+            say("stopping every host cleanly (Ctrl-C again to leave them running)".into())
         }
     };
     let outcome = fleet::run(&options, &stop, &events).map_err(|e| CommandError::Usage(e.0))?;
@@ -173,7 +264,7 @@ fn run_fleet(a: FleetRunArgs) -> Result<ExitCode, CommandError> {
 }
 
 fn exec(a: FleetCommonArgs, subcommand: &str) -> Result<ExitCode, CommandError> {
-    let options = options(&a)?;
+    let (options, _) = options(&a)?;
     let answers = fleet::exec(&options, subcommand).map_err(|e| CommandError::Usage(e.0))?;
     let mut worst = 0;
     for answer in &answers {

@@ -31,6 +31,26 @@ fn host_spec(root: &Path, i: usize) -> String {
     )
 }
 
+/// The run options every host gets.
+const RUN_OPTIONS: [&str; 15] = [
+    "--iops-per-mailbox",
+    "0.4",
+    "--databases",
+    "1",
+    "--database-size",
+    "32MiB",
+    "--cache-max",
+    "8MiB",
+    "--cache-min",
+    "4MiB",
+    "--duration",
+    "6s",
+    "--sample-interval",
+    "1s",
+    "--buffered",
+];
+
+/// `fleet run` with the hosts as flags, the loose limits in a file given to the runs.
 fn fleet_args(root: &Path, sshd: &Sshd, output: &str, lead: &str) -> Vec<String> {
     let mut args: Vec<String> = vec!["fleet".into(), "run".into()];
     for i in 0..3 {
@@ -51,24 +71,38 @@ fn fleet_args(root: &Path, sshd: &Sshd, output: &str, lead: &str) -> Vec<String>
             "--",
             "--config",
             root.join("margin.toml").to_str().unwrap(),
-            "--iops-per-mailbox",
-            "0.4",
-            "--databases",
-            "1",
-            "--database-size",
-            "32MiB",
-            "--cache-max",
-            "8MiB",
-            "--cache-min",
-            "4MiB",
-            "--duration",
-            "6s",
-            "--sample-interval",
-            "1s",
-            "--buffered",
         ]
         .map(String::from),
     );
+    args.extend(RUN_OPTIONS.map(String::from));
+    args
+}
+
+/// `fleet run --config FILE`: the hosts, ssh settings and mailboxes in its `[fleet]`
+/// table, the file itself shipped to every host as its run's configuration.
+fn fleet_file_args(root: &Path, sshd: &Sshd, output: &str, lead: &str) -> Vec<String> {
+    let mut toml = fs::read_to_string(root.join("margin.toml")).unwrap();
+    toml.push_str(&format!(
+        "[fleet]\nmailboxes = 300\nlead_time = \"{lead}\"\nssh_config = \"{}\"\nremote_edbstress = \"{}\"\n",
+        sshd.client_config.display(),
+        binary().display()
+    ));
+    for (i, address) in ADDRESSES.iter().enumerate() {
+        let h = root.join(format!("host{}", i + 1));
+        toml.push_str(&format!(
+            "[[fleet.hosts]]\ndest = \"{}\"\nname = \"host{}\"\ndb_paths = [\"{}\"]\nlog_paths = [\"{}\"]\nresults_dir = \"{}\"\n",
+            address,
+            i + 1,
+            h.join("db").display(),
+            h.join("logs").display(),
+            h.join("results").display()
+        ));
+    }
+    fs::write(root.join("fleet.toml"), toml).unwrap();
+    let mut args: Vec<String> = ["fleet", "run", "--config"].map(String::from).to_vec();
+    args.push(root.join("fleet.toml").display().to_string());
+    args.extend(["--output".to_string(), output.to_string(), "--".to_string()]);
+    args.extend(RUN_OPTIONS.map(String::from));
     args
 }
 
@@ -158,7 +192,8 @@ fn a_fleet_of_three_runs_together_and_survives_losing_one() {
         assert!(html.contains(text), "report lacks {text}");
     }
 
-    // Again, and host3's edbstress is killed while it measures.
+    // Again, from a configuration file's [fleet] table, and host3's edbstress is
+    // killed while it measures.
     let results3 = root.join("host3/results");
     let fleet_dirs = || -> Vec<PathBuf> {
         fs::read_dir(&results3)
@@ -167,7 +202,7 @@ fn a_fleet_of_three_runs_together_and_survives_losing_one() {
     };
     let before = fleet_dirs();
     let mut child = command(&root)
-        .args(fleet_args(&root, &sshd, "fleet2", "15s"))
+        .args(fleet_file_args(&root, &sshd, "fleet2", "15s"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -211,6 +246,12 @@ fn a_fleet_of_three_runs_together_and_survives_losing_one() {
         assert!(entry["incomplete"].is_null(), "{h}: {entry}");
         let (_, r) = host_results(&fleet, h);
         assert!(!r.aborted && r.measured_seconds >= 5.0, "{h} incomplete");
+        // The shipped file was the run's configuration: its loose limits were used.
+        assert!(
+            r.criteria.iter().any(|c| c.threshold == 1000.0),
+            "{h}: {:?}",
+            r.criteria
+        );
     }
     let html = fs::read_to_string(fleet.join("report.html")).unwrap();
     assert!(html.contains("host3 is incomplete"), "{said}");

@@ -8,6 +8,7 @@
 //! runs are aggregated; a host that dropped out (ssh died, edbstress killed, host
 //! rebooted) is named with why, and the others' results are kept whole.
 
+mod file;
 mod host;
 mod preflight;
 
@@ -21,6 +22,7 @@ use edbstress_report::aggregate::page::{prepare_aggregate_dir, write_aggregate};
 use edbstress_report::aggregate::{AggregateResults, HostRun, MissingHost, aggregate};
 use edbstress_report::{ToolInfo, read_results};
 
+pub use file::{FleetFile, HostEntry};
 pub use host::{FleetHost, split_mailboxes};
 pub use preflight::{HostCheck, check_host};
 
@@ -54,6 +56,8 @@ pub struct FleetOptions {
     /// The local fleet directory: the aggregate's files, and `hosts/NAME/` with each
     /// host's run directory.
     pub output: PathBuf,
+    /// A configuration file shipped to every host and given to its run (`--config`).
+    pub config_file: Option<PathBuf>,
 }
 
 /// What happens, for progress output.
@@ -193,7 +197,11 @@ pub fn run(
                 .unwrap_or(Path::new("edbstress-results/fleet"))
                 .display()
         );
-        let line = remote_run_line(options, h, *share, &remote_dir, &start_text);
+        let config = match &options.config_file {
+            Some(path) => Some(ship_config(&options.ssh, h, path, &remote_dir).map_err(err)?),
+            None => None,
+        };
+        let line = remote_run_line(options, h, *share, &remote_dir, &start_text, config);
         let mut child = options
             .ssh
             .command(&h.dest, &line)
@@ -340,8 +348,12 @@ fn remote_run_line(
     mailboxes: Option<u64>,
     remote_dir: &str,
     start_at: &str,
+    config: Option<String>,
 ) -> String {
     let mut args: Vec<String> = vec![options.remote_edbstress.clone(), "run".into()];
+    if let Some(config) = config {
+        args.extend(["--config".into(), config]);
+    }
     args.extend(host_args(options, h));
     if let Some(m) = mailboxes {
         args.extend(["--mailboxes".into(), m.to_string()]);
@@ -360,6 +372,41 @@ fn remote_run_line(
         "mkdir -p {dir} && echo $$ > {pid} && exec {}",
         command_line(&args)
     )
+}
+
+/// Copies the configuration file at `path` into the host's results directory for this
+/// fleet; returns its remote path.
+fn ship_config(ssh: &Ssh, h: &FleetHost, path: &Path, remote_dir: &str) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let remote = format!("{remote_dir}/config.toml");
+    let line = format!(
+        "mkdir -p {} && cat > {}",
+        command_line(&[remote_dir.to_string()]),
+        command_line(std::slice::from_ref(&remote))
+    );
+    let mut child = ssh
+        .command(&h.dest, &line)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start ssh for {}: {e}", h.name))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write;
+        stdin
+            .write_all(&bytes)
+            .map_err(|e| format!("{}: sending {}: {e}", h.name, path.display()))?;
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "{}: cannot copy {} there ({})",
+            h.name,
+            path.display(),
+            failure(&out)
+        ));
+    }
+    Ok(remote)
 }
 
 /// The paths a host's run uses, for its check: its own, else those of the run options,

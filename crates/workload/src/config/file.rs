@@ -137,6 +137,10 @@ pub struct ConfigFile {
     /// after the plain keys.
     #[serde(skip_serializing_if = "ThresholdsFile::is_empty")]
     pub thresholds: ThresholdsFile,
+    /// The `[fleet]` table: the hosts of `edbstress fleet` and how to reach them. Read
+    /// by the solution crate; a run on one host ignores it, so one file serves both.
+    #[serde(skip_serializing)]
+    pub fleet: Option<toml::Table>,
 }
 
 /// The `[thresholds]` table: overrides of single pass/fail thresholds, ms.
@@ -265,6 +269,7 @@ impl From<&RunConfig> for ConfigFile {
             backend: Some(c.backend),
             verify_after: Some(c.verify_after),
             thresholds: c.thresholds.into(),
+            fleet: None,
         }
     }
 }

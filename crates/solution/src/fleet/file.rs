@@ -1,0 +1,112 @@
+//! The `[fleet]` table of a configuration file: the hosts and how to reach them, so one
+//! file (shipped to every host) describes the whole solution test. A run on one host
+//! ignores the table.
+//!
+//! ```toml
+//! [fleet]
+//! mailboxes = 15000          # split over the hosts without their own
+//! lead_time = "3m"
+//! ssh_options = ["Port=2222"]
+//! [[fleet.hosts]]
+//! dest = "mbx1.example"      # as ssh takes it
+//! db_paths = ["/mnt/db1"]
+//! log_paths = ["/mnt/log1"]
+//! [[fleet.hosts]]
+//! dest = "admin@mbx2.example"
+//! name = "mbx2"
+//! mailboxes = 4000
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::FleetHost;
+
+/// The `[fleet]` table.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FleetFile {
+    /// The hosts.
+    pub hosts: Vec<HostEntry>,
+    /// The solution's mailboxes.
+    pub mailboxes: Option<u64>,
+    /// Lead time ("3m").
+    pub lead_time: Option<String>,
+    /// Largest clock offset accepted ("1s").
+    pub max_clock_offset: Option<String>,
+    /// An ssh configuration file.
+    pub ssh_config: Option<PathBuf>,
+    /// ssh `-o` options.
+    pub ssh_options: Vec<String>,
+    /// The edbstress binary on the hosts.
+    pub remote_edbstress: Option<String>,
+}
+
+/// One `[[fleet.hosts]]` entry.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostEntry {
+    /// How ssh reaches it.
+    pub dest: String,
+    /// Its name in the results.
+    pub name: Option<String>,
+    /// Its database paths.
+    #[serde(default)]
+    pub db_paths: Vec<PathBuf>,
+    /// Its log paths.
+    #[serde(default)]
+    pub log_paths: Vec<PathBuf>,
+    /// Its mailboxes.
+    pub mailboxes: Option<u64>,
+    /// Where it keeps its run directories.
+    pub results_dir: Option<PathBuf>,
+}
+
+impl FleetFile {
+    /// The `[fleet]` table of the file at `path` (None when it has none).
+    pub fn load(path: &Path) -> Result<Option<FleetFile>, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e| format!("{} is not valid TOML: {e}", path.display()))?;
+        let Some(fleet) = table.get("fleet").cloned() else {
+            return Ok(None);
+        };
+        fleet
+            .try_into()
+            .map(Some)
+            .map_err(|e| format!("the [fleet] table of {}: {e}", path.display()))
+    }
+
+    /// Its hosts.
+    pub fn fleet_hosts(&self) -> Vec<FleetHost> {
+        self.hosts
+            .iter()
+            .map(|h| FleetHost {
+                dest: h.dest.clone(),
+                name: h
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| h.dest.rsplit('@').next().unwrap_or(&h.dest).to_string()),
+                db_paths: h.db_paths.clone(),
+                log_paths: h.log_paths.clone(),
+                mailboxes: h.mailboxes,
+                results_dir: h.results_dir.clone(),
+            })
+            .collect()
+    }
+
+    /// A duration of the table (`key` for the message).
+    pub fn duration(value: &Option<String>, key: &str) -> Result<Option<Duration>, String> {
+        value
+            .as_deref()
+            .map(|v| {
+                edbstress_workload::units::parse_duration(v)
+                    .map_err(|e| format!("[fleet] {key}: {e}"))
+            })
+            .transpose()
+    }
+}
