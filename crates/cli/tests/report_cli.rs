@@ -9,12 +9,13 @@ mod common;
 #[path = "../../workload/tests/common/mod.rs"]
 mod workload_common;
 
+use common::chromium::{chromium_or_skip, decode_png, near, screenshot};
 use common::{stderr, stdout};
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Output;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use edbstress_report::{RunResults, TestType, Verdict};
 use edbstress_workload::runner::run;
@@ -141,60 +142,6 @@ fn compare_shows_the_differences_of_two_runs(dir: &Path, tmp: &Path) {
     assert_eq!(o.status.code(), Some(2));
 }
 
-fn find_chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("EDBSTRESS_CHROMIUM") {
-        return Some(PathBuf::from(p));
-    }
-    let path = std::env::var_os("PATH")?;
-    for name in [
-        "chromium",
-        "chromium-browser",
-        "google-chrome",
-        "google-chrome-stable",
-    ] {
-        for d in std::env::split_paths(&path) {
-            if d.join(name).is_file() {
-                return Some(d.join(name));
-            }
-        }
-    }
-    None
-}
-
-/// RGB pixels of a PNG, with its width and height.
-fn decode_png(path: &Path) -> (u32, u32, Vec<[u8; 3]>) {
-    let mut decoder = png::Decoder::new(std::fs::File::open(path).unwrap());
-    decoder.set_transformations(png::Transformations::normalize_to_color8());
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let bytes = &buf[..info.buffer_size()];
-    let channels = match info.color_type {
-        png::ColorType::Rgb => 3,
-        png::ColorType::Rgba => 4,
-        png::ColorType::Grayscale => 1,
-        png::ColorType::GrayscaleAlpha => 2,
-        other => panic!("unexpected PNG colour type {other:?}"),
-    };
-    let pixels = bytes
-        .chunks_exact(channels)
-        .map(|p| {
-            if channels < 3 {
-                [p[0], p[0], p[0]]
-            } else {
-                [p[0], p[1], p[2]]
-            }
-        })
-        .collect();
-    (info.width, info.height, pixels)
-}
-
-fn near(p: [u8; 3], c: [u8; 3], tolerance: i32) -> bool {
-    p.iter()
-        .zip(c)
-        .all(|(a, b)| (i32::from(*a) - i32::from(b)).abs() <= tolerance)
-}
-
 fn chromium_renders_the_verdict_and_the_charts(dir: &Path, results: &RunResults, tmp: &Path) {
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     // The charts carry the run's data: one point per sampling interval on the
@@ -221,41 +168,11 @@ fn chromium_renders_the_verdict_and_the_charts(dir: &Path, results: &RunResults,
     assert!(read_chart.contains("average limit 20 ms"));
     assert!(read_chart.contains("maximum limit 100 ms"));
 
-    let Some(chromium) = find_chromium() else {
-        let msg = "chromium is not installed: the report could not be rendered to check it. \
-                   Install it (apt-get install chromium) or set EDBSTRESS_SKIP_CHROMIUM=1 to skip.";
-        if std::env::var("EDBSTRESS_SKIP_CHROMIUM").as_deref() == Ok("1") {
-            eprintln!("\n!!!!!!!!!!\n!!! SKIPPED: {msg}\n!!!!!!!!!!\n");
-            return;
-        }
-        panic!("{msg}");
+    let Some(chromium) = chromium_or_skip("the report") else {
+        return;
     };
     let png_path = tmp.join("report.png");
-    let url = format!("file://{}", dir.join("report.html").display());
-    let mut child = Command::new(&chromium)
-        .args([
-            "--headless",
-            "--disable-gpu",
-            "--no-sandbox",
-            "--hide-scrollbars",
-            "--no-first-run",
-            &format!("--user-data-dir={}", tmp.join("chromium-profile").display()),
-            &format!("--screenshot={}", png_path.display()),
-            "--window-size=1280,9000",
-            &url,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start chromium");
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            panic!("chromium did not finish the screenshot within 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    screenshot(&chromium, &dir.join("report.html"), &png_path, 1280, 9000);
     assert!(png_path.is_file(), "chromium wrote no screenshot");
     if let Some(keep) = std::env::var_os("EDBSTRESS_REPORT_PNG") {
         std::fs::copy(&png_path, keep).unwrap();
