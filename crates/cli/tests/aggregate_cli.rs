@@ -26,21 +26,6 @@ fn run_args(host: &str, start_at: Option<&str>) -> Vec<String> {
         "../margin.toml",
         "--mailboxes",
         "100",
-        "--iops-per-mailbox",
-        "0.4",
-        "--databases",
-        "1",
-        "--database-size",
-        "32MiB",
-        "--cache-max",
-        "8MiB",
-        "--cache-min",
-        "4MiB",
-        "--duration",
-        "6s",
-        "--sample-interval",
-        "1s",
-        "--buffered",
         "--db-path",
         "db",
         "--log-path",
@@ -51,6 +36,7 @@ fn run_args(host: &str, start_at: Option<&str>) -> Vec<String> {
         host,
     ]
     .iter()
+    .chain(SHORT_RUN.iter())
     .map(|s| s.to_string())
     .collect();
     if let Some(at) = start_at {
@@ -79,12 +65,7 @@ fn three_hosts_started_together_aggregate_with_exact_percentiles() {
     let sentinel = Sentinel::new(tmp.path());
     let root = tmp.path().join("work");
     fs::create_dir(&root).unwrap();
-    fs::write(
-        root.join("margin.toml"),
-        "target_margin = 1.5\n[thresholds]\ndb_read_avg_ms = 1000.0\ndb_read_max_ms = 10000.0\n\
-         log_write_avg_ms = 1000.0\nlog_write_max_ms = 10000.0\n",
-    )
-    .unwrap();
+    write_loose_limits(&root);
     // Far enough ahead for three preparations and warm-ups on a busy machine.
     let start_at = "+35s";
     let children: Vec<_> = HOSTS

@@ -53,20 +53,15 @@ fn the_ansible_recipe_runs_three_hosts_together_and_aggregates_them() {
         sshd.client_config.display()
     ));
     fs::write(root.join("inventory.ini"), inventory).unwrap();
-    fs::write(
-        root.join("margin.toml"),
-        "target_margin = 1.5\n[thresholds]\ndb_read_avg_ms = 1000.0\ndb_read_max_ms = 10000.0\n\
-         log_write_avg_ms = 1000.0\nlog_write_max_ms = 10000.0\n",
-    )
-    .unwrap();
-    let run_options = serde_json::json!({
-        "run_options": [
-            "--config", root.join("margin.toml"), "--mailboxes", "100",
-            "--iops-per-mailbox", "0.4", "--databases", "1", "--database-size", "32MiB",
-            "--cache-max", "8MiB", "--cache-min", "4MiB", "--duration", "6s",
-            "--sample-interval", "1s", "--buffered"
-        ]
-    });
+    write_loose_limits(&root);
+    let mut options: Vec<String> = vec![
+        "--config".into(),
+        root.join("margin.toml").display().to_string(),
+        "--mailboxes".into(),
+        "100".into(),
+    ];
+    options.extend(SHORT_RUN.map(String::from));
+    let run_options = serde_json::json!({ "run_options": options });
     let playbook =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/ansible/edbstress-fleet.yml");
     let collect = root.join("collected");

@@ -31,25 +31,6 @@ fn host_spec(root: &Path, i: usize) -> String {
     )
 }
 
-/// The run options every host gets.
-const RUN_OPTIONS: [&str; 15] = [
-    "--iops-per-mailbox",
-    "0.4",
-    "--databases",
-    "1",
-    "--database-size",
-    "32MiB",
-    "--cache-max",
-    "8MiB",
-    "--cache-min",
-    "4MiB",
-    "--duration",
-    "6s",
-    "--sample-interval",
-    "1s",
-    "--buffered",
-];
-
 /// `fleet run` with the hosts as flags, the loose limits in a file given to the runs.
 fn fleet_args(root: &Path, sshd: &Sshd, output: &str, lead: &str) -> Vec<String> {
     let mut args: Vec<String> = vec!["fleet".into(), "run".into()];
@@ -74,7 +55,7 @@ fn fleet_args(root: &Path, sshd: &Sshd, output: &str, lead: &str) -> Vec<String>
         ]
         .map(String::from),
     );
-    args.extend(RUN_OPTIONS.map(String::from));
+    args.extend(SHORT_RUN.map(String::from));
     args
 }
 
@@ -102,7 +83,7 @@ fn fleet_file_args(root: &Path, sshd: &Sshd, output: &str, lead: &str) -> Vec<St
     let mut args: Vec<String> = ["fleet", "run", "--config"].map(String::from).to_vec();
     args.push(root.join("fleet.toml").display().to_string());
     args.extend(["--output".to_string(), output.to_string(), "--".to_string()]);
-    args.extend(RUN_OPTIONS.map(String::from));
+    args.extend(SHORT_RUN.map(String::from));
     args
 }
 
@@ -129,12 +110,7 @@ fn a_fleet_of_three_runs_together_and_survives_losing_one() {
     };
     let probe = sshd.ssh(ADDRESSES[0], "echo reached");
     assert_eq!(String::from_utf8_lossy(&probe.stdout).trim(), "reached");
-    fs::write(
-        root.join("margin.toml"),
-        "target_margin = 1.5\n[thresholds]\ndb_read_avg_ms = 1000.0\ndb_read_max_ms = 10000.0\n\
-         log_write_avg_ms = 1000.0\nlog_write_max_ms = 10000.0\n",
-    )
-    .unwrap();
+    write_loose_limits(&root);
 
     // Three hosts, one start time.
     let started = Instant::now();

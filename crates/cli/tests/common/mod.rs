@@ -38,6 +38,39 @@ pub fn command(cwd: &Path) -> Command {
     c
 }
 
+/// Loose latency limits and a 1.5 × offered rate, for tests about recovery, fleets or
+/// aggregation rather than this machine's latency: a few seconds of Poisson arrivals
+/// or latency noise on a busy machine must not decide them.
+pub const LOOSE_LIMITS: &str = "target_margin = 1.5\n[thresholds]\ndb_read_avg_ms = 1000.0\n\
+     db_read_max_ms = 10000.0\nlog_write_avg_ms = 1000.0\nlog_write_max_ms = 10000.0\n";
+
+/// Writes [`LOOSE_LIMITS`] as `dir/margin.toml` and returns its path.
+pub fn write_loose_limits(dir: &Path) -> PathBuf {
+    let path = dir.join("margin.toml");
+    fs::write(&path, LOOSE_LIMITS).unwrap();
+    path
+}
+
+/// A short open-loop run of one small database (6 s measured, 1 s samples), for the
+/// multi-host tests; add paths, mailboxes and the limits file.
+pub const SHORT_RUN: [&str; 15] = [
+    "--iops-per-mailbox",
+    "0.4",
+    "--databases",
+    "1",
+    "--database-size",
+    "32MiB",
+    "--cache-max",
+    "8MiB",
+    "--cache-min",
+    "4MiB",
+    "--duration",
+    "6s",
+    "--sample-interval",
+    "1s",
+    "--buffered",
+];
+
 /// FNV-1a of `bytes`: how the durability probe reports a message body.
 pub fn fnv64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {

@@ -7,11 +7,11 @@ use std::path::Path;
 use edbstress_io::IoClass;
 
 use super::{AGGREGATE_KIND, AggregateResults, ESRP_ROWS, EsrpColumn, HostOutcome};
-use crate::charts::{Axis, Bar, Chart, RefLine, Series, Ticks};
-use crate::export::html::{Cell, Doc, Table, page_start};
+use crate::charts::{Axis, Chart, Series, Ticks};
+use crate::export::html::{Cell, Doc, Table, latency_histogram_chart, page_start};
 use crate::export::{ExportError, JUNIT_MARKER, MARKDOWN_MARKER, write_atomically};
 use crate::model::Verdict;
-use crate::text::{escape, fixed3, group_thousands, quantity, timestamp};
+use crate::text::{escape, fixed3, group_thousands, timestamp};
 
 /// Writes the aggregate's files into `out` (which must exist), each under a temporary
 /// name then renamed; `results.json` last, so its presence means the others are
@@ -288,34 +288,15 @@ fn percentiles(doc: &mut Doc, a: &AggregateResults) {
     }
     doc.table(&t);
     for (class, s) in &a.totals.io {
-        let total = s.histogram.count().max(1) as f64;
-        let mut chart = Chart::new(
+        let chart = latency_histogram_chart(
             format!(
                 "{} latency, all servers ({} I/Os)",
                 class.label(),
                 group_thousands(s.count as i64)
             ),
-            Axis::log("latency (log scale)", Ticks::Millis),
-            Axis::linear("share of I/Os", Ticks::Percent),
+            &s.histogram,
+            (s.p50_ms, s.p99_ms, s.p999_ms),
         );
-        chart.plot_height = 170.0;
-        chart.bars = s
-            .histogram
-            .buckets()
-            .map(|(bound, n)| Bar {
-                x0: (bound + 1) as f64 / 2.0 / 1e6,
-                x1: (bound + 1) as f64 / 1e6,
-                y: n as f64 / total * 100.0,
-            })
-            .collect();
-        chart.bars_label = Some("I/Os per latency band (each band twice the last)".into());
-        for (label, v) in [("p50", s.p50_ms), ("p99", s.p99_ms), ("p99.9", s.p999_ms)] {
-            chart.v_lines.push(RefLine {
-                label: format!("{label} {}", quantity(v, "ms")),
-                value: v,
-                kind: 2,
-            });
-        }
         doc.svg(&chart.to_svg());
     }
     doc.end();

@@ -5,7 +5,7 @@
 
 use edbstress_io::IoClass;
 
-use super::{Cell, Doc, Table};
+use super::{Cell, Doc, Table, latency_histogram_chart};
 use crate::charts::{Axis, BarRow, Chart, Draw, RefLine, Series, Ticks, hbar_chart};
 use crate::model::{ClassSummary, RunResults};
 use crate::text::{fixed3, group_thousands, plain_words, quantity, request_size};
@@ -199,35 +199,15 @@ fn histograms(doc: &mut Doc, r: &RunResults) {
         doc.note("No I/O was measured.");
     }
     for (class, s) in classes {
-        let total = s.histogram.count().max(1) as f64;
-        let mut chart = Chart::new(
+        let mut chart = latency_histogram_chart(
             format!(
                 "{} latency, all instances ({} I/Os)",
                 class.label(),
                 group_thousands(s.count as i64)
             ),
-            Axis::log("latency (log scale)", Ticks::Millis),
-            Axis::linear("share of I/Os", Ticks::Percent),
+            &s.histogram,
+            (s.p50_ms, s.p99_ms, s.p999_ms),
         );
-        chart.plot_height = 170.0;
-        // Buckets double: (bound+1)/2 .. bound+1 ns.
-        chart.bars = s
-            .histogram
-            .buckets()
-            .map(|(bound, n)| crate::charts::Bar {
-                x0: (bound + 1) as f64 / 2.0 / 1e6,
-                x1: (bound + 1) as f64 / 1e6,
-                y: n as f64 / total * 100.0,
-            })
-            .collect();
-        chart.bars_label = Some("I/Os per latency band (each band twice the last)".into());
-        for (label, v) in [("p50", s.p50_ms), ("p99", s.p99_ms), ("p99.9", s.p999_ms)] {
-            chart.v_lines.push(RefLine {
-                label: format!("{label} {}", quantity(v, "ms")),
-                value: v,
-                kind: 2,
-            });
-        }
         if let (Some(avg), _) = limits(r, class) {
             chart.v_lines.push(RefLine {
                 label: format!("average limit {}", quantity(avg, "ms")),

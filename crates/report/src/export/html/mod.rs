@@ -552,3 +552,39 @@ fn test_log_section(doc: &mut Doc, lines: Option<&[String]>) {
     }
     doc.end();
 }
+
+/// A latency histogram as bars on a log axis (each bucket twice the last), with the
+/// p50, p99 and p99.9 marked: the "Latency Histograms" of a run report and of an
+/// aggregate. `percentiles_ms` are (p50, p99, p99.9).
+pub(crate) fn latency_histogram_chart(
+    title: String,
+    histogram: &edbstress_io::LatencyHistogram,
+    percentiles_ms: (f64, f64, f64),
+) -> crate::charts::Chart {
+    let total = histogram.count().max(1) as f64;
+    let mut chart = crate::charts::Chart::new(
+        title,
+        crate::charts::Axis::log("latency (log scale)", crate::charts::Ticks::Millis),
+        crate::charts::Axis::linear("share of I/Os", crate::charts::Ticks::Percent),
+    );
+    chart.plot_height = 170.0;
+    // Buckets double: (bound+1)/2 .. bound+1 ns.
+    chart.bars = histogram
+        .buckets()
+        .map(|(bound, n)| crate::charts::Bar {
+            x0: (bound + 1) as f64 / 2.0 / 1e6,
+            x1: (bound + 1) as f64 / 1e6,
+            y: n as f64 / total * 100.0,
+        })
+        .collect();
+    chart.bars_label = Some("I/Os per latency band (each band twice the last)".into());
+    let (p50, p99, p999) = percentiles_ms;
+    for (label, v) in [("p50", p50), ("p99", p99), ("p99.9", p999)] {
+        chart.v_lines.push(crate::charts::RefLine {
+            label: format!("{label} {}", crate::text::quantity(v, "ms")),
+            value: v,
+            kind: 2,
+        });
+    }
+    chart
+}
