@@ -134,6 +134,18 @@ pub fn run(
             )));
         }
     }
+    if options.config_file.is_some()
+        && options
+            .run_args
+            .iter()
+            .any(|a| a == "--config" || a.starts_with("--config="))
+    {
+        return Err(err(
+            "the configuration file is given twice: to `fleet run --config` (shipped to every \
+             host) and among the run options; give it once"
+                .into(),
+        ));
+    }
     let shares = split_mailboxes(&options.hosts, options.mailboxes).map_err(err)?;
     prepare_aggregate_dir(&options.output).map_err(err)?;
     let expected = format!("edbstress {}", env!("CARGO_PKG_VERSION"));
@@ -187,20 +199,36 @@ pub fn run(
     let stamp = chrono::DateTime::<chrono::Local>::from(start_at);
     let start_text = stamp.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let id = format!("fleet-{}", stamp.format("%Y%m%d-%H%M%S"));
+    let remote_dirs: Vec<String> = options
+        .hosts
+        .iter()
+        .map(|h| {
+            format!(
+                "{}/{id}",
+                h.results_dir
+                    .as_deref()
+                    .unwrap_or(Path::new("edbstress-results/fleet"))
+                    .display()
+            )
+        })
+        .collect();
+    // The configuration file reaches every host before any host starts.
+    let mut configs = Vec::new();
+    for (h, remote_dir) in options.hosts.iter().zip(&remote_dirs) {
+        configs.push(match &options.config_file {
+            Some(path) => Some(ship_config(&options.ssh, h, path, remote_dir).map_err(err)?),
+            None => None,
+        });
+    }
     let mut running = Vec::new();
     let (lines_tx, lines) = std::sync::mpsc::channel::<(String, String)>();
-    for (h, share) in options.hosts.iter().zip(&shares) {
-        let remote_dir = format!(
-            "{}/{id}",
-            h.results_dir
-                .as_deref()
-                .unwrap_or(Path::new("edbstress-results/fleet"))
-                .display()
-        );
-        let config = match &options.config_file {
-            Some(path) => Some(ship_config(&options.ssh, h, path, &remote_dir).map_err(err)?),
-            None => None,
-        };
+    for (((h, share), remote_dir), config) in options
+        .hosts
+        .iter()
+        .zip(&shares)
+        .zip(remote_dirs)
+        .zip(configs)
+    {
         let line = remote_run_line(options, h, *share, &remote_dir, &start_text, config);
         let mut child = options
             .ssh
