@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 
-use crate::runtime::lock::{LockError, LockHolder, LockMode, lock_holders};
+use crate::runtime::lock::{LockError, LockHolder, LockMode, who_holds};
 
 /// A held log-directory lock; released on drop.
 #[derive(Debug)]
@@ -112,22 +112,7 @@ fn io(dir: &Path, op: &'static str, source: std::io::Error) -> LockError {
 
 /// Who holds the directory `file` that refused `wanted`, from `/proc/locks`.
 fn held_error(dir: &Path, file: File, wanted: LockMode) -> LockError {
-    let holders = file
-        .metadata()
-        .map(|m| lock_holders(&m))
-        .unwrap_or_default();
-    let holder = if holders.iter().any(|h| h.exclusive) {
-        LockHolder::Writer
-    } else if !holders.is_empty() {
-        LockHolder::Readers
-    } else if wanted == LockMode::Shared {
-        LockHolder::Writer
-    } else {
-        match Flock::lock(file, FlockArg::LockSharedNonblock) {
-            Ok(_probe) => LockHolder::Readers,
-            Err(_) => LockHolder::Writer,
-        }
-    };
+    let (holder, holders) = who_holds(file, wanted);
     let mut pids = holders.iter().map(|h| h.pid);
     LockError::DirHeld {
         dir: dir.to_path_buf(),

@@ -456,6 +456,27 @@ fn held_error(
     contents: &[u8],
     wanted: LockMode,
 ) -> LockError {
+    let (holder, holders) = who_holds(file, wanted);
+    let pids: Vec<u32> = match (holders.is_empty(), holder) {
+        (false, _) => holders.iter().map(|h| h.pid).collect(),
+        (true, LockHolder::Writer) => parse_pid(contents).into_iter().collect(),
+        (true, LockHolder::Readers) => Vec::new(),
+    };
+    let pid = pids.first().copied();
+    LockError::Held {
+        db: db_file.to_path_buf(),
+        lock_file,
+        pid,
+        more_pids: pids.into_iter().skip(1).collect(),
+        holder,
+        wanted,
+    }
+}
+
+/// Who holds `file`, whose flock refused `wanted`: writer or readers, with the
+/// holders `/proc/locks` lists (empty when it lists none: then a writer if a shared
+/// lock was refused, else a probe tells whether a shared lock would be granted).
+pub(crate) fn who_holds(file: File, wanted: LockMode) -> (LockHolder, Vec<ProcLockEntry>) {
     let holders = file
         .metadata()
         .map(|m| lock_holders(&m))
@@ -474,20 +495,7 @@ fn held_error(
             Err(_) => LockHolder::Writer,
         }
     };
-    let pids: Vec<u32> = match (holders.is_empty(), holder) {
-        (false, _) => holders.iter().map(|h| h.pid).collect(),
-        (true, LockHolder::Writer) => parse_pid(contents).into_iter().collect(),
-        (true, LockHolder::Readers) => Vec::new(),
-    };
-    let pid = pids.first().copied();
-    LockError::Held {
-        db: db_file.to_path_buf(),
-        lock_file,
-        pid,
-        more_pids: pids.into_iter().skip(1).collect(),
-        holder,
-        wanted,
-    }
+    (holder, holders)
 }
 
 /// A flock on a file, as `/proc/locks` lists it.
