@@ -247,23 +247,7 @@ fn crash_loop_with_a_lost_newest_log_never_passes_over_a_missing_commit() {
         seed ^= seed << 17;
         let dir = tmp.path().join(format!("cycle{cycle}"));
         fs::create_dir(&dir).unwrap();
-        let out = edbstress(
-            &[
-                "prepare",
-                "--databases",
-                "1",
-                "--database-size",
-                "24MiB",
-                "--page-size",
-                "8KiB",
-                "--db-path",
-                "db",
-                "--log-path",
-                "logs",
-            ],
-            &dir,
-        );
-        assert_exit(&out, 0, "prepare");
+        prepare_probe_database(&dir);
         let acked = probe_and_kill(&dir, 300 + seed % 900);
         acked_total += acked.len();
         let gens = generations(&dir);

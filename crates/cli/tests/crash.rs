@@ -5,7 +5,7 @@
 //! A few cycles run by default; `EDBSTRESS_LONG_TESTS=1` runs 25.
 
 mod common;
-use common::{edbstress, fnv64, probe_and_kill};
+use common::{edbstress, fnv64, prepare_probe_database, probe_and_kill};
 
 use std::collections::HashMap;
 
@@ -21,27 +21,7 @@ fn sigkill_during_durable_commits_loses_nothing_acknowledged() {
         3
     };
     let dir = tempfile::tempdir().unwrap();
-    let out = edbstress(
-        &[
-            "prepare",
-            "--databases",
-            "1",
-            "--database-size",
-            "24MiB",
-            "--page-size",
-            "8KiB",
-            "--db-path",
-            "db",
-            "--log-path",
-            "logs",
-        ],
-        dir.path(),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    prepare_probe_database(dir.path());
     let mut all_acked: HashMap<MessageKey, (usize, u64)> = HashMap::new();
     let mut seed = 0x9e37_79b9u64;
     for cycle in 0..cycles {

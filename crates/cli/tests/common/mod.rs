@@ -81,6 +81,28 @@ pub fn fnv64(bytes: &[u8]) -> u64 {
 /// A commit the durability probe acknowledged: key, body length, body hash.
 pub type Acked = (MessageKey, usize, u64);
 
+/// Prepares the small database the durability probe commits to (`db` + `logs` under
+/// `dir`: one 24 MiB database of 8 KiB pages).
+pub fn prepare_probe_database(dir: &Path) {
+    let out = edbstress(
+        &[
+            "prepare",
+            "--databases",
+            "1",
+            "--database-size",
+            "24MiB",
+            "--page-size",
+            "8KiB",
+            "--db-path",
+            "db",
+            "--log-path",
+            "logs",
+        ],
+        dir,
+    );
+    assert_exit(&out, 0, "prepare");
+}
+
 /// Runs `edbstress durability-probe` on `db` + `logs` under `dir` for `millis`, kills
 /// it with SIGKILL and returns the commits it acknowledged before.
 pub fn probe_and_kill(dir: &Path, millis: u64) -> Vec<Acked> {
