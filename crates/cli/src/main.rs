@@ -15,11 +15,14 @@ mod check_cmd;
 mod checksum_cmd;
 mod clean_cmd;
 mod common;
+mod completions_cmd;
 mod config_cmd;
 mod durability_probe_cmd;
 mod flags;
 mod fleet_cmd;
 mod inject_cmd;
+mod man_cmd;
+mod metrics_server;
 mod prepare_cmd;
 mod recover_cmd;
 mod report_cmd;
@@ -30,7 +33,7 @@ mod units;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::common::CommandError;
 
@@ -135,6 +138,10 @@ enum Command {
     Fleet(fleet_cmd::FleetArgs),
     /// Measure what the storage under a path can do (random, sequential and log I/O).
     Probe(storage_probe_cmd::StorageProbeArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(completions_cmd::CompletionsArgs),
+    /// Print the manual page, or write every page into a directory (--output DIR).
+    Man(man_cmd::ManArgs),
     /// Run durable-commit sessions printing every acknowledged commit (crash testing).
     #[command(hide = true)]
     DurabilityProbe(durability_probe_cmd::DurabilityProbeArgs),
@@ -173,6 +180,8 @@ fn main() -> ExitCode {
         Command::Aggregate(args) => aggregate_cmd::run(args),
         Command::Fleet(args) => fleet_cmd::run(args),
         Command::Probe(args) => storage_probe_cmd::run(args),
+        Command::Completions(args) => completions_cmd::run(args, Cli::command()),
+        Command::Man(args) => man_cmd::run(args, Cli::command()),
         Command::DurabilityProbe(args) => durability_probe_cmd::run(args),
         Command::Inject(args) => inject_cmd::run(args),
     };

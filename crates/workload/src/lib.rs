@@ -3,7 +3,8 @@
 //! transaction generator (operation mix, lazy commits), the open- and closed-loop
 //! schedulers, the background activities of a run (background database maintenance,
 //! log replication readers), counter sampling (engine, I/O, host), the pass/fail
-//! criteria, auto-tuning, and the run directory with its test log.
+//! criteria, auto-tuning, the run directory with its test log, and the live counters
+//! a run publishes while it goes (OpenMetrics text, for a scraper).
 //!
 //! It drives the engine through its public API (`Instance`, `prepare`, `recover`,
 //! `verify`) and never encodes pages or log records itself; it builds the results model
@@ -19,6 +20,7 @@ pub mod bdm;
 pub mod config;
 pub mod criteria;
 pub mod host;
+pub mod live;
 mod per_instance;
 pub mod profile;
 pub mod replication;

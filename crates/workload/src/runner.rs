@@ -26,6 +26,7 @@ use crate::backup::{BackupOptions, run_backup};
 use crate::config::RunConfig;
 use crate::criteria::{Measurements, evaluate, offline_criteria};
 use crate::host::host_info;
+use crate::live::CounterSnapshot;
 use crate::rundir::{RunDirectory, TestLog};
 use crate::soft_recovery::{SoftRecoveryOptions, run_soft_recovery};
 use crate::transactional::{LiveStatus, Measurement, PhaseKind, StopReason, Workbench, join_list};
@@ -43,6 +44,8 @@ pub enum RunEvent<'a> {
     Live(&'a LiveStatus),
     /// Progress of a non-transactional test: (what, done, total).
     Progress(&'a str, u64, u64),
+    /// The counters of the measured phase so far, at each sampling interval.
+    Counters(&'a CounterSnapshot),
 }
 
 /// A finished run.
@@ -318,7 +321,9 @@ fn transactional_test(
     events: &(dyn Fn(RunEvent<'_>) + Sync),
 ) -> Result<RunResults, RunError> {
     let live = |s: &LiveStatus| events(RunEvent::Live(s));
+    let counters = |c: &CounterSnapshot| events(RunEvent::Counters(c));
     let mut bench = Workbench::open(config, layouts, log, &live)?;
+    bench.publish_counters(&counters);
     log.line("Starting transaction dispatch ..");
     log.line(format!(
         "Database cache settings: (minimum: {}, maximum: {}) per instance",
