@@ -19,13 +19,17 @@ fn completions_name_the_commands_in_each_shell() {
         assert_exit(&out, 0, shell);
         let script = stdout(&out);
         assert!(script.contains(marker), "{shell}: {marker} in\n{script}");
-        for word in ["run", "checksum", "--metrics-listen", "--db-path"] {
+        for word in ["run", "checksum", "metrics-listen", "db-path"] {
             assert!(script.contains(word), "{shell} completes {word}");
         }
     }
     let out = edbstress(&["completions", "tcsh"], dir.path());
     assert_exit(&out, 2, "an unknown shell");
-    assert!(text(&out).contains("bash"), "lists the shells: {}", text(&out));
+    assert!(
+        text(&out).contains("bash"),
+        "lists the shells: {}",
+        text(&out)
+    );
 }
 
 #[test]
@@ -42,9 +46,15 @@ fn man_prints_the_page_and_writes_one_per_command_without_overwriting_others() {
     assert_exit(&out, 0, "man --output");
     let run = fs::read_to_string(pages.join("edbstress-run.1")).unwrap();
     assert!(run.contains(".TH edbstress-run 1"), "{run}");
-    assert!(run.contains("metrics\\-listen"), "run's options are documented");
+    assert!(
+        run.contains("metrics\\-listen"),
+        "run's options are documented"
+    );
     assert!(pages.join("edbstress-fleet-run.1").exists());
-    assert!(!pages.join("edbstress-inject.1").exists(), "hidden commands stay out");
+    assert!(
+        !pages.join("edbstress-inject.1").exists(),
+        "hidden commands stay out"
+    );
     // Its own pages are replaced; a file it did not write is not.
     let again = edbstress(&["man", "--output", pages.to_str().unwrap()], dir.path());
     assert_exit(&again, 0, "man --output again");
@@ -52,5 +62,8 @@ fn man_prints_the_page_and_writes_one_per_command_without_overwriting_others() {
     let out = edbstress(&["man", "--output", pages.to_str().unwrap()], dir.path());
     assert_exit(&out, 2, "a file it did not write");
     assert!(text(&out).contains("edbstress-check.1"), "{}", text(&out));
-    assert_eq!(fs::read_to_string(pages.join("edbstress-check.1")).unwrap(), "mine\n");
+    assert_eq!(
+        fs::read_to_string(pages.join("edbstress-check.1")).unwrap(),
+        "mine\n"
+    );
 }
