@@ -225,7 +225,7 @@ fn exchange2007_is_judged_per_volume_and_the_report_shows_the_workload_shape() {
     let row = format!("Database and Log ({device})");
     assert_eq!(
         cell_after(&dom, &row),
-        format!("{:.3}", f(&v["avg_read_latency_ms"]) / 1000.0)
+        format!("{:.4}", f(&v["avg_read_latency_ms"]) / 1000.0)
     );
     assert!(dom.contains("id=\"disk-subsystem\""));
     assert_eq!(dom.contains("it is shared with other work"), shared);

@@ -566,6 +566,9 @@ fn workload_shape(doc: &mut Doc, r: &RunResults) {
     }
     doc.section("workload-shape", "Workload Shape", true);
     doc.note("How Exchange-like this run's I/O was: ratios computed from the counters in results.json, beside the same ratios in two published Jetstress reports (per database; \"~\" marks a value derived from several of the report's counters). A ratio far from both references means the run's log, read/write or growth pattern differs from Exchange's.");
+    if r.parameters.profile == "exchange2007" {
+        doc.note("The references are Exchange 2010 and 2013 runs with 32 KB pages; an exchange2007 run uses 8 KB pages, so its request sizes differ by design — compare its ratios.");
+    }
     let mut head = vec!["Ratio".to_string(), "This run".to_string()];
     for name in shape::REFERENCE_REPORTS {
         head.push(name.to_string());
