@@ -269,3 +269,73 @@ fn exchange2007_is_judged_per_volume_and_the_report_shows_the_workload_shape() {
     assert!(dom.contains("Jetstress 2013 (Dell PS6210E ESRP)"));
     assert!(dom.contains("Jetstress 2010 (Cisco UCS C210 ESRP)"));
 }
+
+#[test]
+fn exchange2007_with_a_database_on_tmpfs_is_judged_per_instance_and_says_so() {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() || device_under(shm).is_some() {
+        eprintln!("SKIP exchange2007 tmpfs fallback test: /dev/shm is not a tmpfs here");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(device) = device_under(tmp.path()) else {
+        eprintln!(
+            "SKIP exchange2007 tmpfs fallback test: the temp directory is not on a block device"
+        );
+        return;
+    };
+    let db = tempfile::tempdir_in(shm).unwrap();
+    let out = edbstress(
+        &[
+            "run",
+            "--profile",
+            "exchange2007",
+            "--database-size",
+            "16MiB",
+            "--cache-max",
+            "4MiB",
+            "--cache-min",
+            "2MiB",
+            "--threads",
+            "2",
+            "--duration",
+            "3s",
+            "--sample-interval",
+            "1s",
+            "--no-verify",
+            "--buffered",
+            "--db-path",
+            db.path().to_str().unwrap(),
+            "--log-path",
+            "logs",
+            "--results-dir",
+            "results",
+        ],
+        tmp.path(),
+    );
+    assert!(
+        out.status.code().is_some_and(|c| c == 0 || c == 1),
+        "{}",
+        common::stderr(&out)
+    );
+    let dir = &run_dirs(tmp.path())[0];
+    let r = results(dir);
+    // Only the log directory is on a block device: its volume is recorded, but the
+    // database would go unjudged per volume, so latency is judged per instance.
+    let volumes = r["volumes"].as_array().expect("the log volume");
+    assert_eq!(volumes.len(), 1);
+    assert_eq!(volumes[0]["device"], device.as_str());
+    assert_eq!(volumes[0]["role"], "log");
+    let keys: Vec<&str> = r["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["key"].as_str().unwrap())
+        .collect();
+    assert!(keys.contains(&"db_read_avg_latency"), "{keys:?}");
+    assert!(!keys.iter().any(|k| k.starts_with("volume_")), "{keys:?}");
+    assert!(r.get("achieved_iops_basis").is_none());
+    let log = fs::read_to_string(dir.join("test.log")).unwrap();
+    assert!(log.contains("judging latency per instance"), "{log}");
+    assert!(!log.contains("for Avg. Disk sec/"), "{log}");
+}

@@ -17,7 +17,7 @@ use edbstress_report::summary::{io_summary, transactional_iops};
 use edbstress_report::{
     DatabaseSizing, DatabaseVerification, Exporter, IOPS_BASIS_DATABASE_VOLUMES, InstanceResult,
     LogVerification, RunResults, SCHEMA_VERSION, SystemParameters, TestType, ToolInfo, Verdict,
-    Verification, instance_name, standard_exporters,
+    Verification, VolumeRole, instance_name, standard_exporters,
 };
 
 use crate::RunError;
@@ -516,9 +516,21 @@ fn fill_measurement(results: &mut RunResults, m: Measurement, log: &TestLog<'_>)
 /// sec/Write in the test log, and "Achieved I/O per Second" from the database volumes'
 /// transfers. False (judged per instance, and said so) when no volume was found.
 fn per_volume_judging(results: &mut RunResults, log: &TestLog<'_>) -> bool {
-    if results.volumes.is_empty() {
+    // Every database and every log must be on a volume found, or some latency would
+    // go unjudged.
+    let covered = |i: &InstanceResult, holds: fn(VolumeRole) -> bool| {
+        results
+            .volumes
+            .iter()
+            .any(|v| holds(v.role) && v.instances.contains(&i.name))
+    };
+    let uncovered = results
+        .instances
+        .iter()
+        .any(|i| !covered(i, VolumeRole::holds_databases) || !covered(i, VolumeRole::holds_logs));
+    if results.volumes.is_empty() || uncovered {
         if results.measured_seconds > 0.0 {
-            log.line("No block device was found under the database and log paths (a tmpfs or overlay?): judging latency per instance instead of per volume.");
+            log.line("Not every database and log path is on a block device found (a tmpfs or overlay?): judging latency per instance instead of per volume.");
         }
         return false;
     }
