@@ -204,9 +204,12 @@ pub fn plain_words(c: &Criterion, r: &RunResults) -> String {
                 ),
                 _ => String::new(),
             };
-            format!(
-                "The storage delivered {measured} of transactional I/O; the target is {limit}{why}."
-            )
+            let what = if r.achieved_iops_basis.is_some() {
+                "I/O on the database volumes (Disk Transfers/sec, as Jetstress 2007 counted)"
+            } else {
+                "transactional I/O"
+            };
+            format!("The storage delivered {measured} of {what}; the target is {limit}{why}.")
         }
         "io_errors" => format!("{count} I/O request(s) failed; there must be none."),
         "transaction_errors" => format!("{count} transaction(s) failed; there must be none."),
