@@ -270,6 +270,7 @@ pub fn crafted() -> RunResults {
             }],
         }),
         sampling_stalls: Vec::new(),
+        kernel_log: None,
         inconsistencies: Vec::new(),
         samples,
     };

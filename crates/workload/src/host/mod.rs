@@ -24,6 +24,7 @@
 //! for that interval and a debug log line.
 
 mod devices;
+pub mod kernel_log;
 mod proc;
 #[cfg(test)]
 mod tests;
