@@ -17,6 +17,7 @@ mod clean_cmd;
 mod common;
 mod config_cmd;
 mod durability_probe_cmd;
+mod esrp_cmd;
 mod flags;
 mod fleet_cmd;
 mod inject_cmd;
@@ -133,6 +134,9 @@ enum Command {
     /// Run a test (or prepare, checksum, clean) on several hosts at once over OpenSSH,
     /// started together, collected and aggregated.
     Fleet(fleet_cmd::FleetArgs),
+    /// The ESRP-style campaign (Stress, Performance, DatabaseBackup, SoftRecovery on
+    /// every server, resumable) and the solution document written from its results.
+    Esrp(esrp_cmd::EsrpArgs),
     /// Measure what the storage under a path can do (random, sequential and log I/O).
     Probe(storage_probe_cmd::StorageProbeArgs),
     /// Run durable-commit sessions printing every acknowledged commit (crash testing).
@@ -172,6 +176,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => report_cmd::compare(args),
         Command::Aggregate(args) => aggregate_cmd::run(args),
         Command::Fleet(args) => fleet_cmd::run(args),
+        Command::Esrp(args) => esrp_cmd::run(args),
         Command::Probe(args) => storage_probe_cmd::run(args),
         Command::DurabilityProbe(args) => durability_probe_cmd::run(args),
         Command::Inject(args) => inject_cmd::run(args),

@@ -569,6 +569,34 @@ impl SamplingStall {
     }
 }
 
+/// What Linux says about a block device under the run's paths (`/sys/class/block`,
+/// `/proc/self/mountinfo`): the Tested Deployment tables of the solution document.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StorageDevice {
+    /// Kernel name ("sda1", "nvme0n1", "dm-0").
+    pub device: String,
+    /// The run's paths on it.
+    pub paths: Vec<String>,
+    /// Vendor (`device/vendor`), when the kernel knows it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub vendor: Option<String>,
+    /// Model (`device/model`), of the whole disk for a partition.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub model: Option<String>,
+    /// Firmware revision (`device/rev` or `device/firmware_rev`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub firmware: Option<String>,
+    /// Size in bytes (`size` × 512).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub size_bytes: Option<u64>,
+    /// Whether it is rotational (`queue/rotational`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rotational: Option<bool>,
+    /// File system type of the mount holding the first path ("ext4", "xfs").
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub filesystem: Option<String>,
+}
+
 /// What the kernel log said about the devices under test while the run went (the
 /// ESRP documents' "no errors reported in the event log", from facts).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -777,6 +805,9 @@ pub struct RunResults {
     /// the run through the `sampling_stalls` criterion).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub sampling_stalls: Vec<SamplingStall>,
+    /// The block devices under the database and log paths, as Linux describes them.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub storage_devices: Vec<StorageDevice>,
     /// The kernel log watched during the run (absent in results of older versions).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub kernel_log: Option<KernelLog>,

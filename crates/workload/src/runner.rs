@@ -26,7 +26,7 @@ use crate::backup::{BackupOptions, run_backup};
 use crate::config::RunConfig;
 use crate::criteria::{Measurements, evaluate, kernel_log_criterion, offline_criteria};
 use crate::host::kernel_log::KernelLogWatch;
-use crate::host::{HostSampler, host_info};
+use crate::host::{HostSampler, describe_devices, host_info};
 use crate::rundir::{RunDirectory, TestLog};
 use crate::soft_recovery::{SoftRecoveryOptions, run_soft_recovery};
 use crate::transactional::{LiveStatus, Measurement, PhaseKind, StopReason, Workbench, join_list};
@@ -79,7 +79,8 @@ pub fn run(
         .chain(&config.log_paths)
         .cloned()
         .collect();
-    let kernel_watch = KernelLogWatch::start(HostSampler::new(&watched).devices());
+    let sampler = HostSampler::new(&watched);
+    let kernel_watch = KernelLogWatch::start(sampler.devices());
     let run = run_in(config, &log, stop, events);
     let kernel_log = kernel_watch.finish();
     let mut results = match run {
@@ -94,6 +95,7 @@ pub fn run(
     }
     results.criteria.extend(kernel_log_criterion(&kernel_log));
     results.kernel_log = Some(kernel_log);
+    results.storage_devices = describe_devices(sampler.devices());
     // Ctrl-C or SIGTERM in any phase (shutdown, verification included) stops the run
     // early: whatever it measured, it did not finish, so it cannot pass.
     if stop.load(Ordering::Relaxed) && !results.aborted {
@@ -321,6 +323,7 @@ pub fn empty_results(config: &RunConfig, threads: u32) -> RunResults {
         verification: None,
         sampling_stalls: Vec::new(),
         kernel_log: None,
+        storage_devices: Vec::new(),
         inconsistencies: Vec::new(),
         samples: Vec::new(),
     }

@@ -25,6 +25,7 @@
 
 mod devices;
 pub mod kernel_log;
+mod storage;
 mod proc;
 #[cfg(test)]
 mod tests;
@@ -38,6 +39,7 @@ use edbstress_report::{DiskSummary, HostCounters, HostInfo, Range, Sample, Sampl
 use tracing::debug;
 
 use devices::*;
+pub use storage::describe_devices;
 use proc::*;
 
 /// `/proc/diskstats` counts in 512-byte sectors whatever the device's sector size.

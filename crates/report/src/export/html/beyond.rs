@@ -508,7 +508,7 @@ fn autotune(doc: &mut Doc, r: &RunResults) {
     doc.end();
 }
 
-fn verification(doc: &mut Doc, r: &RunResults) {
+pub(super) fn verification(doc: &mut Doc, r: &RunResults) {
     let Some(v) = &r.verification else { return };
     doc.section("checksum", "Checksum Statistics - All", true);
     doc.note(&format!(
