@@ -42,12 +42,15 @@ body.rehearsal{padding-top:34px}
  body.solution{font-size:10pt}
  .title-page{min-height:250mm;break-after:page}
  nav.contents{break-after:page}
- h2.part{break-before:page}
+ h2.newpage{break-before:page}
  .rehearsal-mark,.rehearsal-watermark,.findings{-webkit-print-color-adjust:exact;print-color-adjust:exact}
  body.rehearsal{padding-top:0}
- .rehearsal-mark{position:fixed;top:-12mm}
+ .rehearsal-mark{display:none}
 }
 "#;
+
+/// A rehearsal's mark at the top of every printed page.
+const REHEARSAL_PAGE_STYLE: &str = "@page{@top-center{content:\"REHEARSAL \\2014  shortened runs: not a result under the ESRP test rules\";color:#B3261E;font-weight:700;font-size:10pt}}";
 
 /// The text repeated on every page of a rehearsal.
 pub const REHEARSAL_MARK: &str =
@@ -73,10 +76,11 @@ pub fn render(doc: &SolutionDocument) -> String {
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"generator\" content=\"edbstress {}\"><title>{}</title>\
-<style>{STYLE}{SOLUTION_STYLE}:root{{--doc-footer:\"{}\"}}</style></head>\n<body class=\"solution{}\">\n",
+<style>{STYLE}{SOLUTION_STYLE}:root{{--doc-footer:\"{}\"}}{}</style></head>\n<body class=\"solution{}\">\n",
         escape(&doc.tool_version),
         escape(&title),
-        escape(&footer).replace('\\', "\\\\"),
+        css_string(&footer),
+        if rehearsal { REHEARSAL_PAGE_STYLE } else { "" },
         if rehearsal { " rehearsal" } else { "" }
     );
     if rehearsal {
@@ -91,7 +95,17 @@ pub fn render(doc: &SolutionDocument) -> String {
     let mut n = 0;
     let mut part = |o: &mut String, id: &str, name: &str| {
         n += 1;
-        let _ = writeln!(o, "<h2 class=\"part\" id=\"{id}\">{n}. {}</h2>", escape(name));
+        // The summary starts a page, as the appendices do; the texts flow.
+        let class = if id == "test-result-summary" {
+            "part newpage"
+        } else {
+            "part"
+        };
+        let _ = writeln!(
+            o,
+            "<h2 class=\"{class}\" id=\"{id}\">{n}. {}</h2>",
+            escape(name)
+        );
     };
     if !findings.is_empty() {
         findings_box(&mut o, &findings);
@@ -134,6 +148,14 @@ pub fn render(doc: &SolutionDocument) -> String {
     appendices(&mut o, doc);
     o.push_str("</body></html>\n");
     o
+}
+
+/// Text for a CSS string in a style element: no quote, backslash or `<` breaks out.
+fn css_string(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\22 ")
+        .replace('<', "\\3C ")
+        .replace('\n', " ")
 }
 
 fn title_page(o: &mut String, doc: &SolutionDocument, title: &str, findings: &[Finding]) {
@@ -279,7 +301,7 @@ fn appendices(o: &mut String, doc: &SolutionDocument) {
     for (letter, test) in sections::appendix_letters() {
         let _ = writeln!(
             o,
-            "<h2 class=\"part\" id=\"appendix-{}\">Appendix {letter} — {}</h2>",
+            "<h2 class=\"part newpage\" id=\"appendix-{}\">Appendix {letter} — {}</h2>",
             letter.to_ascii_lowercase(),
             escape(&sections::appendix_title(test, letter))
         );
