@@ -187,9 +187,7 @@ fn document(a: DocumentArgs) -> Result<ExitCode, CommandError> {
         tool_version: env!("CARGO_PKG_VERSION").into(),
         written_at: chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
     };
-    let out = a
-        .output
-        .unwrap_or_else(|| a.campaigns[0].join("document"));
+    let out = a.output.unwrap_or_else(|| a.campaigns[0].join("document"));
     prepare_output(&out)?;
     let page = html::render(&doc);
     let md = markdown::render(&doc);
@@ -248,9 +246,8 @@ fn prepare_output(out: &Path) -> Result<(), CommandError> {
     std::fs::create_dir_all(out)
         .map_err(|e| CommandError::Usage(format!("cannot create {}: {e}", out.display())))?;
     if !ours {
-        std::fs::write(out.join(DOCUMENT_MARKER), b"edbstress esrp document\n").map_err(|e| {
-            CommandError::Usage(format!("cannot write in {}: {e}", out.display()))
-        })?;
+        std::fs::write(out.join(DOCUMENT_MARKER), b"edbstress esrp document\n")
+            .map_err(|e| CommandError::Usage(format!("cannot write in {}: {e}", out.display())))?;
     }
     Ok(())
 }
@@ -261,10 +258,15 @@ fn find_chromium() -> Option<PathBuf> {
         return Some(PathBuf::from(p));
     }
     let path = std::env::var_os("PATH")?;
-    ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]
-        .iter()
-        .flat_map(|name| std::env::split_paths(&path).map(move |d| d.join(name)))
-        .find(|p| p.is_file())
+    [
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+    ]
+    .iter()
+    .flat_map(|name| std::env::split_paths(&path).map(move |d| d.join(name)))
+    .find(|p| p.is_file())
 }
 
 /// Prints `html` to `pdf` with headless Chromium (a temporary name, then renamed).

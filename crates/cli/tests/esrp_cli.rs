@@ -88,7 +88,9 @@ fn run_results(dir: &Path) -> RunResults {
 /// The value cell of the Markdown row whose cells include `name`, for `server`'s table
 /// (rows follow "Server NAME:").
 fn md_value(md: &str, after: &str, name: &str) -> String {
-    let start = md.find(after).unwrap_or_else(|| panic!("{after} not in:\n{md}"));
+    let start = md
+        .find(after)
+        .unwrap_or_else(|| panic!("{after} not in:\n{md}"));
     let line = md[start..]
         .lines()
         .find(|l| l.contains(name))
@@ -127,7 +129,10 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
-        assert!(Instant::now() < deadline, "the Performance step never started");
+        assert!(
+            Instant::now() < deadline,
+            "the Performance step never started"
+        );
         assert!(
             child.try_wait().unwrap().is_none(),
             "the campaign ended before it was interrupted: {}",
@@ -180,7 +185,10 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
     let kept = campaign.join("interrupted/02-Performance-attempt1");
     assert!(kept.is_dir(), "the interrupted attempt is kept");
     let log = fs::read_to_string(campaign.join("campaign.log")).unwrap();
-    assert!(log.contains("Step Stress is done (Pass); keeping it"), "{log}");
+    assert!(
+        log.contains("Step Stress is done (Pass); keeping it"),
+        "{log}"
+    );
     assert!(log.contains("Step Performance was interrupted"), "{log}");
     eprintln!(
         "campaign with one interruption: {:.1} s",
@@ -191,13 +199,22 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
     let stress = run_results(&stress_run);
     assert!(stress.verification.is_some(), "Stress verifies checksums");
     let perf = run_results(&step_run(&campaign, "02-Performance"));
-    assert!(perf.verification.is_none(), "Performance leaves it to Stress");
-    assert!((perf.measured_seconds - 3.0).abs() < 1.5, "rehearsal length");
+    assert!(
+        perf.verification.is_none(),
+        "Performance leaves it to Stress"
+    );
+    assert!(
+        (perf.measured_seconds - 3.0).abs() < 1.5,
+        "rehearsal length"
+    );
     let backup = run_results(&step_run(&campaign, "03-DatabaseBackup"));
     let recovery = run_results(&step_run(&campaign, "04-SoftRecovery"));
     assert_eq!(recovery.instances[0].logs_generated, Some(4));
     for r in [&stress, &perf, &backup, &recovery] {
-        let k = r.kernel_log.as_ref().expect("every run watches the kernel log");
+        let k = r
+            .kernel_log
+            .as_ref()
+            .expect("every run watches the kernel log");
         assert!(k.events.is_empty(), "{k:?}");
     }
 
@@ -256,13 +273,22 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
         .lines()
         .find(|l| l.starts_with(&format!("| {host} |")) && l.matches('|').count() == 4)
         .unwrap_or_else(|| panic!("no backup row in\n{md}"));
-    assert!(backup_row.contains(&format!("{backup_db:.3}")), "{backup_row}");
-    assert!(backup_row.contains(&format!("{backup_total:.3}")), "{backup_row}");
+    assert!(
+        backup_row.contains(&format!("{backup_db:.3}")),
+        "{backup_row}"
+    );
+    assert!(
+        backup_row.contains(&format!("{backup_total:.3}")),
+        "{backup_row}"
+    );
     let recovery_row = md
         .lines()
         .find(|l| l.starts_with(&format!("| {host} |")) && l.matches('|').count() == 3)
         .unwrap_or_else(|| panic!("no recovery row in\n{md}"));
-    assert!(recovery_row.contains(&format!("{per_log:.3}")), "{recovery_row}");
+    assert!(
+        recovery_row.contains(&format!("{per_log:.3}")),
+        "{recovery_row}"
+    );
     for t in [&md, &html] {
         assert!(t.contains(&format!("{backup_total:.3}")));
         assert!(t.contains(&format!("{per_log:.3}")));
@@ -287,8 +313,14 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
         .map(|d| d.pages_seen)
         .sum();
     assert!(md.contains(&format!("read {pages} database pages")), "{md}");
-    assert!(md.contains("it reported no error, reset or timeout"), "{md}");
-    assert!(md.contains("- Mirrored write cache"), "features.md was read");
+    assert!(
+        md.contains("it reported no error, reset or timeout"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- Mirrored write cache"),
+        "features.md was read"
+    );
 
     // What a person sees: the HTML rendered by headless Chromium, and the PDF.
     let Some(chromium) = chromium_or_skip("the solution document") else {
@@ -312,7 +344,10 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
     let (w, h, pixels) = decode_png(&png);
     assert_eq!((w, h), (1000, 1400));
     let dark = pixels.iter().filter(|p| p.iter().all(|c| *c < 100)).count();
-    assert!(dark > 2000, "the title page shows text ({dark} dark pixels)");
+    assert!(
+        dark > 2000,
+        "the title page shows text ({dark} dark pixels)"
+    );
     let pdf = fs::read(doc.join("solution.pdf")).expect("solution.pdf with Chromium present");
     assert!(pdf.starts_with(b"%PDF"));
     match Command::new("pdftotext")
@@ -344,7 +379,9 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
             }
             assert!(t.contains("REHEARSAL"));
         }
-        _ => eprintln!("\n!!! SKIPPED: pdftotext (poppler-utils) is not installed; the PDF's text was not checked\n"),
+        _ => eprintln!(
+            "\n!!! SKIPPED: pdftotext (poppler-utils) is not installed; the PDF's text was not checked\n"
+        ),
     }
 }
 
@@ -365,7 +402,11 @@ fn a_document_refuses_what_is_not_a_campaign_and_files_it_did_not_write() {
         root,
     );
     assert_exit(&out, 2, "no campaign.json");
-    assert!(text(&out).contains("is not a campaign directory"), "{}", text(&out));
+    assert!(
+        text(&out).contains("is not a campaign directory"),
+        "{}",
+        text(&out)
+    );
 
     // A campaign directory that exists with someone else's files is not taken over.
     fs::create_dir_all(root.join("busy")).unwrap();
@@ -382,8 +423,15 @@ fn a_document_refuses_what_is_not_a_campaign_and_files_it_did_not_write() {
         root,
     );
     assert_exit(&out, 2, "a non-empty directory");
-    assert!(text(&out).contains("is not a campaign directory"), "{}", text(&out));
-    assert_eq!(fs::read_to_string(root.join("busy/notes.txt")).unwrap(), "mine");
+    assert!(
+        text(&out).contains("is not a campaign directory"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("busy/notes.txt")).unwrap(),
+        "mine"
+    );
 
     // init writes a template that loads, and never overwrites.
     let out = edbstress(&["esrp", "init", "s.toml"], root);

@@ -162,12 +162,19 @@ fn an_io_error_in_the_kernel_log_on_the_device_under_test_fails_the_run() {
         .iter()
         .map(|c| c["key"].as_str().unwrap())
         .collect();
-    assert_eq!(failed, ["kernel_log_errors"], "only the kernel log failed it");
+    assert_eq!(
+        failed,
+        ["kernel_log_errors"],
+        "only the kernel log failed it"
+    );
     let report = fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(report.contains("Kernel Log"));
     assert!(report.contains(&format!("I/O error, dev {}", lm.name())));
     let log = fs::read_to_string(dir.join("test.log")).unwrap();
-    assert!(log.contains(&format!("Kernel log on {}", lm.name())), "{log}");
+    assert!(
+        log.contains(&format!("Kernel log on {}", lm.name())),
+        "{log}"
+    );
     assert_eq!(r["storage_devices"][0]["device"], lm.name());
     assert_eq!(r["storage_devices"][0]["filesystem"], "ext4");
 }

@@ -8,9 +8,7 @@
 //! A threshold met exactly passes.
 
 use edbstress_io::IoClass;
-use edbstress_report::{
-    Comparison, Criterion, InstanceResult, IoSummary, KernelLog, Verification,
-};
+use edbstress_report::{Comparison, Criterion, InstanceResult, IoSummary, KernelLog, Verification};
 
 use crate::profile::Thresholds;
 

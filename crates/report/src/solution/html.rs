@@ -180,7 +180,10 @@ fn title_page(o: &mut String, doc: &SolutionDocument, title: &str, findings: &[F
                 ),
             ),
             ("Version profile".into(), p.version.clone()),
-            ("Tested with".into(), format!("edbstress {}", doc.tool_version)),
+            (
+                "Tested with".into(),
+                format!("edbstress {}", doc.tool_version),
+            ),
             ("Document written".into(), doc.written_at.clone()),
         ],
     );
@@ -203,21 +206,37 @@ fn contents(o: &mut String, doc: &SolutionDocument) {
         ("disclaimer", "Disclaimer".into(), false),
         ("features", "Features".into(), false),
         ("solution-description", "Solution Description".into(), false),
-        ("customer-profile", "Targeted Customer Profile".into(), false),
+        (
+            "customer-profile",
+            "Targeted Customer Profile".into(),
+            false,
+        ),
         ("tested-deployment", "Tested Deployment".into(), false),
         ("best-practices", "Best Practices".into(), false),
         ("backup-strategy", "Backup Strategy".into(), false),
         ("contact", "Contact".into(), false),
         ("test-result-summary", "Test Result Summary".into(), false),
         ("reliability", "Reliability".into(), true),
-        ("performance-results", "Storage Performance Results".into(), true),
-        ("backup-recovery", "Database Backup/Recovery Performance".into(), true),
+        (
+            "performance-results",
+            "Storage Performance Results".into(),
+            true,
+        ),
+        (
+            "backup-recovery",
+            "Database Backup/Recovery Performance".into(),
+            true,
+        ),
         ("conclusion", "Conclusion".into(), false),
     ];
     let mut n = 0;
     for (id, name, sub) in entries.drain(..) {
         if sub {
-            let _ = write!(o, "<li class=\"sub\"><a href=\"#{id}\">{}</a></li>", escape(&name));
+            let _ = write!(
+                o,
+                "<li class=\"sub\"><a href=\"#{id}\">{}</a></li>",
+                escape(&name)
+            );
         } else {
             n += 1;
             let _ = write!(o, "<li><a href=\"#{id}\">{n}. {}</a></li>", escape(&name));
@@ -325,7 +344,9 @@ fn appendices(o: &mut String, doc: &SolutionDocument) {
                 None if r.results.verification.is_some() => {
                     o.push_str(&checksum_section(&r.results))
                 }
-                None => o.push_str("<p class=\"note\">This Stress run has no checksum verification.</p>"),
+                None => o.push_str(
+                    "<p class=\"note\">This Stress run has no checksum verification.</p>",
+                ),
             }
             o.push_str("</div>\n");
         }

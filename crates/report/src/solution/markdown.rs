@@ -105,13 +105,21 @@ pub fn render(doc: &SolutionDocument) -> String {
             sections::appendix_title(test, letter)
         );
         for r in doc.runs(test.unwrap_or(TestType::Stress)) {
-            let verdict = match test {
-                Some(_) => r.results.overall_result.label().to_string(),
-                None => r.results.verification.as_ref().map_or(
-                    "no checksum verification".into(),
-                    |v| if v.passed { "all intact" } else { "damage found" }.into(),
-                ),
-            };
+            let verdict =
+                match test {
+                    Some(_) => r.results.overall_result.label().to_string(),
+                    None => r.results.verification.as_ref().map_or(
+                        "no checksum verification".into(),
+                        |v| {
+                            if v.passed {
+                                "all intact"
+                            } else {
+                                "damage found"
+                            }
+                            .into()
+                        },
+                    ),
+                };
             let _ = writeln!(
                 o,
                 "- Server {}: {verdict} — `{}/report.html`",
@@ -156,7 +164,11 @@ fn grid(o: &mut String, g: &Grid) {
     let _ = writeln!(
         o,
         "| {} |",
-        g.head.iter().map(|h| md_cell(h)).collect::<Vec<_>>().join(" | ")
+        g.head
+            .iter()
+            .map(|h| md_cell(h))
+            .collect::<Vec<_>>()
+            .join(" | ")
     );
     let _ = writeln!(o, "|{}", "---|".repeat(g.head.len()));
     for r in &g.rows {

@@ -394,7 +394,8 @@ pub fn figures(doc: &SolutionDocument) -> Vec<ServerFigures> {
                     .filter_map(|i| i.mb_per_sec)
                     .collect();
                 if !per_db.is_empty() {
-                    f.backup_mb_per_sec_per_db = Some(per_db.iter().sum::<f64>() / per_db.len() as f64);
+                    f.backup_mb_per_sec_per_db =
+                        Some(per_db.iter().sum::<f64>() / per_db.len() as f64);
                 }
                 f.backup_mb_per_sec = b.results.totals.mb_per_sec;
             }
@@ -458,9 +459,9 @@ pub fn reliability(doc: &SolutionDocument) -> Vec<String> {
         .iter()
         .flat_map(|(t, r)| {
             r.results.kernel_log.iter().flat_map(move |k| {
-                k.events
-                    .iter()
-                    .map(move |e| format!("{} ({}, {}): {}", r.host, t.label(), e.device, e.message))
+                k.events.iter().map(move |e| {
+                    format!("{} ({}, {}): {}", r.host, t.label(), e.device, e.message)
+                })
             })
         })
         .collect();
@@ -493,10 +494,10 @@ pub fn reliability(doc: &SolutionDocument) -> Vec<String> {
         let unwatched: Vec<String> = all
             .iter()
             .filter(|(_, r)| {
-                !r.results
+                r.results
                     .kernel_log
                     .as_ref()
-                    .is_some_and(|k| k.source.is_some())
+                    .is_none_or(|k| k.source.is_none())
             })
             .map(|(t, r)| format!("{} {}", r.host, t.label()))
             .collect();

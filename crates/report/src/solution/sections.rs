@@ -71,7 +71,11 @@ pub fn overview(doc: &SolutionDocument) -> String {
         if servers.is_empty() {
             "no server (no run was found)".to_string()
         } else {
-            format!("{} ({})", plural(servers.len(), "server"), servers.join(", "))
+            format!(
+                "{} ({})",
+                plural(servers.len(), "server"),
+                servers.join(", ")
+            )
         },
         if doc.rehearsal() {
             "; it was a rehearsal with shortened steps, so this document shows the set-up, \
@@ -105,7 +109,10 @@ pub fn customer_profile(doc: &SolutionDocument) -> Vec<(String, String)> {
         ("Mailbox quota".into(), p.mailbox_quota.clone()),
         ("Database copies".into(), p.copies.to_string()),
         ("Mailbox servers".into(), p.servers.to_string()),
-        ("Databases per server".into(), p.databases_per_server.to_string()),
+        (
+            "Databases per server".into(),
+            p.databases_per_server.to_string(),
+        ),
         ("Exchange version profile".into(), p.version.clone()),
         (
             "Target transactional IOPS (whole solution)".into(),
@@ -127,7 +134,9 @@ pub fn simulated_configuration(doc: &SolutionDocument) -> Vec<(String, String)> 
         .results
         .instances
         .first()
-        .map_or(params.database_bytes, |i| i.final_bytes.max(i.initial_bytes));
+        .map_or(params.database_bytes, |i| {
+            i.final_bytes.max(i.initial_bytes)
+        });
     let logs_per_db = r
         .results
         .instances
@@ -139,14 +148,23 @@ pub fn simulated_configuration(doc: &SolutionDocument) -> Vec<(String, String)> 
             "Number of Exchange mailboxes simulated".into(),
             (per_server * doc.servers().len() as u64).to_string(),
         ),
-        ("Number of database copies".into(), params.copies.to_string()),
         (
-            "Number of hosts".into(),
-            doc.servers().len().to_string(),
+            "Number of database copies".into(),
+            params.copies.to_string(),
         ),
-        ("Number of mailboxes per host".into(), per_server.to_string()),
-        ("Number of databases per host".into(), params.databases.to_string()),
-        ("Number of mailboxes per database".into(), per_db.to_string()),
+        ("Number of hosts".into(), doc.servers().len().to_string()),
+        (
+            "Number of mailboxes per host".into(),
+            per_server.to_string(),
+        ),
+        (
+            "Number of databases per host".into(),
+            params.databases.to_string(),
+        ),
+        (
+            "Number of mailboxes per database".into(),
+            per_db.to_string(),
+        ),
         (
             "Simulated profile: I/Os per second per mailbox".into(),
             params
@@ -162,13 +180,19 @@ pub fn simulated_configuration(doc: &SolutionDocument) -> Vec<(String, String)> 
         ("Database size (each)".into(), mb(db_bytes)),
         (
             "Total database size per host".into(),
-            mb(r.results.sizing.final_bytes.max(r.results.sizing.initial_bytes)),
+            mb(r.results
+                .sizing
+                .final_bytes
+                .max(r.results.sizing.initial_bytes)),
         ),
         (
             "Log files written per database (Performance run)".into(),
             logs_per_db.map_or("—".into(), |l| l.to_string()),
         ),
-        ("Database page size".into(), format!("{} KB", params.page_size / 1024)),
+        (
+            "Database page size".into(),
+            format!("{} KB", params.page_size / 1024),
+        ),
         ("Version profile".into(), params.profile.clone()),
     ]
 }
@@ -282,9 +306,21 @@ pub fn devices_table(doc: &SolutionDocument) -> Grid {
 /// The Performance table rows of one server: (group, metric, value).
 pub fn performance_rows(s: &ServerFigures) -> Vec<(&'static str, &'static str, String)> {
     vec![
-        ("Database I/O", "Database Disks Transfers/sec", fixed3(s.db_transfers_per_sec)),
-        ("Database I/O", "Database Disks Reads/sec", fixed3(s.db_reads_per_sec)),
-        ("Database I/O", "Database Disks Writes/sec", fixed3(s.db_writes_per_sec)),
+        (
+            "Database I/O",
+            "Database Disks Transfers/sec",
+            fixed3(s.db_transfers_per_sec),
+        ),
+        (
+            "Database I/O",
+            "Database Disks Reads/sec",
+            fixed3(s.db_reads_per_sec),
+        ),
+        (
+            "Database I/O",
+            "Database Disks Writes/sec",
+            fixed3(s.db_writes_per_sec),
+        ),
         (
             "Database I/O",
             "Average Database Disk Read Latency (ms)",
@@ -295,7 +331,11 @@ pub fn performance_rows(s: &ServerFigures) -> Vec<(&'static str, &'static str, S
             "Average Database Disk Write Latency (ms)",
             fixed3(s.db_write_latency_ms),
         ),
-        ("Transaction Log I/O", "Log Disks Writes/sec", fixed3(s.log_writes_per_sec)),
+        (
+            "Transaction Log I/O",
+            "Log Disks Writes/sec",
+            fixed3(s.log_writes_per_sec),
+        ),
         (
             "Transaction Log I/O",
             "Average Log Disk Write Latency (ms)",

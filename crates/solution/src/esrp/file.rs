@@ -164,7 +164,10 @@ impl SolutionFile {
             ("campaign.stress", &campaign.stress),
             ("campaign.performance", &campaign.performance),
             ("campaign.rehearsal.stress", &campaign.rehearsal.stress),
-            ("campaign.rehearsal.performance", &campaign.rehearsal.performance),
+            (
+                "campaign.rehearsal.performance",
+                &campaign.rehearsal.performance,
+            ),
         ] {
             parse_duration(d).map_err(|e| format!("{}: {what}: {e}", path.display()))?;
         }
@@ -200,9 +203,8 @@ impl SolutionFile {
     pub fn plan(&self, test: edbstress_report::TestType, rehearsal: bool) -> StepPlan {
         use edbstress_report::TestType::*;
         let c = &self.campaign;
-        let dur = |real: &str, short: &str| {
-            parse_duration(if rehearsal { short } else { real }).ok()
-        };
+        let dur =
+            |real: &str, short: &str| parse_duration(if rehearsal { short } else { real }).ok();
         match test {
             Stress => StepPlan {
                 duration: dur(&c.stress, &c.rehearsal.stress),

@@ -71,8 +71,7 @@ fn newest_results(dir: &Path) -> Option<PathBuf> {
 
 fn read_run(dir: &Path, host: Option<String>) -> Result<HostRun, String> {
     let path = dir.join("results.json");
-    let bytes =
-        std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut results =
         read_results(&bytes).map_err(|e| format!("{} is unreadable: {e}", path.display()))?;
     results.rejudge();

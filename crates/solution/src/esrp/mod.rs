@@ -300,7 +300,12 @@ fn process_alive(pid: u32) -> bool {
 
 /// The options of `edbstress run` for a step (without paths, results directory or,
 /// for a fleet, mailboxes).
-fn step_args(options: &CampaignOptions, test: TestType, plan: StepPlan, fleet: bool) -> Vec<String> {
+fn step_args(
+    options: &CampaignOptions,
+    test: TestType,
+    plan: StepPlan,
+    fleet: bool,
+) -> Vec<String> {
     let s = &options.solution;
     let p = &s.info.profile;
     let mut a: Vec<String> = vec!["--test".into(), test.cli_name().into()];
@@ -363,19 +368,13 @@ fn run_local_step(
     for p in &c.log_paths {
         cmd.arg("--log-path").arg(p);
     }
-    let mut child = cmd.spawn().map_err(|e| {
-        CampaignError(format!(
-            "cannot start {}: {e}",
-            options.edbstress.display()
-        ))
-    })?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| CampaignError(format!("cannot start {}: {e}", options.edbstress.display())))?;
     on_start(child.id());
     let mut forwarded = false;
     let status = loop {
-        if let Some(status) = child
-            .try_wait()
-            .map_err(|e| CampaignError(e.to_string()))?
-        {
+        if let Some(status) = child.try_wait().map_err(|e| CampaignError(e.to_string()))? {
             break status;
         }
         if stop.load(Ordering::Relaxed) && !forwarded {
@@ -485,7 +484,11 @@ fn run_fleet_step(
     let incomplete: Vec<String> = a
         .hosts
         .iter()
-        .filter_map(|h| h.incomplete.as_ref().map(|why| format!("{}: {why}", h.host)))
+        .filter_map(|h| {
+            h.incomplete
+                .as_ref()
+                .map(|why| format!("{}: {why}", h.host))
+        })
         .collect();
     if !incomplete.is_empty() {
         return Ok(StepOutcome::Interrupted(format!(

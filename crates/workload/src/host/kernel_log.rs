@@ -272,11 +272,17 @@ mod tests {
         let reset = "ata1.00: exception Emask 0x0 SAct 0x0; hard resetting link sda";
         assert_eq!(matching_device(reset, &n), Some("sda"));
         assert_eq!(
-            matching_device("sd 0:0:0:0: [sda] tag#3 timing out command, waited 180s", &n),
+            matching_device(
+                "sd 0:0:0:0: [sda] tag#3 timing out command, waited 180s",
+                &n
+            ),
             Some("sda")
         );
         assert_eq!(
-            matching_device("sd 2:0:0:0: [sda] tag#1 FAILED Result: hostbyte=DID_TIME_OUT", &n),
+            matching_device(
+                "sd 2:0:0:0: [sda] tag#1 FAILED Result: hostbyte=DID_TIME_OUT",
+                &n
+            ),
             Some("sda")
         );
     }
@@ -286,9 +292,15 @@ mod tests {
         let n = names(&["sda", "loop1"]);
         assert_eq!(matching_device("I/O error, dev sdb, sector 8", &n), None);
         assert_eq!(matching_device("I/O error, dev loop10, sector 8", &n), None);
-        assert_eq!(matching_device("Buffer I/O error on dev sda2, block 4", &n), None);
         assert_eq!(
-            matching_device("EXT4-fs (sda): mounted filesystem with ordered data mode", &n),
+            matching_device("Buffer I/O error on dev sda2, block 4", &n),
+            None
+        );
+        assert_eq!(
+            matching_device(
+                "EXT4-fs (sda): mounted filesystem with ordered data mode",
+                &n
+            ),
             None
         );
         assert_eq!(

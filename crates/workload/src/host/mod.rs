@@ -25,8 +25,8 @@
 
 mod devices;
 pub mod kernel_log;
-mod storage;
 mod proc;
+mod storage;
 #[cfg(test)]
 mod tests;
 
@@ -39,8 +39,8 @@ use edbstress_report::{DiskSummary, HostCounters, HostInfo, Range, Sample, Sampl
 use tracing::debug;
 
 use devices::*;
-pub use storage::describe_devices;
 use proc::*;
+pub use storage::describe_devices;
 
 /// `/proc/diskstats` counts in 512-byte sectors whatever the device's sector size.
 const DISKSTATS_SECTOR_BYTES: u64 = 512;

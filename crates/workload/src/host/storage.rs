@@ -82,6 +82,9 @@ mod tests {
         let info = "22 1 252:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n\
                     30 22 0:26 / /tmp rw shared:2 - tmpfs tmpfs rw\n";
         assert_eq!(filesystem_of(Path::new("/"), info).as_deref(), Some("ext4"));
-        assert_eq!(filesystem_of(Path::new("/usr"), info).as_deref(), Some("ext4"));
+        assert_eq!(
+            filesystem_of(Path::new("/usr"), info).as_deref(),
+            Some("ext4")
+        );
     }
 }
