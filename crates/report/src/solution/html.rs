@@ -33,6 +33,11 @@ nav.contents a{color:#15324a;text-decoration:none}
 .findings h2{border:none;color:var(--fail);margin-top:6px}
 .findings li{margin:4px 0}
 .prose p{margin:6px 0 10px;text-align:justify}
+table.perf{min-width:520px}
+table.perf caption{text-align:left;font-weight:600;padding:4px 0}
+table.perf tr.group th{background:var(--head);text-align:left}
+table.perf td:first-child{width:75%}
+.appendix-run h2{font-size:16px;border-bottom:1px solid #2B506E;margin-top:18px}
 .appendix-run{border-top:1px solid var(--line);margin-top:18px}
 .rehearsal-mark{position:fixed;top:0;left:0;right:0;text-align:center;background:#B3261E;color:#fff;font-weight:700;font-size:12px;letter-spacing:1px;padding:3px 0;z-index:10}
 .rehearsal-watermark{position:fixed;top:45%;left:0;right:0;text-align:center;font-size:120px;font-weight:800;color:rgba(179,38,30,.10);transform:rotate(-30deg);z-index:0;pointer-events:none}
@@ -298,17 +303,20 @@ fn test_result_summary(o: &mut String, doc: &SolutionDocument) {
 }
 
 fn performance_table(o: &mut String, s: &ServerFigures, caption: &str) {
-    let rows = sections::performance_rows(s);
     let _ = write!(
         o,
-        "<table class=\"kv perf\"><caption style=\"text-align:left;font-weight:600;padding:4px 0\">{}</caption><tbody>",
+        "<table class=\"perf\"><caption>{}</caption><tbody>",
         escape(caption)
     );
-    for (group, name, value) in rows {
+    let mut group = "";
+    for (g, name, value) in sections::performance_rows(s) {
+        if g != group {
+            group = g;
+            let _ = write!(o, "<tr class=\"group\"><th colspan=\"2\">{}</th></tr>", escape(g));
+        }
         let _ = write!(
             o,
-            "<tr><th>{}</th><th>{}</th><td style=\"text-align:right\">{}</td></tr>",
-            escape(group),
+            "<tr><td>{}</td><td>{}</td></tr>",
             escape(name),
             escape(&value)
         );

@@ -258,7 +258,7 @@ pub fn devices_table(doc: &SolutionDocument) -> Grid {
         head: [
             "Host",
             "Device",
-            "Model",
+            "Vendor / model",
             "Firmware",
             "Size",
             "File system",
@@ -279,7 +279,7 @@ pub fn devices_table(doc: &SolutionDocument) -> Grid {
                 g.rows.push(vec![
                     r.host.clone(),
                     d.device.clone(),
-                    d.model.clone().unwrap_or_else(|| "—".into()),
+                    model_text(d),
                     d.firmware.clone().unwrap_or_else(|| "—".into()),
                     d.size_bytes.map_or("—".into(), mb),
                     d.filesystem.clone().unwrap_or_else(|| "—".into()),
@@ -301,6 +301,19 @@ pub fn devices_table(doc: &SolutionDocument) -> Grid {
         }
     }
     g
+}
+
+/// "VENDOR MODEL" as the kernel names them.
+fn model_text(d: &crate::model::StorageDevice) -> String {
+    let words: Vec<&str> = [d.vendor.as_deref(), d.model.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if words.is_empty() {
+        "—".into()
+    } else {
+        words.join(" ")
+    }
 }
 
 /// The Performance table rows of one server: (group, metric, value).
