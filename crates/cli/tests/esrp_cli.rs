@@ -209,9 +209,14 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
     );
     let backup = run_results(&step_run(&campaign, "03-DatabaseBackup"));
     let recovery = run_results(&step_run(&campaign, "04-SoftRecovery"));
-    assert_eq!(s["steps"][3]["logs_to_replay"], 4, "the rehearsal's log count");
+    assert_eq!(
+        s["steps"][3]["logs_to_replay"], 4,
+        "the rehearsal's log count"
+    );
     assert!(
-        recovery.instances[0].logs_generated.is_some_and(|n| (4..=6).contains(&n)),
+        recovery.instances[0]
+            .logs_generated
+            .is_some_and(|n| (4..=6).contains(&n)),
         "about 4 logs: {:?}",
         recovery.instances[0].logs_generated
     );
@@ -444,4 +449,121 @@ fn a_document_refuses_what_is_not_a_campaign_and_files_it_did_not_write() {
     let out = edbstress(&["esrp", "init", "s.toml"], root);
     assert_exit(&out, 2, "init over an existing file");
     assert!(text(&out).contains("already exists"));
+}
+
+/// With a `[fleet]` table the campaign runs every step on every host at once through
+/// `edbstress fleet` (two "hosts" on loopback through a real sshd), and the document
+/// shows each server and the aggregate across them.
+#[test]
+fn a_campaign_of_two_servers_runs_each_step_on_both_and_documents_the_aggregate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let addresses = ["127.0.0.5", "127.0.0.6"];
+    let Some(sshd) = common::sshd::Sshd::start(&root.join("sshd"), &addresses) else {
+        return;
+    };
+    let solution = write_solution(root);
+    let mut toml = fs::read_to_string(&solution)
+        .unwrap()
+        .replace("servers = 1", "servers = 2")
+        .replace("mailboxes = 100", "mailboxes = 200");
+    toml.push_str(&format!(
+        "[fleet]\nlead_time = \"8s\"\nssh_config = \"{}\"\nremote_edbstress = \"{}\"\n",
+        sshd.client_config.display(),
+        binary().display()
+    ));
+    for (i, address) in addresses.iter().enumerate() {
+        let h = root.join(format!("mbx{}", i + 1));
+        for d in ["db", "logs", "results"] {
+            fs::create_dir_all(h.join(d)).unwrap();
+        }
+        toml.push_str(&format!(
+            "[[fleet.hosts]]\ndest = \"{address}\"\nname = \"mbx{}\"\ndb_paths = [\"{}\"]\nlog_paths = [\"{}\"]\nresults_dir = \"{}\"\n",
+            i + 1,
+            h.join("db").display(),
+            h.join("logs").display(),
+            h.join("results").display()
+        ));
+    }
+    fs::write(&solution, toml).unwrap();
+    let campaign = root.join("campaign");
+    let started = Instant::now();
+    let out = edbstress(
+        &[
+            "esrp",
+            "run",
+            "--config",
+            solution.to_str().unwrap(),
+            "--rehearsal",
+            "--campaign",
+            campaign.to_str().unwrap(),
+        ],
+        root,
+    );
+    assert_exit(&out, 0, "a two-server rehearsal campaign");
+    eprintln!(
+        "two-server campaign: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let s = state(&campaign);
+    assert_eq!(s["hosts"], serde_json::json!(["mbx1", "mbx2"]));
+    for step in [
+        "01-Stress",
+        "02-Performance",
+        "03-DatabaseBackup",
+        "04-SoftRecovery",
+    ] {
+        for host in ["mbx1", "mbx2"] {
+            let run = step_run(&campaign.join(step).join("hosts"), host);
+            let r = run_results(&run);
+            assert_eq!(
+                r.overall_result,
+                edbstress_report::Verdict::Pass,
+                "{step} {host}"
+            );
+            if step == "02-Performance" {
+                assert_eq!(r.parameters.mailboxes, Some(100), "the mailboxes are split");
+            }
+        }
+    }
+    let doc = root.join("doc");
+    let out = edbstress(
+        &[
+            "esrp",
+            "document",
+            campaign.to_str().unwrap(),
+            "--solution",
+            solution.to_str().unwrap(),
+            "--output",
+            doc.to_str().unwrap(),
+        ],
+        root,
+    );
+    assert_exit(&out, 1, "a rehearsal");
+    let md = fs::read_to_string(doc.join("solution.md")).unwrap();
+    assert!(
+        md.contains("Server mbx1:") && md.contains("Server mbx2:"),
+        "{md}"
+    );
+    assert!(
+        md.contains("Aggregate Performance across all servers"),
+        "{md}"
+    );
+    let perf = |h: &str| {
+        run_results(&step_run(&campaign.join("02-Performance/hosts"), h))
+            .achieved_transactional_iops
+    };
+    let sum = perf("mbx1") + perf("mbx2");
+    let aggregate = md_value(
+        &md,
+        "#### Aggregate Performance across all servers",
+        "Database Disks Transfers/sec",
+    );
+    assert!(
+        (aggregate.parse::<f64>().unwrap() - sum).abs() < 0.002,
+        "{aggregate} vs {sum}"
+    );
+    let said = text(&out);
+    let found: Vec<&str> = said.lines().filter(|l| l.contains("  - ")).collect();
+    assert_eq!(found.len(), 1, "only the rehearsal is a finding: {found:?}");
 }

@@ -42,7 +42,7 @@ table.perf td:first-child{width:75%}
 .rehearsal-mark{position:fixed;top:0;left:0;right:0;text-align:center;background:#B3261E;color:#fff;font-weight:700;font-size:12px;letter-spacing:1px;padding:3px 0;z-index:10}
 .rehearsal-watermark{position:fixed;top:45%;left:0;right:0;text-align:center;font-size:120px;font-weight:800;color:rgba(179,38,30,.10);transform:rotate(-30deg);z-index:0;pointer-events:none}
 body.rehearsal{padding-top:34px}
-@page{size:A4;margin:16mm 14mm 16mm 14mm;@bottom-right{content:"Page " counter(page) " of " counter(pages);font-size:9pt;color:#555}@bottom-left{content:var(--doc-footer);font-size:9pt;color:#555}}
+@page{size:A4;margin:16mm 14mm 16mm 14mm;@bottom-right{content:"Page " counter(page) " of " counter(pages);font-family:"DejaVu Sans",sans-serif;font-size:8pt;color:#555}@bottom-left{content:var(--doc-footer);font-family:"DejaVu Sans",sans-serif;font-size:8pt;color:#555}}
 @media print{
  body.solution{font-size:10pt}
  .title-page{min-height:250mm;break-after:page}
@@ -55,7 +55,7 @@ body.rehearsal{padding-top:34px}
 "#;
 
 /// A rehearsal's mark at the top of every printed page.
-const REHEARSAL_PAGE_STYLE: &str = "@page{@top-center{content:\"REHEARSAL \\2014  shortened runs: not a result under the ESRP test rules\";color:#B3261E;font-weight:700;font-size:10pt}}";
+const REHEARSAL_PAGE_STYLE: &str = "@page{@top-center{content:\"REHEARSAL \\2014  shortened runs: not a result under the ESRP test rules\";color:#B3261E;font-family:\"DejaVu Sans\",sans-serif;font-weight:700;font-size:9pt}}";
 
 /// The text repeated on every page of a rehearsal.
 pub const REHEARSAL_MARK: &str =
@@ -312,7 +312,11 @@ fn performance_table(o: &mut String, s: &ServerFigures, caption: &str) {
     for (g, name, value) in sections::performance_rows(s) {
         if g != group {
             group = g;
-            let _ = write!(o, "<tr class=\"group\"><th colspan=\"2\">{}</th></tr>", escape(g));
+            let _ = write!(
+                o,
+                "<tr class=\"group\"><th colspan=\"2\">{}</th></tr>",
+                escape(g)
+            );
         }
         let _ = write!(
             o,
