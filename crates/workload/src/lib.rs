@@ -4,7 +4,8 @@
 //! schedulers, the background activities of a run (background database maintenance,
 //! log replication readers), counter sampling (engine, I/O, host), the kernel-log
 //! watch on the devices under test and what Linux says about them, the pass/fail
-//! criteria, auto-tuning, and the run directory with its test log.
+//! criteria (per instance, or per volume as Jetstress 2007 judged), auto-tuning, and the
+//! run directory with its test log.
 //!
 //! It drives the engine through its public API (`Instance`, `prepare`, `recover`,
 //! `verify`) and never encodes pages or log records itself; it builds the results model
@@ -30,6 +31,7 @@ pub mod soft_recovery;
 pub mod transaction;
 pub mod transactional;
 pub mod units;
+pub mod volumes;
 
 /// Why a run could not be carried out (a failed test is not an error: it is a result).
 #[derive(Debug, thiserror::Error)]
