@@ -18,6 +18,7 @@ mod common;
 mod completions_cmd;
 mod config_cmd;
 mod durability_probe_cmd;
+mod esrp_cmd;
 mod flags;
 mod fleet_cmd;
 mod inject_cmd;
@@ -136,6 +137,9 @@ enum Command {
     /// Run a test (or prepare, checksum, clean) on several hosts at once over OpenSSH,
     /// started together, collected and aggregated.
     Fleet(fleet_cmd::FleetArgs),
+    /// The ESRP-style campaign (Stress, Performance, DatabaseBackup, SoftRecovery on
+    /// every server, resumable) and the solution document written from its results.
+    Esrp(esrp_cmd::EsrpArgs),
     /// Measure what the storage under a path can do (random, sequential and log I/O).
     Probe(storage_probe_cmd::StorageProbeArgs),
     /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
@@ -179,6 +183,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => report_cmd::compare(args),
         Command::Aggregate(args) => aggregate_cmd::run(args),
         Command::Fleet(args) => fleet_cmd::run(args),
+        Command::Esrp(args) => esrp_cmd::run(args),
         Command::Probe(args) => storage_probe_cmd::run(args),
         Command::Completions(args) => completions_cmd::run(args, Cli::command()),
         Command::Man(args) => man_cmd::run(args, Cli::command()),

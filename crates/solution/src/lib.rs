@@ -8,7 +8,11 @@
 //!   version, paths, free space, clock offset), splits the mailbox target, starts the
 //!   same test on every host with one `--start-at`, follows each host's progress, stops
 //!   them all cleanly on request, copies every run directory back and aggregates them
-//!   (`edbstress_report::aggregate`), naming hosts that dropped out.
+//!   (`edbstress_report::aggregate`), naming hosts that dropped out;
+//! - [`esrp`]: `edbstress esrp run` — the ESRP campaign (Stress with checksums,
+//!   Performance, DatabaseBackup, SoftRecovery) as ordinary runs, locally or through
+//!   the fleet, with a state file to resume after an interruption; solution.toml; and
+//!   reading a campaign back for its document (`edbstress_report::solution`).
 //!
 //! It must not run transactions, touch databases or judge results itself: each host
 //! runs an ordinary `edbstress run`, and aggregation and the documents are pure
@@ -17,5 +21,6 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod esrp;
 pub mod fleet;
 pub mod ssh;

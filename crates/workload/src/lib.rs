@@ -2,7 +2,8 @@
 //! Jetstress's rules. It owns the run configuration and the version profiles, the
 //! transaction generator (operation mix, lazy commits), the open- and closed-loop
 //! schedulers, the background activities of a run (background database maintenance,
-//! log replication readers), counter sampling (engine, I/O, host), the pass/fail
+//! log replication readers), counter sampling (engine, I/O, host), the kernel-log
+//! watch on the devices under test and what Linux says about them, the pass/fail
 //! criteria (per instance, or per volume as Jetstress 2007 judged), auto-tuning, the
 //! run directory with its test log, and the live counters a run publishes while it
 //! goes (OpenMetrics text, for a scraper).

@@ -24,8 +24,9 @@ use crate::RunError;
 use crate::autotune::{AutoTuneOptions, auto_tune};
 use crate::backup::{BackupOptions, run_backup};
 use crate::config::RunConfig;
-use crate::criteria::{Measurements, evaluate, offline_criteria};
-use crate::host::host_info;
+use crate::criteria::{Measurements, evaluate, kernel_log_criterion, offline_criteria};
+use crate::host::kernel_log::KernelLogWatch;
+use crate::host::{HostSampler, describe_devices, host_info};
 use crate::live::CounterSnapshot;
 use crate::profile::Profile;
 use crate::rundir::{RunDirectory, TestLog};
@@ -77,13 +78,29 @@ pub fn run(
         config.to_toml().as_bytes(),
     )?;
     log.line("edbstress testing begins ...");
-    let mut results = match run_in(config, &log, stop, events) {
+    let watched: Vec<PathBuf> = config
+        .db_paths
+        .iter()
+        .chain(&config.log_paths)
+        .cloned()
+        .collect();
+    let sampler = HostSampler::new(&watched);
+    let kernel_watch = KernelLogWatch::start(sampler.devices());
+    let run = run_in(config, &log, stop, events);
+    let kernel_log = kernel_watch.finish();
+    let mut results = match run {
         Ok(results) => results,
         Err(e) => {
             record_failure(config, &dir, &log, started_at, &e);
             return Err(e);
         }
     };
+    for e in &kernel_log.events {
+        log.line(format!("Kernel log on {}: {}", e.device, e.message));
+    }
+    results.criteria.extend(kernel_log_criterion(&kernel_log));
+    results.kernel_log = Some(kernel_log);
+    results.storage_devices = describe_devices(sampler.devices());
     // Ctrl-C or SIGTERM in any phase (shutdown, verification included) stops the run
     // early: whatever it measured, it did not finish, so it cannot pass.
     if stop.load(Ordering::Relaxed) && !results.aborted {
@@ -312,6 +329,8 @@ pub fn empty_results(config: &RunConfig, threads: u32) -> RunResults {
         autotune: None,
         verification: None,
         sampling_stalls: Vec::new(),
+        kernel_log: None,
+        storage_devices: Vec::new(),
         inconsistencies: Vec::new(),
         samples: Vec::new(),
     }
