@@ -1,6 +1,6 @@
 //! `edbstress`: the command line. It parses arguments, resolves a run's configuration
 //! (mapping configuration keys to its flags in error messages), calls the workload
-//! crate for tests and the engine directly for the offline commands (`prepare`,
+//! crate for tests (the solution crate for fleets and sweeps) and the engine directly for the offline commands (`prepare`,
 //! `checksum`, `recover`, `check`, `clean`, `inject`), the report crate for `report`,
 //! `compare` and `aggregate`, shows progress and prints results. It holds no storage
 //! logic of its own.
@@ -26,6 +26,7 @@ mod report_cmd;
 mod run_args;
 mod run_cmd;
 mod storage_probe_cmd;
+mod sweep_cmd;
 mod units;
 
 use std::process::ExitCode;
@@ -133,6 +134,10 @@ enum Command {
     /// Run a test (or prepare, checksum, clean) on several hosts at once over OpenSSH,
     /// started together, collected and aggregated.
     Fleet(fleet_cmd::FleetArgs),
+    /// Run a grid of storage and workload settings (a run at every point, the storage
+    /// re-configured between points by your commands) and chart the results against
+    /// the parameter; `sweep init` writes a commented sweep file.
+    Sweep(sweep_cmd::SweepArgs),
     /// Measure what the storage under a path can do (random, sequential and log I/O).
     Probe(storage_probe_cmd::StorageProbeArgs),
     /// Run durable-commit sessions printing every acknowledged commit (crash testing).
@@ -172,6 +177,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => report_cmd::compare(args),
         Command::Aggregate(args) => aggregate_cmd::run(args),
         Command::Fleet(args) => fleet_cmd::run(args),
+        Command::Sweep(args) => sweep_cmd::run(args),
         Command::Probe(args) => storage_probe_cmd::run(args),
         Command::DurabilityProbe(args) => durability_probe_cmd::run(args),
         Command::Inject(args) => inject_cmd::run(args),

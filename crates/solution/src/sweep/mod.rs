@@ -394,7 +394,7 @@ impl Sweep<'_> {
             self.results.runs[i].status = "interrupted".into();
             return Ok(RunEnd::Interrupted);
         }
-        if self.plan.fresh {
+        if self.plan.fresh && self.has_database_paths(table) {
             let mut args: Vec<String> = vec!["clean".into(), "--yes".into()];
             for (key, flag) in [("db_paths", "--db-path"), ("log_paths", "--log-path")] {
                 for p in table
@@ -403,6 +403,8 @@ impl Sweep<'_> {
                     .into_iter()
                     .flatten()
                     .filter_map(|v| v.as_str())
+                    // A directory not there yet holds nothing to remove.
+                    .filter(|p| self.cwd.join(p).is_dir())
                 {
                     args.push(flag.into());
                     args.push(p.into());
@@ -481,6 +483,20 @@ impl Sweep<'_> {
             }
         }
         Ok(RunEnd::Done)
+    }
+
+    /// Whether any database or log directory of the point exists (else there is
+    /// nothing to remove before it).
+    fn has_database_paths(&self, table: &toml::Table) -> bool {
+        ["db_paths", "log_paths"].iter().any(|key| {
+            table
+                .get(*key)
+                .and_then(|v| v.as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str())
+                .any(|p| self.cwd.join(p).is_dir())
+        })
     }
 
     fn rel(&self, p: &Path) -> String {
