@@ -171,7 +171,11 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode, CommandError> {
         return Err(CommandError::Usage(format!(
             "compare needs at least two runs, and {} gave {}; give more run directories \
              or a sweep with more finished runs",
-            if args.run_dirs.len() == 1 { "this" } else { "these" },
+            if args.run_dirs.len() == 1 {
+                "this"
+            } else {
+                "these"
+            },
             runs.len()
         )));
     }

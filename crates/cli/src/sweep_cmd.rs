@@ -57,7 +57,9 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CommandError> {
         ))
     });
     let edbstress = std::env::current_exe().map_err(|e| {
-        CommandError::Usage(format!("cannot find this edbstress binary to run each point: {e}"))
+        CommandError::Usage(format!(
+            "cannot find this edbstress binary to run each point: {e}"
+        ))
     })?;
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -86,11 +88,16 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CommandError> {
     );
     let events = |line: &str| eprintln!("{line}");
     let outcome = sweep::run(&options, &stop, &events).map_err(|e| {
-        CommandError::Usage(format!(
-            "{}\nthe finished points are kept in {}; fix the cause and resume with: {resume}",
-            e.0,
-            output.display()
-        ))
+        // Only a sweep that started has points to keep and something to resume.
+        if output.join("sweep.json").is_file() {
+            CommandError::Usage(format!(
+                "{}\nthe finished points are kept in {}; fix the cause and resume with: {resume}",
+                e.0,
+                output.display()
+            ))
+        } else {
+            CommandError::Usage(e.0)
+        }
     })?;
     let s = &outcome.results;
     let done = s.runs.iter().filter(|r| r.status == "done").count();

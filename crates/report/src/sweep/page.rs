@@ -72,11 +72,14 @@ fn series_of(s: &SweepResults, stats: &[PointStats], x: usize, figure: Figure) -
     series
 }
 
+/// A threshold line: its label and value.
+type Limit = Option<(String, f64)>;
+
 struct ChartSpec {
     title: String,
     y: Axis,
     figure: Figure,
-    limit: Option<(String, f64)>,
+    limit: Limit,
 }
 
 fn chart(s: &SweepResults, stats: &[PointStats], x: usize, spec: ChartSpec) -> String {
@@ -113,16 +116,25 @@ fn charts(s: &SweepResults, stats: &[PointStats], x: usize) -> Vec<String> {
         .map(|v| (format!("average limit {v} ms"), v));
     let on = &s.axes[x].name;
     let mut specs = Vec::new();
-    let classes: [(&str, usize, Option<(String, f64)>); 3] = [
+    let classes: [(&str, usize, Limit); 3] = [
         ("Database read", 0, read_limit),
         ("Database write", 1, None),
         ("Log write", 2, log_limit),
     ];
     for (name, which, limit) in classes {
         let (avg, p99): (Figure, Figure) = match which {
-            0 => (|p| Some(class_of(p, 0).avg_ms), |p| Some(class_of(p, 0).p99_ms)),
-            1 => (|p| Some(class_of(p, 1).avg_ms), |p| Some(class_of(p, 1).p99_ms)),
-            _ => (|p| Some(class_of(p, 2).avg_ms), |p| Some(class_of(p, 2).p99_ms)),
+            0 => (
+                |p| Some(class_of(p, 0).avg_ms),
+                |p| Some(class_of(p, 0).p99_ms),
+            ),
+            1 => (
+                |p| Some(class_of(p, 1).avg_ms),
+                |p| Some(class_of(p, 1).p99_ms),
+            ),
+            _ => (
+                |p| Some(class_of(p, 2).avg_ms),
+                |p| Some(class_of(p, 2).p99_ms),
+            ),
         };
         specs.push(ChartSpec {
             title: format!("{name} latency by {on} — average"),
@@ -188,11 +200,11 @@ fn runs_table(o: &mut String, s: &SweepResults) {
     for a in &s.axes {
         let _ = write!(o, "<th>{}</th>", escape(&a.name));
     }
-    let _ = write!(
+    let _ = writeln!(
         o,
         "<th>status</th><th>verdict</th><th>transactional IOPS</th><th>db read avg ms</th>\
          <th>db read p99 ms</th><th>db write avg ms</th><th>log write avg ms</th>\
-         <th>log write p99 ms</th><th>db MB/s</th><th>log MB/s</th><th>{}</th><th>report</th></tr></thead><tbody>\n",
+         <th>log write p99 ms</th><th>db MB/s</th><th>log MB/s</th><th>{}</th><th>report</th></tr></thead><tbody>",
         escape(s.measure_name.as_deref().unwrap_or("measured"))
     );
     for r in &s.runs {
@@ -247,9 +259,9 @@ fn runs_table(o: &mut String, s: &SweepResults) {
         );
         match &r.run_dir {
             Some(d) => {
-                let _ = write!(
+                let _ = writeln!(
                     o,
-                    "<td><a href=\"{}/report.html\">report</a></td></tr>\n",
+                    "<td><a href=\"{}/report.html\">report</a></td></tr>",
                     escape(d)
                 );
             }
@@ -316,10 +328,10 @@ pub fn render(s: &SweepResults) -> String {
     }
     o.push_str("</section>\n");
     runs_table(&mut o, s);
-    let _ = write!(
+    let _ = writeln!(
         o,
         "<section id=\"config\"><h2>Sweep file</h2><p class=\"note\">CSV column of the \
-         measure: {}.</p><pre class=\"log\">{}</pre></section>\n",
+         measure: {}.</p><pre class=\"log\">{}</pre></section>",
         escape(&measure_column(s)),
         escape(&s.config_text)
     );

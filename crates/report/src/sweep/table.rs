@@ -10,7 +10,11 @@ const CLASS_COLUMNS: [&str; 4] = ["iops", "mb_s", "avg_ms", "p99_ms"];
 pub fn header(s: &SweepResults) -> Vec<String> {
     let mut h = vec!["point".to_string(), "repeat".into(), "run_order".into()];
     h.extend(s.axes.iter().map(|a| a.name.clone()));
-    h.extend(["status".into(), "verdict".into(), "transactional_iops".into()]);
+    h.extend([
+        "status".into(),
+        "verdict".into(),
+        "transactional_iops".into(),
+    ]);
     for class in ["db_read", "db_write", "log_write"] {
         h.extend(CLASS_COLUMNS.iter().map(|c| format!("{class}_{c}")));
     }

@@ -78,7 +78,11 @@ fn the_best_point_is_the_highest_passing_iops() {
         (2, 1, 200.0, 5.0, true),
     ]);
     let r = recommend(&s);
-    assert_eq!(r.best.as_ref().unwrap().point, 2, "the failing point is left out");
+    assert_eq!(
+        r.best.as_ref().unwrap().point,
+        2,
+        "the failing point is left out"
+    );
     assert_eq!(r.runner_up.as_ref().unwrap().point, 0);
     assert_eq!(r.points, (3, 2));
 }
@@ -130,7 +134,11 @@ fn the_csv_has_one_row_per_run_with_the_axis_values() {
     assert_eq!(lines.len(), 3);
     assert!(lines[0].starts_with("point,repeat,run_order,compression,status,verdict"));
     assert!(lines[0].contains(",compression_ratio,run_dir"));
-    assert!(lines[2].starts_with("p03,2,2,zstd,done,Pass,200.00,"), "{}", lines[2]);
+    assert!(
+        lines[2].starts_with("p03,2,2,zstd,done,Pass,200.00,"),
+        "{}",
+        lines[2]
+    );
 }
 
 #[test]
@@ -138,7 +146,10 @@ fn the_page_draws_the_parameter_on_the_x_axis() {
     let s = sweep(&[(0, 1, 100.0, 5.0, true), (1, 1, 200.0, 4.0, true)]);
     let html = page::render(&s);
     assert!(html.contains("Database read latency by compression — average"));
-    assert!(html.contains(">lzo</text>"), "category labels on the x axis");
+    assert!(
+        html.contains(">lzo</text>"),
+        "category labels on the x axis"
+    );
     assert!(html.contains("average limit 20 ms"));
     assert!(html.contains("points/p02-r1/Performance_x/report.html"));
     assert!(html.contains("Best: compression=lzo"));

@@ -37,7 +37,12 @@ fn open_log(log: &Path) -> Result<File, String> {
 
 /// Runs `cmd` to its end, in its own process group; SIGINT is passed on once when
 /// `stop` is set and `forward` is true.
-fn wait(mut cmd: Command, what: &str, stop: &AtomicBool, forward: bool) -> Result<Finished, String> {
+fn wait(
+    mut cmd: Command,
+    what: &str,
+    stop: &AtomicBool,
+    forward: bool,
+) -> Result<Finished, String> {
     cmd.process_group(0).stdin(Stdio::null());
     let mut child = cmd
         .spawn()
@@ -116,7 +121,12 @@ pub fn edbstress(
         .current_dir(cwd)
         .stdout(open_log(out)?)
         .stderr(open_log(log)?);
-    wait(cmd, &format!("{} {}", binary.display(), args.join(" ")), stop, true)
+    wait(
+        cmd,
+        &format!("{} {}", binary.display(), args.join(" ")),
+        stop,
+        true,
+    )
 }
 
 /// "code 3" or "killed by signal 9".

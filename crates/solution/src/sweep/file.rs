@@ -111,7 +111,8 @@ pub fn value_text(v: &toml::Value) -> String {
 
 fn valid_name(n: &str) -> bool {
     let mut c = n.chars();
-    c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
         && c.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
@@ -294,7 +295,13 @@ impl SweepPlan {
     /// and the built-in names.
     pub fn names(&self, point: usize, point_dir: &Path, repeat: u32) -> BTreeMap<String, String> {
         let mut m: BTreeMap<String, String> = self.file.vars.clone();
-        for ((a, &i), v) in self.file.axes.iter().zip(&self.points[point]).zip(&self.values) {
+        for ((a, &i), v) in self
+            .file
+            .axes
+            .iter()
+            .zip(&self.points[point])
+            .zip(&self.values)
+        {
             m.insert(a.name.clone(), v[i].clone());
         }
         m.insert("point".into(), format!("p{:02}", point + 1));

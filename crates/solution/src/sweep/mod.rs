@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use edbstress_report::sweep::{
-    PointFigures, PointRun, SWEEP_KIND, SWEEP_SCHEMA_VERSION, SweepAxis, SweepPoint,
-    SweepResults, read_sweep, write_sweep,
+    PointFigures, PointRun, SWEEP_KIND, SWEEP_SCHEMA_VERSION, SweepAxis, SweepPoint, SweepResults,
+    read_sweep, write_sweep,
 };
 use edbstress_report::{ToolInfo, read_results};
 use rand::SeedableRng;
@@ -119,7 +119,12 @@ fn plan_results(plan: &SweepPlan, seed: u64) -> SweepResults {
             .collect(),
         x_axis: plan.x_axis.clone(),
         repeats: plan.repeats,
-        order: if plan.shuffled { "shuffled" } else { "as-written" }.into(),
+        order: if plan.shuffled {
+            "shuffled"
+        } else {
+            "as-written"
+        }
+        .into(),
         seed,
         databases: if plan.fresh { "fresh" } else { "keep" }.into(),
         measure_name: file.commands.measure.as_ref().map(|_| {
@@ -217,6 +222,7 @@ pub fn run(
     events: &(dyn Fn(&str) + Sync),
 ) -> Result<SweepOutcome, SweepError> {
     let plan = SweepPlan::load(&options.file).map_err(SweepError)?;
+    let resuming = options.output.join("sweep.json").is_file();
     let (results, resumed) = open_sweep(&plan, &options.output)?;
     let dir = options
         .output
@@ -233,7 +239,7 @@ pub fn run(
         stop,
         events,
     };
-    if resumed > 0 {
+    if resuming {
         events(&format!(
             "resuming: {resumed} of {} runs already finished",
             sweep.results.runs.len()
@@ -265,7 +271,12 @@ pub fn run(
         }
         sweep.save()?;
     }
-    sweep.results.state = if interrupted { "interrupted" } else { "complete" }.into();
+    sweep.results.state = if interrupted {
+        "interrupted"
+    } else {
+        "complete"
+    }
+    .into();
     sweep.save()?;
     Ok(SweepOutcome {
         results: sweep.results,
@@ -319,7 +330,12 @@ impl Sweep<'_> {
         set_aside(&point_dir).map_err(err)?;
         std::fs::create_dir_all(&point_dir)
             .map_err(|e| err(format!("cannot create {}: {e}", point_dir.display())))?;
-        let finished = self.results.runs.iter().filter(|r| r.status == "done").count();
+        let finished = self
+            .results
+            .runs
+            .iter()
+            .filter(|r| r.status == "done")
+            .count();
         let label = format!(
             "[{}/{}] {} #{repeat} ({})",
             finished + 1,
@@ -328,7 +344,10 @@ impl Sweep<'_> {
             self.plan.describe(point)
         );
         let mut names = self.plan.names(point, &point_dir, repeat);
-        let table = self.plan.run_table(point, &point_dir, repeat).map_err(err)?;
+        let table = self
+            .plan
+            .run_table(point, &point_dir, repeat)
+            .map_err(err)?;
         let config = point_dir.join("run.toml");
         let text = toml::to_string(&table)
             .map_err(|e| err(format!("cannot write the point's settings: {e}")))?;
@@ -453,8 +472,8 @@ impl Sweep<'_> {
         };
         let bytes = std::fs::read(run_dir.join("results.json"))
             .map_err(|e| format!("cannot read {}/results.json: {e}", run_dir.display()))?;
-        let results = read_results(&bytes)
-            .map_err(|e| format!("{}/results.json: {e}", run_dir.display()))?;
+        let results =
+            read_results(&bytes).map_err(|e| format!("{}/results.json: {e}", run_dir.display()))?;
         let figures = PointFigures::from_results(&results);
         (self.events)(&format!(
             "{label}: {} — {:.1} transactional IOPS, db read {:.2} ms avg, log write {:.2} ms avg",
@@ -500,10 +519,7 @@ impl Sweep<'_> {
     }
 
     fn rel(&self, p: &Path) -> String {
-        p.strip_prefix(&self.dir)
-            .unwrap_or(p)
-            .display()
-            .to_string()
+        p.strip_prefix(&self.dir).unwrap_or(p).display().to_string()
     }
 }
 

@@ -124,7 +124,11 @@ mod tests {
             .check(&["dev"])
             .unwrap_err();
         assert!(e.contains("{devv} is not a name"), "{e}");
-        assert!(Template::parse("echo {dev").unwrap_err().contains("not closed"));
+        assert!(
+            Template::parse("echo {dev")
+                .unwrap_err()
+                .contains("not closed")
+        );
         assert!(Template::parse("echo {}").is_err());
     }
 }

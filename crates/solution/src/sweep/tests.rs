@@ -49,7 +49,10 @@ fn a_point_gets_its_run_settings_with_names_replaced() {
     let plan = SweepPlan::parse(GRID).unwrap();
     let t = plan.run_table(5, Path::new("/s/points/p06-r2"), 2).unwrap();
     assert_eq!(t["threads"].as_integer(), Some(4));
-    assert!(!t.contains_key("compression"), "a storage axis is no run setting");
+    assert!(
+        !t.contains_key("compression"),
+        "a storage axis is no run setting"
+    );
     assert_eq!(t["db_paths"][0].as_str(), Some("/mnt/x/db"));
     assert_eq!(t["results_dir"].as_str(), Some("/s/points/p06-r2"));
     let names = plan.names(5, Path::new("/s/points/p06-r2"), 2);
@@ -60,11 +63,26 @@ fn a_point_gets_its_run_settings_with_names_replaced() {
 #[test]
 fn mistakes_are_named_before_anything_runs() {
     let cases = [
-        ("[[axis]]\nname = \"thread\"\nvalues = [2]\n", "point 1 (thread=2)"),
-        ("[[axis]]\nname = \"threads\"\nvalues = [0]\n[commands]\nsetup = \"echo {dev}\"\n", "{dev} is not a name"),
-        ("[[axis]]\nname = \"threads\"\nvalues = []\n", "has no values"),
-        ("[run]\nresults_dir = \"x\"\n[[axis]]\nname = \"threads\"\nvalues = [2]\n", "set by the sweep itself"),
-        ("[sweep]\norder = \"random\"\n[[axis]]\nname = \"threads\"\nvalues = [2]\n", "as-written"),
+        (
+            "[[axis]]\nname = \"thread\"\nvalues = [2]\n",
+            "point 1 (thread=2)",
+        ),
+        (
+            "[[axis]]\nname = \"threads\"\nvalues = [0]\n[commands]\nsetup = \"echo {dev}\"\n",
+            "{dev} is not a name",
+        ),
+        (
+            "[[axis]]\nname = \"threads\"\nvalues = []\n",
+            "has no values",
+        ),
+        (
+            "[run]\nresults_dir = \"x\"\n[[axis]]\nname = \"threads\"\nvalues = [2]\n",
+            "set by the sweep itself",
+        ),
+        (
+            "[sweep]\norder = \"random\"\n[[axis]]\nname = \"threads\"\nvalues = [2]\n",
+            "as-written",
+        ),
         ("[run]\nthreads = 4\n", "no [[axis]]"),
     ];
     for (text, expected) in cases {
