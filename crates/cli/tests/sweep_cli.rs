@@ -405,3 +405,47 @@ fn a_storage_sweep_reformats_a_loop_device_at_each_point() {
     let blue = pixels.iter().filter(|p| **p == [0x00, 0x72, 0xB2]).count();
     assert!(blue > 200, "the charts' lines are drawn ({blue} pixels)");
 }
+
+#[test]
+fn init_writes_a_template_and_mistakes_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let init = command(dir).args(["sweep", "init"]).output().unwrap();
+    assert_eq!(init.status.code(), Some(0), "{}", text(&init));
+    let template = std::fs::read_to_string(dir.join("sweep.toml")).unwrap();
+    assert!(template.contains("[[axis]]") && template.contains("[commands]"));
+    let again = command(dir).args(["sweep", "init"]).output().unwrap();
+    assert_eq!(again.status.code(), Some(2));
+    assert!(text(&again).contains("already exists"), "{}", text(&again));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("sweep.toml")).unwrap(),
+        template
+    );
+
+    let none = command(dir).arg("sweep").output().unwrap();
+    assert_eq!(none.status.code(), Some(2));
+    assert!(text(&none).contains("--config"), "{}", text(&none));
+
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[[axis]]\nname = \"thread\"\nvalues = [2, 4]\n").unwrap();
+    let out = sweep(dir, &bad, &dir.join("never"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("point 1 (thread=2)"), "{}", text(&out));
+    assert!(text(&out).contains("thread"), "{}", text(&out));
+    assert!(
+        !dir.join("never").exists(),
+        "nothing is created for a bad sweep file"
+    );
+
+    // A directory holding something else is not taken for a sweep.
+    std::fs::create_dir(dir.join("busy")).unwrap();
+    std::fs::write(dir.join("busy/notes.txt"), "mine").unwrap();
+    std::fs::write(&bad, "[[axis]]\nname = \"threads\"\nvalues = [2]\n").unwrap();
+    let out = sweep(dir, &bad, &dir.join("busy"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("holds no sweep"), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("busy/notes.txt")).unwrap(),
+        "mine"
+    );
+}

@@ -271,8 +271,14 @@ impl SweepPlan {
             ("measure", &c.measure),
         ] {
             if let Some(cmd) = cmd {
+                // The run directory exists only once the point has run.
+                let names: Vec<&str> = known
+                    .iter()
+                    .copied()
+                    .filter(|n| what != "setup" || *n != "run_dir")
+                    .collect();
                 Template::parse(cmd)
-                    .and_then(|t| t.check(&known))
+                    .and_then(|t| t.check(&names))
                     .map_err(|e| format!("[commands] {what}: {e}"))?;
             }
         }

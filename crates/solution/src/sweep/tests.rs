@@ -97,3 +97,49 @@ fn the_template_is_a_valid_sweep() {
     assert_eq!(plan.points.len(), 6);
     assert!(plan.shuffled);
 }
+
+#[test]
+fn the_user_guide_example_is_a_valid_sweep() {
+    let guide = include_str!("../../../../docs/user-guide.md");
+    let from = guide
+        .find("A ZFS-style example")
+        .expect("the example is in the guide");
+    let block = &guide[from..];
+    let start = block.find("```toml\n").unwrap() + "```toml\n".len();
+    let end = start + block[start..].find("```").unwrap();
+    let plan = SweepPlan::parse(&block[start..end]).unwrap();
+    assert_eq!(plan.points.len(), 32);
+    assert_eq!(plan.x_axis, "db_recordsize");
+    let setup = plan.file.commands.setup.as_deref().unwrap();
+    let names = plan.names(0, Path::new("/s/points/p01-r1"), 1);
+    let script = template::Template::parse(setup)
+        .unwrap()
+        .render(&names)
+        .unwrap();
+    assert!(
+        script.contains("zfs create -o recordsize=4K -o compression=off"),
+        "{script}"
+    );
+}
+
+#[test]
+fn a_sweep_directory_resumes_only_with_its_own_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s");
+    let plan = SweepPlan::parse(GRID).unwrap();
+    let (mut s, done) = open_sweep(&plan, &out).unwrap();
+    assert_eq!(done, 0);
+    s.runs[0].status = "done".into();
+    s.runs[1].status = "interrupted".into();
+    write_sweep(&out, &s).unwrap();
+    let (again, done) = open_sweep(&plan, &out).unwrap();
+    assert_eq!(done, 1);
+    assert_eq!(
+        again.runs[1].status, "pending",
+        "an unfinished run is run again"
+    );
+    assert_eq!(again.seed, s.seed);
+    let other = SweepPlan::parse(&GRID.replace("repeats = 2", "repeats = 3")).unwrap();
+    let e = open_sweep(&other, &out).unwrap_err().0;
+    assert!(e.contains("different sweep file"), "{e}");
+}
