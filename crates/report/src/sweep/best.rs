@@ -112,6 +112,8 @@ pub struct Recommendation {
     pub runner_up: Option<PointStats>,
     /// Points with finished runs, and how many of them passed.
     pub points: (usize, usize),
+    /// When no point passed: the one with the highest IOPS, for orientation.
+    pub top_failing: Option<PointStats>,
 }
 
 /// Picks the best passing point of `stats` by [`RULE`].
@@ -136,10 +138,19 @@ pub fn recommend(s: &SweepResults) -> Recommendation {
     let points = (stats.len(), passing.len());
     let best = pick(&passing).map(|i| passing.remove(i).clone());
     let runner_up = pick(&passing).map(|i| passing[i].clone());
+    let top_failing = if best.is_none() {
+        stats
+            .iter()
+            .max_by(|a, b| a.iops.total_cmp(&b.iops))
+            .cloned()
+    } else {
+        None
+    };
     Recommendation {
         best,
         runner_up,
         points,
+        top_failing,
     }
 }
 
@@ -154,6 +165,15 @@ impl Recommendation {
                  recommend.",
                 self.points.1, self.points.0
             ));
+            if let Some(top) = &self.top_failing {
+                out.push(format!(
+                    "The highest transactional IOPS was {:.1} at {} ({}), which failed; its \
+                     runs' reports say which criteria.",
+                    top.iops,
+                    s.describe_point(top.point),
+                    s.points[top.point].id
+                ));
+            }
             return out;
         };
         out.push(format!(

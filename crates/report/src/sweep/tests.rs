@@ -123,7 +123,11 @@ fn the_gap_is_weighed_against_the_spread_between_repeats() {
 #[test]
 fn a_repeat_failing_makes_its_point_fail() {
     let s = sweep(&[(0, 1, 100.0, 5.0, true), (0, 2, 400.0, 5.0, false)]);
-    assert!(recommend(&s).best.is_none());
+    let r = recommend(&s);
+    assert!(r.best.is_none());
+    let text = r.describe(&s).join(" ");
+    assert!(text.contains("No point passed"), "{text}");
+    assert!(text.contains("250.0 at compression=none"), "{text}");
 }
 
 #[test]
