@@ -191,6 +191,14 @@ impl MeasureRecorder {
         let totals_io: IoSummary =
             edbstress_report::summary::io_summary(&whole.io, None, seconds, &|c| max((None, c)));
         let host = host_counters(&self.host_intervals, &whole.host);
+        let layouts: Vec<InstanceLayout> = bench.slots.iter().map(|s| s.layout.clone()).collect();
+        let volumes = crate::volumes::volumes(
+            bench.host.devices(),
+            &layouts,
+            &whole.host,
+            &self.host_intervals,
+            &whole.io,
+        );
         Measurement {
             seconds,
             sessions,
@@ -203,6 +211,7 @@ impl MeasureRecorder {
             instances,
             samples: self.samples,
             host,
+            volumes,
             longest_interval_s: self.longest_interval_s,
             stall_limit_s: stall_limit(bench.config.sample_interval).as_secs_f64(),
             stalls: self.sampling_stalls,
