@@ -90,6 +90,12 @@ def measuring(port):
     return False
 
 
+def verdict_text(r):
+    """Pass, or Fail with the keys of the failed criteria in parentheses."""
+    failed = [c.get("key", "?") for c in r.get("failed_criteria", [])]
+    return r["overall_result"] + (f" ({', '.join(failed)})" if failed else "")
+
+
 def edbstress_round(work, args, round_no):
     """One throughput run; returns its figures (dict)."""
     res = os.path.join(work, "results", f"round{round_no}")
@@ -154,20 +160,37 @@ def edbstress_round(work, args, round_no):
         "log_bytes": log["avg_bytes"],
         "log_per_sec": log["per_sec"],
         "log_ms": log["avg_latency_ms"],
-        "verdict": r["overall_result"] + "".join(
-            f" ({', '.join(c.get('key', '?') for c in r.get('failed_criteria', []))})"
-            for _ in [0] if r.get("failed_criteria")),
+        "verdict": verdict_text(r),
     }
 
 
+def fio_file_shortfall(work):
+    """Bytes fio's file lacks to be as large as the database."""
+    db = os.path.getsize(os.path.join(work, "db", "edbstress001.edb"))
+    path = os.path.join(work, "db", "fio-db.dat")
+    return max(0, db - (os.path.getsize(path) if os.path.exists(path) else 0))
+
+
+def fill_fio_file(work):
+    """Makes fio's database file as large as the database (which grows with each run)."""
+    db = os.path.join(work, "db", "edbstress001.edb")
+    path = os.path.join(work, "db", "fio-db.dat")
+    size = os.path.getsize(db)
+    if not os.path.exists(path) or os.path.getsize(path) < size:
+        run(["fio", "--name=fill", f"--filename={path}", f"--size={size}", "--rw=write", "--bs=1M",
+             "--direct=1", "--ioengine=io_uring", "--iodepth=8", "--output-format=json"])
+    return os.path.getsize(path)
+
+
 def fio_round(work, args, mix):
-    """fio's equivalent of one run's mix; returns its figures (dict)."""
+    """fio's equivalent of one run's mix, on a file as large as the database; returns its figures."""
+    fio_bytes = fill_fio_file(work)
     depth = max(1, round(mix["outstanding"]))
     log_bs = max(4096, -(-int(mix["log_bytes"]) // 4096) * 4096)
     common = ["--direct=1", "--ioengine=io_uring", f"--runtime={args.seconds}", "--time_based"]
     cmd = ["fio", "--output-format=json",
            "--name=db", f"--filename={os.path.join(work, 'db', 'fio-db.dat')}",
-           f"--size={size_bytes(args.database_size)}", "--rw=randrw",
+           f"--size={fio_bytes}", "--rw=randrw",
            f"--rwmixread={round(mix['read_pct'])}", f"--bs={mix['page']}", f"--iodepth={depth}",
            "--norandommap", "--randrepeat=0", *common,
            "--name=log", f"--filename={os.path.join(work, 'logs', 'fio-log.dat')}",
@@ -185,6 +208,7 @@ def fio_round(work, args, mix):
         "cpu_us": 1e6 * cpu / db_ios if db_ios else float("nan"),
         "cpu_us_all": 1e6 * cpu / (db_ios + log_ios) if db_ios + log_ios else float("nan"),
         "depth": depth,
+        "file_gib": fio_bytes / 2**30,
         "read_ms": db["read"]["lat_ns"]["mean"] / 1e6,
         "write_ms": db["write"]["lat_ns"]["mean"] / 1e6,
         "log_bs": log_bs,
@@ -204,10 +228,17 @@ def print_edb(i, e):
 
 def print_fio(i, f, mix):
     print(f"round {i} fio:       {f['iops']:8.0f} database IOPS, {f['cpu_us']:6.1f} us CPU per database I/O "
-          f"({f['cpu_us_all']:.1f} per I/O of any class), randrw {mix['page'] // 1024} KiB "
+          f"({f['cpu_us_all']:.1f} per I/O of any class), {f['file_gib']:.1f} GiB file, randrw {mix['page'] // 1024} KiB "
           f"{round(mix['read_pct'])} % reads qd {f['depth']}: read {f['read_ms']:.2f} ms, write "
           f"{f['write_ms']:.2f} ms; log {f['log_per_sec']:.0f}/s x {f['log_bs'] // 1024} KiB "
           f"{f['log_ms']:.2f} ms + fdatasync {f['log_sync_ms']:.2f} ms", flush=True)
+
+
+def check_space(path, need):
+    free = shutil.disk_usage(path).free
+    if free < need:
+        sys.exit(f"{path} has {free / 2**30:.1f} GiB free, the bench needs {need / 2**30:.1f} GiB: "
+                 "free some space, or use --dir elsewhere, a smaller --database-size or fewer --rounds")
 
 
 def load():
@@ -219,7 +250,9 @@ def main():
     ap.add_argument("--dir", default=None, help="directory on the filesystem under test (default: ./target)")
     ap.add_argument("--database-size", default="2GiB")
     ap.add_argument("--cache", default="64MiB", help="database cache (min = max)")
-    ap.add_argument("--threads", default="auto", help="sessions: 'auto' (--auto-tune) or a count")
+    ap.add_argument("--threads", default="16",
+                    help="sessions: a count, or 'auto' (--auto-tune: the largest count that passes every "
+                         "criterion, page fault stalls included, which a database >> cache fails early)")
     ap.add_argument("--seconds", type=int, default=60, help="measured seconds of each run and fio job")
     ap.add_argument("--sample-interval", type=int, default=5,
                     help="edbstress sampling interval, s (auto-tune steps last twice that)")
@@ -241,12 +274,10 @@ def main():
         subprocess.run(["cargo", "build", "--release", "-p", "edbstress-cli"], cwd=ROOT, check=True)
     base = args.dir or os.path.join(ROOT, "target")
     db_bytes = size_bytes(args.database_size)
-    # The database (it grows a little per run), fio's copy, logs (edbstress's and fio's).
-    need = 2 * db_bytes + args.log_file_mib * MIB + 2 * (1 << 30)
-    free = shutil.disk_usage(base).free
-    if free < need:
-        sys.exit(f"{base} has {free / 2**30:.1f} GiB free, the bench needs {need / 2**30:.1f} GiB: "
-                 "free some space or use --dir elsewhere or a smaller --database-size")
+    # The database and fio's file as large, both growing with the inserts of each run
+    # (~30 MB/s on the 2-core VM: 64 MiB/s allowed), and the logs (edbstress's and fio's).
+    growth = args.rounds * args.seconds * 64 * MIB
+    check_space(base, 2 * (db_bytes + growth) + args.log_file_mib * MIB + 2 * (1 << 30))
     goal_mib = size_bytes(args.cache) / MIB * 1.1 + 64
     work = tempfile.mkdtemp(prefix="edbstress-txn-vs-fio-", dir=base)
     load_before = load()
@@ -256,11 +287,10 @@ def main():
             os.makedirs(os.path.join(work, d))
         run([EDB, "prepare", "--databases", "1", "--database-size", args.database_size,
              "--db-path", os.path.join(work, "db"), "--log-path", os.path.join(work, "logs")])
-        run(["fio", "--name=fill", f"--filename={os.path.join(work, 'db', 'fio-db.dat')}",
-             f"--size={db_bytes}", "--rw=write", "--bs=1M", "--direct=1", "--ioengine=io_uring",
-             "--iodepth=8", "--output-format=json"])
         mix = None
         for i in range(1, args.rounds + 1):
+            # Room for the database to grow again and for fio's file to follow it.
+            check_space(work, 2 * args.seconds * 64 * MIB + fio_file_shortfall(work))
             if i % 2 == 1 or mix is None:
                 e = edbstress_round(work, args, i)
                 print_edb(i, e)
