@@ -6,9 +6,10 @@ Usage: bench/transactional_vs_fio.py [--dir DIR] [--database-size 2GiB] [--cache
                                      [--threads auto|N] [--seconds 60] [--rounds 3]
                                      [--quick] [--backend auto|io_uring|threads]
 
-One database is prepared once in a fresh directory under DIR (`edbstress prepare`),
-with a fio file of the same size beside it (filled by fio) and a fio log file in the
-log directory. Each round runs:
+One database is prepared once in a fresh directory under DIR (`edbstress prepare`);
+every edbstress run starts from a fresh copy of it (inserts grow a database by 1-3 GB a
+minute here, so rounds would otherwise not be alike). Beside it: a fio file as large as
+the database (filled by fio, grown with it) and a fio log file. Each round runs:
 
 - edbstress: `edbstress run` throughput run (closed loop) on that database, BDM off,
   one copy, cache min = max = --cache (database >> cache), sessions auto-tuned
@@ -101,12 +102,15 @@ def edbstress_round(work, args, round_no):
     res = os.path.join(work, "results", f"round{round_no}")
     port = free_port()
     cmd = [EDB, "run", "--databases", "1", "--copies", "1", "--database-size", args.database_size,
-           "--db-path", os.path.join(work, "db"), "--log-path", os.path.join(work, "logs"),
+           "--db-path", os.path.join(work, "run", "db"), "--log-path", os.path.join(work, "run", "logs"),
            "--cache-min", args.cache, "--cache-max", args.cache, "--bdm", "off",
            "--duration", f"{args.seconds}s", "--sample-interval", f"{args.sample_interval}s",
            "--no-verify", "--results-dir", res, "--backend", args.backend,
            "--metrics-listen", f"127.0.0.1:{port}"]
     cmd += ["--auto-tune"] if args.threads == "auto" else ["--threads", args.threads]
+    # Every round starts from the same database: a fresh copy of the prepared one.
+    shutil.rmtree(os.path.join(work, "run"), ignore_errors=True)
+    shutil.copytree(os.path.join(work, "ref"), os.path.join(work, "run"))
     out_path = os.path.join(work, f"edbstress-round{round_no}.out")
     with open(out_path, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
@@ -164,18 +168,23 @@ def edbstress_round(work, args, round_no):
     }
 
 
+def database_file(work):
+    """The database as the last run left it, else the prepared one."""
+    run_db = os.path.join(work, "run", "db", "edbstress001.edb")
+    return run_db if os.path.exists(run_db) else os.path.join(work, "ref", "db", "edbstress001.edb")
+
+
 def fio_file_shortfall(work):
     """Bytes fio's file lacks to be as large as the database."""
-    db = os.path.getsize(os.path.join(work, "db", "edbstress001.edb"))
-    path = os.path.join(work, "db", "fio-db.dat")
+    db = os.path.getsize(database_file(work))
+    path = os.path.join(work, "fio", "fio-db.dat")
     return max(0, db - (os.path.getsize(path) if os.path.exists(path) else 0))
 
 
 def fill_fio_file(work):
     """Makes fio's database file as large as the database (which grows with each run)."""
-    db = os.path.join(work, "db", "edbstress001.edb")
-    path = os.path.join(work, "db", "fio-db.dat")
-    size = os.path.getsize(db)
+    path = os.path.join(work, "fio", "fio-db.dat")
+    size = os.path.getsize(database_file(work))
     if not os.path.exists(path) or os.path.getsize(path) < size:
         run(["fio", "--name=fill", f"--filename={path}", f"--size={size}", "--rw=write", "--bs=1M",
              "--direct=1", "--ioengine=io_uring", "--iodepth=8", "--output-format=json"])
@@ -189,11 +198,11 @@ def fio_round(work, args, mix):
     log_bs = max(4096, -(-int(mix["log_bytes"]) // 4096) * 4096)
     common = ["--direct=1", "--ioengine=io_uring", f"--runtime={args.seconds}", "--time_based"]
     cmd = ["fio", "--output-format=json",
-           "--name=db", f"--filename={os.path.join(work, 'db', 'fio-db.dat')}",
+           "--name=db", f"--filename={os.path.join(work, 'fio', 'fio-db.dat')}",
            f"--size={fio_bytes}", "--rw=randrw",
            f"--rwmixread={round(mix['read_pct'])}", f"--bs={mix['page']}", f"--iodepth={depth}",
            "--norandommap", "--randrepeat=0", *common,
-           "--name=log", f"--filename={os.path.join(work, 'logs', 'fio-log.dat')}",
+           "--name=log", f"--filename={os.path.join(work, 'fio', 'fio-log.dat')}",
            f"--size={args.log_file_mib}M", "--rw=write", f"--bs={log_bs}", "--iodepth=1",
            "--fdatasync=1", f"--rate_iops={max(1, round(mix['log_per_sec']))}", *common]
     out, _ = run(cmd)
@@ -274,23 +283,25 @@ def main():
         subprocess.run(["cargo", "build", "--release", "-p", "edbstress-cli"], cwd=ROOT, check=True)
     base = args.dir or os.path.join(ROOT, "target")
     db_bytes = size_bytes(args.database_size)
-    # The database and fio's file as large, both growing with the inserts of each run
-    # (~30 MB/s on the 2-core VM: 64 MiB/s allowed), and the logs (edbstress's and fio's).
-    growth = args.rounds * args.seconds * 64 * MIB
-    check_space(base, 2 * (db_bytes + growth) + args.log_file_mib * MIB + 2 * (1 << 30))
+    # The prepared database, a run's copy of it and fio's file as large, the copy growing
+    # with the inserts of a run (up to ~50 MB/s on the 2-core VM: 64 MiB/s allowed) and
+    # fio's file following it, and the logs (edbstress's and fio's).
+    growth = args.seconds * 64 * MIB
+    check_space(base, 3 * db_bytes + 2 * growth + args.log_file_mib * MIB + 2 * (1 << 30))
     goal_mib = size_bytes(args.cache) / MIB * 1.1 + 64
     work = tempfile.mkdtemp(prefix="edbstress-txn-vs-fio-", dir=base)
     load_before = load()
     rows = []
     try:
-        for d in ("db", "logs", "results"):
+        for d in ("ref/db", "ref/logs", "fio", "results"):
             os.makedirs(os.path.join(work, d))
         run([EDB, "prepare", "--databases", "1", "--database-size", args.database_size,
-             "--db-path", os.path.join(work, "db"), "--log-path", os.path.join(work, "logs")])
+             "--db-path", os.path.join(work, "ref", "db"), "--log-path", os.path.join(work, "ref", "logs")])
         mix = None
         for i in range(1, args.rounds + 1):
-            # Room for the database to grow again and for fio's file to follow it.
-            check_space(work, 2 * args.seconds * 64 * MIB + fio_file_shortfall(work))
+            # Room for a fresh copy to grow and for fio's file to follow it.
+            ref_bytes = os.path.getsize(os.path.join(work, "ref", "db", "edbstress001.edb"))
+            check_space(work, ref_bytes + 2 * growth + fio_file_shortfall(work))
             if i % 2 == 1 or mix is None:
                 e = edbstress_round(work, args, i)
                 print_edb(i, e)
