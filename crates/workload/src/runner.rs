@@ -64,6 +64,11 @@ pub fn run(
     events: &(dyn Fn(RunEvent<'_>) + Sync),
 ) -> Result<RunOutcome, RunError> {
     let started_at = Local::now();
+    // A configuration that cannot work here (a path that is a file, too little space,
+    // a database in use) is refused before a run directory exists: nothing ran, so
+    // there is no run to record as failed.
+    let layouts = InstanceLayout::spread(config.databases, &config.db_paths, &config.log_paths);
+    prepare_plan(config, &layouts)?;
     let dir = RunDirectory::create(&config.results_dir, config.test, started_at)?;
     let forward = |line: &str| events(RunEvent::Log(line));
     let log = dir.test_log()?.with_sink(&forward);
@@ -154,13 +159,9 @@ fn record_failure(
 /// Log bytes per instance beyond the checkpoint depth that a run needs room for.
 const RUN_LOG_MARGIN: u64 = 8 << 20;
 
-/// Creates missing databases (and reuses existing ones) like `edbstress prepare`.
-fn prepare(
-    config: &RunConfig,
-    layouts: &[InstanceLayout],
-    log: &TestLog<'_>,
-    events: &(dyn Fn(RunEvent<'_>) + Sync),
-) -> Result<(), RunError> {
+/// The checked prepare plan of a run: paths, existing databases, free space for the
+/// databases and the run's logs. Writes nothing.
+fn prepare_plan(config: &RunConfig, layouts: &[InstanceLayout]) -> Result<PreparePlan, RunError> {
     let mailboxes_per_db = config
         .mailboxes
         .map_or(100, |m| m.div_ceil(u64::from(config.databases.max(1))))
@@ -181,6 +182,17 @@ fn prepare(
     // plus the log buffer's worth in flight and the pre-created next generation.
     plan.check_run_space(config.checkpoint_depth.saturating_add(RUN_LOG_MARGIN))
         .map_err(|e| RunError::Prepare(e.to_string()))?;
+    Ok(plan)
+}
+
+/// Creates missing databases (and reuses existing ones) like `edbstress prepare`.
+fn prepare(
+    config: &RunConfig,
+    layouts: &[InstanceLayout],
+    log: &TestLog<'_>,
+    events: &(dyn Fn(RunEvent<'_>) + Sync),
+) -> Result<(), RunError> {
+    let plan = prepare_plan(config, layouts)?;
     for (layout, action) in &plan.instances {
         let what = match action {
             InstanceAction::Create => format!("creating ({})", human_bytes(config.database_size)),

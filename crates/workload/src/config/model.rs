@@ -49,6 +49,10 @@ pub struct RunConfig {
     /// Log each page's on-disk image before the change that makes it dirty, so that
     /// recovery can rebuild pages torn by a power cut (off by default, like ESE).
     pub torn_write_protection: bool,
+    /// Run although the databases are not several times the cache (or, buffered, the
+    /// host's memory): the user says a cached test is intended.
+    #[serde(default)]
+    pub allow_cached_databases: bool,
     /// Sessions running transactions over all instances (None: chosen by the tool).
     pub threads: Option<u32>,
     /// Find the largest session count that meets the thresholds.

@@ -87,10 +87,22 @@ impl PrepareOptions {
     pub fn page_count(&self) -> Result<u32, PrepareError> {
         let ps = self.page_size.bytes() as u64;
         let pages = (self.database_bytes / ps).saturating_sub(2);
-        u32::try_from(pages).map_err(|_| PrepareError::Invalid(format!(
-            "--database-size {} is too large for {} pages (at most {} pages per database); use a larger --page-size or more --databases",
-            human_bytes(self.database_bytes), self.page_size, u32::MAX
-        )))
+        u32::try_from(pages).map_err(|_| {
+            // 32 KiB is the largest page: advising a larger one would send the user in
+            // a circle.
+            let larger = if self.page_size.bytes() < 32 * 1024 {
+                ", a larger --page-size (up to 32KiB)"
+            } else {
+                ""
+            };
+            PrepareError::Invalid(format!(
+                "--database-size {} is too large for {} pages (at most {} pages, {} per database); use a smaller --database-size{larger} or more --databases",
+                human_bytes(self.database_bytes),
+                self.page_size,
+                u32::MAX,
+                human_bytes((u64::from(u32::MAX) + 2) * ps)
+            ))
+        })
     }
 
     /// Length of each database file.
@@ -313,6 +325,10 @@ impl PreparePlan {
         }
         let mut instances = Vec::new();
         for layout in layouts {
+            if let Some(dir) = layout.db_file.parent() {
+                check_directory_path(dir, "--db-path")?;
+            }
+            check_directory_path(&layout.log_dir, "--log-path")?;
             let (action, identity) = inspect_instance(&layout, &options, page_count)?;
             // A log directory in use is refused with its holder's PID, whatever the
             // database path of the process that holds it.
@@ -431,6 +447,26 @@ impl PreparePlan {
         }
         Ok(reports)
     }
+}
+
+/// Refuses a directory path one of whose parts is a file (a `--db-path` naming a
+/// file), before anything is created: creating the directory would fail with a bare
+/// "File exists".
+fn check_directory_path(dir: &Path, flag: &str) -> Result<(), PrepareError> {
+    for part in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+        match std::fs::metadata(part) {
+            Ok(meta) if meta.is_dir() => return Ok(()),
+            Ok(_) => {
+                return Err(PrepareError::Invalid(format!(
+                    "{flag}: {} is a file, not a directory; give a directory for {flag} (edbstress creates it when it is missing)",
+                    part.display()
+                )));
+            }
+            // Missing parts are created; other errors are reported where they occur.
+            Err(_) => continue,
+        }
+    }
+    Ok(())
 }
 
 fn io_err(path: &Path, op: &'static str, source: std::io::Error) -> IoError {
