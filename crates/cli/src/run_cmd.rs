@@ -175,6 +175,12 @@ fn live_line(s: &LiveStatus) -> String {
         }
     }
     out.push_str(&format!(" | cache {:.0}%", s.cache_fill_pct));
+    if let Some((rate, eta)) = s.warmup {
+        match eta {
+            Some(eta) => out.push_str(&format!(" (+{rate:.1}%/s, ~{}s to 90%)", eta.as_secs())),
+            None => out.push_str(" (not growing)"),
+        }
+    }
     out
 }
 
@@ -195,6 +201,14 @@ fn print_summary(outcome: &RunOutcome) {
     println!("{} test: {}", r.test_type.label(), r.overall_result.label());
     if let Some(why) = &r.abort_reason {
         println!("  aborted: {why}");
+    }
+    if let Some(t) = &r.autotune {
+        let failed = t.steps.iter().filter(|s| !s.passed).count();
+        println!(
+            "  auto-tune chose {} sessions ({} step(s), {failed} failed; the report's Auto-Tuning section says why)",
+            t.chosen_threads,
+            t.steps.len()
+        );
     }
     if r.test_type.is_transactional() {
         match r.target_transactional_iops {

@@ -454,3 +454,128 @@ fn result_files_are_created_like_other_files_not_private() {
         );
     }
 }
+
+/// A run whose cache can never fill (a 32 MiB database under a 64 MiB cache, allowed on
+/// purpose), with `warmup_timeout` from a file; spawned, not waited for.
+fn spawn_never_warm_run(dir: &Path, warmup_timeout: &str) -> std::process::Child {
+    fs::write(
+        dir.join("warm.toml"),
+        format!("warmup_timeout = \"{warmup_timeout}\"\n"),
+    )
+    .unwrap();
+    command(dir)
+        .args([
+            "run",
+            "--config",
+            "warm.toml",
+            "--databases",
+            "1",
+            "--database-size",
+            "32MiB",
+            "--cache-max",
+            "64MiB",
+            "--allow-cached-databases",
+            "--threads",
+            "2",
+            "--duration",
+            "2s",
+            "--sample-interval",
+            "1s",
+            "--no-verify",
+            // Reads only: the database does not grow, so it never fills the cache.
+            "--op-mix",
+            "0/0/0/100",
+        ])
+        .args(PATHS)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn warm_up_shows_progress_and_says_why_it_cannot_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = spawn_never_warm_run(dir.path(), "4s");
+    let out = child.wait_with_output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    let log = fs::read_to_string(run_dirs(dir.path())[0].join("test.log")).unwrap();
+    assert!(
+        log.contains("Attaining prerequisites: filling each database cache to 90 %"),
+        "{log}"
+    );
+    // Progress once per sampling interval: fill per instance in MiB, rate, estimate.
+    let progress: Vec<&str> = log.lines().filter(|l| l.contains("-- Warm-up ")).collect();
+    assert!(progress.len() >= 2, "{log}");
+    assert!(
+        progress[0].contains("Instance0001 ") && progress[0].contains("MiB)"),
+        "{log}"
+    );
+    assert!(progress[0].contains("%/s"), "{log}");
+    // And why it timed out.
+    assert!(log.contains("Caches did not reach 90 %"), "{log}");
+    assert!(log.contains("the cache can never fill"), "{log}");
+}
+
+#[test]
+fn a_run_stopped_before_measuring_reports_not_measured_and_the_abort_as_the_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = spawn_never_warm_run(dir.path(), "5m");
+    let started = Instant::now();
+    loop {
+        let warming = run_dirs(dir.path()).first().is_some_and(|d| {
+            fs::read_to_string(d.join("test.log")).is_ok_and(|t| t.contains("-- Warm-up "))
+        });
+        if warming {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "never warmed up"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let run = &run_dirs(dir.path())[0];
+    let results = common::results(run);
+    assert_eq!(results["overall_result"], "Fail");
+    let criteria = results["criteria"].as_array().unwrap();
+    // The cause of the verdict is a failed criterion of its own.
+    assert_eq!(criteria[0]["key"], "run_aborted", "{results}");
+    assert_eq!(criteria[0]["passed"], false);
+    assert!(
+        criteria[0]["note"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted"),
+        "{results}"
+    );
+    // Nothing was measured: no latency, error count or IOPS passes on zeros.
+    for key in [
+        "db_read_avg_latency",
+        "log_write_max_latency",
+        "io_errors",
+        "transaction_errors",
+    ] {
+        let c = criteria
+            .iter()
+            .find(|c| c["key"] == key)
+            .unwrap_or_else(|| panic!("no {key}: {results}"));
+        assert_eq!(c["not_measured"], true, "{c}");
+        assert_eq!(c["passed"], false, "{c}");
+    }
+    let html = fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.contains("NOT MEASURED") && html.contains("not measured"));
+    let summary = stdout(&out);
+    assert!(
+        summary.contains("FAILED: Total: Test ran to its end"),
+        "{summary}"
+    );
+    assert!(summary.contains("not measured"), "{summary}");
+}

@@ -126,18 +126,63 @@ pub struct Criterion {
     pub unit: String,
     /// Whether the criterion is met.
     pub passed: bool,
+    /// The inputs of the criterion were not measured (no I/O of its class, the run
+    /// stopped before measuring): `measured` means nothing and the criterion is not met.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_measured: bool,
+    /// What the figures alone do not say, e.g. why a run was aborted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl Criterion {
-    /// One line: "Instance0001: Database Reads Average Latency 23.400 ms > 20 ms".
+    /// Whether the figures meet the threshold: never for a criterion not measured.
+    pub fn holds(&self) -> bool {
+        !self.not_measured && self.comparison.holds(self.measured, self.threshold)
+    }
+
+    /// The measured value as people read it: the number and unit, or "not measured".
+    pub fn measured_text(&self) -> String {
+        if self.not_measured {
+            "not measured".to_string()
+        } else {
+            crate::text::quantity(self.measured, &self.unit)
+        }
+    }
+
+    /// The result as a word: PASS, FAIL, or NOT MEASURED (which is not met either).
+    pub fn result_word(&self) -> &'static str {
+        match (self.passed, self.not_measured) {
+            (_, true) => "NOT MEASURED",
+            (true, false) => "PASS",
+            (false, false) => "FAIL",
+        }
+    }
+
+    /// One line: "Instance0001: Database Reads Average Latency 23.400 ms > 20 ms",
+    /// "… not measured (limit ≤ 20 ms)", then the note.
     pub fn describe(&self) -> String {
+        let note = self
+            .note
+            .as_ref()
+            .map_or(String::new(), |n| format!(" -- {n}"));
+        if self.not_measured {
+            return format!(
+                "{}: {} not measured (limit {} {} {}){note}",
+                self.scope,
+                self.name,
+                self.comparison.symbol(),
+                format_number(self.threshold),
+                self.unit
+            );
+        }
         let op = match (self.passed, self.comparison) {
             (true, c) => c.symbol(),
             (false, Comparison::AtMost) => ">",
             (false, Comparison::AtLeast) => "<",
         };
         format!(
-            "{}: {} {} {} {} {} {}",
+            "{}: {} {} {} {} {} {}{note}",
             self.scope,
             self.name,
             format_number(self.measured),
@@ -495,6 +540,9 @@ pub struct AutoTuneStep {
     pub passed: bool,
     /// Seconds measured.
     pub seconds: f64,
+    /// The criteria a failed step did not meet, each as one line (empty when passed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_criteria: Vec<String>,
 }
 
 /// What auto-tuning chose and the curve it explored.
@@ -764,7 +812,7 @@ impl RunResults {
     pub fn rejudge(&mut self) {
         let mut found = Vec::new();
         for c in &mut self.criteria {
-            let derived = c.comparison.holds(c.measured, c.threshold);
+            let derived = c.holds();
             if derived != c.passed {
                 found.push(format!(
                     "criterion {} ({}) is stored as {} but its figures say {}",

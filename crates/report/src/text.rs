@@ -144,7 +144,19 @@ pub fn plain_words(c: &Criterion, r: &RunResults) -> String {
     };
     let (measured, limit) = (m(c.measured), m(c.threshold));
     let count = c.measured.round() as i64;
+    if c.not_measured {
+        let note = c.note.as_ref().map_or(String::new(), |n| format!(" ({n})"));
+        return format!(
+            "{}{on} was not measured{note}, so it cannot pass; the limit is {} {limit}.",
+            c.name,
+            c.comparison.symbol()
+        );
+    }
     match c.key.as_str() {
+        "run_aborted" => format!(
+            "The test was stopped before its end: {}.",
+            c.note.as_deref().unwrap_or("no reason recorded")
+        ),
         "db_read_avg_latency" => {
             format!("Database reads{on} took {measured} on average; the limit is {limit}.")
         }

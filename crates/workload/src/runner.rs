@@ -24,7 +24,7 @@ use crate::RunError;
 use crate::autotune::{AutoTuneOptions, auto_tune};
 use crate::backup::{BackupOptions, run_backup};
 use crate::config::RunConfig;
-use crate::criteria::{Measurements, evaluate, offline_criteria};
+use crate::criteria::{Measurements, abort_criterion, evaluate, offline_criteria};
 use crate::host::host_info;
 use crate::rundir::{RunDirectory, TestLog};
 use crate::soft_recovery::{SoftRecoveryOptions, run_soft_recovery};
@@ -150,7 +150,8 @@ fn record_failure(
     results.ended_at = Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
     results.aborted = true;
     results.abort_reason = Some(error.to_string());
-    results.overall_result = Verdict::Fail;
+    results.criteria = vec![abort_criterion(&error.to_string())];
+    results.judge();
     if let Err(e) = edbstress_report::ResultsJson.export(&results, dir.path()) {
         log.line(format!("Cannot write results.json: {e}"));
     }
@@ -443,6 +444,7 @@ fn transactional_test(
     let sampling = measurement
         .as_ref()
         .map(|m| (m.longest_interval_s, m.stall_limit_s));
+    let measured = measurement.is_some();
     if let Some(m) = measurement {
         fill_measurement(&mut results, m, log);
     }
@@ -456,6 +458,9 @@ fn transactional_test(
         bdm_bad_pages: close.bdm_bad_pages.len() as u64,
         shutdown_errors: close.shutdown_errors.len() as u64,
         sampling,
+        measured,
+        abort_reason: results.abort_reason.as_deref(),
+        instance_count: config.databases,
     };
     results.criteria = evaluate(&measurements, &config.thresholds);
     for p in &close.bdm_bad_pages {
@@ -801,4 +806,7 @@ fn finish_offline(
         results.abort_reason = Some(INTERRUPTED.into());
     }
     results.criteria = offline_criteria(&results.totals.io, key, name, problems);
+    if let Some(reason) = &results.abort_reason {
+        results.criteria.insert(0, abort_criterion(reason));
+    }
 }

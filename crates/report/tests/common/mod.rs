@@ -35,6 +35,8 @@ pub fn criterion(
         comparison,
         unit: unit.into(),
         passed: comparison.holds(measured, threshold),
+        not_measured: false,
+        note: None,
     }
 }
 
@@ -233,6 +235,7 @@ pub fn crafted() -> RunResults {
                     log_write_avg_ms: 0.4,
                     passed: true,
                     seconds: 10.0,
+                    failed_criteria: Vec::new(),
                 },
                 AutoTuneStep {
                     threads: 16,
@@ -241,6 +244,9 @@ pub fn crafted() -> RunResults {
                     log_write_avg_ms: 0.6,
                     passed: false,
                     seconds: 10.0,
+                    failed_criteria: vec![
+                        "Instance0001: I/O Database Reads Average Latency 25 ms > 20 ms".into(),
+                    ],
                 },
                 AutoTuneStep {
                     threads: 8,
@@ -249,6 +255,7 @@ pub fn crafted() -> RunResults {
                     log_write_avg_ms: 0.5,
                     passed: true,
                     seconds: 10.0,
+                    failed_criteria: Vec::new(),
                 },
             ],
         }),

@@ -35,6 +35,7 @@ use crate::schedule::{ArrivalSchedule, RateController};
 use crate::transaction::{TransactionGenerator, TxnKind};
 
 mod measure;
+pub mod warmup;
 
 use measure::MeasureRecorder;
 
@@ -96,6 +97,9 @@ pub struct LiveStatus {
     pub cache_fill_pct: f64,
     /// Open-loop transaction rate being offered, per second.
     pub offered_rate: Option<f64>,
+    /// Warm-up only: how fast the smallest cache fills (percentage points per second)
+    /// and the time it should take to reach 90 % at that rate (None: not growing).
+    pub warmup: Option<(f64, Option<Duration>)>,
 }
 
 /// Transaction counters of one instance (cumulative).
@@ -606,9 +610,25 @@ fn self_drive(
             (kind == PhaseKind::Measure).then(|| MeasureRecorder::new(bench, &last_tick));
         let mut next_sample = later(phase_start, bench.config.sample_interval);
         let deadline = later(phase_start, length);
-        if kind == PhaseKind::AttainPrerequisites {
-            bench.log.line("Attaining prerequisites:");
-        }
+        let fills = |snap: &Snapshot| -> Vec<warmup::Fill> {
+            snap.cache
+                .iter()
+                .map(|c| (c.frames as u64, c.max_frames as u64))
+                .collect()
+        };
+        let mut warm = (kind == PhaseKind::AttainPrerequisites).then(|| {
+            bench.log.line(format!(
+                "Attaining prerequisites: filling each database cache to {:.0} % (at most {}).",
+                warmup::TARGET_FILL_PCT,
+                humantime::format_duration(length)
+            ));
+            warmup::WarmupProgress::new(
+                phase_start,
+                &fills(&last_tick),
+                bench.config.sample_interval,
+                bench.config.page_size.bytes() as u64,
+            )
+        });
         let mut stopped = None;
         loop {
             if stop.load(Ordering::Relaxed) {
@@ -658,15 +678,29 @@ fn self_drive(
                     .collect(),
                 cache_fill_pct: fill,
                 offered_rate: offered,
+                warmup: warm.as_ref().map(|w| {
+                    let f = fills(&snap);
+                    (w.rate_pct_per_sec(snap.at, &f), w.estimate(snap.at, &f))
+                }),
             });
+            if let Some(line) = warm
+                .as_mut()
+                .and_then(|w| w.line_if_due(snap.at, &fills(&snap)))
+            {
+                bench.log.line(line);
+            }
             if kind == PhaseKind::AttainPrerequisites && fill >= 90.0 {
                 let last: u64 = snap.cache.iter().map(|c| c.frames as u64).sum();
                 let max: u64 = snap.cache.iter().map(|c| c.max_frames as u64).sum();
                 let page = bench.config.page_size.bytes() as f64;
+                let mib = (1u64 << 20) as f64;
                 bench.log.line(format!(
-                    "Database Cache Size, Last: {:.1} (lower bound: {:.1}, upper bound: none)",
-                    last as f64 * page,
-                    0.9 * max as f64 * page
+                    "Database Cache Size, Last: {:.1} MiB (lower bound: {:.1} MiB, upper bound: none), reached in {}",
+                    last as f64 * page / mib,
+                    0.9 * max as f64 * page / mib,
+                    humantime::format_duration(Duration::from_secs(
+                        (snap.at - phase_start).as_secs()
+                    ))
                 ));
                 break;
             }
@@ -688,10 +722,18 @@ fn self_drive(
         }
         if kind == PhaseKind::AttainPrerequisites && stopped.is_none() && Instant::now() >= deadline
         {
+            let snap = bench.snapshot();
+            let why = warm.as_ref().map_or(String::new(), |w| {
+                let pages = bench.config.database_size / bench.config.page_size.bytes() as u64;
+                format!(
+                    ": {}",
+                    w.timeout_reason(snap.at, &fills(&snap), pages, length)
+                )
+            });
             bench.log.line(format!(
-                "Caches did not reach 90 % of their maximum within {}; measuring anyway (smallest fill {:.0} %).",
+                "Caches did not reach 90 % of their maximum within {} (smallest fill {:.0} %){why}; measuring anyway.",
                 humantime::format_duration(length),
-                Workbench::cache_fill_pct(&bench.snapshot())
+                Workbench::cache_fill_pct(&snap)
             ));
         }
         if let Some(r) = recorder {

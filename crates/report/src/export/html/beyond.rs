@@ -53,12 +53,12 @@ fn criteria(doc: &mut Doc, r: &RunResults) {
         let cells = vec![
             Cell::from(c.name.as_str()),
             Cell::from(c.scope.as_str()),
-            Cell::from(quantity(c.measured, &c.unit)),
+            Cell::from(c.measured_text()),
             Cell::from(limit),
             if c.passed {
                 Cell::with("PASS", "pass")
             } else {
-                Cell::with("FAIL", "fail")
+                Cell::with(c.result_word(), "fail")
             },
             // Failed ones only: they are what the reader must act on.
             Cell::with(
@@ -448,6 +448,7 @@ fn autotune(doc: &mut Doc, r: &RunResults) {
             "Log Writes Average Latency (msec)",
             "Seconds",
             "Result",
+            "Criteria not met",
         ],
     );
     for (n, s) in t.steps.iter().enumerate() {
@@ -463,6 +464,7 @@ fn autotune(doc: &mut Doc, r: &RunResults) {
             } else {
                 Cell::with("FAIL", "fail")
             },
+            Cell::with(s.failed_criteria.join("; "), "words"),
         ]);
     }
     doc.table(&table);
