@@ -180,9 +180,9 @@ fn print_text(dbs: &[DatabaseScanReport], logs: &[LogScanReport], result: &str) 
         "Wrong pgno",
         "Uninit",
         "Highest dbtime",
-        "MB read",
+        "MiB read",
         "Seconds",
-        "MB/s"
+        "MiB/s"
     );
     for r in dbs {
         println!(

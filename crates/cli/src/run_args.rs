@@ -98,8 +98,8 @@ pub struct RunArgs {
     /// Background database maintenance: on or off [default: the profile's].
     #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
     pub bdm: Option<bool>,
-    /// BDM read rate per database, MB/s [default: the profile's].
-    #[arg(long, value_name = "MB/s")]
+    /// BDM read rate per database, MiB/s [default: the profile's].
+    #[arg(long, value_name = "MiB/s")]
     pub bdm_rate: Option<f64>,
     /// Where run directories are created [default: edbstress-results].
     #[arg(long, value_name = "DIR")]

@@ -237,7 +237,7 @@ fn print_summary(outcome: &RunOutcome) {
     }
     println!(
         "  {:<24} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "I/O class", "per sec", "avg KB", "avg ms", "p99 ms", "max ms"
+        "I/O class", "per sec", "avg KiB", "avg ms", "p99 ms", "max ms"
     );
     for (class, s) in &r.totals.io {
         if s.count == 0 {
@@ -254,7 +254,7 @@ fn print_summary(outcome: &RunOutcome) {
         );
     }
     if let Some(mb) = r.totals.mb_per_sec {
-        println!("  total throughput: {mb:.1} MB/s");
+        println!("  total throughput: {mb:.1} MiB/s");
     }
     if let Some(s) = r.totals.seconds_per_log {
         println!("  average time to replay one log file: {s:.3} s");

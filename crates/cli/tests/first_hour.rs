@@ -579,3 +579,74 @@ fn a_run_stopped_before_measuring_reports_not_measured_and_the_abort_as_the_fail
     );
     assert!(summary.contains("not measured"), "{summary}");
 }
+
+#[test]
+fn backup_and_soft_recovery_reports_show_devices_sessions_and_elapsed_times() {
+    let dir = tempfile::tempdir().unwrap();
+    // This machine's temp dir is on a block device (ext4 on a virtio disk); elsewhere
+    // (a tmpfs /tmp) the report must say what the path is instead.
+    let on_block_device = {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata(dir.path()).unwrap().dev() >> 8 != 0
+    };
+    let common = [
+        "--databases",
+        "1",
+        "--database-size",
+        "32MiB",
+        "--cache-max",
+        "8MiB",
+    ];
+    for (test, extra) in [
+        ("database-backup", &[][..]),
+        (
+            "soft-recovery",
+            &["--logs-to-replay", "2", "--threads", "2"][..],
+        ),
+    ] {
+        let mut args = vec!["run", "--test", test];
+        args.extend_from_slice(&common);
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&PATHS);
+        let out = edbstress(&args, dir.path());
+        assert_exit(&out, 0, test);
+        let run = run_dirs(dir.path()).into_iter().last().unwrap();
+        let results = common::results(&run);
+        let html = fs::read_to_string(run.join("report.html")).unwrap();
+        let disks = results["host_counters"]["disks"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if on_block_device {
+            assert!(
+                !disks.is_empty(),
+                "{test}: no device found: {}",
+                results["host_counters"]
+            );
+            assert!(!html.contains("No block device"), "{test}");
+        } else {
+            assert!(html.contains("No disk counters:"), "{test}");
+        }
+        assert!(
+            results["parameters"]["threads"].as_u64().unwrap() >= 1,
+            "{test}"
+        );
+        assert!(!html.contains(" 0 sessions"), "{test}");
+        assert!(!html.contains("1 databases"), "{test}");
+        if test == "database-backup" {
+            assert!(
+                !html.contains("<td>00:00:00</td>"),
+                "{test}: elapsed time rounded away"
+            );
+            assert!(html.contains("<th>MiB Transferred/sec</th>"), "{test}");
+        }
+        // One unit family: no decimal or Jetstress "MB" labels in what people read.
+        for text in [&html, &fs::read_to_string(run.join("test.log")).unwrap()] {
+            for bad in [" MB/s", "(MB", "MBytes", " MB ", " KB "] {
+                assert!(!text.contains(bad), "{test}: {bad:?} in output");
+            }
+        }
+        assert!(!stdout(&out).contains(" MB/s"), "{}", stdout(&out));
+        fs::remove_dir_all(run).unwrap();
+    }
+}

@@ -292,6 +292,7 @@ fn a_full_results_disk_is_reported_with_the_space_needed() {
     drop(filler);
     let out = command(tmp.path())
         .args(["run", "--databases", "1", "--database-size", "32MiB"])
+        .arg("--allow-cached-databases")
         .args(["--buffered", "--duration", "2s", "--sample-interval", "1s"])
         .args(["--db-path", "db", "--log-path", "logs", "--results-dir"])
         .arg(fs.path().join("results"))

@@ -523,6 +523,10 @@ pub struct HostCounters {
     pub page_faults_per_sec: Range,
     /// Devices under the run's paths.
     pub disks: Vec<DiskSummary>,
+    /// The run's paths that are on no block device, each with why ("… is on tmpfs,
+    /// which is not on a block device"): they have no disk counters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub no_device: Vec<String>,
 }
 
 /// One session count tried by auto-tuning.

@@ -25,7 +25,7 @@ use crate::autotune::{AutoTuneOptions, auto_tune};
 use crate::backup::{BackupOptions, run_backup};
 use crate::config::RunConfig;
 use crate::criteria::{Measurements, abort_criterion, evaluate, offline_criteria};
-use crate::host::host_info;
+use crate::host::{HostPeriod, host_info};
 use crate::rundir::{RunDirectory, TestLog};
 use crate::soft_recovery::{SoftRecoveryOptions, run_soft_recovery};
 use crate::transactional::{LiveStatus, Measurement, PhaseKind, StopReason, Workbench, join_list};
@@ -67,8 +67,13 @@ pub fn run(
     // A configuration that cannot work here (a path that is a file, too little space,
     // a database in use) is refused before a run directory exists: nothing ran, so
     // there is no run to record as failed.
+    // Damage found in an existing database is a finding, recorded in a run directory
+    // like any failed run (below).
     let layouts = InstanceLayout::spread(config.databases, &config.db_paths, &config.log_paths);
-    prepare_plan(config, &layouts)?;
+    match prepare_plan(config, &layouts) {
+        Ok(_) | Err(RunError::Damaged(_)) => {}
+        Err(e) => return Err(e),
+    }
     let dir = RunDirectory::create(&config.results_dir, config.test, started_at)?;
     let forward = |line: &str| events(RunEvent::Log(line));
     let log = dir.test_log()?.with_sink(&forward);
@@ -215,11 +220,11 @@ fn prepare(
         let bytes: u64 = created.iter().map(|r| r.bytes_written).sum();
         let secs = started.elapsed().as_secs_f64();
         log.line(format!(
-            "Created {} database(s), {} in {:.1} s ({:.0} MB/s).",
+            "Created {} database(s), {} in {:.1} s ({:.0} MiB/s).",
             created.len(),
             human_bytes(bytes),
             secs,
-            bytes as f64 / 1e6 / secs.max(1e-9)
+            bytes as f64 / 1_048_576.0 / secs.max(1e-9)
         ));
     }
     Ok(())
@@ -571,7 +576,7 @@ fn verify(
         }
         v.passed &= clean;
         log.line(format!(
-            "{}: {} pages checked, {} bad, {} correctable, {} wrong page number ({:.0} MB/s); {} log segments in {} files checked, {} bad.",
+            "{}: {} pages checked, {} bad, {} correctable, {} wrong page number ({:.0} MiB/s); {} log segments in {} files checked, {} bad.",
             instance_name(layout.instance),
             db.pages_seen,
             db.bad_pages,
@@ -637,7 +642,7 @@ fn backup_test(
 ) -> Result<RunResults, RunError> {
     let options = BackupOptions::from_config(config);
     log.line(format!(
-        "Database backup: sequential 256 KB reads of {} database(s){}.",
+        "Database backup: sequential 256 KiB reads of {} database(s){}.",
         layouts.len(),
         config
             .backup_path
@@ -646,6 +651,9 @@ fn backup_test(
     ));
     wait_for_start(config, log, stop)?;
     let started = Instant::now();
+    let mut paths = config.db_paths.clone();
+    paths.extend(config.backup_path.iter().cloned());
+    let host = HostPeriod::start(&paths);
     let (reports, io) = run_backup(layouts, &options, stop, &|instance, done, total| {
         events(RunEvent::Progress(
             &format!("backup {}", instance_name(instance)),
@@ -658,14 +666,16 @@ fn backup_test(
         message: e.to_string(),
     })?;
     let seconds = started.elapsed().as_secs_f64();
-    let mut results = empty_results(config, 0);
+    // One reader per database, all at once.
+    let mut results = empty_results(config, config.databases);
     results.measured_seconds = seconds;
+    results.host_counters = Some(host.finish());
     let mut bad = 0;
     for r in &reports {
         let n = u16::try_from(r.instance).unwrap_or(u16::MAX);
         let layout = layouts.iter().find(|l| l.instance == r.instance);
         log.line(format!(
-            "{}: {} read in {:.1} s, {:.2} MB/s{}.",
+            "{}: {} read in {:.1} s, {:.2} MiB/s{}.",
             instance_name(r.instance),
             human_bytes(r.bytes_read),
             r.seconds,
@@ -694,7 +704,7 @@ fn backup_test(
     let total_bytes: u64 = reports.iter().map(|r| r.bytes_read).sum();
     let total_mb_s = total_bytes as f64 / 1_048_576.0 / seconds.max(1e-9);
     log.line(format!(
-        "Total: {} in {seconds:.1} s, {total_mb_s:.2} MB/s.",
+        "Total: {} in {seconds:.1} s, {total_mb_s:.2} MiB/s.",
         human_bytes(total_bytes)
     ));
     results.totals.io = io_summary(&io, None, seconds, &|_| 0.0);
@@ -725,6 +735,9 @@ fn soft_recovery_test(
         config.logs_to_replay
     ));
     wait_for_start(config, log, stop)?;
+    let mut paths = config.db_paths.clone();
+    paths.extend(config.log_paths.iter().cloned());
+    let host = HostPeriod::start(&paths);
     let (reports, io) =
         run_soft_recovery(layouts, &options, stop, &|phase, instance, done, total| {
             events(RunEvent::Progress(
@@ -738,6 +751,7 @@ fn soft_recovery_test(
             message: e.to_string(),
         })?;
     let mut results = empty_results(config, sessions_per_instance * config.databases);
+    results.host_counters = Some(host.finish());
     let mut failed_recoveries = 0;
     let mut replayed = 0u32;
     let mut replay_seconds = 0.0;

@@ -224,6 +224,7 @@ pub fn crafted() -> RunResults {
             },
             page_faults_per_sec: Range::default(),
             disks: Vec::new(),
+            no_device: Vec::new(),
         }),
         autotune: Some(AutoTune {
             chosen_threads: 8,

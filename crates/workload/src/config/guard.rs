@@ -42,7 +42,7 @@ pub fn check_not_cached(config: &RunConfig, memory: Option<u64>) -> Result<(), C
             return Err(invalid(
                 "io_mode",
                 format!(
-                    "buffered I/O goes through the page cache, and the databases ({} in all) fit in this host's {} of memory, so reads would come from memory, not storage. Use direct I/O (leave out `io_mode`), raise `database_size` to at least {}, or set `allow_cached_databases` if a cached run is intended",
+                    "buffered I/O goes through the page cache, and the databases ({} in all) fit in this host's {} of memory, so reads would come from memory, not storage. Use direct I/O (leave out --buffered, or set io_mode = \"direct\"), raise `database_size` to at least {}, or set `allow_cached_databases` if a cached run is intended",
                     format_size(total),
                     edbstress_io::human_bytes(memory),
                     format_size(per_db),

@@ -190,7 +190,8 @@ impl MeasureRecorder {
         }
         let totals_io: IoSummary =
             edbstress_report::summary::io_summary(&whole.io, None, seconds, &|c| max((None, c)));
-        let host = host_counters(&self.host_intervals, &whole.host);
+        let mut host = host_counters(&self.host_intervals, &whole.host);
+        host.no_device = bench.host.unresolved_reasons().to_vec();
         Measurement {
             seconds,
             sessions,
