@@ -211,13 +211,19 @@ fn print_summary(outcome: &RunOutcome) {
         );
     }
     if r.test_type.is_transactional() {
+        // exchange2007 counts the database volumes' transfers, as Jetstress 2007 did.
+        let what = if r.achieved_iops_basis.is_some() {
+            "achieved I/O per second (database volume transfers)"
+        } else {
+            "achieved transactional IOPS"
+        };
         match r.target_transactional_iops {
             Some(t) => println!(
-                "  achieved transactional IOPS: {:.1} (target {t:.1})",
+                "  {what}: {:.1} (target {t:.1})",
                 r.achieved_transactional_iops
             ),
             None => println!(
-                "  achieved transactional IOPS: {:.1} (throughput run, no target)",
+                "  {what}: {:.1} (throughput run, no target)",
                 r.achieved_transactional_iops
             ),
         }

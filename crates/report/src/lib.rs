@@ -4,7 +4,8 @@
 //! percentiles), the interval time series, and the exporters that write them
 //! (`results.json`, `samples.csv`, `report.html`, `summary.md`, `junit.xml`), every file
 //! written whole under a temporary name and renamed, the SVG charts of the report, and
-//! the comparison of several runs (`edbstress compare`).
+//! the comparison of several runs (`edbstress compare`), and the workload shape of a
+//! run (`shape`: how Exchange-like its I/O was, beside published Jetstress figures).
 //!
 //! It must not run tests, touch databases or decide pass/fail: the workload crate
 //! measures and judges, this crate records and presents what it was given.
@@ -17,6 +18,7 @@ pub mod charts;
 pub mod compare;
 pub mod export;
 pub mod model;
+pub mod shape;
 pub mod summary;
 pub mod text;
 pub mod timeseries;

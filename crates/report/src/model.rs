@@ -509,6 +509,110 @@ pub struct DiskSummary {
     pub avg_read_latency_ms: f64,
     /// Average write latency, ms.
     pub avg_write_latency_ms: f64,
+    /// Reads completed (absent in results written before it was recorded: 0).
+    #[serde(default)]
+    pub reads: u64,
+    /// Writes completed.
+    #[serde(default)]
+    pub writes: u64,
+    /// Bytes read.
+    #[serde(default)]
+    pub bytes_read: u64,
+    /// Bytes written.
+    #[serde(default)]
+    pub bytes_written: u64,
+}
+
+/// What a volume holds for the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VolumeRole {
+    /// Database files only.
+    #[default]
+    Database,
+    /// Log directories only.
+    Log,
+    /// Both database files and log directories.
+    DatabaseAndLog,
+}
+
+impl VolumeRole {
+    /// Whether database files are on it (its reads are judged).
+    pub fn holds_databases(self) -> bool {
+        matches!(self, VolumeRole::Database | VolumeRole::DatabaseAndLog)
+    }
+
+    /// Whether log directories are on it (its writes are judged).
+    pub fn holds_logs(self) -> bool {
+        matches!(self, VolumeRole::Log | VolumeRole::DatabaseAndLog)
+    }
+
+    /// "Database", "Log" or "Database and Log", as a 2007 report's LogicalDisk column.
+    pub fn label(self) -> &'static str {
+        match self {
+            VolumeRole::Database => "Database",
+            VolumeRole::Log => "Log",
+            VolumeRole::DatabaseAndLog => "Database and Log",
+        }
+    }
+}
+
+/// A volume (the block device under database files or log directories) over the
+/// measured period, as Jetstress 2007 judged it: `/proc/diskstats` deltas of the device,
+/// beside the bytes edbstress itself moved to and from its paths.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Volume {
+    /// Kernel name ("vda", "nvme0n1p2", "dm-1").
+    pub device: String,
+    /// What it holds.
+    pub role: VolumeRole,
+    /// The run's paths on it.
+    pub paths: Vec<String>,
+    /// The instances with files on it.
+    pub instances: Vec<String>,
+    /// Reads completed.
+    pub reads: u64,
+    /// Writes completed.
+    pub writes: u64,
+    /// Reads per second.
+    pub reads_per_sec: f64,
+    /// Writes per second.
+    pub writes_per_sec: f64,
+    /// Reads and writes per second (Disk Transfers/sec).
+    pub transfers_per_sec: f64,
+    /// Average bytes per read.
+    pub bytes_per_read: f64,
+    /// Average bytes per write.
+    pub bytes_per_write: f64,
+    /// Average read latency, ms (Avg. Disk sec/Read × 1000).
+    pub avg_read_latency_ms: f64,
+    /// Average write latency, ms (Avg. Disk sec/Write × 1000).
+    pub avg_write_latency_ms: f64,
+    /// Highest per-interval average read latency, ms.
+    pub max_interval_read_latency_ms: f64,
+    /// Highest per-interval average write latency, ms.
+    pub max_interval_write_latency_ms: f64,
+    /// Bytes the device read and wrote.
+    pub device_bytes: u64,
+    /// Bytes edbstress read from and wrote to its paths on the device.
+    pub own_bytes: u64,
+    /// More than [`Volume::SHARED_FRACTION`] of the device's bytes were not edbstress's:
+    /// other programs used it, so its latencies include their I/O.
+    pub shared: bool,
+}
+
+impl Volume {
+    /// Share of a device's bytes from other work above which it counts as shared.
+    pub const SHARED_FRACTION: f64 = 0.2;
+
+    /// Share of the device's bytes that were not edbstress's, 0..=1.
+    pub fn other_fraction(&self) -> f64 {
+        if self.device_bytes == 0 {
+            0.0
+        } else {
+            self.device_bytes.saturating_sub(self.own_bytes) as f64 / self.device_bytes as f64
+        }
+    }
 }
 
 /// Host counters over the measured period (Jetstress's "Host System Performance" and
@@ -743,6 +847,10 @@ pub struct Sample {
     pub avg_write_latency_ms: Option<f64>,
 }
 
+/// `achieved_iops_basis` of exchange2007 runs: Disk Transfers/sec of the database
+/// volumes.
+pub const IOPS_BASIS_DATABASE_VOLUMES: &str = "database_volume_transfers";
+
 /// Everything one run produced.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResults {
@@ -790,6 +898,14 @@ pub struct RunResults {
     /// Host counters.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub host_counters: Option<HostCounters>,
+    /// Performance and Stress: the volumes under the database and log paths.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub volumes: Vec<Volume>,
+    /// How `achieved_transactional_iops` was counted: absent for transactional database
+    /// reads and writes; `"database_volume_transfers"` for exchange2007 runs, which count
+    /// Disk Transfers/sec of the database volumes as Jetstress 2007 did.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub achieved_iops_basis: Option<String>,
     /// Auto-tuning runs: the chosen session count and the curve.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub autotune: Option<AutoTune>,

@@ -52,6 +52,7 @@ impl AutoTuneOptions {
 /// none when the step passes.
 pub fn step_failures(m: &Measurement, thresholds: &Thresholds, target: Option<f64>) -> Vec<String> {
     let measurements = Measurements {
+        volumes: None,
         instances: &m.instances,
         totals: &m.totals.io,
         achieved_iops: transactional_iops(&m.totals.io),

@@ -6,9 +6,14 @@
 //! configured). For the run: achieved transactional IOPS against the target
 //! (mailbox-profile runs), no I/O errors, and an intact checksum verification.
 //! A threshold met exactly passes.
+//!
+//! exchange2007 runs are judged as Jetstress 2007 judged them, per volume rather than
+//! per instance: Avg. Disk sec/Read of each volume holding databases and Avg. Disk
+//! sec/Write of each volume holding logs (average and highest interval average), from
+//! the volume's own counters.
 
 use edbstress_io::IoClass;
-use edbstress_report::{Comparison, Criterion, InstanceResult, IoSummary, Verification};
+use edbstress_report::{Comparison, Criterion, InstanceResult, IoSummary, Verification, Volume};
 
 use crate::profile::Thresholds;
 
@@ -16,6 +21,8 @@ use crate::profile::Thresholds;
 pub struct Measurements<'a> {
     /// Per-instance results (their `io` and `engine` summaries).
     pub instances: &'a [InstanceResult],
+    /// Some (and not empty): judge latency per volume (exchange2007), not per instance.
+    pub volumes: Option<&'a [Volume]>,
     /// Totals over all instances.
     pub totals: &'a IoSummary,
     /// Transactional IOPS achieved over all instances.
@@ -139,6 +146,26 @@ const LOG_WRITE_P99: CriterionSpec = at_most(
     "I/O Log Writes 99th Percentile Latency",
     "ms",
 );
+const VOLUME_READ_AVG: CriterionSpec = at_most(
+    "volume_db_read_avg_latency",
+    "Database volume Avg. Disk sec/Read (average)",
+    "ms",
+);
+const VOLUME_READ_MAX: CriterionSpec = at_most(
+    "volume_db_read_max_latency",
+    "Database volume Avg. Disk sec/Read (highest interval average)",
+    "ms",
+);
+const VOLUME_WRITE_AVG: CriterionSpec = at_most(
+    "volume_log_write_avg_latency",
+    "Log volume Avg. Disk sec/Write (average)",
+    "ms",
+);
+const VOLUME_WRITE_MAX: CriterionSpec = at_most(
+    "volume_log_write_max_latency",
+    "Log volume Avg. Disk sec/Write (highest interval average)",
+    "ms",
+);
 const STALLS: CriterionSpec = at_most(
     "page_fault_stalls",
     "Database Page Fault Stalls/sec",
@@ -147,6 +174,14 @@ const STALLS: CriterionSpec = at_most(
 const IOPS: CriterionSpec = CriterionSpec {
     key: "transactional_iops",
     name: "Achieved Transactional I/O per Second (target)",
+    unit: "IOPS",
+    comparison: Comparison::AtLeast,
+};
+/// exchange2007: Jetstress 2007's "Achieved I/O per Second", the database volumes'
+/// transfers, against the target (same key: the same rule, counted as 2007 counted).
+const IOPS_VOLUMES: CriterionSpec = CriterionSpec {
+    key: "transactional_iops",
+    name: "Achieved I/O per Second (Disk Transfers/sec of the database volumes; target)",
     unit: "IOPS",
     comparison: Comparison::AtLeast,
 };
@@ -186,6 +221,38 @@ pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
         out.push(abort_criterion(reason));
     }
     let nothing = "the run stopped before its measured period";
+    let volumes = m.volumes.filter(|v| !v.is_empty());
+    for v in volumes.unwrap_or_default() {
+        let scope = format!("Volume {}", v.device);
+        if v.role.holds_databases() {
+            out.push(criterion(
+                &VOLUME_READ_AVG,
+                &scope,
+                v.avg_read_latency_ms,
+                t.db_read_avg_ms,
+            ));
+            out.push(criterion(
+                &VOLUME_READ_MAX,
+                &scope,
+                v.max_interval_read_latency_ms,
+                t.db_read_max_ms,
+            ));
+        }
+        if v.role.holds_logs() {
+            out.push(criterion(
+                &VOLUME_WRITE_AVG,
+                &scope,
+                v.avg_write_latency_ms,
+                t.log_write_avg_ms,
+            ));
+            out.push(criterion(
+                &VOLUME_WRITE_MAX,
+                &scope,
+                v.max_interval_write_latency_ms,
+                t.log_write_max_ms,
+            ));
+        }
+    }
     // A run stopped before measuring has no instance results: its instances' criteria
     // are still listed, as not measured.
     let unmeasured: Vec<InstanceResult> = if m.instances.is_empty() {
@@ -200,6 +267,10 @@ pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
     };
     for inst in m.instances.iter().chain(&unmeasured) {
         let scope = inst.name.as_str();
+        if volumes.is_some() {
+            push_stalls(&mut out, inst, t, m.measured);
+            continue;
+        }
         let class = |c: IoClass| {
             inst.io
                 .get(&c)
@@ -263,23 +334,17 @@ pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
                 &why,
             ));
         }
-        let stalls = inst
-            .engine
-            .as_ref()
-            .filter(|_| m.measured)
-            .map(|e| e.page_fault_stalls_per_sec);
-        out.push(judged(
-            &STALLS,
-            scope,
-            stalls,
-            t.page_fault_stalls_per_sec,
-            &no_io("engine counter sample"),
-        ));
+        push_stalls(&mut out, inst, t, m.measured);
     }
     let total = |v: f64| m.measured.then_some(v);
     if let Some(target) = m.target_iops {
+        let spec = if volumes.is_some() {
+            &IOPS_VOLUMES
+        } else {
+            &IOPS
+        };
         out.push(judged(
-            &IOPS,
+            spec,
             "Total",
             total(m.achieved_iops),
             target,
@@ -326,6 +391,27 @@ pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
         out.push(criterion(&LOG_CHECKSUMS, "Total", bad_segments as f64, 0.0));
     }
     out
+}
+
+/// The page fault stall rule of one instance.
+fn push_stalls(out: &mut Vec<Criterion>, inst: &InstanceResult, t: &Thresholds, measured: bool) {
+    let stalls = inst
+        .engine
+        .as_ref()
+        .filter(|_| measured)
+        .map(|e| e.page_fault_stalls_per_sec);
+    let why = if measured {
+        "no engine counter sample"
+    } else {
+        "the run stopped before its measured period"
+    };
+    out.push(judged(
+        &STALLS,
+        &inst.name,
+        stalls,
+        t.page_fault_stalls_per_sec,
+        why,
+    ));
 }
 
 /// The criteria of the DatabaseBackup and SoftRecovery tests, which have no latency
@@ -400,6 +486,7 @@ mod tests {
     ) -> Measurements<'a> {
         Measurements {
             instances,
+            volumes: None,
             totals,
             achieved_iops: achieved,
             target_iops: None,
@@ -577,6 +664,51 @@ mod tests {
             "{}",
             failed[0].describe()
         );
+    }
+
+    #[test]
+    fn exchange2007_judges_volumes_not_instances() {
+        // Instance latencies far over the limits: per-volume judging ignores them.
+        let inst = [instance(500.0, 500.0, 500.0, 500.0, 0.0)];
+        let volume = |device: &str, role, read: f64, read_max: f64, write: f64| Volume {
+            device: device.into(),
+            role,
+            avg_read_latency_ms: read,
+            max_interval_read_latency_ms: read_max,
+            avg_write_latency_ms: write,
+            max_interval_write_latency_ms: write,
+            ..Volume::default()
+        };
+        use edbstress_report::VolumeRole;
+        let volumes = [
+            volume("sdb", VolumeRole::Database, 20.0, 50.001, 900.0),
+            volume("sdc", VolumeRole::Log, 900.0, 900.0, 10.001),
+        ];
+        let totals = IoSummary::new();
+        let m = Measurements {
+            volumes: Some(&volumes),
+            ..clean(&inst, &totals, 1.0)
+        };
+        let t = Profile::Exchange2007.thresholds(TestType::Performance);
+        let all = evaluate(&m, &t);
+        let failed: Vec<_> = all
+            .iter()
+            .filter(|c| !c.passed)
+            .map(|c| (c.key.as_str(), c.scope.as_str()))
+            .collect();
+        assert_eq!(
+            failed,
+            [
+                ("volume_db_read_max_latency", "Volume sdb"),
+                ("volume_log_write_avg_latency", "Volume sdc")
+            ]
+        );
+        assert_eq!(
+            all.iter().filter(|c| c.key.starts_with("volume_")).count(),
+            4
+        );
+        assert!(all.iter().any(|c| c.key == "page_fault_stalls"));
+        assert!(!all.iter().any(|c| c.key == "db_read_avg_latency"));
     }
 
     #[test]

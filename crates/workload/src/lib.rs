@@ -3,7 +3,8 @@
 //! transaction generator (operation mix, lazy commits), the open- and closed-loop
 //! schedulers, the background activities of a run (background database maintenance,
 //! log replication readers), counter sampling (engine, I/O, host), the pass/fail
-//! criteria, auto-tuning, and the run directory with its test log.
+//! criteria (per instance, or per volume as Jetstress 2007 judged), auto-tuning, and the
+//! run directory with its test log.
 //!
 //! It drives the engine through its public API (`Instance`, `prepare`, `recover`,
 //! `verify`) and never encodes pages or log records itself; it builds the results model
@@ -29,6 +30,7 @@ pub mod soft_recovery;
 pub mod transaction;
 pub mod transactional;
 pub mod units;
+pub mod volumes;
 
 /// Why a run could not be carried out (a failed test is not an error: it is a result).
 #[derive(Debug, thiserror::Error)]

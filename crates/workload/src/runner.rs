@@ -15,9 +15,9 @@ use edbstress_engine::{ScanOptions, scan_database_until, scan_log_dir};
 use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::summary::{io_summary, transactional_iops};
 use edbstress_report::{
-    DatabaseSizing, DatabaseVerification, Exporter, InstanceResult, LogVerification, RunResults,
-    SCHEMA_VERSION, SystemParameters, TestType, ToolInfo, Verdict, Verification, instance_name,
-    standard_exporters,
+    DatabaseSizing, DatabaseVerification, Exporter, IOPS_BASIS_DATABASE_VOLUMES, InstanceResult,
+    LogVerification, RunResults, SCHEMA_VERSION, SystemParameters, TestType, ToolInfo, Verdict,
+    Verification, VolumeRole, instance_name, standard_exporters,
 };
 
 use crate::RunError;
@@ -26,9 +26,11 @@ use crate::backup::{BackupOptions, run_backup};
 use crate::config::RunConfig;
 use crate::criteria::{Measurements, abort_criterion, evaluate, offline_criteria};
 use crate::host::{HostPeriod, host_info};
+use crate::profile::Profile;
 use crate::rundir::{RunDirectory, TestLog};
 use crate::soft_recovery::{SoftRecoveryOptions, run_soft_recovery};
 use crate::transactional::{LiveStatus, Measurement, PhaseKind, StopReason, Workbench, join_list};
+use crate::volumes;
 
 /// `abort_reason` of a run the user stopped (Ctrl-C or SIGTERM).
 pub const INTERRUPTED: &str = "interrupted (Ctrl-C)";
@@ -320,6 +322,8 @@ pub fn empty_results(config: &RunConfig, threads: u32) -> RunResults {
         instances: Vec::new(),
         totals: Default::default(),
         host_counters: None,
+        volumes: Vec::new(),
+        achieved_iops_basis: None,
         autotune: None,
         verification: None,
         sampling_stalls: Vec::new(),
@@ -453,7 +457,10 @@ fn transactional_test(
     if let Some(m) = measurement {
         fill_measurement(&mut results, m, log);
     }
+    let per_volume =
+        config.profile == Profile::Exchange2007 && per_volume_judging(&mut results, log);
     let measurements = Measurements {
+        volumes: per_volume.then_some(results.volumes.as_slice()),
         instances: &results.instances,
         totals: &results.totals.io,
         achieved_iops: results.achieved_transactional_iops,
@@ -524,6 +531,42 @@ fn fill_measurement(results: &mut RunResults, m: Measurement, log: &TestLog<'_>)
     results.samples = m.samples;
     results.sampling_stalls = m.stalls;
     results.host_counters = Some(m.host);
+    results.volumes = m.volumes;
+}
+
+/// exchange2007: Jetstress 2007's report step — each volume's Avg. Disk sec/Read or
+/// sec/Write in the test log, and "Achieved I/O per Second" from the database volumes'
+/// transfers. False (judged per instance, and said so) when no volume was found.
+fn per_volume_judging(results: &mut RunResults, log: &TestLog<'_>) -> bool {
+    // Every database and every log must be on a volume found, or some latency would
+    // go unjudged.
+    let covered = |i: &InstanceResult, holds: fn(VolumeRole) -> bool| {
+        results
+            .volumes
+            .iter()
+            .any(|v| holds(v.role) && v.instances.contains(&i.name))
+    };
+    let uncovered = results
+        .instances
+        .iter()
+        .any(|i| !covered(i, VolumeRole::holds_databases) || !covered(i, VolumeRole::holds_logs));
+    if results.volumes.is_empty() || uncovered {
+        if results.measured_seconds > 0.0 {
+            log.line("Not every database and log path is on a block device found (a tmpfs or overlay?): judging latency per instance instead of per volume.");
+        }
+        return false;
+    }
+    for line in volumes::test_log_lines(&results.volumes) {
+        log.line(line);
+    }
+    let transfers = volumes::database_volume_transfers(&results.volumes);
+    log.line(format!(
+        "Achieved I/O per Second (Disk Transfers/sec of the database volumes): {transfers:.3}; transactional database I/O issued: {:.3}/sec.",
+        results.achieved_transactional_iops
+    ));
+    results.achieved_transactional_iops = transfers;
+    results.achieved_iops_basis = Some(IOPS_BASIS_DATABASE_VOLUMES.to_string());
+    true
 }
 
 /// Offline checksum verification of every database and log directory.

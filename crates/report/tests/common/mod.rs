@@ -211,6 +211,8 @@ pub fn crafted() -> RunResults {
         },
         instances,
         totals,
+        volumes: Vec::new(),
+        achieved_iops_basis: None,
         host_counters: Some(HostCounters {
             cpu_pct: Range {
                 min: 5.0,

@@ -192,6 +192,14 @@ impl MeasureRecorder {
             edbstress_report::summary::io_summary(&whole.io, None, seconds, &|c| max((None, c)));
         let mut host = host_counters(&self.host_intervals, &whole.host);
         host.no_device = bench.host.unresolved_reasons().to_vec();
+        let layouts: Vec<InstanceLayout> = bench.slots.iter().map(|s| s.layout.clone()).collect();
+        let volumes = crate::volumes::volumes(
+            bench.host.devices(),
+            &layouts,
+            &whole.host,
+            &self.host_intervals,
+            &whole.io,
+        );
         Measurement {
             seconds,
             sessions,
@@ -204,6 +212,7 @@ impl MeasureRecorder {
             instances,
             samples: self.samples,
             host,
+            volumes,
             longest_interval_s: self.longest_interval_s,
             stall_limit_s: stall_limit(bench.config.sample_interval).as_secs_f64(),
             stalls: self.sampling_stalls,

@@ -21,7 +21,7 @@ use edbstress_io::{ClassStats, IoClass, IoStats, LatencyHistogram};
 use edbstress_report::summary::{latency_summary, rate};
 use edbstress_report::{
     EngineSummary, HostCounters, InstanceResult, IoSummary, Sample, SampleFamily, SamplingStall,
-    Totals, TransactionSummary, instance_name,
+    Totals, TransactionSummary, Volume, instance_name,
 };
 use parking_lot::Mutex;
 
@@ -215,6 +215,8 @@ pub struct Measurement {
     pub samples: Vec<Sample>,
     /// Host counters over the period.
     pub host: HostCounters,
+    /// The volumes under the database and log paths over the period.
+    pub volumes: Vec<Volume>,
     /// Transactions that failed.
     pub transaction_errors: u64,
     /// Longest sampling interval, seconds.
