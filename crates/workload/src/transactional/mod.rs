@@ -5,6 +5,9 @@
 //! A [`Workbench`] owns the open instances and their background activities; it can
 //! drive several session counts one after another (auto-tuning) before the measured
 //! run, keeping caches warm in between.
+//!
+//! `measure` records the measured phase; [`warmup`] reports the warm-up's progress
+//! (cache fill per instance, rate, estimate) and why a warm-up timed out.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
