@@ -314,7 +314,7 @@ mod tests {
     #[test]
     fn formats() {
         assert_eq!(mb(256 << 20), "256.0 MiB");
-        assert_eq!(mb(20 << 30), "20.0 GB");
+        assert_eq!(mb(20 << 30), "20.0 GiB");
         assert_eq!(request_size(32768.0), "32 KiB");
         assert_eq!(request_size(4633.09), "4.5 KiB");
         assert_eq!(hms(13580.0), "03:46:20");
