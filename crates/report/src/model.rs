@@ -725,6 +725,63 @@ impl SamplingStall {
     }
 }
 
+/// What Linux says about a block device under the run's paths (`/sys/class/block`,
+/// `/proc/self/mountinfo`): the Tested Deployment tables of the solution document.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StorageDevice {
+    /// Kernel name ("sda1", "nvme0n1", "dm-0").
+    pub device: String,
+    /// The run's paths on it.
+    pub paths: Vec<String>,
+    /// Vendor (`device/vendor`), when the kernel knows it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub vendor: Option<String>,
+    /// Model (`device/model`), of the whole disk for a partition.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub model: Option<String>,
+    /// Firmware revision (`device/rev` or `device/firmware_rev`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub firmware: Option<String>,
+    /// Size in bytes (`size` × 512).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub size_bytes: Option<u64>,
+    /// Whether it is rotational (`queue/rotational`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rotational: Option<bool>,
+    /// File system type of the mount holding the first path ("ext4", "xfs").
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub filesystem: Option<String>,
+}
+
+/// What the kernel log said about the devices under test while the run went (the
+/// ESRP documents' "no errors reported in the event log", from facts).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelLog {
+    /// Where it was read: "/dev/kmsg" or "journalctl -k"; null when neither could be
+    /// read (then nothing was watched, and `unwatched_reason` says why).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub source: Option<String>,
+    /// Why the kernel log could not be watched.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub unwatched_reason: Option<String>,
+    /// The kernel names watched for: the devices under the database and log paths,
+    /// their whole disks and the devices beneath them (dm, md).
+    pub devices: Vec<String>,
+    /// Lines naming one of them with an error, a reset or a timeout; each fails the run.
+    pub events: Vec<KernelLogEvent>,
+}
+
+/// One kernel log line about a device under test.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelLogEvent {
+    /// The device it names.
+    pub device: String,
+    /// The line as the kernel wrote it.
+    pub message: String,
+    /// Local time it was read (RFC 3339).
+    pub seen_at: String,
+}
+
 /// Checksum verification after the run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Verification {
@@ -916,6 +973,12 @@ pub struct RunResults {
     /// the run through the `sampling_stalls` criterion).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub sampling_stalls: Vec<SamplingStall>,
+    /// The block devices under the database and log paths, as Linux describes them.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub storage_devices: Vec<StorageDevice>,
+    /// The kernel log watched during the run (absent in results of older versions).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub kernel_log: Option<KernelLog>,
     /// Where a results file read back disagreed with itself (a stored verdict or
     /// criterion result its own figures contradict); the derived values won.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]

@@ -13,7 +13,9 @@
 //! the volume's own counters.
 
 use edbstress_io::IoClass;
-use edbstress_report::{Comparison, Criterion, InstanceResult, IoSummary, Verification, Volume};
+use edbstress_report::{
+    Comparison, Criterion, InstanceResult, IoSummary, KernelLog, Verification, Volume,
+};
 
 use crate::profile::Thresholds;
 
@@ -391,6 +393,20 @@ pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
         out.push(criterion(&LOG_CHECKSUMS, "Total", bad_segments as f64, 0.0));
     }
     out
+}
+
+const KERNEL_LOG: CriterionSpec = at_most(
+    "kernel_log_errors",
+    "Kernel log lines reporting errors, resets or timeouts on the devices under test",
+    "lines",
+);
+
+/// The kernel log's criterion: no line about trouble on a device under test. None
+/// when the kernel log could not be watched (nothing was measured).
+pub fn kernel_log_criterion(log: &KernelLog) -> Option<Criterion> {
+    log.source
+        .as_ref()
+        .map(|_| criterion(&KERNEL_LOG, "Total", log.events.len() as f64, 0.0))
 }
 
 /// The page fault stall rule of one instance.

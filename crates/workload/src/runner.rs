@@ -24,8 +24,12 @@ use crate::RunError;
 use crate::autotune::{AutoTuneOptions, auto_tune};
 use crate::backup::{BackupOptions, run_backup};
 use crate::config::RunConfig;
-use crate::criteria::{Measurements, abort_criterion, evaluate, offline_criteria};
-use crate::host::{HostPeriod, host_info};
+use crate::criteria::{
+    Measurements, abort_criterion, evaluate, kernel_log_criterion, offline_criteria,
+};
+use crate::host::kernel_log::KernelLogWatch;
+use crate::host::{HostPeriod, HostSampler, describe_devices, host_info};
+use crate::live::CounterSnapshot;
 use crate::profile::Profile;
 use crate::rundir::{RunDirectory, TestLog};
 use crate::soft_recovery::{SoftRecoveryOptions, run_soft_recovery};
@@ -45,6 +49,8 @@ pub enum RunEvent<'a> {
     Live(&'a LiveStatus),
     /// Progress of a non-transactional test: (what, done, total).
     Progress(&'a str, u64, u64),
+    /// The counters of the measured phase so far, at each sampling interval.
+    Counters(&'a CounterSnapshot),
 }
 
 /// A finished run.
@@ -84,13 +90,29 @@ pub fn run(
         config.to_toml().as_bytes(),
     )?;
     log.line("edbstress testing begins ...");
-    let mut results = match run_in(config, &log, stop, events) {
+    let watched: Vec<PathBuf> = config
+        .db_paths
+        .iter()
+        .chain(&config.log_paths)
+        .cloned()
+        .collect();
+    let sampler = HostSampler::new(&watched);
+    let kernel_watch = KernelLogWatch::start(sampler.devices());
+    let run = run_in(config, &log, stop, events);
+    let kernel_log = kernel_watch.finish();
+    let mut results = match run {
         Ok(results) => results,
         Err(e) => {
             record_failure(config, &dir, &log, started_at, &e);
             return Err(e);
         }
     };
+    for e in &kernel_log.events {
+        log.line(format!("Kernel log on {}: {}", e.device, e.message));
+    }
+    results.criteria.extend(kernel_log_criterion(&kernel_log));
+    results.kernel_log = Some(kernel_log);
+    results.storage_devices = describe_devices(sampler.devices());
     // Ctrl-C or SIGTERM in any phase (shutdown, verification included) stops the run
     // early: whatever it measured, it did not finish, so it cannot pass.
     if stop.load(Ordering::Relaxed) && !results.aborted {
@@ -327,6 +349,8 @@ pub fn empty_results(config: &RunConfig, threads: u32) -> RunResults {
         autotune: None,
         verification: None,
         sampling_stalls: Vec::new(),
+        kernel_log: None,
+        storage_devices: Vec::new(),
         inconsistencies: Vec::new(),
         samples: Vec::new(),
     }
@@ -340,7 +364,9 @@ fn transactional_test(
     events: &(dyn Fn(RunEvent<'_>) + Sync),
 ) -> Result<RunResults, RunError> {
     let live = |s: &LiveStatus| events(RunEvent::Live(s));
+    let counters = |c: &CounterSnapshot| events(RunEvent::Counters(c));
     let mut bench = Workbench::open(config, layouts, log, &live)?;
+    bench.publish_counters(&counters);
     log.line("Starting transaction dispatch ..");
     log.line(format!(
         "Database cache settings: (minimum: {}, maximum: {}) per instance",

@@ -280,6 +280,8 @@ pub fn crafted() -> RunResults {
             }],
         }),
         sampling_stalls: Vec::new(),
+        kernel_log: None,
+        storage_devices: Vec::new(),
         inconsistencies: Vec::new(),
         samples,
     };

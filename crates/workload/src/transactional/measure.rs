@@ -1,6 +1,7 @@
 //! Accumulating a measured phase: a sample of every counter family at each interval,
 //! the highest interval average per class, and the totals at the end.
 
+use super::live_counters::{SampleView, counter_snapshot};
 use super::*;
 
 /// Accumulates a measured phase: samples at each interval, the highest interval
@@ -128,6 +129,22 @@ impl MeasureRecorder {
                 let m = self.max_interval.entry((None, class)).or_insert(0.0);
                 *m = m.max(s.latency.mean_ns() / 1e6);
             }
+        }
+        if let Some(publish) = bench.counters {
+            let whole = bench.interval(&self.start, now);
+            publish(&counter_snapshot(
+                bench,
+                &SampleView {
+                    whole: &whole,
+                    last: &iv,
+                    interval: self.interval_no,
+                    max_interval: &self.max_interval,
+                    sampling: (
+                        self.longest_interval_s,
+                        stall_limit(bench.config.sample_interval).as_secs_f64(),
+                    ),
+                },
+            ));
         }
         rows.extend(iv.host.samples(self.interval_no, elapsed, &stamp));
         self.samples.extend(rows);

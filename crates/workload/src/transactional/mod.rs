@@ -32,11 +32,13 @@ use crate::RunError;
 use crate::bdm::{BdmConfig, BdmHandle, BdmScanner};
 use crate::config::RunConfig;
 use crate::host::{HostInterval, HostSampler, HostSnapshot, host_counters};
+use crate::live::CounterSnapshot;
 use crate::replication::{LogReplicator, ReplicationConfig, ReplicationHandle};
 use crate::rundir::TestLog;
 use crate::schedule::{ArrivalSchedule, RateController};
 use crate::transaction::{TransactionGenerator, TxnKind};
 
+mod live_counters;
 mod measure;
 pub mod warmup;
 
@@ -263,6 +265,8 @@ pub struct Workbench<'a> {
     controller: Mutex<Option<RateController>>,
     failure: Mutex<Option<String>>,
     progress: &'a (dyn Fn(&LiveStatus) + Sync),
+    /// Where the measured phase's counters go at each sampling interval, if anywhere.
+    counters: Option<&'a (dyn Fn(&CounterSnapshot) + Sync)>,
     seed_epoch: u32,
 }
 
@@ -389,8 +393,15 @@ impl<'a> Workbench<'a> {
             controller: Mutex::new(controller),
             failure: Mutex::new(None),
             progress,
+            counters: None,
             seed_epoch: 0,
         })
+    }
+
+    /// Publishes the measured phase's counters to `sink` at each sampling interval
+    /// (live counters for a scraper).
+    pub fn publish_counters(&mut self, sink: &'a (dyn Fn(&CounterSnapshot) + Sync)) {
+        self.counters = Some(sink);
     }
 
     fn snapshot(&self) -> Snapshot {

@@ -27,6 +27,45 @@ pub(super) fn sections(doc: &mut Doc, r: &RunResults) {
     if r.verification.is_some() {
         verification(doc, r);
     }
+    if r.kernel_log.is_some() {
+        kernel_log(doc, r);
+    }
+}
+
+/// What the kernel log said about the devices under test during the run.
+fn kernel_log(doc: &mut Doc, r: &RunResults) {
+    let Some(k) = &r.kernel_log else { return };
+    doc.section("kernel-log", "Kernel Log", true);
+    let devices = if k.devices.is_empty() {
+        "none found".to_string()
+    } else {
+        k.devices.join(", ")
+    };
+    match (&k.source, k.events.is_empty()) {
+        (None, _) => doc.note(&format!(
+            "The kernel log was not watched: {}.",
+            k.unwatched_reason.as_deref().unwrap_or("unknown reason")
+        )),
+        (Some(source), true) => doc.note(&format!(
+            "No error, reset or timeout was reported in the kernel log ({source}) for the devices under test ({devices}) during the run."
+        )),
+        (Some(source), false) => {
+            doc.note(&format!(
+                "The kernel log ({source}) reported {} line(s) of errors, resets or timeouts on the devices under test ({devices}); each fails the run.",
+                k.events.len()
+            ));
+            let mut t = Table::new("text", &["Seen at", "Device", "Kernel log line"]);
+            for e in &k.events {
+                t.failed_row(vec![
+                    Cell::from(e.seen_at.clone()),
+                    Cell::from(e.device.clone()),
+                    Cell::with(e.message.clone(), "words"),
+                ]);
+            }
+            doc.table(&t);
+        }
+    }
+    doc.end();
 }
 
 fn criteria(doc: &mut Doc, r: &RunResults) {
@@ -474,7 +513,7 @@ fn autotune(doc: &mut Doc, r: &RunResults) {
     doc.end();
 }
 
-fn verification(doc: &mut Doc, r: &RunResults) {
+pub(super) fn verification(doc: &mut Doc, r: &RunResults) {
     let Some(v) = &r.verification else { return };
     // Jetstress reports it too (Checksum Statistics - All): not "beyond Jetstress".
     doc.section("checksum", "Checksum Statistics - All", false);
