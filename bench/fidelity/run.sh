@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Fidelity benchmark (issue 19): runs each version profile on small databases much
+# larger than the cache (a Performance run, then a SoftRecovery run) and prints the
+# workload-shape rows next to the Jetstress reference figures of docs/fidelity.md with
+# the relative difference. Not part of the test suite; takes a few minutes per profile.
+#
+# Usage: bench/fidelity/run.sh [DIR] [PROFILES...]
+#   DIR       scratch directory (default target/bench-fidelity); its databases are kept
+#             between profiles of the same page size only when sizes match
+#   PROFILES  exchange2007 exchange2010 exchange2013 (default: all three)
+# Environment: FIDELITY_DB_SIZE (512MiB), FIDELITY_CACHE (16MiB, total),
+#   FIDELITY_DURATION (60s), FIDELITY_LOGS (50 log files per instance), FIDELITY_THREADS (8)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+dir=${1:-target/bench-fidelity}
+shift || true
+profiles=("$@")
+[ ${#profiles[@]} -eq 0 ] && profiles=(exchange2007 exchange2010 exchange2013)
+db_size=${FIDELITY_DB_SIZE:-512MiB}
+cache=${FIDELITY_CACHE:-16MiB}
+duration=${FIDELITY_DURATION:-60s}
+logs=${FIDELITY_LOGS:-50}
+threads=${FIDELITY_THREADS:-8}
+cargo build --release -q -p edbstress-cli
+bin=./target/release/edbstress
+for profile in "${profiles[@]}"; do
+  work="$dir/$profile"
+  rm -rf "$work"
+  mkdir -p "$work"
+  common=(--profile "$profile" --databases 2 --database-size "$db_size" --cache-max "$cache"
+          --cache-min "$cache" --threads "$threads" --copies 2
+          --db-path "$work/db" --log-path "$work/logs" --results-dir "$work/results")
+  # Loose limits: this measures shape, not the storage's latency.
+  printf 'target_margin = 1.05\nwarmup_timeout = "60s"\n[thresholds]\ndb_read_avg_ms = 10000.0\ndb_read_max_ms = 100000.0\nlog_write_avg_ms = 10000.0\nlog_write_max_ms = 100000.0\npage_fault_stalls_per_sec = 1000000.0\n' > "$work/limits.toml"
+  "$bin" run --config "$work/limits.toml" "${common[@]}" --bdm on --duration "$duration" \
+    --sample-interval 5s --no-verify --json > "$work/performance.json" || true
+  "$bin" run --config "$work/limits.toml" "${common[@]}" --test soft-recovery \
+    --logs-to-replay "$logs" --json > "$work/soft_recovery.json" || true
+  python3 bench/fidelity/compare.py "$profile" "$work/performance.json" "$work/soft_recovery.json"
+done
