@@ -45,7 +45,8 @@ for profile in "${profiles[@]}"; do
           --db-path "$work/db" --log-path "$work/logs" --results-dir "$work/results")
   # Loose limits: this measures shape, not the storage's latency.
   printf 'target_margin = 1.05\nwarmup_timeout = "60s"\n[thresholds]\ndb_read_avg_ms = 10000.0\ndb_read_max_ms = 100000.0\nlog_write_avg_ms = 10000.0\nlog_write_max_ms = 100000.0\npage_fault_stalls_per_sec = 1000000.0\n' > "$work/limits.toml"
-  "$bin" run --config "$work/limits.toml" "${common[@]}" --bdm on --duration "$duration" \
+  # BDM as the profile sets it (on for 2010/2013, off for 2007, as the reports ran).
+  "$bin" run --config "$work/limits.toml" "${common[@]}" --duration "$duration" \
     --sample-interval 5s --no-verify --json > "$work/performance.json" || true
   "$bin" run --config "$work/limits.toml" "${common[@]}" --test soft-recovery \
     --logs-to-replay "$logs" --json > "$work/soft_recovery.json" || true
