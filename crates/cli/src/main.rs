@@ -1,6 +1,6 @@
 //! `edbstress`: the command line. It parses arguments, resolves a run's configuration
 //! (mapping configuration keys to its flags in error messages), calls the workload
-//! crate for tests and the engine directly for the offline commands (`prepare`,
+//! crate for tests (the solution crate for fleets and sweeps) and the engine directly for the offline commands (`prepare`,
 //! `checksum`, `recover`, `check`, `clean`, `inject`), the report crate for `report`,
 //! `compare` and `aggregate`, shows progress and prints results. It holds no storage
 //! logic of its own.
@@ -15,22 +15,27 @@ mod check_cmd;
 mod checksum_cmd;
 mod clean_cmd;
 mod common;
+mod completions_cmd;
 mod config_cmd;
 mod durability_probe_cmd;
+mod esrp_cmd;
 mod flags;
 mod fleet_cmd;
 mod inject_cmd;
+mod man_cmd;
+mod metrics_server;
 mod prepare_cmd;
 mod recover_cmd;
 mod report_cmd;
 mod run_args;
 mod run_cmd;
 mod storage_probe_cmd;
+mod sweep_cmd;
 mod units;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::common::CommandError;
 
@@ -133,8 +138,19 @@ enum Command {
     /// Run a test (or prepare, checksum, clean) on several hosts at once over OpenSSH,
     /// started together, collected and aggregated.
     Fleet(fleet_cmd::FleetArgs),
+    /// The ESRP-style campaign (Stress, Performance, DatabaseBackup, SoftRecovery on
+    /// every server, resumable) and the solution document written from its results.
+    Esrp(esrp_cmd::EsrpArgs),
+    /// Run a grid of storage and workload settings (a run at every point, the storage
+    /// re-configured between points by your commands) and chart the results against
+    /// the parameter; `sweep init` writes a commented sweep file.
+    Sweep(sweep_cmd::SweepArgs),
     /// Measure what the storage under a path can do (random, sequential and log I/O).
     Probe(storage_probe_cmd::StorageProbeArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(completions_cmd::CompletionsArgs),
+    /// Print the manual page, or write every page into a directory (--output DIR).
+    Man(man_cmd::ManArgs),
     /// Run durable-commit sessions printing every acknowledged commit (crash testing).
     #[command(hide = true)]
     DurabilityProbe(durability_probe_cmd::DurabilityProbeArgs),
@@ -172,7 +188,11 @@ fn main() -> ExitCode {
         Command::Compare(args) => report_cmd::compare(args),
         Command::Aggregate(args) => aggregate_cmd::run(args),
         Command::Fleet(args) => fleet_cmd::run(args),
+        Command::Esrp(args) => esrp_cmd::run(args),
+        Command::Sweep(args) => sweep_cmd::run(args),
         Command::Probe(args) => storage_probe_cmd::run(args),
+        Command::Completions(args) => completions_cmd::run(args, Cli::command()),
+        Command::Man(args) => man_cmd::run(args, Cli::command()),
         Command::DurabilityProbe(args) => durability_probe_cmd::run(args),
         Command::Inject(args) => inject_cmd::run(args),
     };

@@ -45,8 +45,9 @@ pub struct ReportArgs {
 /// Arguments of `edbstress compare`.
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// Run directories; the first is the baseline the others are compared with.
-    #[arg(value_name = "RUN_DIR", num_args = 2.., required = true)]
+    /// Run directories; the first is the baseline the others are compared with. A
+    /// sweep directory stands for every finished run of the sweep.
+    #[arg(value_name = "RUN_DIR", num_args = 1.., required = true)]
     pub run_dirs: Vec<PathBuf>,
     /// Also write an HTML comparison with overlaid charts to this file (an existing
     /// file is replaced only if edbstress wrote it).
@@ -128,11 +129,55 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, CommandError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The finished runs of the sweep in `dir` (labelled by their point), None when `dir`
+/// holds no sweep.json.
+fn sweep_runs(dir: &Path) -> Result<Option<Vec<(String, PathBuf)>>, CommandError> {
+    let path = dir.join("sweep.json");
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(CommandError::Usage(format!(
+                "cannot read {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    let sweep = edbstress_report::sweep::read_sweep(&bytes)
+        .map_err(|e| CommandError::Usage(format!("{}: {e}", path.display())))?;
+    Ok(Some(
+        sweep
+            .run_dirs()
+            .into_iter()
+            .map(|(label, rel)| (label, dir.join(rel)))
+            .collect(),
+    ))
+}
+
 /// Runs `edbstress compare`.
 pub fn compare(args: CompareArgs) -> Result<ExitCode, CommandError> {
     let mut runs = Vec::new();
     for dir in &args.run_dirs {
-        runs.push((dir.display().to_string(), load_run(dir)?));
+        match sweep_runs(dir)? {
+            Some(points) => {
+                for (label, run_dir) in points {
+                    runs.push((label, load_run(&run_dir)?));
+                }
+            }
+            None => runs.push((dir.display().to_string(), load_run(dir)?)),
+        }
+    }
+    if runs.len() < 2 {
+        return Err(CommandError::Usage(format!(
+            "compare needs at least two runs, and {} gave {}; give more run directories \
+             or a sweep with more finished runs",
+            if args.run_dirs.len() == 1 {
+                "this"
+            } else {
+                "these"
+            },
+            runs.len()
+        )));
     }
     let comparison = RunComparison::new(runs);
     print!("{}", comparison.to_text());

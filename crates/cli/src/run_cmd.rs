@@ -16,11 +16,13 @@ use clap::Args;
 use edbstress_io::IoClass;
 use edbstress_report::{RunResults, Verdict};
 use edbstress_workload::RunError;
+use edbstress_workload::live::LiveCounters;
 use edbstress_workload::runner::{INTERRUPTED, RunEvent, RunOutcome, run as run_test};
 use edbstress_workload::transactional::LiveStatus;
 use indicatif::ProgressBar;
 
 use crate::common::CommandError;
+use crate::metrics_server::MetricsServer;
 use crate::run_args::RunArgs;
 
 /// Arguments of `edbstress run`.
@@ -41,6 +43,10 @@ pub struct RunCmdArgs {
     /// of several hosts).
     #[arg(long, value_name = "NAME")]
     host_name: Option<String>,
+    /// Serve live counters at http://ADDR/metrics while the run goes, in the
+    /// OpenMetrics text format for Prometheus (e.g. 127.0.0.1:9464; port 0 picks one).
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<String>,
 }
 
 /// The latest start time accepted, from now.
@@ -76,6 +82,15 @@ pub fn run(args: RunCmdArgs) -> Result<ExitCode, CommandError> {
     let mut config = args.run.resolve()?;
     config.start_at = args.start_at;
     config.host_name = args.host_name.clone();
+    let live = LiveCounters::new();
+    let metrics = match &args.metrics_listen {
+        Some(addr) => {
+            let server = MetricsServer::start(addr, live.clone())?;
+            eprintln!("live counters: http://{}/metrics", server.addr());
+            Some(server)
+        }
+        None => None,
+    };
     let stop = Arc::new(AtomicBool::new(false));
     install_interrupt_handler(stop.clone())?;
     let terminal = std::io::stderr().is_terminal();
@@ -102,7 +117,11 @@ pub fn run(args: RunCmdArgs) -> Result<ExitCode, CommandError> {
                 edbstress_engine::human_bytes(p.bytes_total)
             ));
         }
-        RunEvent::Live(status) => bar.set_message(live_line(status)),
+        RunEvent::Live(status) => {
+            live.update_status(status);
+            bar.set_message(live_line(status));
+        }
+        RunEvent::Counters(counters) => live.update_counters(counters),
         RunEvent::Progress(what, done, total) => {
             let pct = if total > 0 {
                 100.0 * done as f64 / total as f64
@@ -120,6 +139,7 @@ pub fn run(args: RunCmdArgs) -> Result<ExitCode, CommandError> {
         e => CommandError::Usage(e.to_string()),
     })?;
     bar.finish_and_clear();
+    drop(metrics);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome.results)?);
     } else {
@@ -197,13 +217,19 @@ fn print_summary(outcome: &RunOutcome) {
         println!("  aborted: {why}");
     }
     if r.test_type.is_transactional() {
+        // exchange2007 counts the database volumes' transfers, as Jetstress 2007 did.
+        let what = if r.achieved_iops_basis.is_some() {
+            "achieved I/O per second (database volume transfers)"
+        } else {
+            "achieved transactional IOPS"
+        };
         match r.target_transactional_iops {
             Some(t) => println!(
-                "  achieved transactional IOPS: {:.1} (target {t:.1})",
+                "  {what}: {:.1} (target {t:.1})",
                 r.achieved_transactional_iops
             ),
             None => println!(
-                "  achieved transactional IOPS: {:.1} (throughput run, no target)",
+                "  {what}: {:.1} (throughput run, no target)",
                 r.achieved_transactional_iops
             ),
         }

@@ -46,6 +46,9 @@ pub struct Axis {
     pub min: Option<f64>,
     /// Highest value shown (default: from the data and the reference lines).
     pub max: Option<f64>,
+    /// Category names: when set, the axis is categorical (value `i` is category `i`,
+    /// evenly spaced, labelled with its name), e.g. the values of a sweep's parameter.
+    pub labels: Vec<String>,
 }
 
 impl Axis {
@@ -57,6 +60,28 @@ impl Axis {
             ticks,
             min: None,
             max: None,
+            labels: Vec::new(),
+        }
+    }
+
+    /// A categorical axis: values 0, 1, 2 … labelled with `labels`.
+    pub fn categories(label: impl Into<String>, labels: Vec<String>) -> Axis {
+        let n = labels.len().max(1) as f64;
+        Axis {
+            min: Some(-0.5),
+            max: Some(n - 0.5),
+            labels,
+            ..Axis::linear(label, Ticks::Number)
+        }
+    }
+
+    /// The text of the tick at `v`.
+    fn tick_text(&self, v: f64, step: f64) -> String {
+        if self.labels.is_empty() {
+            tick_label(v, self.ticks, step)
+        } else {
+            let i = v.round().max(0.0) as usize;
+            self.labels.get(i).cloned().unwrap_or_default()
         }
     }
 
@@ -68,6 +93,7 @@ impl Axis {
             ticks,
             min: None,
             max: None,
+            labels: Vec::new(),
         }
     }
 }
@@ -284,7 +310,7 @@ impl Chart {
                     "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
                     num(left - 6.0),
                     num(py + 4.0),
-                    escape(&tick_label(v, self.y.ticks, ys.step))
+                    escape(&self.y.tick_text(v, ys.step))
                 );
             }
         }
@@ -304,7 +330,7 @@ impl Chart {
                     "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
                     num(px),
                     num(plot_bottom + 16.0),
-                    escape(&tick_label(v, self.x.ticks, xs.step))
+                    escape(&self.x.tick_text(v, xs.step))
                 );
             }
         }
@@ -610,7 +636,11 @@ impl Mapping {
                 if hi <= lo {
                     hi = lo + if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
                 }
-                let step = nice_step((hi - lo) / 6.0);
+                let step = if axis.labels.is_empty() {
+                    nice_step((hi - lo) / 6.0)
+                } else {
+                    1.0
+                };
                 let lo = if axis.min.is_some() {
                     lo
                 } else {

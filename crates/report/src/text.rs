@@ -163,6 +163,32 @@ pub fn plain_words(c: &Criterion, r: &RunResults) -> String {
         "log_write_p99_latency" => format!(
             "1 log write in 100{on} took longer than {measured}; the limit for that 99th percentile is {limit}."
         ),
+        "volume_db_read_avg_latency"
+        | "volume_db_read_max_latency"
+        | "volume_log_write_avg_latency"
+        | "volume_log_write_max_latency" => {
+            let what = if c.key.contains("read") {
+                "reads (Avg. Disk sec/Read of a database volume)"
+            } else {
+                "writes (Avg. Disk sec/Write of a log volume)"
+            };
+            let shared = r
+                .volumes
+                .iter()
+                .any(|v| v.shared && c.scope == format!("Volume {}", v.device));
+            let also = if shared {
+                " Other programs also used this volume during the test; its figures include their I/O."
+            } else {
+                ""
+            };
+            if c.key.ends_with("avg_latency") {
+                format!("Disk {what}{on} took {measured} on average; the limit is {limit}.{also}")
+            } else {
+                format!(
+                    "In the worst sampling interval, disk {what}{on} averaged {measured}; the limit is {limit}.{also}"
+                )
+            }
+        }
         "page_fault_stalls" => format!(
             "Transactions{on} waited for a free database cache page {} times per second (Database Page Fault Stalls/sec); the limit is {}.",
             quantity(c.measured, ""),
@@ -178,9 +204,12 @@ pub fn plain_words(c: &Criterion, r: &RunResults) -> String {
                 ),
                 _ => String::new(),
             };
-            format!(
-                "The storage delivered {measured} of transactional I/O; the target is {limit}{why}."
-            )
+            let what = if r.achieved_iops_basis.is_some() {
+                "I/O on the database volumes (Disk Transfers/sec, as Jetstress 2007 counted)"
+            } else {
+                "transactional I/O"
+            };
+            format!("The storage delivered {measured} of {what}; the target is {limit}{why}.")
         }
         "io_errors" => format!("{count} I/O request(s) failed; there must be none."),
         "transaction_errors" => format!("{count} transaction(s) failed; there must be none."),

@@ -8,14 +8,24 @@
 //!   version, paths, free space, clock offset), splits the mailbox target, starts the
 //!   same test on every host with one `--start-at`, follows each host's progress, stops
 //!   them all cleanly on request, copies every run directory back and aggregates them
-//!   (`edbstress_report::aggregate`), naming hosts that dropped out.
+//!   (`edbstress_report::aggregate`), naming hosts that dropped out;
+//! - [`esrp`]: `edbstress esrp run` — the ESRP campaign (Stress with checksums,
+//!   Performance, DatabaseBackup, SoftRecovery) as ordinary runs, locally or through
+//!   the fleet, with a state file to resume after an interruption; solution.toml; and
+//!   reading a campaign back for its document (`edbstress_report::solution`).
+//! - [`sweep`]: `edbstress sweep` — an ordinary `edbstress run` (a child process) at
+//!   every point of a grid of run settings and storage parameters, the user's setup,
+//!   teardown and measure commands around each; resume, Ctrl-C, the plan's order. Its
+//!   results files are pure functions of `edbstress_report::sweep`.
 //!
 //! It must not run transactions, touch databases or judge results itself: each host
-//! runs an ordinary `edbstress run`, and aggregation and the documents are pure
-//! functions of the report crate over the results it collects.
+//! (and each sweep point) runs an ordinary `edbstress run`, and aggregation and the
+//! documents are pure functions of the report crate over the results it collects.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod esrp;
 pub mod fleet;
 pub mod ssh;
+pub mod sweep;

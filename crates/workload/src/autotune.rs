@@ -51,6 +51,7 @@ impl AutoTuneOptions {
 /// Whether a step's measurement meets the thresholds (and the target).
 pub fn step_passes(m: &Measurement, thresholds: &Thresholds, target: Option<f64>) -> bool {
     let measurements = Measurements {
+        volumes: None,
         instances: &m.instances,
         totals: &m.totals.io,
         achieved_iops: transactional_iops(&m.totals.io),

@@ -6,9 +6,16 @@
 //! configured). For the run: achieved transactional IOPS against the target
 //! (mailbox-profile runs), no I/O errors, and an intact checksum verification.
 //! A threshold met exactly passes.
+//!
+//! exchange2007 runs are judged as Jetstress 2007 judged them, per volume rather than
+//! per instance: Avg. Disk sec/Read of each volume holding databases and Avg. Disk
+//! sec/Write of each volume holding logs (average and highest interval average), from
+//! the volume's own counters.
 
 use edbstress_io::IoClass;
-use edbstress_report::{Comparison, Criterion, InstanceResult, IoSummary, Verification};
+use edbstress_report::{
+    Comparison, Criterion, InstanceResult, IoSummary, KernelLog, Verification, Volume,
+};
 
 use crate::profile::Thresholds;
 
@@ -16,6 +23,8 @@ use crate::profile::Thresholds;
 pub struct Measurements<'a> {
     /// Per-instance results (their `io` and `engine` summaries).
     pub instances: &'a [InstanceResult],
+    /// Some (and not empty): judge latency per volume (exchange2007), not per instance.
+    pub volumes: Option<&'a [Volume]>,
     /// Totals over all instances.
     pub totals: &'a IoSummary,
     /// Transactional IOPS achieved over all instances.
@@ -94,6 +103,26 @@ const LOG_WRITE_P99: CriterionSpec = at_most(
     "I/O Log Writes 99th Percentile Latency",
     "ms",
 );
+const VOLUME_READ_AVG: CriterionSpec = at_most(
+    "volume_db_read_avg_latency",
+    "Database volume Avg. Disk sec/Read (average)",
+    "ms",
+);
+const VOLUME_READ_MAX: CriterionSpec = at_most(
+    "volume_db_read_max_latency",
+    "Database volume Avg. Disk sec/Read (highest interval average)",
+    "ms",
+);
+const VOLUME_WRITE_AVG: CriterionSpec = at_most(
+    "volume_log_write_avg_latency",
+    "Log volume Avg. Disk sec/Write (average)",
+    "ms",
+);
+const VOLUME_WRITE_MAX: CriterionSpec = at_most(
+    "volume_log_write_max_latency",
+    "Log volume Avg. Disk sec/Write (highest interval average)",
+    "ms",
+);
 const STALLS: CriterionSpec = at_most(
     "page_fault_stalls",
     "Database Page Fault Stalls/sec",
@@ -102,6 +131,14 @@ const STALLS: CriterionSpec = at_most(
 const IOPS: CriterionSpec = CriterionSpec {
     key: "transactional_iops",
     name: "Achieved Transactional I/O per Second (target)",
+    unit: "IOPS",
+    comparison: Comparison::AtLeast,
+};
+/// exchange2007: Jetstress 2007's "Achieved I/O per Second", the database volumes'
+/// transfers, against the target (same key: the same rule, counted as 2007 counted).
+const IOPS_VOLUMES: CriterionSpec = CriterionSpec {
+    key: "transactional_iops",
+    name: "Achieved I/O per Second (Disk Transfers/sec of the database volumes; target)",
     unit: "IOPS",
     comparison: Comparison::AtLeast,
 };
@@ -137,8 +174,44 @@ const LOG_CHECKSUMS: CriterionSpec = at_most(
 /// threshold and whether it passed.
 pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
     let mut out = Vec::new();
+    let volumes = m.volumes.filter(|v| !v.is_empty());
+    for v in volumes.unwrap_or_default() {
+        let scope = format!("Volume {}", v.device);
+        if v.role.holds_databases() {
+            out.push(criterion(
+                &VOLUME_READ_AVG,
+                &scope,
+                v.avg_read_latency_ms,
+                t.db_read_avg_ms,
+            ));
+            out.push(criterion(
+                &VOLUME_READ_MAX,
+                &scope,
+                v.max_interval_read_latency_ms,
+                t.db_read_max_ms,
+            ));
+        }
+        if v.role.holds_logs() {
+            out.push(criterion(
+                &VOLUME_WRITE_AVG,
+                &scope,
+                v.avg_write_latency_ms,
+                t.log_write_avg_ms,
+            ));
+            out.push(criterion(
+                &VOLUME_WRITE_MAX,
+                &scope,
+                v.max_interval_write_latency_ms,
+                t.log_write_max_ms,
+            ));
+        }
+    }
     for inst in m.instances {
         let scope = inst.name.as_str();
+        if volumes.is_some() {
+            push_stalls(&mut out, inst, t);
+            continue;
+        }
         let class = |c: IoClass| inst.io.get(&c).cloned().unwrap_or_default();
         let reads = class(IoClass::DbRead);
         let logs = class(IoClass::LogWrite);
@@ -172,19 +245,15 @@ pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
         if let Some(p99) = t.log_write_p99_ms {
             out.push(criterion(&LOG_WRITE_P99, scope, logs.p99_ms, p99));
         }
-        let stalls = inst
-            .engine
-            .as_ref()
-            .map_or(0.0, |e| e.page_fault_stalls_per_sec);
-        out.push(criterion(
-            &STALLS,
-            scope,
-            stalls,
-            t.page_fault_stalls_per_sec,
-        ));
+        push_stalls(&mut out, inst, t);
     }
     if let Some(target) = m.target_iops {
-        out.push(criterion(&IOPS, "Total", m.achieved_iops, target));
+        let spec = if volumes.is_some() {
+            &IOPS_VOLUMES
+        } else {
+            &IOPS
+        };
+        out.push(criterion(spec, "Total", m.achieved_iops, target));
     }
     let io_errors: u64 = m.totals.values().map(|c| c.errors).sum();
     out.push(criterion(&IO_ERRORS, "Total", io_errors as f64, 0.0));
@@ -219,6 +288,34 @@ pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
         out.push(criterion(&LOG_CHECKSUMS, "Total", bad_segments as f64, 0.0));
     }
     out
+}
+
+const KERNEL_LOG: CriterionSpec = at_most(
+    "kernel_log_errors",
+    "Kernel log lines reporting errors, resets or timeouts on the devices under test",
+    "lines",
+);
+
+/// The kernel log's criterion: no line about trouble on a device under test. None
+/// when the kernel log could not be watched (nothing was measured).
+pub fn kernel_log_criterion(log: &KernelLog) -> Option<Criterion> {
+    log.source
+        .as_ref()
+        .map(|_| criterion(&KERNEL_LOG, "Total", log.events.len() as f64, 0.0))
+}
+
+/// The page fault stall rule of one instance.
+fn push_stalls(out: &mut Vec<Criterion>, inst: &InstanceResult, t: &Thresholds) {
+    let stalls = inst
+        .engine
+        .as_ref()
+        .map_or(0.0, |e| e.page_fault_stalls_per_sec);
+    out.push(criterion(
+        &STALLS,
+        &inst.name,
+        stalls,
+        t.page_fault_stalls_per_sec,
+    ));
 }
 
 /// The criteria of the DatabaseBackup and SoftRecovery tests, which have no latency
@@ -291,6 +388,7 @@ mod tests {
     ) -> Measurements<'a> {
         Measurements {
             instances,
+            volumes: None,
             totals,
             achieved_iops: achieved,
             target_iops: None,
@@ -415,6 +513,51 @@ mod tests {
             "{}",
             failed[0].describe()
         );
+    }
+
+    #[test]
+    fn exchange2007_judges_volumes_not_instances() {
+        // Instance latencies far over the limits: per-volume judging ignores them.
+        let inst = [instance(500.0, 500.0, 500.0, 500.0, 0.0)];
+        let volume = |device: &str, role, read: f64, read_max: f64, write: f64| Volume {
+            device: device.into(),
+            role,
+            avg_read_latency_ms: read,
+            max_interval_read_latency_ms: read_max,
+            avg_write_latency_ms: write,
+            max_interval_write_latency_ms: write,
+            ..Volume::default()
+        };
+        use edbstress_report::VolumeRole;
+        let volumes = [
+            volume("sdb", VolumeRole::Database, 20.0, 50.001, 900.0),
+            volume("sdc", VolumeRole::Log, 900.0, 900.0, 10.001),
+        ];
+        let totals = IoSummary::new();
+        let m = Measurements {
+            volumes: Some(&volumes),
+            ..clean(&inst, &totals, 1.0)
+        };
+        let t = Profile::Exchange2007.thresholds(TestType::Performance);
+        let all = evaluate(&m, &t);
+        let failed: Vec<_> = all
+            .iter()
+            .filter(|c| !c.passed)
+            .map(|c| (c.key.as_str(), c.scope.as_str()))
+            .collect();
+        assert_eq!(
+            failed,
+            [
+                ("volume_db_read_max_latency", "Volume sdb"),
+                ("volume_log_write_avg_latency", "Volume sdc")
+            ]
+        );
+        assert_eq!(
+            all.iter().filter(|c| c.key.starts_with("volume_")).count(),
+            4
+        );
+        assert!(all.iter().any(|c| c.key == "page_fault_stalls"));
+        assert!(!all.iter().any(|c| c.key == "db_read_avg_latency"));
     }
 
     #[test]

@@ -2,8 +2,11 @@
 //! Jetstress's rules. It owns the run configuration and the version profiles, the
 //! transaction generator (operation mix, lazy commits), the open- and closed-loop
 //! schedulers, the background activities of a run (background database maintenance,
-//! log replication readers), counter sampling (engine, I/O, host), the pass/fail
-//! criteria, auto-tuning, and the run directory with its test log.
+//! log replication readers), counter sampling (engine, I/O, host), the kernel-log
+//! watch on the devices under test and what Linux says about them, the pass/fail
+//! criteria (per instance, or per volume as Jetstress 2007 judged), auto-tuning, the
+//! run directory with its test log, and the live counters a run publishes while it
+//! goes (OpenMetrics text, for a scraper).
 //!
 //! It drives the engine through its public API (`Instance`, `prepare`, `recover`,
 //! `verify`) and never encodes pages or log records itself; it builds the results model
@@ -19,6 +22,7 @@ pub mod bdm;
 pub mod config;
 pub mod criteria;
 pub mod host;
+pub mod live;
 mod per_instance;
 pub mod profile;
 pub mod replication;
@@ -29,6 +33,7 @@ pub mod soft_recovery;
 pub mod transaction;
 pub mod transactional;
 pub mod units;
+pub mod volumes;
 
 /// Why a run could not be carried out (a failed test is not an error: it is a result).
 #[derive(Debug, thiserror::Error)]

@@ -15,20 +15,24 @@ use edbstress_engine::{ScanOptions, scan_database_until, scan_log_dir};
 use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::summary::{io_summary, transactional_iops};
 use edbstress_report::{
-    DatabaseSizing, DatabaseVerification, Exporter, InstanceResult, LogVerification, RunResults,
-    SCHEMA_VERSION, SystemParameters, TestType, ToolInfo, Verdict, Verification, instance_name,
-    standard_exporters,
+    DatabaseSizing, DatabaseVerification, Exporter, IOPS_BASIS_DATABASE_VOLUMES, InstanceResult,
+    LogVerification, RunResults, SCHEMA_VERSION, SystemParameters, TestType, ToolInfo, Verdict,
+    Verification, VolumeRole, instance_name, standard_exporters,
 };
 
 use crate::RunError;
 use crate::autotune::{AutoTuneOptions, auto_tune};
 use crate::backup::{BackupOptions, run_backup};
 use crate::config::RunConfig;
-use crate::criteria::{Measurements, evaluate, offline_criteria};
-use crate::host::host_info;
+use crate::criteria::{Measurements, evaluate, kernel_log_criterion, offline_criteria};
+use crate::host::kernel_log::KernelLogWatch;
+use crate::host::{HostSampler, describe_devices, host_info};
+use crate::live::CounterSnapshot;
+use crate::profile::Profile;
 use crate::rundir::{RunDirectory, TestLog};
 use crate::soft_recovery::{SoftRecoveryOptions, run_soft_recovery};
 use crate::transactional::{LiveStatus, Measurement, PhaseKind, StopReason, Workbench, join_list};
+use crate::volumes;
 
 /// `abort_reason` of a run the user stopped (Ctrl-C or SIGTERM).
 pub const INTERRUPTED: &str = "interrupted (Ctrl-C)";
@@ -43,6 +47,8 @@ pub enum RunEvent<'a> {
     Live(&'a LiveStatus),
     /// Progress of a non-transactional test: (what, done, total).
     Progress(&'a str, u64, u64),
+    /// The counters of the measured phase so far, at each sampling interval.
+    Counters(&'a CounterSnapshot),
 }
 
 /// A finished run.
@@ -72,13 +78,29 @@ pub fn run(
         config.to_toml().as_bytes(),
     )?;
     log.line("edbstress testing begins ...");
-    let mut results = match run_in(config, &log, stop, events) {
+    let watched: Vec<PathBuf> = config
+        .db_paths
+        .iter()
+        .chain(&config.log_paths)
+        .cloned()
+        .collect();
+    let sampler = HostSampler::new(&watched);
+    let kernel_watch = KernelLogWatch::start(sampler.devices());
+    let run = run_in(config, &log, stop, events);
+    let kernel_log = kernel_watch.finish();
+    let mut results = match run {
         Ok(results) => results,
         Err(e) => {
             record_failure(config, &dir, &log, started_at, &e);
             return Err(e);
         }
     };
+    for e in &kernel_log.events {
+        log.line(format!("Kernel log on {}: {}", e.device, e.message));
+    }
+    results.criteria.extend(kernel_log_criterion(&kernel_log));
+    results.kernel_log = Some(kernel_log);
+    results.storage_devices = describe_devices(sampler.devices());
     // Ctrl-C or SIGTERM in any phase (shutdown, verification included) stops the run
     // early: whatever it measured, it did not finish, so it cannot pass.
     if stop.load(Ordering::Relaxed) && !results.aborted {
@@ -319,9 +341,13 @@ pub fn empty_results(config: &RunConfig, threads: u32) -> RunResults {
         instances: Vec::new(),
         totals: Default::default(),
         host_counters: None,
+        volumes: Vec::new(),
+        achieved_iops_basis: None,
         autotune: None,
         verification: None,
         sampling_stalls: Vec::new(),
+        kernel_log: None,
+        storage_devices: Vec::new(),
         inconsistencies: Vec::new(),
         samples: Vec::new(),
     }
@@ -335,7 +361,9 @@ fn transactional_test(
     events: &(dyn Fn(RunEvent<'_>) + Sync),
 ) -> Result<RunResults, RunError> {
     let live = |s: &LiveStatus| events(RunEvent::Live(s));
+    let counters = |c: &CounterSnapshot| events(RunEvent::Counters(c));
     let mut bench = Workbench::open(config, layouts, log, &live)?;
+    bench.publish_counters(&counters);
     log.line("Starting transaction dispatch ..");
     log.line(format!(
         "Database cache settings: (minimum: {}, maximum: {}) per instance",
@@ -451,7 +479,10 @@ fn transactional_test(
     if let Some(m) = measurement {
         fill_measurement(&mut results, m, log);
     }
+    let per_volume =
+        config.profile == Profile::Exchange2007 && per_volume_judging(&mut results, log);
     let measurements = Measurements {
+        volumes: per_volume.then_some(results.volumes.as_slice()),
         instances: &results.instances,
         totals: &results.totals.io,
         achieved_iops: results.achieved_transactional_iops,
@@ -519,6 +550,42 @@ fn fill_measurement(results: &mut RunResults, m: Measurement, log: &TestLog<'_>)
     results.samples = m.samples;
     results.sampling_stalls = m.stalls;
     results.host_counters = Some(m.host);
+    results.volumes = m.volumes;
+}
+
+/// exchange2007: Jetstress 2007's report step — each volume's Avg. Disk sec/Read or
+/// sec/Write in the test log, and "Achieved I/O per Second" from the database volumes'
+/// transfers. False (judged per instance, and said so) when no volume was found.
+fn per_volume_judging(results: &mut RunResults, log: &TestLog<'_>) -> bool {
+    // Every database and every log must be on a volume found, or some latency would
+    // go unjudged.
+    let covered = |i: &InstanceResult, holds: fn(VolumeRole) -> bool| {
+        results
+            .volumes
+            .iter()
+            .any(|v| holds(v.role) && v.instances.contains(&i.name))
+    };
+    let uncovered = results
+        .instances
+        .iter()
+        .any(|i| !covered(i, VolumeRole::holds_databases) || !covered(i, VolumeRole::holds_logs));
+    if results.volumes.is_empty() || uncovered {
+        if results.measured_seconds > 0.0 {
+            log.line("Not every database and log path is on a block device found (a tmpfs or overlay?): judging latency per instance instead of per volume.");
+        }
+        return false;
+    }
+    for line in volumes::test_log_lines(&results.volumes) {
+        log.line(line);
+    }
+    let transfers = volumes::database_volume_transfers(&results.volumes);
+    log.line(format!(
+        "Achieved I/O per Second (Disk Transfers/sec of the database volumes): {transfers:.3}; transactional database I/O issued: {:.3}/sec.",
+        results.achieved_transactional_iops
+    ));
+    results.achieved_transactional_iops = transfers;
+    results.achieved_iops_basis = Some(IOPS_BASIS_DATABASE_VOLUMES.to_string());
+    true
 }
 
 /// Offline checksum verification of every database and log directory.

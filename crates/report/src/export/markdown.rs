@@ -114,7 +114,11 @@ pub fn render_markdown(r: &RunResults) -> String {
             format!("{} {}", r.tool.name, r.tool.version),
         ],
         vec![
-            "Achieved Transactional I/O per Second".into(),
+            if r.achieved_iops_basis.is_some() {
+                "Achieved I/O per Second (database volume transfers, as Jetstress 2007)".into()
+            } else {
+                "Achieved Transactional I/O per Second".into()
+            },
             fixed3(r.achieved_transactional_iops),
         ],
         vec!["Target Transactional I/O per Second".into(), target],

@@ -209,6 +209,8 @@ pub fn crafted() -> RunResults {
         },
         instances,
         totals,
+        volumes: Vec::new(),
+        achieved_iops_basis: None,
         host_counters: Some(HostCounters {
             cpu_pct: Range {
                 min: 5.0,
@@ -270,6 +272,8 @@ pub fn crafted() -> RunResults {
             }],
         }),
         sampling_stalls: Vec::new(),
+        kernel_log: None,
+        storage_devices: Vec::new(),
         inconsistencies: Vec::new(),
         samples,
     };

@@ -78,6 +78,10 @@ pub(super) fn disk_summary(
         bytes_per_write: ratio(delta(|c| c.sectors_written) * sector, writes),
         avg_read_latency_ms: ratio(delta(|c| c.ms_reading), reads),
         avg_write_latency_ms: ratio(delta(|c| c.ms_writing), writes),
+        reads: reads as u64,
+        writes: writes as u64,
+        bytes_read: (delta(|c| c.sectors_read) * sector) as u64,
+        bytes_written: (delta(|c| c.sectors_written) * sector) as u64,
     }
 }
 

@@ -24,7 +24,9 @@
 //! for that interval and a debug log line.
 
 mod devices;
+pub mod kernel_log;
 mod proc;
+mod storage;
 #[cfg(test)]
 mod tests;
 
@@ -38,6 +40,7 @@ use tracing::debug;
 
 use devices::*;
 use proc::*;
+pub use storage::describe_devices;
 
 /// `/proc/diskstats` counts in 512-byte sectors whatever the device's sector size.
 const DISKSTATS_SECTOR_BYTES: u64 = 512;

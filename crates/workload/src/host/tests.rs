@@ -303,6 +303,10 @@ fn interval_rates_and_latencies() {
             bytes_per_write: 16384.0,
             avg_read_latency_ms: 3.0,
             avg_write_latency_ms: 0.5,
+            reads: 400,
+            writes: 800,
+            bytes_read: 6_400 * 512,
+            bytes_written: 25_600 * 512,
         }
     );
     // Missing in the earlier snapshot: zeros, not counts since boot.

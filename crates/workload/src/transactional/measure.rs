@@ -1,6 +1,7 @@
 //! Accumulating a measured phase: a sample of every counter family at each interval,
 //! the highest interval average per class, and the totals at the end.
 
+use super::live_counters::{SampleView, counter_snapshot};
 use super::*;
 
 /// Accumulates a measured phase: samples at each interval, the highest interval
@@ -129,6 +130,22 @@ impl MeasureRecorder {
                 *m = m.max(s.latency.mean_ns() / 1e6);
             }
         }
+        if let Some(publish) = bench.counters {
+            let whole = bench.interval(&self.start, now);
+            publish(&counter_snapshot(
+                bench,
+                &SampleView {
+                    whole: &whole,
+                    last: &iv,
+                    interval: self.interval_no,
+                    max_interval: &self.max_interval,
+                    sampling: (
+                        self.longest_interval_s,
+                        stall_limit(bench.config.sample_interval).as_secs_f64(),
+                    ),
+                },
+            ));
+        }
         rows.extend(iv.host.samples(self.interval_no, elapsed, &stamp));
         self.samples.extend(rows);
         self.host_intervals.push(iv.host);
@@ -192,6 +209,14 @@ impl MeasureRecorder {
         let totals_io: IoSummary =
             edbstress_report::summary::io_summary(&whole.io, None, seconds, &|c| max((None, c)));
         let host = host_counters(&self.host_intervals, &whole.host);
+        let layouts: Vec<InstanceLayout> = bench.slots.iter().map(|s| s.layout.clone()).collect();
+        let volumes = crate::volumes::volumes(
+            bench.host.devices(),
+            &layouts,
+            &whole.host,
+            &self.host_intervals,
+            &whole.io,
+        );
         Measurement {
             seconds,
             sessions,
@@ -204,6 +229,7 @@ impl MeasureRecorder {
             instances,
             samples: self.samples,
             host,
+            volumes,
             longest_interval_s: self.longest_interval_s,
             stall_limit_s: stall_limit(bench.config.sample_interval).as_secs_f64(),
             stalls: self.sampling_stalls,

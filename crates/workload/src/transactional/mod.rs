@@ -21,7 +21,7 @@ use edbstress_io::{ClassStats, IoClass, IoStats, LatencyHistogram};
 use edbstress_report::summary::{latency_summary, rate};
 use edbstress_report::{
     EngineSummary, HostCounters, InstanceResult, IoSummary, Sample, SampleFamily, SamplingStall,
-    Totals, TransactionSummary, instance_name,
+    Totals, TransactionSummary, Volume, instance_name,
 };
 use parking_lot::Mutex;
 
@@ -29,11 +29,13 @@ use crate::RunError;
 use crate::bdm::{BdmConfig, BdmHandle, BdmScanner};
 use crate::config::RunConfig;
 use crate::host::{HostInterval, HostSampler, HostSnapshot, host_counters};
+use crate::live::CounterSnapshot;
 use crate::replication::{LogReplicator, ReplicationConfig, ReplicationHandle};
 use crate::rundir::TestLog;
 use crate::schedule::{ArrivalSchedule, RateController};
 use crate::transaction::{TransactionGenerator, TxnKind};
 
+mod live_counters;
 mod measure;
 
 use measure::MeasureRecorder;
@@ -213,6 +215,8 @@ pub struct Measurement {
     pub samples: Vec<Sample>,
     /// Host counters over the period.
     pub host: HostCounters,
+    /// The volumes under the database and log paths over the period.
+    pub volumes: Vec<Volume>,
     /// Transactions that failed.
     pub transaction_errors: u64,
     /// Longest sampling interval, seconds.
@@ -256,6 +260,8 @@ pub struct Workbench<'a> {
     controller: Mutex<Option<RateController>>,
     failure: Mutex<Option<String>>,
     progress: &'a (dyn Fn(&LiveStatus) + Sync),
+    /// Where the measured phase's counters go at each sampling interval, if anywhere.
+    counters: Option<&'a (dyn Fn(&CounterSnapshot) + Sync)>,
     seed_epoch: u32,
 }
 
@@ -383,8 +389,15 @@ impl<'a> Workbench<'a> {
             controller: Mutex::new(controller),
             failure: Mutex::new(None),
             progress,
+            counters: None,
             seed_epoch: 0,
         })
+    }
+
+    /// Publishes the measured phase's counters to `sink` at each sampling interval
+    /// (live counters for a scraper).
+    pub fn publish_counters(&mut self, sink: &'a (dyn Fn(&CounterSnapshot) + Sync)) {
+        self.counters = Some(sink);
     }
 
     fn snapshot(&self) -> Snapshot {

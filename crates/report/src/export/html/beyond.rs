@@ -1,6 +1,7 @@
 //! What Jetstress lacks: every criterion with its measured value, latency percentiles
 //! and histograms per I/O class, time series with the thresholds drawn, the
-//! request-size distribution, the auto-tuning curve and the checksum verification
+//! request-size distribution, the workload shape beside published Jetstress figures,
+//! the auto-tuning curve and the checksum verification
 //! (in the shape of the reference report's checksum appendix).
 
 use edbstress_io::IoClass;
@@ -8,6 +9,7 @@ use edbstress_io::IoClass;
 use super::{Cell, Doc, Table, latency_histogram_chart};
 use crate::charts::{Axis, BarRow, Chart, Draw, RefLine, Series, Ticks, hbar_chart};
 use crate::model::{ClassSummary, RunResults};
+use crate::shape;
 use crate::text::{fixed3, group_thousands, plain_words, quantity, request_size};
 use crate::timeseries::{self, aligned, avg_latency, classes_seen, p99, per_sec, rate};
 
@@ -18,12 +20,52 @@ pub(super) fn sections(doc: &mut Doc, r: &RunResults) {
     histograms(doc, r);
     time_series(doc, r);
     request_sizes(doc, r);
+    workload_shape(doc, r);
     if r.autotune.is_some() {
         autotune(doc, r);
     }
     if r.verification.is_some() {
         verification(doc, r);
     }
+    if r.kernel_log.is_some() {
+        kernel_log(doc, r);
+    }
+}
+
+/// What the kernel log said about the devices under test during the run.
+fn kernel_log(doc: &mut Doc, r: &RunResults) {
+    let Some(k) = &r.kernel_log else { return };
+    doc.section("kernel-log", "Kernel Log", true);
+    let devices = if k.devices.is_empty() {
+        "none found".to_string()
+    } else {
+        k.devices.join(", ")
+    };
+    match (&k.source, k.events.is_empty()) {
+        (None, _) => doc.note(&format!(
+            "The kernel log was not watched: {}.",
+            k.unwatched_reason.as_deref().unwrap_or("unknown reason")
+        )),
+        (Some(source), true) => doc.note(&format!(
+            "No error, reset or timeout was reported in the kernel log ({source}) for the devices under test ({devices}) during the run."
+        )),
+        (Some(source), false) => {
+            doc.note(&format!(
+                "The kernel log ({source}) reported {} line(s) of errors, resets or timeouts on the devices under test ({devices}); each fails the run.",
+                k.events.len()
+            ));
+            let mut t = Table::new("text", &["Seen at", "Device", "Kernel log line"]);
+            for e in &k.events {
+                t.failed_row(vec![
+                    Cell::from(e.seen_at.clone()),
+                    Cell::from(e.device.clone()),
+                    Cell::with(e.message.clone(), "words"),
+                ]);
+            }
+            doc.table(&t);
+        }
+    }
+    doc.end();
 }
 
 fn criteria(doc: &mut Doc, r: &RunResults) {
@@ -469,7 +511,7 @@ fn autotune(doc: &mut Doc, r: &RunResults) {
     doc.end();
 }
 
-fn verification(doc: &mut Doc, r: &RunResults) {
+pub(super) fn verification(doc: &mut Doc, r: &RunResults) {
     let Some(v) = &r.verification else { return };
     doc.section("checksum", "Checksum Statistics - All", true);
     doc.note(&format!(
@@ -550,6 +592,60 @@ fn verification(doc: &mut Doc, r: &RunResults) {
         } else {
             t.row(cells);
         }
+    }
+    doc.table(&t);
+    doc.end();
+}
+
+/// The Workload Shape table: this run's ratios beside the reference reports'.
+fn workload_shape(doc: &mut Doc, r: &RunResults) {
+    let rows = shape::workload_shape(r);
+    if rows.is_empty() {
+        return;
+    }
+    doc.section("workload-shape", "Workload Shape", true);
+    doc.note("How Exchange-like this run's I/O was: ratios computed from the counters in results.json, beside the same ratios in two published Jetstress reports (per database; \"~\" marks a value derived from several of the report's counters). A ratio far from both references means the run's log, read/write or growth pattern differs from Exchange's.");
+    if r.parameters.profile == "exchange2007" {
+        doc.note("The references are Exchange 2010 and 2013 runs with 32 KB pages; an exchange2007 run uses 8 KB pages, so its request sizes differ by design — compare its ratios.");
+    }
+    let mut head = vec!["Ratio".to_string(), "This run".to_string()];
+    for name in shape::REFERENCE_REPORTS {
+        head.push(name.to_string());
+        head.push(format!("vs {}", name.split(" (").next().unwrap_or(name)));
+    }
+    head.push("Computed from".to_string());
+    let mut t = Table::new("", &head);
+    for row in &rows {
+        let number = |v: f64| {
+            if row.decimals == 0 {
+                group_thousands(v.round() as i64)
+            } else {
+                format!("{v:.*}", row.decimals)
+            }
+        };
+        let mut cells = vec![
+            Cell::from(row.name),
+            Cell::from(row.value.map_or("—".to_string(), number)),
+        ];
+        for reference in &row.references {
+            match reference {
+                Some(x) => {
+                    let mark = if x.derived { "~" } else { "" };
+                    cells.push(Cell::from(format!("{mark}{}", number(x.value))));
+                    cells.push(Cell::from(
+                        row.value
+                            .and_then(|v| shape::difference_pct(v, x.value))
+                            .map_or("—".to_string(), |d| format!("{d:+.0} %")),
+                    ));
+                }
+                None => {
+                    cells.push(Cell::from("—"));
+                    cells.push(Cell::from("—"));
+                }
+            }
+        }
+        cells.push(Cell::with(row.from, "words"));
+        t.row(cells);
     }
     doc.table(&t);
     doc.end();

@@ -503,6 +503,23 @@ fn glance(o: &mut String, r: &RunResults) {
     o.push_str("</div>\n");
 }
 
+/// The Jetstress-shaped sections of a run's report (Test Summary to Host System
+/// Performance), without page, verdict or contents: an appendix of the solution
+/// document.
+pub(crate) fn appendix_sections(r: &RunResults) -> String {
+    let mut doc = Doc::new();
+    jetstress::sections(&mut doc, r);
+    doc.body
+}
+
+/// The checksum statistics of a run (its verification after the test), in the shape
+/// of the run report's section: the solution document's checksum appendix.
+pub(crate) fn checksum_section(r: &RunResults) -> String {
+    let mut doc = Doc::new();
+    beyond::verification(&mut doc, r);
+    doc.body
+}
+
 fn render_page(r: &RunResults, test_log: Option<&[String]>) -> String {
     let title = report_title(r.test_type);
     let mut doc = Doc::new();

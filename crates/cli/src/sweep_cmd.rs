@@ -1,0 +1,160 @@
+//! `edbstress sweep`: run a grid of storage and workload settings (the solution crate
+//! drives it) and print what it recommends; `edbstress sweep init` writes a commented
+//! sweep file.
+
+use std::fs::OpenOptions;
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use clap::{Args, Subcommand};
+use edbstress_report::sweep::best::{RULE, recommend};
+use edbstress_solution::sweep::{self, SweepOptions, TEMPLATE};
+
+use crate::common::CommandError;
+
+/// Arguments of `edbstress sweep`.
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SweepArgs {
+    #[command(subcommand)]
+    command: Option<SweepCommand>,
+    /// The sweep file (write one with `edbstress sweep init`).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The sweep directory; give an earlier sweep's directory (and the same file) to
+    /// resume it [default: edbstress-results/Sweep_TIME].
+    #[arg(long, value_name = "DIR")]
+    output: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum SweepCommand {
+    /// Write a commented sweep file; an existing file is never overwritten.
+    Init {
+        /// File to create.
+        #[arg(value_name = "FILE", default_value = "sweep.toml")]
+        file: PathBuf,
+    },
+}
+
+/// Runs `edbstress sweep`.
+pub fn run(args: SweepArgs) -> Result<ExitCode, CommandError> {
+    if let Some(SweepCommand::Init { file }) = &args.command {
+        return init(file);
+    }
+    let Some(config) = args.config else {
+        return Err(CommandError::Usage(
+            "no sweep file: give --config sweep.toml (`edbstress sweep init` writes one)".into(),
+        ));
+    };
+    let output = args.output.unwrap_or_else(|| {
+        PathBuf::from("edbstress-results").join(format!(
+            "Sweep_{}",
+            chrono::Local::now().format("%Y_%m_%d_%H_%M_%S")
+        ))
+    });
+    let edbstress = std::env::current_exe().map_err(|e| {
+        CommandError::Usage(format!(
+            "cannot find this edbstress binary to run each point: {e}"
+        ))
+    })?;
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        ctrlc::set_handler(move || {
+            if stop.swap(true, Ordering::SeqCst) {
+                eprintln!("quitting at once; the current point's run goes on until it ends");
+                std::process::exit(130);
+            }
+            eprintln!(
+                "\nstopping: the current run writes its results, the teardown runs and the \
+                 sweep files are written (Ctrl-C again to quit at once)"
+            );
+        })
+        .map_err(|e| CommandError::Usage(format!("cannot install the Ctrl-C handler: {e}")))?;
+    }
+    let options = SweepOptions {
+        file: config.clone(),
+        output: output.clone(),
+        edbstress,
+    };
+    let resume = format!(
+        "edbstress sweep --config {} --output {}",
+        config.display(),
+        output.display()
+    );
+    let events = |line: &str| eprintln!("{line}");
+    let outcome = sweep::run(&options, &stop, &events).map_err(|e| {
+        // Only a sweep that started has points to keep and something to resume.
+        if output.join("sweep.json").is_file() {
+            CommandError::Usage(format!(
+                "{}\nthe finished points are kept in {}; fix the cause and resume with: {resume}",
+                e.0,
+                output.display()
+            ))
+        } else {
+            CommandError::Usage(e.0)
+        }
+    })?;
+    let s = &outcome.results;
+    let done = s.runs.iter().filter(|r| r.status == "done").count();
+    println!();
+    println!(
+        "sweep {}: {done} of {} runs finished{}",
+        s.name,
+        s.runs.len(),
+        if outcome.interrupted {
+            " (interrupted)"
+        } else {
+            ""
+        }
+    );
+    println!("  rule: {RULE}");
+    for line in recommend(s).describe(s) {
+        println!("  {line}");
+    }
+    println!("  charts: {}", outcome.dir.join("sweep.html").display());
+    println!("  table:  {}", outcome.dir.join("sweep.csv").display());
+    if outcome.interrupted {
+        println!("  resume with: {resume}");
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn init(path: &Path) -> Result<ExitCode, CommandError> {
+    // create_new: refusing an existing file is atomic, not a check that could race.
+    let mut file = match OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            return Err(CommandError::Usage(format!(
+                "{} already exists and is left as it is; remove it or name another file, e.g. \
+                 `edbstress sweep init my-sweep.toml`",
+                path.display()
+            )));
+        }
+        Err(e) => {
+            return Err(CommandError::Usage(format!(
+                "cannot create {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    if let Err(e) = file.write_all(TEMPLATE.as_bytes()) {
+        // The file is ours and incomplete: remove it rather than leave half a template.
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return Err(CommandError::Usage(format!(
+            "cannot write {}: {e}",
+            path.display()
+        )));
+    }
+    println!(
+        "wrote {}; edit it, then run `edbstress sweep --config {0}`",
+        path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

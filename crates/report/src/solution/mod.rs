@@ -1,0 +1,543 @@
+//! The ESRP-style solution document: what a storage vendor publishes around a campaign
+//! of runs (Stress with its checksum verification, Performance, DatabaseBackup,
+//! SoftRecovery on every server of the solution). Pure functions: the solution's texts
+//! ([`SolutionInfo`]) and the campaigns' run results ([`CampaignRuns`]) in, findings
+//! ([`check`]), the summary figures ([`figures`]), HTML ([`html::render`]) and Markdown
+//! ([`markdown::render`]) out. Every number in the document comes from a run's
+//! `results.json`.
+
+pub mod campaign;
+pub mod html;
+pub mod markdown;
+pub mod sections;
+
+use std::collections::BTreeMap;
+
+use edbstress_io::IoClass;
+use serde::{Deserialize, Serialize};
+
+pub use campaign::{CampaignState, StepState, StepStatus};
+
+use crate::aggregate::HostRun;
+use crate::model::{RunResults, TestType, Verdict};
+
+/// Least measured seconds of a Stress run under the ESRP test rules (24 h).
+pub const ESRP_STRESS_SECONDS: f64 = 24.0 * 3600.0;
+/// Least measured seconds of a Performance run under the ESRP test rules (2 h).
+pub const ESRP_PERFORMANCE_SECONDS: f64 = 2.0 * 3600.0;
+
+/// The steps of a campaign, in the order they run and the appendices show them.
+pub const STEPS: [TestType; 4] = [
+    TestType::Stress,
+    TestType::Performance,
+    TestType::DatabaseBackup,
+    TestType::SoftRecovery,
+];
+
+/// What the vendor writes: the texts of the document and the solution it describes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SolutionInfo {
+    /// The solution's name ("Contoso Array 5000 — 5,000 mailboxes").
+    pub name: String,
+    /// The vendor.
+    pub vendor: String,
+    /// Who to contact (several lines).
+    pub contact: String,
+    /// Features (Markdown).
+    pub features: String,
+    /// Solution description (Markdown).
+    pub description: String,
+    /// Best practices (Markdown).
+    pub best_practices: String,
+    /// Backup strategy (Markdown).
+    pub backup_strategy: String,
+    /// Conclusion (Markdown).
+    pub conclusion: String,
+    /// The targeted customer profile.
+    pub profile: CustomerProfile,
+    /// The tested deployment.
+    pub deployment: TestedDeployment,
+}
+
+/// The targeted customer profile: the inputs of the sizing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CustomerProfile {
+    /// Mailboxes of the whole solution.
+    pub mailboxes: u64,
+    /// Transactional IOPS per mailbox.
+    pub iops_per_mailbox: f64,
+    /// Mailbox quota ("2GB").
+    pub mailbox_quota: String,
+    /// Mailbox servers tested.
+    pub servers: u32,
+    /// Databases per server.
+    pub databases_per_server: u32,
+    /// Database copies.
+    pub copies: u32,
+    /// Exchange version profile ("exchange2013").
+    pub version: String,
+}
+
+impl Default for CustomerProfile {
+    fn default() -> Self {
+        CustomerProfile {
+            mailboxes: 5000,
+            iops_per_mailbox: 0.12,
+            mailbox_quota: "2GB".into(),
+            servers: 1,
+            databases_per_server: 6,
+            copies: 2,
+            version: "exchange2013".into(),
+        }
+    }
+}
+
+/// The tested deployment, as the vendor describes it (the devices Linux reports are
+/// added from the runs).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TestedDeployment {
+    /// Storage model.
+    pub storage_model: String,
+    /// Storage firmware or software version.
+    pub storage_firmware: String,
+    /// Storage software (multipath, management, …).
+    pub storage_software: String,
+    /// Disks: count, type, size.
+    pub disks: String,
+    /// RAID level and layout.
+    pub raid: String,
+    /// Connectivity (SAS, iSCSI, FC, NVMe).
+    pub connectivity: String,
+    /// The server hardware.
+    pub host: String,
+    /// Host bus adapters or NICs.
+    pub hba: String,
+    /// Database LUNs / volumes.
+    pub database_volumes: String,
+    /// Log LUNs / volumes.
+    pub log_volumes: String,
+}
+
+/// The runs of one campaign directory, as found there.
+#[derive(Clone, Debug)]
+pub struct CampaignRuns {
+    /// The campaign directory as given.
+    pub dir: String,
+    /// Its state file (`campaign.json`).
+    pub state: CampaignState,
+    /// Each step's runs, one per host (a single-host campaign has one).
+    pub steps: BTreeMap<StepKey, Vec<HostRun>>,
+}
+
+/// A step, ordered as in [`STEPS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StepKey(pub usize);
+
+impl StepKey {
+    /// The key of `test`.
+    pub fn of(test: TestType) -> StepKey {
+        StepKey(STEPS.iter().position(|t| *t == test).unwrap_or(STEPS.len()))
+    }
+}
+
+/// Everything the document is made of.
+#[derive(Clone, Debug)]
+pub struct SolutionDocument {
+    /// The vendor's texts.
+    pub info: SolutionInfo,
+    /// The campaigns.
+    pub campaigns: Vec<CampaignRuns>,
+    /// edbstress version that wrote the document.
+    pub tool_version: String,
+    /// When the document was written (RFC 3339).
+    pub written_at: String,
+}
+
+impl SolutionDocument {
+    /// Whether any campaign was a rehearsal (the document is then marked on every page).
+    pub fn rehearsal(&self) -> bool {
+        self.campaigns.iter().any(|c| c.state.rehearsal)
+    }
+
+    /// Every run of `test` over all campaigns, ordered by host.
+    pub fn runs(&self, test: TestType) -> Vec<&HostRun> {
+        let mut out: Vec<&HostRun> = self
+            .campaigns
+            .iter()
+            .filter_map(|c| c.steps.get(&StepKey::of(test)))
+            .flatten()
+            .collect();
+        out.sort_by(|a, b| a.host.cmp(&b.host));
+        out
+    }
+
+    /// The servers: every host with a run, sorted.
+    pub fn servers(&self) -> Vec<String> {
+        let mut hosts: Vec<String> = self
+            .campaigns
+            .iter()
+            .flat_map(|c| c.steps.values().flatten().map(|r| r.host.clone()))
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        hosts
+    }
+}
+
+/// Something that keeps the campaign from meeting the ESRP test rules.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finding(pub String);
+
+/// Checks the campaign before the document states anything: a rehearsal, missing
+/// steps, failed or aborted runs, runs shorter than the rules ask, hosts tested with
+/// different configurations, an unwatched kernel log.
+pub fn check(doc: &SolutionDocument) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut say = |s: String| out.push(Finding(s));
+    if doc.campaigns.is_empty() {
+        say("no campaign directory was given".into());
+    }
+    if doc.rehearsal() {
+        say(
+            "this is a rehearsal campaign: every step was shortened, so its results cannot \
+             stand for an ESRP submission"
+                .into(),
+        );
+    }
+    let servers = doc.servers();
+    for c in &doc.campaigns {
+        for step in &c.state.steps {
+            if step.status != StepStatus::Done {
+                say(format!(
+                    "{}: the {} step is {} (run `edbstress esrp run` again to finish it)",
+                    c.dir,
+                    step.test.label(),
+                    step.status.label()
+                ));
+            }
+        }
+    }
+    for test in STEPS {
+        let runs = doc.runs(test);
+        for host in &servers {
+            if !runs.iter().any(|r| &r.host == host) {
+                say(format!("{host}: no {} run", test.label()));
+            }
+        }
+        for r in &runs {
+            let res = &r.results;
+            if res.aborted {
+                say(format!(
+                    "{}: the {} run was aborted ({})",
+                    r.host,
+                    test.label(),
+                    res.abort_reason.as_deref().unwrap_or("no reason recorded")
+                ));
+            } else if res.overall_result == Verdict::Fail {
+                let failed: Vec<String> =
+                    res.failed_criteria.iter().map(|c| c.describe()).collect();
+                say(format!(
+                    "{}: the {} run failed: {}",
+                    r.host,
+                    test.label(),
+                    failed.join("; ")
+                ));
+            }
+            let least = match test {
+                TestType::Stress => Some(ESRP_STRESS_SECONDS),
+                TestType::Performance => Some(ESRP_PERFORMANCE_SECONDS),
+                _ => None,
+            };
+            let campaign_rehearsal = doc
+                .campaigns
+                .iter()
+                .find(|c| c.steps.values().flatten().any(|x| x.source == r.source))
+                .is_some_and(|c| c.state.rehearsal);
+            if let Some(least) = least
+                && !campaign_rehearsal
+                && res.measured_seconds + 1.0 < least
+            {
+                say(format!(
+                    "{}: the {} run measured {:.1} h; the ESRP test rules ask for {:.0} h",
+                    r.host,
+                    test.label(),
+                    res.measured_seconds / 3600.0,
+                    least / 3600.0
+                ));
+            }
+            if let Some(k) = &res.kernel_log
+                && k.source.is_none()
+            {
+                say(format!(
+                    "{}: the kernel log was not watched during the {} run ({})",
+                    r.host,
+                    test.label(),
+                    k.unwatched_reason.as_deref().unwrap_or("unknown reason")
+                ));
+            }
+        }
+        if test == TestType::Stress
+            && let Some(r) = runs.iter().find(|r| r.results.verification.is_none())
+        {
+            say(format!(
+                "{}: the Stress run has no checksum verification (run without --no-verify)",
+                r.host
+            ));
+        }
+    }
+    for (what, differing) in configuration_differences(doc) {
+        say(format!(
+            "the hosts were tested with different configurations: {what} differs ({differing})"
+        ));
+    }
+    out
+}
+
+/// Parameters that differ between hosts' Stress and Performance runs: (parameter,
+/// "host=value, …").
+fn configuration_differences(doc: &SolutionDocument) -> Vec<(String, String)> {
+    type Field = (&'static str, fn(&RunResults) -> String);
+    let fields: [Field; 8] = [
+        ("version profile", |r| r.parameters.profile.clone()),
+        ("mailboxes", |r| format!("{:?}", r.parameters.mailboxes)),
+        ("IOPS per mailbox", |r| {
+            format!("{:?}", r.parameters.iops_per_mailbox)
+        }),
+        ("mailbox quota", |r| {
+            format!("{:?}", r.parameters.mailbox_quota_mb)
+        }),
+        ("databases", |r| r.parameters.databases.to_string()),
+        ("copies", |r| r.parameters.copies.to_string()),
+        ("page size", |r| r.parameters.page_size.to_string()),
+        ("database size", |r| r.parameters.database_bytes.to_string()),
+    ];
+    let mut out = Vec::new();
+    for test in [TestType::Stress, TestType::Performance] {
+        let runs = doc.runs(test);
+        for (name, get) in fields {
+            let values: Vec<String> = runs.iter().map(|r| get(&r.results)).collect();
+            if values.windows(2).any(|w| w[0] != w[1]) {
+                let list: Vec<String> = runs
+                    .iter()
+                    .zip(&values)
+                    .map(|(r, v)| format!("{}={v}", r.host))
+                    .collect();
+                out.push((format!("{name} ({})", test.label()), list.join(", ")));
+            }
+        }
+    }
+    out
+}
+
+/// The figures of the Test Result Summary of one server, straight from its runs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ServerFigures {
+    /// The server.
+    pub host: String,
+    /// Performance: transactional database IOPS (reads + writes per second).
+    pub db_transfers_per_sec: f64,
+    /// Performance: database reads/s.
+    pub db_reads_per_sec: f64,
+    /// Performance: database writes/s.
+    pub db_writes_per_sec: f64,
+    /// Performance: average database read latency, ms.
+    pub db_read_latency_ms: f64,
+    /// Performance: average database write latency, ms.
+    pub db_write_latency_ms: f64,
+    /// Performance: log writes/s.
+    pub log_writes_per_sec: f64,
+    /// Performance: average log write latency, ms.
+    pub log_write_latency_ms: f64,
+    /// DatabaseBackup: MB read/s per database (average over the databases).
+    pub backup_mb_per_sec_per_db: Option<f64>,
+    /// DatabaseBackup: MB read/s of the server (all databases).
+    pub backup_mb_per_sec: Option<f64>,
+    /// SoftRecovery: average seconds to play one log file.
+    pub seconds_per_log: Option<f64>,
+}
+
+/// The summary figures of every server (from its Performance, DatabaseBackup and
+/// SoftRecovery runs).
+pub fn figures(doc: &SolutionDocument) -> Vec<ServerFigures> {
+    doc.servers()
+        .into_iter()
+        .map(|host| {
+            let mut f = ServerFigures {
+                host: host.clone(),
+                ..Default::default()
+            };
+            let find = |t: TestType| doc.runs(t).into_iter().find(|r| r.host == host);
+            if let Some(p) = find(TestType::Performance) {
+                let io = &p.results.totals.io;
+                let get = |c: IoClass| io.get(&c).cloned().unwrap_or_default();
+                let (reads, writes, logs) = (
+                    get(IoClass::DbRead),
+                    get(IoClass::DbWrite),
+                    get(IoClass::LogWrite),
+                );
+                f.db_transfers_per_sec = p.results.achieved_transactional_iops;
+                f.db_reads_per_sec = reads.per_sec;
+                f.db_writes_per_sec = writes.per_sec;
+                f.db_read_latency_ms = reads.avg_latency_ms;
+                f.db_write_latency_ms = writes.avg_latency_ms;
+                f.log_writes_per_sec = logs.per_sec;
+                f.log_write_latency_ms = logs.avg_latency_ms;
+            }
+            if let Some(b) = find(TestType::DatabaseBackup) {
+                let per_db: Vec<f64> = b
+                    .results
+                    .instances
+                    .iter()
+                    .filter_map(|i| i.mb_per_sec)
+                    .collect();
+                if !per_db.is_empty() {
+                    f.backup_mb_per_sec_per_db =
+                        Some(per_db.iter().sum::<f64>() / per_db.len() as f64);
+                }
+                f.backup_mb_per_sec = b.results.totals.mb_per_sec;
+            }
+            if let Some(s) = find(TestType::SoftRecovery) {
+                f.seconds_per_log = s.results.totals.seconds_per_log;
+            }
+            f
+        })
+        .collect()
+}
+
+/// The Aggregate Performance across all servers: rates summed, latencies averaged
+/// over the servers (as the ESRP documents show them).
+pub fn aggregate_figures(servers: &[ServerFigures]) -> ServerFigures {
+    let n = servers.len().max(1) as f64;
+    let sum = |f: fn(&ServerFigures) -> f64| servers.iter().map(f).sum::<f64>();
+    let avg_opt = |f: fn(&ServerFigures) -> Option<f64>| {
+        let v: Vec<f64> = servers.iter().filter_map(f).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    ServerFigures {
+        host: "All servers".into(),
+        db_transfers_per_sec: sum(|f| f.db_transfers_per_sec),
+        db_reads_per_sec: sum(|f| f.db_reads_per_sec),
+        db_writes_per_sec: sum(|f| f.db_writes_per_sec),
+        db_read_latency_ms: sum(|f| f.db_read_latency_ms) / n,
+        db_write_latency_ms: sum(|f| f.db_write_latency_ms) / n,
+        log_writes_per_sec: sum(|f| f.log_writes_per_sec),
+        log_write_latency_ms: sum(|f| f.log_write_latency_ms) / n,
+        backup_mb_per_sec_per_db: avg_opt(|f| f.backup_mb_per_sec_per_db),
+        backup_mb_per_sec: {
+            let v: Vec<f64> = servers.iter().filter_map(|f| f.backup_mb_per_sec).collect();
+            (!v.is_empty()).then(|| v.iter().sum())
+        },
+        seconds_per_log: avg_opt(|f| f.seconds_per_log),
+    }
+}
+
+/// The Reliability paragraph, written from the runs: the kernel log of every run, the
+/// checksum verification after Stress, I/O errors.
+pub fn reliability(doc: &SolutionDocument) -> Vec<String> {
+    let mut out = Vec::new();
+    let all: Vec<(&TestType, &HostRun)> = STEPS
+        .iter()
+        .flat_map(|t| doc.runs(*t).into_iter().map(move |r| (t, r)))
+        .collect();
+    if all.is_empty() {
+        out.push("No run was found, so nothing can be said about reliability.".into());
+        return out;
+    }
+    let watched: Vec<&(&TestType, &HostRun)> = all
+        .iter()
+        .filter(|(_, r)| {
+            r.results
+                .kernel_log
+                .as_ref()
+                .is_some_and(|k| k.source.is_some())
+        })
+        .collect();
+    let events: Vec<String> = all
+        .iter()
+        .flat_map(|(t, r)| {
+            r.results.kernel_log.iter().flat_map(move |k| {
+                k.events.iter().map(move |e| {
+                    format!("{} ({}, {}): {}", r.host, t.label(), e.device, e.message)
+                })
+            })
+        })
+        .collect();
+    let mut devices: Vec<String> = all
+        .iter()
+        .filter_map(|(_, r)| r.results.kernel_log.as_ref())
+        .flat_map(|k| k.devices.iter().cloned())
+        .collect();
+    devices.sort();
+    devices.dedup();
+    let devices = if devices.is_empty() {
+        "none resolved".to_string()
+    } else {
+        devices.join(", ")
+    };
+    if events.is_empty() {
+        out.push(format!(
+            "The kernel log was watched during {} of the {} runs of this campaign; it reported no error, reset or timeout on the devices under test ({devices}).",
+            watched.len(),
+            all.len()
+        ));
+    } else {
+        out.push(format!(
+            "The kernel log reported {} line(s) of errors, resets or timeouts on the devices under test ({devices}) during the runs: {}.",
+            events.len(),
+            events.join("; ")
+        ));
+    }
+    if watched.len() < all.len() {
+        let unwatched: Vec<String> = all
+            .iter()
+            .filter(|(_, r)| {
+                r.results
+                    .kernel_log
+                    .as_ref()
+                    .is_none_or(|k| k.source.is_none())
+            })
+            .map(|(t, r)| format!("{} {}", r.host, t.label()))
+            .collect();
+        out.push(format!(
+            "The kernel log was not watched during: {}.",
+            unwatched.join(", ")
+        ));
+    }
+    for r in doc.runs(TestType::Stress) {
+        match &r.results.verification {
+            Some(v) => {
+                let pages: u64 = v.databases.iter().map(|d| d.pages_seen).sum();
+                let bad: u64 = v
+                    .databases
+                    .iter()
+                    .map(|d| d.bad_pages + d.correctable_pages + d.wrong_page_number)
+                    .sum();
+                let segments: u64 = v.logs.iter().map(|l| l.segments_seen).sum();
+                let bad_segments: u64 = v
+                    .logs
+                    .iter()
+                    .map(|l| l.bad_segments + l.sequence_problems.len() as u64)
+                    .sum();
+                out.push(format!(
+                    "{}: the checksum verification after the Stress test read {pages} database pages and {segments} log segments and found {bad} bad pages and {bad_segments} bad segments.",
+                    r.host
+                ));
+            }
+            None => out.push(format!(
+                "{}: the Stress run has no checksum verification.",
+                r.host
+            )),
+        }
+    }
+    let io_errors: u64 = all
+        .iter()
+        .map(|(_, r)| r.results.totals.io.values().map(|c| c.errors).sum::<u64>())
+        .sum();
+    out.push(format!(
+        "The runs recorded {io_errors} failed I/O operations in total."
+    ));
+    out
+}

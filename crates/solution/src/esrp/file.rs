@@ -1,0 +1,231 @@
+//! `solution.toml`: the vendor's texts and the solution ([`SolutionInfo`]), how the
+//! campaign runs (`[campaign]`), and optionally the hosts (`[fleet]`, as for `edbstress
+//! fleet`). A long text may name a Markdown file next to it (`features = "features.md"`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use edbstress_report::solution::{CustomerProfile, SolutionInfo, TestedDeployment};
+use edbstress_workload::units::parse_duration;
+use serde::Deserialize;
+
+use crate::fleet::FleetFile;
+
+/// The whole file.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct RawFile {
+    solution: RawTexts,
+    profile: CustomerProfile,
+    deployment: TestedDeployment,
+    campaign: CampaignSettings,
+    fleet: Option<toml::Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct RawTexts {
+    name: String,
+    vendor: String,
+    contact: String,
+    features: String,
+    description: String,
+    best_practices: String,
+    backup_strategy: String,
+    conclusion: String,
+}
+
+/// How the campaign runs (`[campaign]`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CampaignSettings {
+    /// Database directories (single host; fleet hosts may have their own).
+    pub db_paths: Vec<PathBuf>,
+    /// Log directories.
+    pub log_paths: Vec<PathBuf>,
+    /// An edbstress configuration file every run gets (`--config`), relative to
+    /// solution.toml.
+    pub run_config: Option<PathBuf>,
+    /// Further `edbstress run` options for every run.
+    pub run_options: Vec<String>,
+    /// Stress duration ("24h").
+    pub stress: String,
+    /// Performance duration ("2h").
+    pub performance: String,
+    /// SoftRecovery: logs per instance.
+    pub logs_to_replay: u32,
+    /// The shortened steps of `--rehearsal`.
+    pub rehearsal: RehearsalSettings,
+}
+
+impl Default for CampaignSettings {
+    fn default() -> Self {
+        CampaignSettings {
+            db_paths: Vec::new(),
+            log_paths: Vec::new(),
+            run_config: None,
+            run_options: Vec::new(),
+            stress: "24h".into(),
+            performance: "2h".into(),
+            logs_to_replay: 500,
+            rehearsal: RehearsalSettings::default(),
+        }
+    }
+}
+
+/// `[campaign.rehearsal]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RehearsalSettings {
+    /// Stress duration of a rehearsal.
+    pub stress: String,
+    /// Performance duration of a rehearsal.
+    pub performance: String,
+    /// Logs per instance of a rehearsal's SoftRecovery.
+    pub logs_to_replay: u32,
+}
+
+impl Default for RehearsalSettings {
+    fn default() -> Self {
+        RehearsalSettings {
+            stress: "10m".into(),
+            performance: "5m".into(),
+            logs_to_replay: 50,
+        }
+    }
+}
+
+/// A loaded solution.toml.
+#[derive(Clone, Debug)]
+pub struct SolutionFile {
+    /// Where it was read.
+    pub path: PathBuf,
+    /// Texts, profile, deployment (long texts read from their files).
+    pub info: SolutionInfo,
+    /// The campaign settings (`run_config` made absolute).
+    pub campaign: CampaignSettings,
+    /// The `[fleet]` table: the campaign runs on these hosts through `edbstress fleet`.
+    pub fleet: Option<FleetFile>,
+}
+
+/// What one step is asked to do.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepPlan {
+    /// Measured duration (Stress, Performance).
+    pub duration: Option<Duration>,
+    /// Logs per instance (SoftRecovery).
+    pub logs_to_replay: Option<u32>,
+}
+
+impl SolutionFile {
+    /// Reads and checks `path`.
+    pub fn load(path: &Path) -> Result<SolutionFile, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "cannot read {}: {e} (write one with `edbstress esrp init {}`)",
+                path.display(),
+                path.display()
+            )
+        })?;
+        let raw: RawFile = toml::from_str(&text)
+            .map_err(|e| format!("{} is not a valid solution file: {e}", path.display()))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let long = |field: &str, v: &str| -> Result<String, String> {
+            let t = v.trim();
+            if t.ends_with(".md") && !t.contains('\n') {
+                let file = base.join(t);
+                std::fs::read_to_string(&file).map_err(|e| {
+                    format!(
+                        "{}: solution.{field} names {}, which cannot be read: {e}",
+                        path.display(),
+                        file.display()
+                    )
+                })
+            } else {
+                Ok(v.to_string())
+            }
+        };
+        let t = &raw.solution;
+        let info = SolutionInfo {
+            name: t.name.clone(),
+            vendor: t.vendor.clone(),
+            contact: long("contact", &t.contact)?,
+            features: long("features", &t.features)?,
+            description: long("description", &t.description)?,
+            best_practices: long("best_practices", &t.best_practices)?,
+            backup_strategy: long("backup_strategy", &t.backup_strategy)?,
+            conclusion: long("conclusion", &t.conclusion)?,
+            profile: raw.profile.clone(),
+            deployment: raw.deployment.clone(),
+        };
+        let mut campaign = raw.campaign.clone();
+        campaign.run_config = campaign.run_config.map(|c| base.join(c));
+        for (what, d) in [
+            ("campaign.stress", &campaign.stress),
+            ("campaign.performance", &campaign.performance),
+            ("campaign.rehearsal.stress", &campaign.rehearsal.stress),
+            (
+                "campaign.rehearsal.performance",
+                &campaign.rehearsal.performance,
+            ),
+        ] {
+            parse_duration(d).map_err(|e| format!("{}: {what}: {e}", path.display()))?;
+        }
+        let p = &info.profile;
+        if p.mailboxes == 0 || p.servers == 0 || p.databases_per_server == 0 || p.copies == 0 {
+            return Err(format!(
+                "{}: [profile] needs mailboxes, servers, databases_per_server and copies of at least 1",
+                path.display()
+            ));
+        }
+        let fleet = match raw.fleet {
+            Some(v) => Some(
+                v.try_into()
+                    .map_err(|e| format!("the [fleet] table of {}: {e}", path.display()))?,
+            ),
+            None => None,
+        };
+        if fleet.is_none() && (campaign.db_paths.is_empty() || campaign.log_paths.is_empty()) {
+            return Err(format!(
+                "{}: [campaign] needs db_paths and log_paths (the directories under test)",
+                path.display()
+            ));
+        }
+        Ok(SolutionFile {
+            path: path.to_path_buf(),
+            info,
+            campaign,
+            fleet,
+        })
+    }
+
+    /// What `test` runs for, real or rehearsal.
+    pub fn plan(&self, test: edbstress_report::TestType, rehearsal: bool) -> StepPlan {
+        use edbstress_report::TestType::*;
+        let c = &self.campaign;
+        let dur =
+            |real: &str, short: &str| parse_duration(if rehearsal { short } else { real }).ok();
+        match test {
+            Stress => StepPlan {
+                duration: dur(&c.stress, &c.rehearsal.stress),
+                logs_to_replay: None,
+            },
+            Performance => StepPlan {
+                duration: dur(&c.performance, &c.rehearsal.performance),
+                logs_to_replay: None,
+            },
+            DatabaseBackup => StepPlan {
+                duration: None,
+                logs_to_replay: None,
+            },
+            SoftRecovery => StepPlan {
+                duration: None,
+                logs_to_replay: Some(if rehearsal {
+                    c.rehearsal.logs_to_replay
+                } else {
+                    c.logs_to_replay
+                }),
+            },
+        }
+    }
+}

@@ -1,0 +1,501 @@
+//! `edbstress esrp run`: the ESRP campaign — Stress (with its checksum verification),
+//! Performance, DatabaseBackup and SoftRecovery, one after the other, each an
+//! ordinary run directory under `DIR/NN-Test/` (one host: a local `edbstress run`
+//! child process; several: `edbstress fleet run`, every server running the step at
+//! once). `campaign.json` records each step's state after every change, so running
+//! the campaign again after an interruption or a reboot keeps the finished steps and
+//! redoes the interrupted one (its partial directory is kept under `interrupted/`).
+
+mod file;
+mod load;
+mod template;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use chrono::Local;
+use edbstress_report::solution::campaign::{STATE_FILE, STATE_VERSION};
+use edbstress_report::solution::{CampaignState, STEPS, StepState, StepStatus};
+use edbstress_report::{TestType, Verdict, read_results, write_atomically};
+
+pub use file::{CampaignSettings, RehearsalSettings, SolutionFile, StepPlan};
+pub use load::load_campaign;
+pub use template::SOLUTION_TEMPLATE;
+
+use crate::fleet::{self, FleetHost, FleetOptions};
+use crate::ssh::Ssh;
+
+/// The campaign's log, next to its state file.
+pub const CAMPAIGN_LOG: &str = "campaign.log";
+
+/// Why a campaign could not go on.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CampaignError(pub String);
+
+/// How a campaign run ended.
+#[derive(Debug, PartialEq)]
+pub enum CampaignEnd {
+    /// Every step finished (each passed or failed: see the state).
+    Finished(CampaignState),
+    /// Stopped (Ctrl-C) during a step; run again to resume.
+    Interrupted,
+}
+
+/// How to run a campaign.
+#[derive(Clone, Debug)]
+pub struct CampaignOptions {
+    /// The solution file.
+    pub solution: SolutionFile,
+    /// The campaign directory.
+    pub dir: PathBuf,
+    /// Shortened steps.
+    pub rehearsal: bool,
+    /// The local edbstress binary (single host).
+    pub edbstress: PathBuf,
+}
+
+/// Runs (or resumes) the campaign. `log` receives each campaign log line.
+pub fn run(
+    options: &CampaignOptions,
+    stop: &AtomicBool,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<CampaignEnd, CampaignError> {
+    let err = |s: String| CampaignError(s);
+    let dir = &options.dir;
+    let mut state = open_state(options)?;
+    let say = |line: &str| {
+        log(line);
+        let stamp = Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(CAMPAIGN_LOG))
+        {
+            let _ = writeln!(f, "{stamp} {line}");
+        }
+    };
+    say(&format!(
+        "Campaign {} ({}) in {}",
+        state.solution,
+        if state.rehearsal { "rehearsal" } else { "full" },
+        dir.display()
+    ));
+    for i in 0..state.steps.len() {
+        let step = state.steps[i].clone();
+        match step.status {
+            StepStatus::Done => {
+                say(&format!(
+                    "Step {} is done ({}); keeping it",
+                    step.test.label(),
+                    step.verdict.map_or("no verdict", |v| v.label())
+                ));
+                continue;
+            }
+            StepStatus::Running => {
+                if let Some(pid) = step.pid.filter(|p| process_alive(*p)) {
+                    return Err(err(format!(
+                        "step {} is still being run by process {pid}; wait for it, or stop it \
+                         (kill -INT {pid}), then run the campaign again",
+                        step.test.label()
+                    )));
+                }
+                let kept = keep_interrupted(dir, &step).map_err(err)?;
+                say(&format!(
+                    "Step {} was interrupted; its partial results were moved to {}; redoing it",
+                    step.test.label(),
+                    kept.display()
+                ));
+            }
+            StepStatus::Pending => {}
+        }
+        let step_dir = dir.join(&step.dir);
+        std::fs::create_dir_all(&step_dir)
+            .map_err(|e| err(format!("cannot create {}: {e}", step_dir.display())))?;
+        let plan = options.solution.plan(step.test, state.rehearsal);
+        {
+            let s = &mut state.steps[i];
+            s.status = StepStatus::Running;
+            s.attempts += 1;
+            s.started_at = Some(now());
+            s.ended_at = None;
+            s.verdict = None;
+            s.duration_seconds = plan.duration.map(|d| d.as_secs_f64());
+            s.logs_to_replay = plan.logs_to_replay;
+            s.pid = Some(std::process::id());
+        }
+        save(dir, &state)?;
+        say(&format!(
+            "Step {} starts{}",
+            step.test.label(),
+            match (plan.duration, plan.logs_to_replay) {
+                (Some(d), _) => format!(" ({} measured)", humantime_secs(d)),
+                (_, Some(n)) => format!(" ({n} logs per instance)"),
+                _ => String::new(),
+            }
+        ));
+        let outcome = if options.solution.fleet.is_some() {
+            run_fleet_step(options, step.test, plan, &step_dir, stop, &say)?
+        } else {
+            let on_start = |pid: u32| {
+                state.steps[i].pid = Some(pid);
+                let _ = save(dir, &state);
+            };
+            run_local_step(options, step.test, plan, &step_dir, stop, on_start)?
+        };
+        match outcome {
+            StepOutcome::Finished(verdict) => {
+                let s = &mut state.steps[i];
+                s.status = StepStatus::Done;
+                s.ended_at = Some(now());
+                s.verdict = Some(verdict);
+                s.pid = None;
+                save(dir, &state)?;
+                say(&format!(
+                    "Step {} finished: {}",
+                    step.test.label(),
+                    verdict.label()
+                ));
+            }
+            StepOutcome::Interrupted(why) => {
+                state.steps[i].pid = None;
+                save(dir, &state)?;
+                say(&format!(
+                    "Step {} did not finish ({why}); run the campaign again to redo it",
+                    step.test.label()
+                ));
+                return Ok(CampaignEnd::Interrupted);
+            }
+        }
+        if stop.load(Ordering::Relaxed) {
+            say("Stopped after a finished step; run the campaign again to go on");
+            return Ok(CampaignEnd::Interrupted);
+        }
+    }
+    say("Campaign finished; write its document with `edbstress esrp document`");
+    Ok(CampaignEnd::Finished(state))
+}
+
+enum StepOutcome {
+    Finished(Verdict),
+    Interrupted(String),
+}
+
+fn now() -> String {
+    Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+}
+
+fn humantime_secs(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        s if s >= 3600 && s % 3600 == 0 => format!("{} h", s / 3600),
+        s if s >= 60 && s % 60 == 0 => format!("{} min", s / 60),
+        s => format!("{s} s"),
+    }
+}
+
+/// The campaign's state: read back, or made new in a directory that is empty or absent.
+fn open_state(options: &CampaignOptions) -> Result<CampaignState, CampaignError> {
+    let dir = &options.dir;
+    let path = dir.join(STATE_FILE);
+    if path.exists() {
+        let bytes = std::fs::read(&path)
+            .map_err(|e| CampaignError(format!("cannot read {}: {e}", path.display())))?;
+        let state: CampaignState = serde_json::from_slice(&bytes).map_err(|e| {
+            CampaignError(format!(
+                "{} is not a campaign state file edbstress can read: {e}",
+                path.display()
+            ))
+        })?;
+        if state.rehearsal != options.rehearsal {
+            return Err(CampaignError(format!(
+                "{} holds a {} campaign; {} Give another --campaign directory, or {} --rehearsal.",
+                dir.display(),
+                if state.rehearsal { "rehearsal" } else { "full" },
+                "a campaign is either a rehearsal or not.",
+                if state.rehearsal { "add" } else { "leave out" }
+            )));
+        }
+        return Ok(state);
+    }
+    if let Ok(mut entries) = std::fs::read_dir(dir)
+        && entries.next().is_some()
+    {
+        return Err(CampaignError(format!(
+            "{} exists and is not a campaign directory (no {STATE_FILE}); give an empty or new \
+             --campaign directory",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CampaignError(format!("cannot create {}: {e}", dir.display())))?;
+    let hosts = match &options.solution.fleet {
+        Some(f) => f.fleet_hosts().into_iter().map(|h| h.name).collect(),
+        None => vec![edbstress_workload::host::host_info().hostname],
+    };
+    let state = CampaignState {
+        version: STATE_VERSION,
+        solution: options.solution.info.name.clone(),
+        rehearsal: options.rehearsal,
+        created_at: now(),
+        hosts,
+        steps: STEPS
+            .iter()
+            .enumerate()
+            .map(|(i, t)| StepState {
+                test: *t,
+                status: StepStatus::Pending,
+                dir: format!("{:02}-{}", i + 1, t.label()),
+                duration_seconds: None,
+                logs_to_replay: None,
+                attempts: 0,
+                started_at: None,
+                ended_at: None,
+                verdict: None,
+                pid: None,
+            })
+            .collect(),
+    };
+    save(dir, &state)?;
+    Ok(state)
+}
+
+fn save(dir: &Path, state: &CampaignState) -> Result<(), CampaignError> {
+    let json = serde_json::to_vec_pretty(state).map_err(|e| CampaignError(e.to_string()))?;
+    write_atomically(&dir.join(STATE_FILE), &json)
+        .map_err(|e| CampaignError(format!("cannot write the campaign state: {e}")))
+}
+
+/// Moves an interrupted step's directory to `interrupted/NN-Test-attemptN` (kept for
+/// the record, never deleted).
+fn keep_interrupted(dir: &Path, step: &StepState) -> Result<PathBuf, String> {
+    let from = dir.join(&step.dir);
+    let kept = dir
+        .join("interrupted")
+        .join(format!("{}-attempt{}", step.dir, step.attempts));
+    if !from.exists() {
+        return Ok(kept);
+    }
+    std::fs::create_dir_all(dir.join("interrupted"))
+        .map_err(|e| format!("cannot create {}: {e}", dir.join("interrupted").display()))?;
+    std::fs::rename(&from, &kept).map_err(|e| {
+        format!(
+            "cannot move the interrupted step {} to {}: {e}",
+            from.display(),
+            kept.display()
+        )
+    })?;
+    Ok(kept)
+}
+
+/// Whether `pid` is a live edbstress process.
+fn process_alive(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| String::from_utf8_lossy(&c).contains("edbstress"))
+        && pid != std::process::id()
+}
+
+/// The options of `edbstress run` for a step (without paths, results directory or,
+/// for a fleet, mailboxes).
+fn step_args(
+    options: &CampaignOptions,
+    test: TestType,
+    plan: StepPlan,
+    fleet: bool,
+) -> Vec<String> {
+    let s = &options.solution;
+    let p = &s.info.profile;
+    let mut a: Vec<String> = vec!["--test".into(), test.cli_name().into()];
+    if let Some(c) = &s.campaign.run_config
+        && !fleet
+    {
+        a.extend(["--config".into(), c.display().to_string()]);
+    }
+    a.extend([
+        "--profile".into(),
+        p.version.clone(),
+        "--iops-per-mailbox".into(),
+        p.iops_per_mailbox.to_string(),
+        "--mailbox-quota".into(),
+        p.mailbox_quota.clone(),
+        "--databases".into(),
+        p.databases_per_server.to_string(),
+        "--copies".into(),
+        p.copies.to_string(),
+    ]);
+    if !fleet {
+        a.extend([
+            "--mailboxes".into(),
+            (p.mailboxes / u64::from(p.servers.max(1))).to_string(),
+        ]);
+    }
+    if let Some(d) = plan.duration {
+        a.extend(["--duration".into(), format!("{}s", d.as_secs())]);
+    }
+    if let Some(n) = plan.logs_to_replay {
+        a.extend(["--logs-to-replay".into(), n.to_string()]);
+    }
+    // ESRP verifies checksums after the Stress test; the Performance test follows on
+    // the same databases, so its own verification would only repeat it.
+    if test == TestType::Performance {
+        a.push("--no-verify".into());
+    }
+    a.extend(s.campaign.run_options.iter().cloned());
+    a
+}
+
+/// One step on this host: `edbstress run` as a child process.
+fn run_local_step(
+    options: &CampaignOptions,
+    test: TestType,
+    plan: StepPlan,
+    step_dir: &Path,
+    stop: &AtomicBool,
+    mut on_start: impl FnMut(u32),
+) -> Result<StepOutcome, CampaignError> {
+    let c = &options.solution.campaign;
+    let mut cmd = Command::new(&options.edbstress);
+    cmd.arg("run")
+        .args(step_args(options, test, plan, false))
+        .arg("--results-dir")
+        .arg(step_dir);
+    for p in &c.db_paths {
+        cmd.arg("--db-path").arg(p);
+    }
+    for p in &c.log_paths {
+        cmd.arg("--log-path").arg(p);
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| CampaignError(format!("cannot start {}: {e}", options.edbstress.display())))?;
+    on_start(child.id());
+    let mut forwarded = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| CampaignError(e.to_string()))? {
+            break status;
+        }
+        if stop.load(Ordering::Relaxed) && !forwarded {
+            forwarded = true;
+            // Ctrl-C on a terminal reaches the child too; a signal sent to this
+            // process alone is passed on, so the run shuts its databases down cleanly.
+            let _ = Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let run = newest_run(step_dir);
+    let results = run
+        .as_ref()
+        .and_then(|d| std::fs::read(d.join("results.json")).ok())
+        .and_then(|b| read_results(&b).ok());
+    match results {
+        Some(r) if !r.aborted && !stop.load(Ordering::Relaxed) => {
+            Ok(StepOutcome::Finished(r.overall_result))
+        }
+        Some(r) => Ok(StepOutcome::Interrupted(
+            r.abort_reason.unwrap_or_else(|| "stopped".into()),
+        )),
+        None => {
+            if stop.load(Ordering::Relaxed) {
+                Ok(StepOutcome::Interrupted("stopped".into()))
+            } else {
+                Err(CampaignError(format!(
+                    "the {} run ended ({status}) without results; see its test.log under {}; \
+                     fix the cause and run the campaign again",
+                    test.label(),
+                    step_dir.display()
+                )))
+            }
+        }
+    }
+}
+
+/// The newest run directory in `dir`.
+fn newest_run(dir: &Path) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    dirs.pop()
+}
+
+/// One step on every host at once, through `edbstress fleet run`.
+fn run_fleet_step(
+    options: &CampaignOptions,
+    test: TestType,
+    plan: StepPlan,
+    step_dir: &Path,
+    stop: &AtomicBool,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<StepOutcome, CampaignError> {
+    let s = &options.solution;
+    let Some(file) = &s.fleet else {
+        return Err(CampaignError("no [fleet] table".into()));
+    };
+    let hosts: Vec<FleetHost> = file.fleet_hosts();
+    let mut run_args = step_args(options, test, plan, true);
+    for p in &s.campaign.db_paths {
+        run_args.extend(["--db-path".into(), p.display().to_string()]);
+    }
+    for p in &s.campaign.log_paths {
+        run_args.extend(["--log-path".into(), p.display().to_string()]);
+    }
+    let parse = |v: &Option<String>, default: u64| {
+        v.as_deref()
+            .and_then(|d| edbstress_workload::units::parse_duration(d).ok())
+            .unwrap_or(Duration::from_secs(default))
+    };
+    let fleet_options = FleetOptions {
+        hosts,
+        ssh: Ssh {
+            config: file.ssh_config.clone(),
+            options: file.ssh_options.clone(),
+            program: None,
+        },
+        remote_edbstress: file
+            .remote_edbstress
+            .clone()
+            .unwrap_or_else(|| "edbstress".into()),
+        run_args,
+        mailboxes: Some(file.mailboxes.unwrap_or(s.info.profile.mailboxes)),
+        lead_time: parse(&file.lead_time, 120),
+        max_clock_offset: parse(&file.max_clock_offset, 1),
+        output: step_dir.to_path_buf(),
+        config_file: s.campaign.run_config.clone(),
+    };
+    let events = |e: fleet::FleetEvent<'_>| match e {
+        fleet::FleetEvent::Ended(host, how) => say(&format!("  {host}: {how}")),
+        fleet::FleetEvent::Stopping => say("  stopping every host"),
+        _ => {}
+    };
+    let outcome = fleet::run(&fleet_options, stop, &events)
+        .map_err(|e| CampaignError(format!("the {} step: {e}", test.label())))?;
+    let a = &outcome.aggregate;
+    if stop.load(Ordering::Relaxed) {
+        return Ok(StepOutcome::Interrupted("stopped".into()));
+    }
+    let incomplete: Vec<String> = a
+        .hosts
+        .iter()
+        .filter_map(|h| {
+            h.incomplete
+                .as_ref()
+                .map(|why| format!("{}: {why}", h.host))
+        })
+        .collect();
+    if !incomplete.is_empty() {
+        return Ok(StepOutcome::Interrupted(format!(
+            "not every host finished: {}",
+            incomplete.join("; ")
+        )));
+    }
+    let verdict = a.overall_result;
+    Ok(StepOutcome::Finished(verdict))
+}

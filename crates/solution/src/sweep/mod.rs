@@ -1,0 +1,561 @@
+//! `edbstress sweep`: an ordinary `edbstress run` at every point of a grid of run
+//! settings and storage parameters, the storage re-configured between points by the
+//! user's commands.
+//!
+//! The sweep directory holds `sweep.json` (the plan and every finished run's figures,
+//! rewritten after each run), `sweep.csv`, `sweep.html`, and `points/pNN-rR/` per run:
+//! the point's `run.toml`, the commands' logs, the run's output and its run directory.
+//! Running the same sweep file into the same directory resumes: finished runs are
+//! kept, an unfinished one's directory is set aside (`.attempt-N`) and run again.
+//! Ctrl-C passes one SIGINT to the run, which writes its results marked aborted; the
+//! teardown runs and the sweep files are written, so a partial sweep is a valid one.
+
+mod child;
+pub mod file;
+pub mod template;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use edbstress_report::sweep::{
+    PointFigures, PointRun, SWEEP_KIND, SWEEP_SCHEMA_VERSION, SweepAxis, SweepPoint, SweepResults,
+    read_sweep, write_sweep,
+};
+use edbstress_report::{ToolInfo, read_results};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+
+pub use file::{SweepPlan, TEMPLATE};
+
+/// Exit code of an `edbstress run` stopped by Ctrl-C.
+const RUN_INTERRUPTED: i32 = 130;
+
+/// How to run a sweep.
+#[derive(Clone, Debug)]
+pub struct SweepOptions {
+    /// The sweep file.
+    pub file: PathBuf,
+    /// The sweep directory (created, or resumed).
+    pub output: PathBuf,
+    /// The edbstress binary each point runs.
+    pub edbstress: PathBuf,
+}
+
+/// Why a sweep could not start, or stopped.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SweepError(pub String);
+
+/// What a sweep produced.
+#[derive(Debug)]
+pub struct SweepOutcome {
+    /// The results (also in the sweep directory).
+    pub results: SweepResults,
+    /// The sweep directory.
+    pub dir: PathBuf,
+    /// Stopped by Ctrl-C before the end.
+    pub interrupted: bool,
+    /// Runs already finished when this invocation started (a resumed sweep).
+    pub resumed: usize,
+}
+
+fn now() -> String {
+    chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// A new sweep's results: the plan, every run pending.
+fn plan_results(plan: &SweepPlan, seed: u64) -> SweepResults {
+    let file = &plan.file;
+    let points: Vec<SweepPoint> = plan
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| SweepPoint {
+            id: format!("p{:02}", i + 1),
+            values: p
+                .iter()
+                .zip(&plan.values)
+                .map(|(&v, values)| values[v].clone())
+                .collect(),
+        })
+        .collect();
+    let mut order: Vec<(usize, u32)> = (0..points.len())
+        .flat_map(|p| (1..=plan.repeats).map(move |r| (p, r)))
+        .collect();
+    if plan.shuffled {
+        order.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(seed));
+    }
+    let runs = order
+        .into_iter()
+        .map(|(point, repeat)| PointRun {
+            point,
+            repeat,
+            status: "pending".into(),
+            dir: format!("points/{}-r{repeat}", points[point].id),
+            run_dir: None,
+            figures: None,
+            measured: None,
+            error: None,
+        })
+        .collect();
+    SweepResults {
+        schema_version: SWEEP_SCHEMA_VERSION,
+        kind: SWEEP_KIND.into(),
+        tool: ToolInfo {
+            name: "edbstress".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        name: file.sweep.name.clone().unwrap_or_else(|| "sweep".into()),
+        config_text: plan.text.clone(),
+        axes: file
+            .axes
+            .iter()
+            .zip(&plan.values)
+            .map(|(a, v)| SweepAxis {
+                name: a.name.clone(),
+                kind: if a.storage { "storage" } else { "run" }.into(),
+                values: v.clone(),
+            })
+            .collect(),
+        x_axis: plan.x_axis.clone(),
+        repeats: plan.repeats,
+        order: if plan.shuffled {
+            "shuffled"
+        } else {
+            "as-written"
+        }
+        .into(),
+        seed,
+        databases: if plan.fresh { "fresh" } else { "keep" }.into(),
+        measure_name: file.commands.measure.as_ref().map(|_| {
+            file.commands
+                .measure_name
+                .clone()
+                .unwrap_or_else(|| "measured".into())
+        }),
+        started_at: now(),
+        updated_at: now(),
+        state: "running".into(),
+        stop_reason: None,
+        points,
+        runs,
+    }
+}
+
+/// The sweep in `out`: resumed when it holds one made from the same file, new when
+/// `out` is missing or empty; anything else is refused.
+fn open_sweep(plan: &SweepPlan, out: &Path) -> Result<(SweepResults, usize), SweepError> {
+    let err = |s: String| SweepError(s);
+    match std::fs::read(out.join("sweep.json")) {
+        Ok(bytes) => {
+            let mut s = read_sweep(&bytes).map_err(|e| {
+                err(format!(
+                    "{}/sweep.json cannot be resumed: {e}; choose another --output",
+                    out.display()
+                ))
+            })?;
+            if s.config_text != plan.text {
+                return Err(err(format!(
+                    "{} holds a sweep made from a different sweep file; give the same file \
+                     to resume it, or another --output for a new sweep",
+                    out.display()
+                )));
+            }
+            let done = s.runs.iter().filter(|r| r.status == "done").count();
+            for r in s.runs.iter_mut().filter(|r| r.status != "done") {
+                r.status = "pending".into();
+                r.error = None;
+            }
+            s.state = "running".into();
+            s.stop_reason = None;
+            Ok((s, done))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let empty = match std::fs::read_dir(out) {
+                Ok(mut d) => d.next().is_none(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+                Err(e) => return Err(err(format!("cannot use {}: {e}", out.display()))),
+            };
+            if !empty {
+                return Err(err(format!(
+                    "{} exists and holds no sweep; choose a new or empty directory for --output",
+                    out.display()
+                )));
+            }
+            std::fs::create_dir_all(out.join("points"))
+                .map_err(|e| err(format!("cannot create {}: {e}", out.display())))?;
+            let seed = plan.file.sweep.seed.unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(1, |d| d.as_nanos() as u64 % 1_000_000)
+            });
+            Ok((plan_results(plan, seed), 0))
+        }
+        Err(e) => Err(err(format!(
+            "cannot read {}/sweep.json: {e}",
+            out.display()
+        ))),
+    }
+}
+
+/// How one run ended.
+enum RunEnd {
+    Done,
+    Interrupted,
+}
+
+/// A sweep being run.
+struct Sweep<'a> {
+    plan: &'a SweepPlan,
+    options: &'a SweepOptions,
+    dir: PathBuf,
+    cwd: PathBuf,
+    results: SweepResults,
+    stop: &'a AtomicBool,
+    events: &'a (dyn Fn(&str) + Sync),
+}
+
+/// Runs the sweep (or the rest of it).
+pub fn run(
+    options: &SweepOptions,
+    stop: &AtomicBool,
+    events: &(dyn Fn(&str) + Sync),
+) -> Result<SweepOutcome, SweepError> {
+    let plan = SweepPlan::load(&options.file).map_err(SweepError)?;
+    let resuming = options.output.join("sweep.json").is_file();
+    let (results, resumed) = open_sweep(&plan, &options.output)?;
+    let dir = options
+        .output
+        .canonicalize()
+        .map_err(|e| SweepError(format!("cannot use {}: {e}", options.output.display())))?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| SweepError(format!("cannot read the current directory: {e}")))?;
+    let mut sweep = Sweep {
+        plan: &plan,
+        options,
+        dir,
+        cwd,
+        results,
+        stop,
+        events,
+    };
+    if resuming {
+        events(&format!(
+            "resuming: {resumed} of {} runs already finished",
+            sweep.results.runs.len()
+        ));
+    }
+    sweep.save()?;
+    let mut interrupted = false;
+    for i in 0..sweep.results.runs.len() {
+        if sweep.results.runs[i].status == "done" {
+            continue;
+        }
+        if stop.load(Ordering::SeqCst) {
+            interrupted = true;
+            break;
+        }
+        match sweep.one(i) {
+            Ok(RunEnd::Done) => {}
+            Ok(RunEnd::Interrupted) => {
+                interrupted = true;
+                sweep.save()?;
+                break;
+            }
+            Err(e) => {
+                sweep.results.state = "stopped".into();
+                sweep.results.stop_reason = Some(e.0.lines().next().unwrap_or("").into());
+                sweep.save()?;
+                return Err(e);
+            }
+        }
+        sweep.save()?;
+    }
+    sweep.results.state = if interrupted {
+        "interrupted"
+    } else {
+        "complete"
+    }
+    .into();
+    sweep.save()?;
+    Ok(SweepOutcome {
+        results: sweep.results,
+        dir: sweep.dir,
+        interrupted,
+        resumed,
+    })
+}
+
+impl Sweep<'_> {
+    fn save(&mut self) -> Result<(), SweepError> {
+        self.results.updated_at = now();
+        write_sweep(&self.dir, &self.results)
+            .map_err(|e| SweepError(format!("cannot write the sweep files: {e}")))
+    }
+
+    /// Runs `sh -c` of a command template; Err with its output when it fails.
+    fn command(
+        &self,
+        what: &str,
+        template: &str,
+        names: &std::collections::BTreeMap<String, String>,
+        point_dir: &Path,
+        capture: bool,
+    ) -> Result<String, String> {
+        let script = template::Template::parse(template)
+            .and_then(|t| t.render(names))
+            .map_err(|e| format!("[commands] {what}: {e}"))?;
+        let log = point_dir.join(format!("{what}.log"));
+        let out = child::shell(&script, &self.cwd, &log, capture, self.stop)?;
+        if out.status.success() {
+            Ok(out.stdout)
+        } else {
+            Err(format!(
+                "the {what} command failed ({}): {script}\nits output ({}):\n{}",
+                child::describe(out.status),
+                log.display(),
+                child::tail(&log)
+            ))
+        }
+    }
+
+    /// One run of one point: setup, (clean,) run, measure, teardown.
+    fn one(&mut self, i: usize) -> Result<RunEnd, SweepError> {
+        let err = SweepError;
+        let (point, repeat, rel) = {
+            let r = &self.results.runs[i];
+            (r.point, r.repeat, r.dir.clone())
+        };
+        let point_dir = self.dir.join(&rel);
+        set_aside(&point_dir).map_err(err)?;
+        std::fs::create_dir_all(&point_dir)
+            .map_err(|e| err(format!("cannot create {}: {e}", point_dir.display())))?;
+        let finished = self
+            .results
+            .runs
+            .iter()
+            .filter(|r| r.status == "done")
+            .count();
+        let label = format!(
+            "[{}/{}] {} #{repeat} ({})",
+            finished + 1,
+            self.results.runs.len(),
+            self.results.points[point].id,
+            self.plan.describe(point)
+        );
+        let mut names = self.plan.names(point, &point_dir, repeat);
+        let table = self
+            .plan
+            .run_table(point, &point_dir, repeat)
+            .map_err(err)?;
+        let config = point_dir.join("run.toml");
+        let text = toml::to_string(&table)
+            .map_err(|e| err(format!("cannot write the point's settings: {e}")))?;
+        std::fs::write(&config, text)
+            .map_err(|e| err(format!("cannot write {}: {e}", config.display())))?;
+        let commands = self.plan.file.commands.clone();
+        if let Some(setup) = &commands.setup {
+            (self.events)(&format!("{label}: setup"));
+            if let Err(e) = self.command("setup", setup, &names, &point_dir, false) {
+                self.fail(i, &e);
+                self.teardown(&commands, &names, &point_dir);
+                return Err(err(format!("{label}: {e}\nthe sweep stops here.")));
+            }
+        }
+        let ended = self.run_point(i, &label, &table, &point_dir, &mut names);
+        let end = match ended {
+            Ok(end) => end,
+            Err(e) => {
+                self.fail(i, &e);
+                self.teardown(&commands, &names, &point_dir);
+                return Err(err(format!("{label}: {e}\nthe sweep stops here.")));
+            }
+        };
+        if let Some(td) = &commands.teardown {
+            (self.events)(&format!("{label}: teardown"));
+            self.command("teardown", td, &names, &point_dir, false)
+                .map_err(|e| err(format!("{label}: {e}\nthe sweep stops here.")))?;
+        }
+        Ok(end)
+    }
+
+    /// Best effort after a failure: the failure is what is reported.
+    fn teardown(
+        &self,
+        commands: &file::Commands,
+        names: &std::collections::BTreeMap<String, String>,
+        point_dir: &Path,
+    ) {
+        if let Some(td) = &commands.teardown {
+            if let Err(e) = self.command("teardown", td, names, point_dir, false) {
+                (self.events)(&format!("after the failure, {e}"));
+            }
+        }
+    }
+
+    fn fail(&mut self, i: usize, e: &str) {
+        let r = &mut self.results.runs[i];
+        r.status = "failed".into();
+        r.error = Some(e.lines().next().unwrap_or("").to_string());
+    }
+
+    /// Clean (fresh databases), run, measure.
+    fn run_point(
+        &mut self,
+        i: usize,
+        label: &str,
+        table: &toml::Table,
+        point_dir: &Path,
+        names: &mut std::collections::BTreeMap<String, String>,
+    ) -> Result<RunEnd, String> {
+        let bin = &self.options.edbstress;
+        if self.stop.load(Ordering::SeqCst) {
+            self.results.runs[i].status = "interrupted".into();
+            return Ok(RunEnd::Interrupted);
+        }
+        if self.plan.fresh && self.has_database_paths(table) {
+            let mut args: Vec<String> = vec!["clean".into(), "--yes".into()];
+            for (key, flag) in [("db_paths", "--db-path"), ("log_paths", "--log-path")] {
+                for p in table
+                    .get(key)
+                    .and_then(|v| v.as_array())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v.as_str())
+                    // A directory not there yet holds nothing to remove.
+                    .filter(|p| self.cwd.join(p).is_dir())
+                {
+                    args.push(flag.into());
+                    args.push(p.into());
+                }
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let log = point_dir.join("clean.log");
+            let out = child::edbstress(bin, &args, &self.cwd, &log, &log, self.stop)?;
+            if !out.status.success() {
+                return Err(format!(
+                    "removing the databases before the point (databases = \"fresh\") failed \
+                     ({}); its output ({}):\n{}",
+                    child::describe(out.status),
+                    log.display(),
+                    child::tail(&log)
+                ));
+            }
+        }
+        (self.events)(&format!("{label}: running"));
+        let config = point_dir.join("run.toml").display().to_string();
+        let log = point_dir.join("run.log");
+        let out = child::edbstress(
+            bin,
+            &["run", "--config", &config],
+            &self.cwd,
+            &point_dir.join("run.out"),
+            &log,
+            self.stop,
+        )?;
+        let code = out.status.code();
+        let run_dir = find_run_dir(point_dir);
+        if code == Some(RUN_INTERRUPTED) {
+            let rel = run_dir.map(|d| self.rel(&d));
+            let r = &mut self.results.runs[i];
+            r.status = "interrupted".into();
+            r.run_dir = rel;
+            return Ok(RunEnd::Interrupted);
+        }
+        let Some(run_dir) = run_dir.filter(|_| matches!(code, Some(0 | 1))) else {
+            return Err(format!(
+                "edbstress run ended with {} and no results; its log ({}):\n{}",
+                child::describe(out.status),
+                log.display(),
+                child::tail(&log)
+            ));
+        };
+        let bytes = std::fs::read(run_dir.join("results.json"))
+            .map_err(|e| format!("cannot read {}/results.json: {e}", run_dir.display()))?;
+        let results =
+            read_results(&bytes).map_err(|e| format!("{}/results.json: {e}", run_dir.display()))?;
+        let figures = PointFigures::from_results(&results);
+        (self.events)(&format!(
+            "{label}: {} — {:.1} transactional IOPS, db read {:.2} ms avg, log write {:.2} ms avg",
+            figures.verdict.label(),
+            figures.transactional_iops,
+            figures.db_read.avg_ms,
+            figures.log_write.avg_ms
+        ));
+        names.insert("run_dir".into(), run_dir.display().to_string());
+        let rel = self.rel(&run_dir);
+        let r = &mut self.results.runs[i];
+        r.run_dir = Some(rel);
+        r.figures = Some(figures);
+        r.status = "done".into();
+        if let Some(m) = self.plan.file.commands.measure.clone() {
+            match self.command("measure", &m, names, point_dir, true) {
+                Ok(out) => {
+                    let line = out.lines().rev().find(|l| !l.trim().is_empty());
+                    self.results.runs[i].measured = line.map(|l| l.trim().to_string());
+                }
+                // A measure that fails leaves its column empty; the run stands.
+                Err(e) => {
+                    (self.events)(&format!("{label}: {e}"));
+                    self.results.runs[i].error = e.lines().next().map(str::to_string);
+                }
+            }
+        }
+        Ok(RunEnd::Done)
+    }
+
+    /// Whether any database or log directory of the point exists (else there is
+    /// nothing to remove before it).
+    fn has_database_paths(&self, table: &toml::Table) -> bool {
+        ["db_paths", "log_paths"].iter().any(|key| {
+            table
+                .get(*key)
+                .and_then(|v| v.as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str())
+                .any(|p| self.cwd.join(p).is_dir())
+        })
+    }
+
+    fn rel(&self, p: &Path) -> String {
+        p.strip_prefix(&self.dir).unwrap_or(p).display().to_string()
+    }
+}
+
+/// The run directory `edbstress run` made in `point_dir` (the one holding results.json).
+fn find_run_dir(point_dir: &Path) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(point_dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("results.json").is_file())
+        .collect();
+    dirs.sort();
+    dirs.pop()
+}
+
+/// Moves a directory left by an unfinished attempt aside (kept, never deleted).
+fn set_aside(point_dir: &Path) -> Result<(), String> {
+    if !point_dir.exists() {
+        return Ok(());
+    }
+    for n in 1..1000 {
+        let aside = PathBuf::from(format!("{}.attempt-{n}", point_dir.display()));
+        if !aside.exists() {
+            return std::fs::rename(point_dir, &aside).map_err(|e| {
+                format!(
+                    "cannot set aside the unfinished attempt {}: {e}",
+                    point_dir.display()
+                )
+            });
+        }
+    }
+    Err(format!(
+        "too many attempts of {} already set aside",
+        point_dir.display()
+    ))
+}
+
+#[cfg(test)]
+mod tests;
