@@ -37,8 +37,16 @@ for profile in "${profiles[@]}"; do
     *) iops_per_db=100; threads=8 ;;
   esac
   work="$dir/$profile"
-  rm -rf "$work"
+  # Only a directory this script made (its marker file inside) is ever removed.
+  if [ -e "$work" ]; then
+    if [ ! -f "$work/.edbstress-bench-fidelity" ]; then
+      echo "$work exists and was not made by bench/fidelity: give another DIR" >&2
+      exit 2
+    fi
+    rm -rf "$work"
+  fi
   mkdir -p "$work"
+  touch "$work/.edbstress-bench-fidelity"
   common=(--profile "$profile" --databases 2 --database-size "$db_size" --cache-max "$cache"
           --cache-min "$cache" --threads "$threads" --copies 2
           --mailboxes $((iops_per_db * 2)) --iops-per-mailbox 1
