@@ -165,6 +165,38 @@ fn prepare_and_run_bigger_than_free_space_are_refused_before_writing() {
     );
 }
 
+#[test]
+fn a_run_whose_expected_database_growth_does_not_fit_is_refused_before_writing() {
+    let Some(fs) = SmallFs::mount("64m") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let db = fs.path().join("db");
+    let logs = fs.path().join("logs");
+    // 8 MiB database and ~28 MiB of log fit in 64 MiB; 1,050 IOPS for 60 s at the
+    // budgeted growth per I/O (~250 MiB) does not.
+    let out = command(tmp.path())
+        .args(["run", "--profile", "exchange2010", "--databases", "1"])
+        .args(["--database-size", "8MiB", "--mailboxes", "1000"])
+        .args(["--iops-per-mailbox", "1", "--buffered", "--duration", "60s"])
+        .arg("--db-path")
+        .arg(&db)
+        .arg("--log-path")
+        .arg(&logs)
+        .args(["--results-dir", "results"])
+        .output()
+        .unwrap();
+    let message = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{message}");
+    assert!(message.contains("growth expected"), "{message}");
+    assert!(message.contains("--duration"), "{message}");
+    assert_eq!(
+        std::fs::read_dir(fs.path()).unwrap().count(),
+        0,
+        "nothing created"
+    );
+}
+
 /// Runs a small insert-heavy test with its databases under `db_root` and its logs
 /// under `log_root`; once transactions flow, something else takes every free byte of
 /// `full` (and keeps taking what circular logging frees), as a full disk does. Returns

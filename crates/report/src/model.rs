@@ -397,6 +397,11 @@ pub struct EngineSummary {
     pub log_files_written: u32,
     /// Log bytes written per second.
     pub log_bytes_per_sec: f64,
+    /// Bytes of pages newly allocated from the end of the database file during the
+    /// measured period (pages reused from the free list excluded): the database's
+    /// growth without the file's extension granularity (absent in older files: 0).
+    #[serde(default)]
+    pub allocated_bytes: u64,
 }
 
 /// Results of one instance.

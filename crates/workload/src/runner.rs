@@ -210,8 +210,13 @@ fn prepare_plan(config: &RunConfig, layouts: &[InstanceLayout]) -> Result<Prepar
     let plan = PreparePlan::check(layouts.to_vec(), options).map_err(prepare_error)?;
     // Runs use circular logging: the log of an instance stays near the checkpoint depth,
     // plus the log buffer's worth in flight and the pre-created next generation.
-    plan.check_run_space(config.checkpoint_depth.saturating_add(RUN_LOG_MARGIN))
-        .map_err(|e| RunError::Prepare(e.to_string()))?;
+    // Databases grow over a run (inserts outnumber deletes): the check budgets that too.
+    let growth = config.expected_growth_per_database();
+    plan.check_run_space(
+        config.checkpoint_depth.saturating_add(RUN_LOG_MARGIN),
+        growth.unwrap_or(0),
+    )
+    .map_err(|e| RunError::Prepare(e.to_string()))?;
     Ok(plan)
 }
 
@@ -223,6 +228,19 @@ fn prepare(
     events: &(dyn Fn(RunEvent<'_>) + Sync),
 ) -> Result<(), RunError> {
     let plan = prepare_plan(config, layouts)?;
+    let growth = config.expected_growth_per_database();
+    log.line(match growth {
+        Some(bytes) => format!(
+            "Free space checked for the databases, logs and {} of expected growth per database ({} per transactional I/O).",
+            human_bytes(bytes),
+            human_bytes(crate::config::model::GROWTH_PER_TRANSACTIONAL_IO),
+        ),
+        None if matches!(config.test, TestType::Performance | TestType::Stress) => format!(
+            "Free space checked for the databases and logs; a throughput run has no target, so database growth (about {} per transactional I/O) is not budgeted.",
+            human_bytes(crate::config::model::GROWTH_PER_TRANSACTIONAL_IO),
+        ),
+        None => "Free space checked for the databases and logs.".to_string(),
+    });
     for (layout, action) in &plan.instances {
         let what = match action {
             InstanceAction::Create => format!("creating ({})", human_bytes(config.database_size)),

@@ -38,7 +38,7 @@ fn defaults() {
     assert_eq!(c.page_size, PageSize::K32);
     assert_eq!(c.lazy_commit_pct, 70);
     assert!(c.bdm);
-    assert_eq!(c.bdm_mb_per_sec, 1.5);
+    assert_eq!(c.bdm_mb_per_sec, 2.15);
     assert_eq!(c.target_margin, 1.05);
     assert_eq!(
         c.thresholds,

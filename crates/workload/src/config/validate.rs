@@ -280,7 +280,7 @@ impl RunConfig {
             return Err(invalid(
                 "bdm_rate",
                 format!(
-                    "BDM is on but its rate is 0 MiB/s ({} has no BDM); set bdm_rate, e.g. 1.5, or turn bdm off",
+                    "BDM is on but its rate is 0 MiB/s ({} has no BDM); set bdm_rate, e.g. 2, or turn bdm off",
                     self.profile.name()
                 ),
             ));

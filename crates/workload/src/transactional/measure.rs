@@ -190,6 +190,7 @@ impl MeasureRecorder {
                 log_generation: end.generation[i],
                 log_files_written: whole.generations_written[i],
                 log_bytes_per_sec: whole.log[i].bytes_written as f64 / seconds.max(1e-9),
+                allocated_bytes: whole.pages_allocated[i] * bench.config.page_size.bytes() as u64,
             };
             all_txn.merge(&whole.txn[i]);
             instances.push(InstanceResult {

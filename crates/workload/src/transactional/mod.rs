@@ -189,6 +189,7 @@ struct Snapshot {
     txn: Vec<TxnStats>,
     checkpoint_depth: Vec<u64>,
     generation: Vec<u32>,
+    pages_allocated: Vec<u64>,
     host: HostSnapshot,
 }
 
@@ -203,6 +204,7 @@ struct Interval {
     checkpoint_depth: Vec<u64>,
     generation: Vec<u32>,
     generations_written: Vec<u32>,
+    pages_allocated: Vec<u64>,
     host: HostInterval,
 }
 
@@ -299,6 +301,7 @@ impl<'a> Workbench<'a> {
             ic.cache_min_bytes = config.cache_min_per_instance();
             ic.cache_max_bytes = config.cache_max_per_instance();
             ic.checkpoint_depth = config.checkpoint_depth;
+            ic.lazy_flush_interval = config.profile.defaults().lazy_flush_interval;
             ic.io_mode = config.io_mode;
             ic.backend = config.backend;
             // Runs can be long; logs behind the checkpoint are not needed for recovery.
@@ -411,6 +414,7 @@ impl<'a> Workbench<'a> {
         let mut txn = Vec::new();
         let mut checkpoint_depth = Vec::new();
         let mut generation = Vec::new();
+        let mut pages_allocated = Vec::new();
         for s in &self.slots {
             io.merge(&s.instance.io_stats());
             if let Some(b) = &s.bdm {
@@ -424,6 +428,7 @@ impl<'a> Workbench<'a> {
             txn.push(s.txn.lock().clone());
             checkpoint_depth.push(s.instance.checkpoint_depth_bytes());
             generation.push(s.instance.log_generation());
+            pages_allocated.push(s.instance.pages_allocated());
         }
         Snapshot {
             at: Instant::now(),
@@ -433,6 +438,7 @@ impl<'a> Workbench<'a> {
             txn,
             checkpoint_depth,
             generation,
+            pages_allocated,
             host: self.host.snapshot(),
         }
     }
@@ -471,6 +477,12 @@ impl<'a> Workbench<'a> {
                 .generation
                 .iter()
                 .zip(&earlier.generation)
+                .map(|(n, e)| n.saturating_sub(*e))
+                .collect(),
+            pages_allocated: now
+                .pages_allocated
+                .iter()
+                .zip(&earlier.pages_allocated)
                 .map(|(n, e)| n.saturating_sub(*e))
                 .collect(),
             host: now.host.interval_since(&earlier.host),

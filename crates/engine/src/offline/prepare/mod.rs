@@ -161,9 +161,9 @@ pub enum PrepareError {
         /// Bytes available, formatted.
         available: String,
     },
-    /// Not enough free space for a run's databases and growing logs.
+    /// Not enough free space for a run's databases, their growth and growing logs.
     #[error(
-        "not enough free space on the filesystem holding {path} for the run: {needed} needed (the databases, and logs growing to about the checkpoint depth per instance), {available} available; lower checkpoint_depth, --database-size or --databases, or use another path"
+        "not enough free space on the filesystem holding {path} for the run: {needed} needed (the databases, the growth expected of them over the run, and logs growing to about the checkpoint depth per instance), {available} available; shorten --duration, lower the target, checkpoint_depth, --database-size or --databases, or use another path"
     )]
     NoSpaceForRun {
         /// A path on the filesystem.
@@ -338,18 +338,23 @@ impl PreparePlan {
             instances.push((layout, action));
         }
         let plan = PreparePlan { options, instances };
-        plan.check_space(0)?;
+        plan.check_space(0, 0)?;
         Ok(plan)
     }
 
     /// Checks free space for a run on top of the plan: besides the databases, each
     /// instance's logs grow to about `log_bytes` (with circular logging, the checkpoint
-    /// depth plus a margin); the logs already there count towards it.
-    pub fn check_run_space(&self, log_bytes: u64) -> Result<(), PrepareError> {
-        self.check_space(log_bytes)
+    /// depth plus a margin); the logs already there count towards it; and each database
+    /// grows by about `db_growth_bytes` over the run (inserts outnumber deletes).
+    pub fn check_run_space(
+        &self,
+        log_bytes: u64,
+        db_growth_bytes: u64,
+    ) -> Result<(), PrepareError> {
+        self.check_space(log_bytes, db_growth_bytes)
     }
 
-    fn check_space(&self, run_log_bytes: u64) -> Result<(), PrepareError> {
+    fn check_space(&self, run_log_bytes: u64, db_growth_bytes: u64) -> Result<(), PrepareError> {
         let file_len = self.options.file_len()?;
         // Needed bytes per filesystem; rebuilt files free their old space first.
         let mut needed: BTreeMap<u64, (PathBuf, u64)> = BTreeMap::new();
@@ -371,6 +376,9 @@ impl PreparePlan {
                 }
                 InstanceAction::Reuse => {}
             }
+            if db_growth_bytes > 0 {
+                add(existing_ancestor(&layout.db_file), db_growth_bytes)?;
+            }
             if !layout.log_dir.join(log_file_name(1)).exists() {
                 add(log_dir, LOG_BYTES.max(run_log_bytes))?;
             } else if run_log_bytes > 0 {
@@ -382,7 +390,7 @@ impl PreparePlan {
         }
         for (path, bytes) in needed.into_values() {
             let available = available_space(&path)?;
-            if bytes > available && run_log_bytes > 0 {
+            if bytes > available && (run_log_bytes > 0 || db_growth_bytes > 0) {
                 return Err(PrepareError::NoSpaceForRun {
                     path,
                     needed: human_bytes(bytes),
