@@ -180,9 +180,9 @@ fn print_text(dbs: &[DatabaseScanReport], logs: &[LogScanReport], result: &str) 
         "Wrong pgno",
         "Uninit",
         "Highest dbtime",
-        "MB read",
+        "MiB read",
         "Seconds",
-        "MB/s"
+        "MiB/s"
     );
     for r in dbs {
         println!(
@@ -275,5 +275,13 @@ fn print_text(dbs: &[DatabaseScanReport], logs: &[LogScanReport], result: &str) 
         }
     }
     println!();
-    println!("Result: {}", result.to_uppercase());
+    let repaired: u64 = dbs.iter().map(|r| r.repaired_pages).sum();
+    if repaired > 0 {
+        println!(
+            "Result: {} ({repaired} correctable page(s) repaired)",
+            result.to_uppercase()
+        );
+    } else {
+        println!("Result: {}", result.to_uppercase());
+    }
 }

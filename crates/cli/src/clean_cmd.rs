@@ -3,14 +3,15 @@
 //! A database goes only when its name is `edbstressNNN.edb` and its header carries our
 //! signature; a log directory's files only when their names are log, checkpoint or
 //! next-generation names and they carry our log signature; a run directory's files only
-//! when the directory holds a `results.json` we wrote and the file names are ones a run
+//! when the directory holds a `results.json` we wrote (or, for a killed run, a
+//! `test.log` opening with a run's first line) and the file names are ones a run
 //! writes. Directories are removed only when nothing else is left in them. Databases
 //! and log directories another process holds (their locks) stop the whole clean before
 //! anything is removed; a log directory holding another database's logs than the one
 //! of its number under the database paths is left alone. Clean never leaves the
 //! directories it was given: symbolic links are neither followed nor descended into.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -293,8 +294,11 @@ fn plan_run_dirs(entries: &[PathBuf], plan: &mut CleanPlan) {
             && std::fs::read(&results)
                 .ok()
                 .is_some_and(|bytes| read_results(&bytes).is_ok());
-        if !ours {
-            plan.skip(dir, "no edbstress results.json");
+        if !ours && !is_killed_run(dir) {
+            plan.skip(
+                dir,
+                "no edbstress results.json, and no test.log of an edbstress run",
+            );
             continue;
         }
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -315,6 +319,25 @@ fn plan_run_dirs(entries: &[PathBuf], plan: &mut CleanPlan) {
         }
         plan.dirs.push(dir.clone());
     }
+}
+
+/// A run directory whose run was killed before it wrote results.json: its test.log
+/// opens with the line every run writes first.
+fn is_killed_run(dir: &Path) -> bool {
+    let log = dir.join("test.log");
+    if !is_plain_file(&log) {
+        return false;
+    }
+    let Ok(file) = std::fs::File::open(&log) else {
+        return false;
+    };
+    let mut first = String::new();
+    let _ = std::io::BufReader::new(file)
+        .take(4096)
+        .read_line(&mut first);
+    first
+        .trim_end()
+        .ends_with(" -- edbstress testing begins ...")
 }
 
 fn print_plan(plan: &CleanPlan, dry_run: bool) {

@@ -160,3 +160,43 @@ pub fn instances_on_disk(
         })
         .collect())
 }
+
+/// Writes a commented template (`config init`, `sweep init`, `esrp init`) to a file that
+/// must not exist yet; `example` names another file in the message when it does.
+pub fn write_new_template(
+    path: &std::path::Path,
+    template: &str,
+    example: &str,
+) -> Result<(), CommandError> {
+    use std::io::{ErrorKind, Write};
+    // create_new: refusing an existing file is atomic, not a check that could race.
+    let mut file = match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            return Err(CommandError::Usage(format!(
+                "{} already exists and is left as it is; remove it or name another file, e.g. `{example}`",
+                path.display()
+            )));
+        }
+        Err(e) => {
+            return Err(CommandError::Usage(format!(
+                "cannot create {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    if let Err(e) = file.write_all(template.as_bytes()) {
+        // The file is ours and incomplete: remove it rather than leave half a template.
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return Err(CommandError::Usage(format!(
+            "cannot write {}: {e}",
+            path.display()
+        )));
+    }
+    Ok(())
+}

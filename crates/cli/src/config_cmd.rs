@@ -1,15 +1,13 @@
 //! `edbstress config`: write a configuration template, or show the configuration a run
 //! would use.
 
-use std::fs::OpenOptions;
-use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use edbstress_workload::config::config_template;
 
-use crate::common::CommandError;
+use crate::common::{CommandError, write_new_template};
 use crate::run_args::RunArgs;
 
 /// Arguments of `edbstress config`.
@@ -44,31 +42,11 @@ pub fn run(args: ConfigArgs) -> Result<ExitCode, CommandError> {
 }
 
 fn init(path: &Path) -> Result<ExitCode, CommandError> {
-    // create_new: refusing an existing file is atomic, not a check that could race.
-    let mut file = match OpenOptions::new().write(true).create_new(true).open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-            return Err(CommandError::Usage(format!(
-                "{} already exists and is left as it is; remove it or name another file, e.g. `edbstress config init my-run.toml`",
-                path.display()
-            )));
-        }
-        Err(e) => {
-            return Err(CommandError::Usage(format!(
-                "cannot create {}: {e}",
-                path.display()
-            )));
-        }
-    };
-    if let Err(e) = file.write_all(config_template().as_bytes()) {
-        // The file is ours and incomplete: remove it rather than leave half a template.
-        drop(file);
-        let _ = std::fs::remove_file(path);
-        return Err(CommandError::Usage(format!(
-            "cannot write {}: {e}",
-            path.display()
-        )));
-    }
+    write_new_template(
+        path,
+        &config_template(),
+        "edbstress config init my-run.toml",
+    )?;
     println!(
         "wrote {}; edit it, check it with `edbstress config show --config {0}`",
         path.display()

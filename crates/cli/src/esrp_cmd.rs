@@ -2,8 +2,6 @@
 //! solution.toml), `run` (the campaign, resumable) and `document` (solution.html,
 //! solution.pdf through headless Chromium, solution.md).
 
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
@@ -17,7 +15,7 @@ use edbstress_solution::esrp::{
     self, CampaignEnd, CampaignOptions, SOLUTION_TEMPLATE, SolutionFile, load_campaign,
 };
 
-use crate::common::CommandError;
+use crate::common::{CommandError, write_new_template};
 
 /// Marks an output directory whose document files edbstress wrote (and may replace).
 const DOCUMENT_MARKER: &str = ".edbstress-document";
@@ -86,24 +84,11 @@ pub fn run(args: EsrpArgs) -> Result<ExitCode, CommandError> {
 
 fn init(a: InitArgs) -> Result<ExitCode, CommandError> {
     let path = a.path.unwrap_or_else(|| PathBuf::from("solution.toml"));
-    let mut file = match OpenOptions::new().write(true).create_new(true).open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            return Err(CommandError::Usage(format!(
-                "{} already exists and is left as it is; remove it or name another file, \
-                 e.g. `edbstress esrp init my-solution.toml`",
-                path.display()
-            )));
-        }
-        Err(e) => {
-            return Err(CommandError::Usage(format!(
-                "cannot create {}: {e}",
-                path.display()
-            )));
-        }
-    };
-    file.write_all(SOLUTION_TEMPLATE.as_bytes())
-        .map_err(|e| CommandError::Usage(format!("cannot write {}: {e}", path.display())))?;
+    write_new_template(
+        &path,
+        SOLUTION_TEMPLATE,
+        "edbstress esrp init my-solution.toml",
+    )?;
     println!(
         "Wrote {}: fill in the texts, the profile, the deployment and the [campaign] paths, \
          then `edbstress esrp run --config {} --rehearsal`.",

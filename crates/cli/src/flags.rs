@@ -39,7 +39,8 @@ pub fn flag_for_key(key: &str) -> Option<String> {
         | "logs_to_replay"
         | "compressibility"
         | "backend"
-        | "torn_write_protection" => return Some(format!("--{}", key.replace('_', "-"))),
+        | "torn_write_protection"
+        | "allow_cached_databases" => return Some(format!("--{}", key.replace('_', "-"))),
         _ => return None,
     };
     Some(flag.to_string())

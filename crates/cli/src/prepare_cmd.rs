@@ -129,7 +129,7 @@ pub fn run(args: PrepareArgs) -> Result<ExitCode, CommandError> {
 fn print_reports(reports: &[PrepareReport], elapsed: f64) {
     println!(
         "{:<40} {:>9} {:>10} {:>10} {:>8} {:>9}",
-        "Database", "Page", "Messages", "Size", "Seconds", "MB/s"
+        "Database", "Page", "Messages", "Size", "Seconds", "MiB/s"
     );
     let mut written = 0u64;
     let mut write_secs = 0.0;
@@ -165,7 +165,7 @@ fn print_reports(reports: &[PrepareReport], elapsed: f64) {
             .find(|r| !r.reused)
             .map_or("", |r| r.backend.as_str());
         println!(
-            "Wrote {} in {:.2} s: {:.1} MB/s while writing ({} backend), {:.2} s in total.",
+            "Wrote {} in {:.2} s: {:.1} MiB/s while writing ({} backend), {:.2} s in total.",
             human_bytes(written),
             write_secs,
             written as f64 / 1048576.0 / write_secs.max(1e-9),

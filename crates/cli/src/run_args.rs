@@ -98,8 +98,8 @@ pub struct RunArgs {
     /// Background database maintenance: on or off [default: the profile's].
     #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
     pub bdm: Option<bool>,
-    /// BDM read rate per database, MB/s [default: the profile's].
-    #[arg(long, value_name = "MB/s")]
+    /// BDM read rate per database, MiB/s [default: the profile's].
+    #[arg(long, value_name = "MiB/s")]
     pub bdm_rate: Option<f64>,
     /// Where run directories are created [default: edbstress-results].
     #[arg(long, value_name = "DIR")]
@@ -122,6 +122,10 @@ pub struct RunArgs {
     /// I/O backend: auto (io_uring, else threads), io_uring or threads [default: auto].
     #[arg(long, value_name = "BACKEND", value_parser = parse_backend)]
     pub backend: Option<BackendKind>,
+    /// Run even though the databases are not several times the cache (or, with
+    /// --buffered, the host's memory): a cached run measures memory, not storage.
+    #[arg(long)]
+    pub allow_cached_databases: bool,
     /// Skip the checksum verification after performance and stress tests.
     #[arg(long)]
     pub no_verify: bool,
@@ -148,6 +152,7 @@ impl RunArgs {
             cache_max: self.cache_max,
             write_coalesce: self.write_coalesce,
             torn_write_protection: self.torn_write_protection.then_some(true),
+            allow_cached_databases: self.allow_cached_databases.then_some(true),
             threads: self.threads,
             auto_tune: self.auto_tune.then_some(true),
             duration: self.duration,

@@ -195,6 +195,12 @@ fn live_line(s: &LiveStatus) -> String {
         }
     }
     out.push_str(&format!(" | cache {:.0}%", s.cache_fill_pct));
+    if let Some((rate, eta)) = s.warmup {
+        match eta {
+            Some(eta) => out.push_str(&format!(" (+{rate:.1}%/s, ~{}s to 90%)", eta.as_secs())),
+            None => out.push_str(" (not growing)"),
+        }
+    }
     out
 }
 
@@ -215,6 +221,14 @@ fn print_summary(outcome: &RunOutcome) {
     println!("{} test: {}", r.test_type.label(), r.overall_result.label());
     if let Some(why) = &r.abort_reason {
         println!("  aborted: {why}");
+    }
+    if let Some(t) = &r.autotune {
+        let failed = t.steps.iter().filter(|s| !s.passed).count();
+        println!(
+            "  auto-tune chose {} sessions ({} step(s), {failed} failed; the report's Auto-Tuning section says why)",
+            t.chosen_threads,
+            t.steps.len()
+        );
     }
     if r.test_type.is_transactional() {
         // exchange2007 counts the database volumes' transfers, as Jetstress 2007 did.
@@ -249,7 +263,7 @@ fn print_summary(outcome: &RunOutcome) {
     }
     println!(
         "  {:<24} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "I/O class", "per sec", "avg KB", "avg ms", "p99 ms", "max ms"
+        "I/O class", "per sec", "avg KiB", "avg ms", "p99 ms", "max ms"
     );
     for (class, s) in &r.totals.io {
         if s.count == 0 {
@@ -266,7 +280,7 @@ fn print_summary(outcome: &RunOutcome) {
         );
     }
     if let Some(mb) = r.totals.mb_per_sec {
-        println!("  total throughput: {mb:.1} MB/s");
+        println!("  total throughput: {mb:.1} MiB/s");
     }
     if let Some(s) = r.totals.seconds_per_log {
         println!("  average time to replay one log file: {s:.3} s");

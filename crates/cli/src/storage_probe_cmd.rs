@@ -232,7 +232,7 @@ fn table_header() -> String {
         "block",
         "qd",
         "IOPS",
-        "MB/s",
+        "MiB/s",
         "avg ms",
         "p50 ms",
         "p99 ms",

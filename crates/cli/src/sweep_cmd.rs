@@ -2,8 +2,6 @@
 //! drives it) and print what it recommends; `edbstress sweep init` writes a commented
 //! sweep file.
 
-use std::fs::OpenOptions;
-use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -13,7 +11,7 @@ use clap::{Args, Subcommand};
 use edbstress_report::sweep::best::{RULE, recommend};
 use edbstress_solution::sweep::{self, SweepOptions, TEMPLATE};
 
-use crate::common::CommandError;
+use crate::common::{CommandError, write_new_template};
 
 /// Arguments of `edbstress sweep`.
 #[derive(Args, Debug)]
@@ -126,32 +124,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CommandError> {
 }
 
 fn init(path: &Path) -> Result<ExitCode, CommandError> {
-    // create_new: refusing an existing file is atomic, not a check that could race.
-    let mut file = match OpenOptions::new().write(true).create_new(true).open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-            return Err(CommandError::Usage(format!(
-                "{} already exists and is left as it is; remove it or name another file, e.g. \
-                 `edbstress sweep init my-sweep.toml`",
-                path.display()
-            )));
-        }
-        Err(e) => {
-            return Err(CommandError::Usage(format!(
-                "cannot create {}: {e}",
-                path.display()
-            )));
-        }
-    };
-    if let Err(e) = file.write_all(TEMPLATE.as_bytes()) {
-        // The file is ours and incomplete: remove it rather than leave half a template.
-        drop(file);
-        let _ = std::fs::remove_file(path);
-        return Err(CommandError::Usage(format!(
-            "cannot write {}: {e}",
-            path.display()
-        )));
-    }
+    write_new_template(path, TEMPLATE, "edbstress sweep init my-sweep.toml")?;
     println!(
         "wrote {}; edit it, then run `edbstress sweep --config {0}`",
         path.display()

@@ -31,6 +31,8 @@ const RUN: &[&str] = &[
     "--threads",
     "4",
     "--buffered",
+    // A tiny buffered database sits in the page cache: this test is about logs.
+    "--allow-cached-databases",
     "--db-path",
     "db",
     "--log-path",

@@ -107,7 +107,7 @@ impl Live {
 
     /// A run on `db` / `logs` that lasts far longer than the test.
     fn run(tmp: &Path, db: &str, logs: &str) -> Live {
-        let mut args = vec!["run"];
+        let mut args = vec!["run", "--allow-cached-databases"];
         args.extend_from_slice(SIZE);
         args.extend_from_slice(&[
             "--cache-max",
@@ -230,7 +230,7 @@ fn case2_a_live_instances_log_directory_is_refused_to_every_other_command() {
     let mut prep = vec!["prepare"];
     prep.extend_from_slice(SIZE);
     prep.extend_from_slice(&["--db-path", "Y", "--log-path", "logs"]);
-    let mut run = vec!["run"];
+    let mut run = vec!["run", "--allow-cached-databases"];
     run.extend_from_slice(SIZE);
     run.extend_from_slice(&[
         "--duration",
@@ -502,7 +502,7 @@ fn case10_a_cleanly_shut_down_database_without_logs_gets_a_new_log_stream() {
         std::fs::remove_file(entry.unwrap().path()).unwrap();
     }
 
-    let mut run = vec!["run"];
+    let mut run = vec!["run", "--allow-cached-databases"];
     run.extend_from_slice(SIZE);
     run.extend_from_slice(&[
         "--cache-max",

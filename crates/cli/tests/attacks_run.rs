@@ -42,6 +42,8 @@ fn run_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
         "1",
         "--bdm",
         "off",
+        // Tiny buffered databases: these runs are about attacks, not latency.
+        "--allow-cached-databases",
     ];
     args.extend_from_slice(PATHS);
     args.extend_from_slice(extra);
@@ -321,11 +323,9 @@ fn random_data_with_a_copied_signature_is_not_a_database() {
 fn a_hand_edited_verdict_is_re_derived_everywhere() {
     let tmp = tempfile::tempdir().unwrap();
     let sentinel = Sentinel::new(tmp.path());
-    // A real results.json: a run that cannot start still writes one.
-    std::fs::create_dir_all(tmp.path().join("db")).unwrap();
-    std::fs::write(tmp.path().join("db/edbstress001.edb"), b"not a database").unwrap();
+    // A real results.json, of a short run.
     let out = edbstress(&run_args(&["--duration", "2s"]), tmp.path());
-    assert!(!out.status.success());
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", text(&out));
     let dir = run_dirs(tmp.path()).remove(0);
     let mut r = results(&dir);
     let criterion = |key: &str, measured: f64, passed: bool| {

@@ -59,7 +59,7 @@ fn prepare_checksum_detects_each_fault_kind_and_repairs() {
         "prepare failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("MB/s"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("MiB/s"));
 
     let out = edbstress(
         &[

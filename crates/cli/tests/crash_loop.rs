@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 /// passes.
 const RUN: &[&str] = &[
     "run",
+    "--allow-cached-databases",
     "--config",
     "margin.toml",
     "--mailboxes",

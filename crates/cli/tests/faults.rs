@@ -243,6 +243,7 @@ fn a_performance_run_on_a_database_with_an_injected_bad_page_fails_naming_it() {
     let out = edbstress(
         &[
             "run",
+            "--allow-cached-databases",
             "--databases",
             "2",
             "--database-size",

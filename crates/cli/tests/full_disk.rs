@@ -87,6 +87,17 @@ fn assert_failure_recorded(run_dir: &Path, word: &str) {
     assert_eq!(results["overall_result"], "Fail");
     let reason = results["abort_reason"].as_str().unwrap();
     assert!(reason.contains(word), "{reason}");
+    // The abort is the first failed criterion, carrying its cause; nothing that was
+    // not measured passes on zeros.
+    let criteria = results["criteria"].as_array().unwrap();
+    assert_eq!(criteria[0]["key"], "run_aborted", "{results}");
+    assert_eq!(criteria[0]["passed"], false);
+    assert_eq!(criteria[0]["note"].as_str(), Some(reason));
+    for c in criteria {
+        if c["not_measured"] == true {
+            assert_eq!(c["passed"], false, "{c}");
+        }
+    }
     let log = std::fs::read_to_string(run_dir.join("test.log")).unwrap();
     assert!(log.contains("aborted"), "{log}");
     for entry in std::fs::read_dir(run_dir).unwrap() {
@@ -131,6 +142,7 @@ fn prepare_and_run_bigger_than_free_space_are_refused_before_writing() {
     let out = command(tmp.path())
         .args(["run", "--databases", "2", "--database-size", "48MiB"])
         .args(["--buffered", "--duration", "2s", "--sample-interval", "1s"])
+        .arg("--allow-cached-databases")
         .arg("--db-path")
         .arg(&db)
         .arg("--log-path")
@@ -146,7 +158,46 @@ fn prepare_and_run_bigger_than_free_space_are_refused_before_writing() {
         0,
         "nothing created"
     );
-    assert_failure_recorded(&only_run_dir(&tmp.path().join("results")), "needed");
+    // Found before anything ran: no run directory claiming a failed test.
+    assert!(
+        !tmp.path().join("results").exists(),
+        "a run refused for space leaves no run directory"
+    );
+}
+
+#[test]
+fn a_run_whose_expected_database_growth_does_not_fit_is_refused_before_writing() {
+    let Some(fs) = SmallFs::mount("64m") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let db = fs.path().join("db");
+    let logs = fs.path().join("logs");
+    // 8 MiB database and ~28 MiB of log fit in 64 MiB; 1,050 IOPS for 60 s at the
+    // budgeted growth per I/O (~250 MiB) does not.
+    let out = command(tmp.path())
+        .args(["run", "--profile", "exchange2010", "--databases", "1"])
+        .args(["--database-size", "8MiB", "--mailboxes", "1000"])
+        .args(["--iops-per-mailbox", "1", "--buffered", "--duration", "60s"])
+        // The database is tiny on purpose (the filesystem is): the cache guard is not
+        // what this test is about.
+        .arg("--allow-cached-databases")
+        .arg("--db-path")
+        .arg(&db)
+        .arg("--log-path")
+        .arg(&logs)
+        .args(["--results-dir", "results"])
+        .output()
+        .unwrap();
+    let message = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{message}");
+    assert!(message.contains("growth expected"), "{message}");
+    assert!(message.contains("--duration"), "{message}");
+    assert_eq!(
+        std::fs::read_dir(fs.path()).unwrap().count(),
+        0,
+        "nothing created"
+    );
 }
 
 /// Runs a small insert-heavy test with its databases under `db_root` and its logs
@@ -158,6 +209,7 @@ fn run_until_full(tmp: &Path, db_root: &Path, log_root: &Path, full: &Path) -> (
     let mut child = command(tmp)
         .args(["run", "--config", "small.toml", "--databases", "1"])
         .args(["--database-size", "32MiB", "--buffered", "--threads", "4"])
+        .arg("--allow-cached-databases")
         .args(["--duration", "60s", "--sample-interval", "1s", "--op-mix"])
         .args(["80/0/20/0", "--db-path"])
         .arg(db_root.join("db"))
@@ -275,6 +327,7 @@ fn a_full_results_disk_is_reported_with_the_space_needed() {
     drop(filler);
     let out = command(tmp.path())
         .args(["run", "--databases", "1", "--database-size", "32MiB"])
+        .arg("--allow-cached-databases")
         .args(["--buffered", "--duration", "2s", "--sample-interval", "1s"])
         .args(["--db-path", "db", "--log-path", "logs", "--results-dir"])
         .arg(fs.path().join("results"))

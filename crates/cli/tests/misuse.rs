@@ -70,6 +70,7 @@ const QUICK: &[&str] = &[
     "--database-size",
     "32MiB",
     "--buffered",
+    "--allow-cached-databases",
     "--duration",
     "2s",
     "--sample-interval",

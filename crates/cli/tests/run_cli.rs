@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 /// A short run on two small databases under `dir`, through the page cache.
 const SMALL: &[&str] = &[
     "run",
+    "--allow-cached-databases",
     "--databases",
     "2",
     "--database-size",

@@ -407,13 +407,17 @@ impl Chart {
                 num(plot_bottom),
                 p = num(px)
             );
-            let _ = write!(
-                o,
-                "<text transform=\"translate({} {}) rotate(-90)\" text-anchor=\"end\" fill=\"{color}\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">{}</text>",
-                num(px - 4.0),
-                num(plot_top + 4.0),
-                escape(&l.label)
-            );
+            // Over bars (a histogram's percentile markers) a label would sit on top of
+            // them: the legend names those lines instead.
+            if self.bars.is_empty() {
+                let _ = write!(
+                    o,
+                    "<text class=\"marker-label\" transform=\"translate({} {}) rotate(-90)\" text-anchor=\"end\" fill=\"{color}\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">{}</text>",
+                    num(px - 4.0),
+                    num(plot_top + 4.0),
+                    escape(&l.label)
+                );
+            }
         }
         // Legend.
         let legend_top = plot_bottom + AXIS_HEIGHT;
@@ -958,6 +962,44 @@ mod tests {
         assert_eq!(short_number(2500.0, 500.0), "2500");
         assert_eq!(short_number(25000.0, 5000.0), "25k");
         assert_eq!(short_number(0.25, 0.05), "0.25");
+    }
+
+    #[test]
+    fn histogram_markers_are_named_in_the_legend_not_over_the_bars() {
+        let mut c = Chart::new(
+            "Database read latency histogram",
+            Axis::log("ms", Ticks::Millis),
+            Axis::linear("reads", Ticks::Number),
+        );
+        c.bars = vec![
+            Bar {
+                x0: 0.1,
+                x1: 1.0,
+                y: 50.0,
+            },
+            Bar {
+                x0: 1.0,
+                x1: 10.0,
+                y: 80.0,
+            },
+        ];
+        c.v_lines.push(RefLine {
+            label: "p99 4.2 ms".into(),
+            value: 4.2,
+            kind: 2,
+        });
+        let svg = c.to_svg();
+        assert!(!svg.contains("class=\"marker-label\""), "{svg}");
+        assert_eq!(
+            svg.matches("p99 4.2 ms").count(),
+            1,
+            "once, in the legend: {svg}"
+        );
+        // Without bars the label stays beside its line.
+        c.bars.clear();
+        c.series
+            .push(Series::line("x", 0, vec![(1.0, 1.0), (5.0, 2.0)]));
+        assert!(c.to_svg().contains("class=\"marker-label\""));
     }
 
     #[test]

@@ -185,6 +185,82 @@ impl RunComparison {
         rows
     }
 
+    /// The configuration values in which the runs differ, each as "name: A …, B …":
+    /// figures of runs configured differently (a cache holding the whole database,
+    /// another test or profile) are not like for like, so these come first.
+    pub fn configuration_differences(&self) -> Vec<String> {
+        type Value = fn(&RunResults) -> String;
+        let fields: [(&str, Value); 18] = [
+            ("Test", |r| r.test_type.label().to_string()),
+            ("Profile", |r| r.parameters.profile.clone()),
+            ("Mailboxes", |r| {
+                r.parameters
+                    .mailboxes
+                    .map_or("none (throughput run)".into(), |m| m.to_string())
+            }),
+            ("IOPS per mailbox", |r| {
+                r.parameters
+                    .iops_per_mailbox
+                    .map_or("none".into(), |v| v.to_string())
+            }),
+            ("Databases", |r| r.parameters.databases.to_string()),
+            ("Database size", |r| {
+                crate::text::mb(r.parameters.database_bytes)
+            }),
+            ("Minimum database cache (total)", |r| {
+                crate::text::mb(r.parameters.cache_min_bytes)
+            }),
+            ("Maximum database cache (total)", |r| {
+                crate::text::mb(r.parameters.cache_max_bytes)
+            }),
+            ("Database size / cache per database", |r| {
+                let p = &r.parameters;
+                let per_db = p.cache_max_bytes / u64::from(p.databases.max(1));
+                format!("{:.1}", p.database_bytes as f64 / per_db.max(1) as f64)
+            }),
+            ("Page size", |r| {
+                format!("{} KiB", r.parameters.page_size / 1024)
+            }),
+            ("Copies", |r| r.parameters.copies.to_string()),
+            ("Sessions", |r| r.parameters.threads.to_string()),
+            ("Operation mix", |r| {
+                let m = r.parameters.op_mix;
+                format!("{}/{}/{}/{}", m.insert, m.delete, m.replace, m.read)
+            }),
+            ("Lazy commits", |r| {
+                format!("{} %", r.parameters.lazy_commit_pct)
+            }),
+            ("Background database maintenance", |r| {
+                if r.parameters.bdm {
+                    format!("on, {:.1} MiB/s", r.parameters.bdm_mb_per_sec)
+                } else {
+                    "off".into()
+                }
+            }),
+            ("Duration", |r| {
+                format!("{:.0} s", r.parameters.duration_seconds)
+            }),
+            ("I/O mode", |r| r.parameters.io_mode.clone()),
+            ("Torn-write protection", |r| {
+                r.parameters.torn_write_protection.to_string()
+            }),
+        ];
+        let mut out = Vec::new();
+        for (name, value) in fields {
+            let values: Vec<String> = self.runs.iter().map(|r| value(&r.results)).collect();
+            if values.iter().any(|v| v != &values[0]) {
+                let each = values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| format!("{} {v}", run_label(i)))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                out.push(format!("{name}: {each}"));
+            }
+        }
+        out
+    }
+
     /// Each row's cells as shown: the value, and after the first run its change
     /// ("812.500 (+12.3 %)").
     fn cell_texts(row: &ComparisonRow) -> Vec<String> {
@@ -208,6 +284,19 @@ impl RunComparison {
             let _ = writeln!(o, "{}: {}  ({})", run_label(i), r.source, Self::about(r));
         }
         o.push('\n');
+        let differences = self.configuration_differences();
+        if differences.is_empty() {
+            let _ = writeln!(o, "Configuration: the same in every run.\n");
+        } else {
+            let _ = writeln!(
+                o,
+                "Configuration differences (the figures below are not like for like):"
+            );
+            for d in &differences {
+                let _ = writeln!(o, "  {d}");
+            }
+            o.push('\n');
+        }
         let rows = self.rows();
         let mut table: Vec<Vec<String>> = vec![{
             let mut h = vec![String::new()];
@@ -319,6 +408,17 @@ impl RunComparison {
             ]);
         }
         t.write(&mut o);
+        o.push_str("</section>\n<section id=\"configuration\"><h2>Configuration Differences</h2>");
+        let differences = self.configuration_differences();
+        if differences.is_empty() {
+            o.push_str("<p class=\"note\">The runs have the same configuration.</p>");
+        } else {
+            o.push_str("<p class=\"note\">The runs are configured differently: the key figures below are not like for like.</p><ul>");
+            for d in &differences {
+                let _ = write!(o, "<li>{}</li>", escape(d));
+            }
+            o.push_str("</ul>");
+        }
         o.push_str("</section>\n<section id=\"figures\"><h2>Key Figures</h2>");
         let mut head = vec!["".to_string()];
         head.extend((0..self.runs.len()).map(run_label));

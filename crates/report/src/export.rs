@@ -99,9 +99,12 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ExportError> {
             }
         }
     };
+    // Result files are for sharing (a report for management, results for scripts):
+    // created like any other file (0666 less the umask), not tempfile's private 0600.
     let mut tmp = tempfile::Builder::new()
         .prefix(".edbstress-")
         .suffix(".tmp")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
         .tempfile_in(dir)
         .map_err(io)?;
     tmp.write_all(bytes).map_err(io)?;

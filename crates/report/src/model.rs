@@ -126,18 +126,63 @@ pub struct Criterion {
     pub unit: String,
     /// Whether the criterion is met.
     pub passed: bool,
+    /// The inputs of the criterion were not measured (no I/O of its class, the run
+    /// stopped before measuring): `measured` means nothing and the criterion is not met.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_measured: bool,
+    /// What the figures alone do not say, e.g. why a run was aborted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl Criterion {
-    /// One line: "Instance0001: Database Reads Average Latency 23.400 ms > 20 ms".
+    /// Whether the figures meet the threshold: never for a criterion not measured.
+    pub fn holds(&self) -> bool {
+        !self.not_measured && self.comparison.holds(self.measured, self.threshold)
+    }
+
+    /// The measured value as people read it: the number and unit, or "not measured".
+    pub fn measured_text(&self) -> String {
+        if self.not_measured {
+            "not measured".to_string()
+        } else {
+            crate::text::quantity(self.measured, &self.unit)
+        }
+    }
+
+    /// The result as a word: PASS, FAIL, or NOT MEASURED (which is not met either).
+    pub fn result_word(&self) -> &'static str {
+        match (self.passed, self.not_measured) {
+            (_, true) => "NOT MEASURED",
+            (true, false) => "PASS",
+            (false, false) => "FAIL",
+        }
+    }
+
+    /// One line: "Instance0001: Database Reads Average Latency 23.400 ms > 20 ms",
+    /// "… not measured (limit ≤ 20 ms)", then the note.
     pub fn describe(&self) -> String {
+        let note = self
+            .note
+            .as_ref()
+            .map_or(String::new(), |n| format!(" -- {n}"));
+        if self.not_measured {
+            return format!(
+                "{}: {} not measured (limit {} {} {}){note}",
+                self.scope,
+                self.name,
+                self.comparison.symbol(),
+                format_number(self.threshold),
+                self.unit
+            );
+        }
         let op = match (self.passed, self.comparison) {
             (true, c) => c.symbol(),
             (false, Comparison::AtMost) => ">",
             (false, Comparison::AtLeast) => "<",
         };
         format!(
-            "{}: {} {} {} {} {} {}",
+            "{}: {} {} {} {} {} {}{note}",
             self.scope,
             self.name,
             format_number(self.measured),
@@ -352,6 +397,11 @@ pub struct EngineSummary {
     pub log_files_written: u32,
     /// Log bytes written per second.
     pub log_bytes_per_sec: f64,
+    /// Bytes of pages newly allocated from the end of the database file during the
+    /// measured period (pages reused from the free list excluded): the database's
+    /// growth without the file's extension granularity (absent in older files: 0).
+    #[serde(default)]
+    pub allocated_bytes: u64,
 }
 
 /// Results of one instance.
@@ -582,6 +632,10 @@ pub struct HostCounters {
     pub page_faults_per_sec: Range,
     /// Devices under the run's paths.
     pub disks: Vec<DiskSummary>,
+    /// The run's paths that are on no block device, each with why ("… is on tmpfs,
+    /// which is not on a block device"): they have no disk counters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub no_device: Vec<String>,
 }
 
 /// One session count tried by auto-tuning.
@@ -599,6 +653,9 @@ pub struct AutoTuneStep {
     pub passed: bool,
     /// Seconds measured.
     pub seconds: f64,
+    /// The criteria a failed step did not meet, each as one line (empty when passed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_criteria: Vec<String>,
 }
 
 /// What auto-tuning chose and the curve it explored.
@@ -943,7 +1000,7 @@ impl RunResults {
     pub fn rejudge(&mut self) {
         let mut found = Vec::new();
         for c in &mut self.criteria {
-            let derived = c.comparison.holds(c.measured, c.threshold);
+            let derived = c.holds();
             if derived != c.passed {
                 found.push(format!(
                     "criterion {} ({}) is stored as {} but its figures say {}",

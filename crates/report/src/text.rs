@@ -34,11 +34,11 @@ pub fn mb(bytes: u64) -> String {
     const MIB: f64 = 1_048_576.0;
     let v = bytes as f64 / MIB;
     if v >= 10_240.0 * 1024.0 {
-        format!("{:.2} TB", v / 1024.0 / 1024.0)
+        format!("{:.2} TiB", v / 1024.0 / 1024.0)
     } else if v >= 10_240.0 {
-        format!("{:.1} GB", v / 1024.0)
+        format!("{:.1} GiB", v / 1024.0)
     } else {
-        format!("{v:.1} MB")
+        format!("{v:.1} MiB")
     }
 }
 
@@ -80,6 +80,29 @@ pub fn shift_timestamp(rfc3339: &str, seconds: f64) -> Option<String> {
 pub fn hms(seconds: f64) -> String {
     let s = seconds.max(0.0).round() as u64;
     format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// "1 database", "2 databases": `n` and `noun` in the singular or plural (`noun` + s).
+pub fn count_of(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// Like [`hms`], with hundredths of a second ("00:00:02.47"): a short backup or
+/// recovery would otherwise show "00:00:00".
+pub fn hms_precise(seconds: f64) -> String {
+    let centis = (seconds.max(0.0) * 100.0).round() as u64;
+    let s = centis / 100;
+    format!(
+        "{:02}:{:02}:{:02}.{:02}",
+        s / 3600,
+        s / 60 % 60,
+        s % 60,
+        centis % 100
+    )
 }
 
 /// A measured or limit value with its unit, compactly: "23.4 ms", "1,200 IOPS", "3 pages".
@@ -144,7 +167,19 @@ pub fn plain_words(c: &Criterion, r: &RunResults) -> String {
     };
     let (measured, limit) = (m(c.measured), m(c.threshold));
     let count = c.measured.round() as i64;
+    if c.not_measured {
+        let note = c.note.as_ref().map_or(String::new(), |n| format!(" ({n})"));
+        return format!(
+            "{}{on} was not measured{note}, so it cannot pass; the limit is {} {limit}.",
+            c.name,
+            c.comparison.symbol()
+        );
+    }
     match c.key.as_str() {
+        "run_aborted" => format!(
+            "The test was stopped before its end: {}.",
+            c.note.as_deref().unwrap_or("no reason recorded")
+        ),
         "db_read_avg_latency" => {
             format!("Database reads{on} took {measured} on average; the limit is {limit}.")
         }
@@ -278,8 +313,8 @@ mod tests {
 
     #[test]
     fn formats() {
-        assert_eq!(mb(256 << 20), "256.0 MB");
-        assert_eq!(mb(20 << 30), "20.0 GB");
+        assert_eq!(mb(256 << 20), "256.0 MiB");
+        assert_eq!(mb(20 << 30), "20.0 GiB");
         assert_eq!(request_size(32768.0), "32 KiB");
         assert_eq!(request_size(4633.09), "4.5 KiB");
         assert_eq!(hms(13580.0), "03:46:20");

@@ -280,14 +280,12 @@ fn backup_and_soft_recovery_reports_have_the_appendix_shapes() {
     let page = html(&b);
     assert!(page.contains("<h1>Database Backup Test Result Report</h1>"));
     assert!(page.contains(">Database Backup Statistics - All<"));
-    assert!(page.contains("<th>MBytes Transferred/sec</th>"));
-    assert!(
-        page.contains(
-            "<tr><td>Instance0002</td><td>64.00</td><td>00:00:03</td><td>16.00</td></tr>"
-        )
-    );
+    assert!(page.contains("<th>MiB Transferred/sec</th>"));
     assert!(page.contains(
-        "<tfoot>\n<tr><td>Total</td><td>128.00</td><td>00:00:03</td><td>48.00</td></tr>"
+        "<tr><td>Instance0002</td><td>64.00</td><td>00:00:03.00</td><td>16.00</td></tr>"
+    ));
+    assert!(page.contains(
+        "<tfoot>\n<tr><td>Total</td><td>128.00</td><td>00:00:03.00</td><td>48.00</td></tr>"
     ));
     assert!(page.contains("<th>Backup path</th>"));
     assert!(!page.contains(">Log Replication I/O Performance<"));
@@ -356,4 +354,39 @@ fn comparison_shows_each_runs_difference_from_the_first() {
     assert!(page.contains("60.000 (+50.0 %)"));
     assert!(page.contains("A: before"), "series named by run");
     assert!(page.matches("<svg").count() >= 4);
+}
+
+#[test]
+fn compare_lists_configuration_differences_before_the_figures() {
+    let a = crafted();
+    let mut b = crafted();
+    // The same run with a cache as large as the database: its figures are memory's.
+    b.parameters.cache_max_bytes = b.parameters.database_bytes * u64::from(b.parameters.databases);
+    let same = RunComparison::new(vec![("a".into(), a.clone()), ("b".into(), a.clone())]);
+    assert!(same.configuration_differences().is_empty());
+    assert!(
+        same.to_text()
+            .contains("Configuration: the same in every run.")
+    );
+    let cmp = RunComparison::new(vec![("a".into(), a.clone()), ("b".into(), b)]);
+    let diffs = cmp.configuration_differences();
+    assert!(
+        diffs
+            .iter()
+            .any(|d| d.starts_with("Maximum database cache (total): A ")),
+        "{diffs:?}"
+    );
+    assert!(
+        diffs
+            .iter()
+            .any(|d| d.starts_with("Database size / cache per database:") && d.ends_with("B 1.0")),
+        "{diffs:?}"
+    );
+    let text = cmp.to_text();
+    let differences = text.find("Configuration differences").expect("listed");
+    let figures = text.find("Achieved transactional IOPS").unwrap();
+    assert!(differences < figures, "{text}");
+    let page = cmp.to_html();
+    let differences = page.find("Configuration Differences").expect("a section");
+    assert!(differences < page.find("Key Figures").unwrap());
 }

@@ -98,7 +98,10 @@ fn a_full_passing_campaign_has_no_finding_and_quotes_its_runs() {
     let f = figures(&doc);
     assert_eq!(f.len(), 2);
     let perf = &doc.runs(TestType::Performance)[0].results;
-    assert_eq!(f[0].db_transfers_per_sec, perf.achieved_transactional_iops);
+    assert_eq!(
+        f[0].performance.db_transfers_per_sec,
+        perf.achieved_transactional_iops
+    );
     let page = html::render(&doc);
     assert!(!page.contains("REHEARSAL"));
     assert!(page.contains("Aggregate Performance across all servers"));

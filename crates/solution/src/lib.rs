@@ -27,5 +27,6 @@
 
 pub mod esrp;
 pub mod fleet;
+mod run_dir;
 pub mod ssh;
 pub mod sweep;

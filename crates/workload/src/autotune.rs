@@ -48,8 +48,9 @@ impl AutoTuneOptions {
     }
 }
 
-/// Whether a step's measurement meets the thresholds (and the target).
-pub fn step_passes(m: &Measurement, thresholds: &Thresholds, target: Option<f64>) -> bool {
+/// The criteria a step's measurement does not meet (the thresholds, and the target):
+/// none when the step passes.
+pub fn step_failures(m: &Measurement, thresholds: &Thresholds, target: Option<f64>) -> Vec<String> {
     let measurements = Measurements {
         volumes: None,
         instances: &m.instances,
@@ -61,8 +62,15 @@ pub fn step_passes(m: &Measurement, thresholds: &Thresholds, target: Option<f64>
         bdm_bad_pages: 0,
         shutdown_errors: 0,
         sampling: Some((m.longest_interval_s, m.stall_limit_s)),
+        measured: true,
+        abort_reason: None,
+        instance_count: m.instances.len() as u32,
     };
-    evaluate(&measurements, thresholds).iter().all(|c| c.passed)
+    evaluate(&measurements, thresholds)
+        .into_iter()
+        .filter(|c| !c.passed)
+        .map(|c| c.describe())
+        .collect()
 }
 
 /// Runs the search on an open, warm workbench; returns the chosen count and the curve,
@@ -100,7 +108,8 @@ pub fn auto_tune(
             return (tune, Some(reason));
         }
         let Some(m) = m else { break };
-        let passed = step_passes(&m, thresholds, target);
+        let failed = step_failures(&m, thresholds, target);
+        let passed = failed.is_empty();
         let avg = |c: IoClass| m.totals.io.get(&c).map_or(0.0, |s| s.avg_latency_ms);
         let step = AutoTuneStep {
             threads,
@@ -109,13 +118,18 @@ pub fn auto_tune(
             log_write_avg_ms: avg(IoClass::LogWrite),
             passed,
             seconds: m.seconds,
+            failed_criteria: failed,
         };
         log.line(format!(
             "Auto-tune step: {threads} sessions, {:.1} transactional IOPS, database reads {:.1} ms, log writes {:.1} ms: {}.",
             step.achieved_iops,
             step.db_read_avg_ms,
             step.log_write_avg_ms,
-            if passed { "pass" } else { "fail" }
+            if passed {
+                "pass".to_string()
+            } else {
+                format!("fail ({})", step.failed_criteria.join("; "))
+            }
         ));
         tune.steps.push(step);
         if passed {

@@ -42,6 +42,13 @@ pub struct Measurements<'a> {
     /// The longest sampling interval and the longest one allowed, seconds (runs that
     /// measured).
     pub sampling: Option<(f64, f64)>,
+    /// Whether a measured period produced figures; when not, the criteria that need
+    /// them say "not measured" and fail.
+    pub measured: bool,
+    /// Why the run was aborted, when it was: a failed criterion of its own.
+    pub abort_reason: Option<&'a str>,
+    /// Instances of the run (their criteria are listed even when nothing was measured).
+    pub instance_count: u32,
 }
 
 struct CriterionSpec {
@@ -61,6 +68,44 @@ fn criterion(spec: &CriterionSpec, scope: &str, measured: f64, threshold: f64) -
         comparison: spec.comparison,
         unit: spec.unit.to_string(),
         passed: spec.comparison.holds(measured, threshold),
+        not_measured: false,
+        note: None,
+    }
+}
+
+/// A criterion whose inputs were not measured: it says so and is not met (a run that
+/// measured nothing must not pass on zeros).
+fn not_measured(spec: &CriterionSpec, scope: &str, threshold: f64, why: &str) -> Criterion {
+    Criterion {
+        not_measured: true,
+        passed: false,
+        note: Some(why.to_string()),
+        ..criterion(spec, scope, 0.0, threshold)
+    }
+}
+
+/// `criterion`, or [`not_measured`] when `measured` is None.
+fn judged(
+    spec: &CriterionSpec,
+    scope: &str,
+    measured: Option<f64>,
+    threshold: f64,
+    why: &str,
+) -> Criterion {
+    match measured {
+        Some(v) => criterion(spec, scope, v, threshold),
+        None => not_measured(spec, scope, threshold, why),
+    }
+}
+
+const ABORTED: CriterionSpec = at_most("run_aborted", "Test ran to its end (aborts)", "count");
+
+/// The criterion an aborted run fails, its cause in the note: the verdict's reason
+/// is then a failed criterion like any other, never a table of passes.
+pub fn abort_criterion(reason: &str) -> Criterion {
+    Criterion {
+        note: Some(reason.to_string()),
+        ..criterion(&ABORTED, "Total", 1.0, 0.0)
     }
 }
 
@@ -174,6 +219,10 @@ const LOG_CHECKSUMS: CriterionSpec = at_most(
 /// threshold and whether it passed.
 pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
     let mut out = Vec::new();
+    if let Some(reason) = m.abort_reason {
+        out.push(abort_criterion(reason));
+    }
+    let nothing = "the run stopped before its measured period";
     let volumes = m.volumes.filter(|v| !v.is_empty());
     for v in volumes.unwrap_or_default() {
         let scope = format!("Volume {}", v.device);
@@ -206,62 +255,118 @@ pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
             ));
         }
     }
-    for inst in m.instances {
+    // A run stopped before measuring has no instance results: its instances' criteria
+    // are still listed, as not measured.
+    let unmeasured: Vec<InstanceResult> = if m.instances.is_empty() {
+        (1..=m.instance_count)
+            .map(|n| InstanceResult {
+                name: edbstress_report::instance_name(n),
+                ..InstanceResult::default()
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    for inst in m.instances.iter().chain(&unmeasured) {
         let scope = inst.name.as_str();
         if volumes.is_some() {
-            push_stalls(&mut out, inst, t);
+            push_stalls(&mut out, inst, t, m.measured);
             continue;
         }
-        let class = |c: IoClass| inst.io.get(&c).cloned().unwrap_or_default();
+        let class = |c: IoClass| {
+            inst.io
+                .get(&c)
+                .filter(|s| m.measured && s.count > 0)
+                .cloned()
+        };
+        let no_io = |what: &str| {
+            if m.measured {
+                format!("no {what} completed")
+            } else {
+                nothing.to_string()
+            }
+        };
         let reads = class(IoClass::DbRead);
-        let logs = class(IoClass::LogWrite);
-        out.push(criterion(
+        let why = no_io("database read");
+        out.push(judged(
             &DB_READ_AVG,
             scope,
-            reads.avg_latency_ms,
+            reads.as_ref().map(|r| r.avg_latency_ms),
             t.db_read_avg_ms,
+            &why,
         ));
-        out.push(criterion(
+        out.push(judged(
             &DB_READ_MAX,
             scope,
-            reads.max_interval_latency_ms,
+            reads.as_ref().map(|r| r.max_interval_latency_ms),
             t.db_read_max_ms,
+            &why,
         ));
         if let Some(p99) = t.db_read_p99_ms {
-            out.push(criterion(&DB_READ_P99, scope, reads.p99_ms, p99));
+            out.push(judged(
+                &DB_READ_P99,
+                scope,
+                reads.as_ref().map(|r| r.p99_ms),
+                p99,
+                &why,
+            ));
         }
-        out.push(criterion(
+        let logs = class(IoClass::LogWrite);
+        let why = no_io("log write");
+        out.push(judged(
             &LOG_WRITE_AVG,
             scope,
-            logs.avg_latency_ms,
+            logs.as_ref().map(|l| l.avg_latency_ms),
             t.log_write_avg_ms,
+            &why,
         ));
-        out.push(criterion(
+        out.push(judged(
             &LOG_WRITE_MAX,
             scope,
-            logs.max_interval_latency_ms,
+            logs.as_ref().map(|l| l.max_interval_latency_ms),
             t.log_write_max_ms,
+            &why,
         ));
         if let Some(p99) = t.log_write_p99_ms {
-            out.push(criterion(&LOG_WRITE_P99, scope, logs.p99_ms, p99));
+            out.push(judged(
+                &LOG_WRITE_P99,
+                scope,
+                logs.as_ref().map(|l| l.p99_ms),
+                p99,
+                &why,
+            ));
         }
-        push_stalls(&mut out, inst, t);
+        push_stalls(&mut out, inst, t, m.measured);
     }
+    let total = |v: f64| m.measured.then_some(v);
     if let Some(target) = m.target_iops {
         let spec = if volumes.is_some() {
             &IOPS_VOLUMES
         } else {
             &IOPS
         };
-        out.push(criterion(spec, "Total", m.achieved_iops, target));
+        out.push(judged(
+            spec,
+            "Total",
+            total(m.achieved_iops),
+            target,
+            nothing,
+        ));
     }
     let io_errors: u64 = m.totals.values().map(|c| c.errors).sum();
-    out.push(criterion(&IO_ERRORS, "Total", io_errors as f64, 0.0));
-    out.push(criterion(
+    out.push(judged(
+        &IO_ERRORS,
+        "Total",
+        total(io_errors as f64),
+        0.0,
+        nothing,
+    ));
+    out.push(judged(
         &TXN_ERRORS,
         "Total",
-        m.transaction_errors as f64,
+        total(m.transaction_errors as f64),
         0.0,
+        nothing,
     ));
     out.push(criterion(
         &BDM_CHECKSUMS,
@@ -305,16 +410,23 @@ pub fn kernel_log_criterion(log: &KernelLog) -> Option<Criterion> {
 }
 
 /// The page fault stall rule of one instance.
-fn push_stalls(out: &mut Vec<Criterion>, inst: &InstanceResult, t: &Thresholds) {
+fn push_stalls(out: &mut Vec<Criterion>, inst: &InstanceResult, t: &Thresholds, measured: bool) {
     let stalls = inst
         .engine
         .as_ref()
-        .map_or(0.0, |e| e.page_fault_stalls_per_sec);
-    out.push(criterion(
+        .filter(|_| measured)
+        .map(|e| e.page_fault_stalls_per_sec);
+    let why = if measured {
+        "no engine counter sample"
+    } else {
+        "the run stopped before its measured period"
+    };
+    out.push(judged(
         &STALLS,
         &inst.name,
         stalls,
         t.page_fault_stalls_per_sec,
+        why,
     ));
 }
 
@@ -357,6 +469,7 @@ mod tests {
                 avg_latency_ms: db_avg,
                 max_interval_latency_ms: db_max,
                 p99_ms: db_avg * 2.0,
+                count: 100,
                 ..Default::default()
             },
         );
@@ -366,6 +479,7 @@ mod tests {
                 avg_latency_ms: log_avg,
                 max_interval_latency_ms: log_max,
                 p99_ms: log_avg * 2.0,
+                count: 100,
                 ..Default::default()
             },
         );
@@ -397,6 +511,9 @@ mod tests {
             bdm_bad_pages: 0,
             shutdown_errors: 0,
             sampling: None,
+            measured: true,
+            abort_reason: None,
+            instance_count: instances.len() as u32,
         }
     }
 
@@ -412,6 +529,56 @@ mod tests {
             .filter(|c| !c.passed)
             .map(|c| c.key)
             .collect()
+    }
+
+    #[test]
+    fn criteria_without_inputs_say_not_measured_and_fail() {
+        // An instance that completed no database read: its read latency was not
+        // measured, which must not pass as "0 ms".
+        let mut inst = instance(1.0, 1.0, 1.0, 1.0, 0.0);
+        inst.io.get_mut(&IoClass::DbRead).unwrap().count = 0;
+        let totals = IoSummary::new();
+        let t = Profile::Exchange2013.thresholds(TestType::Performance);
+        let all = evaluate(&clean(std::slice::from_ref(&inst), &totals, 1.0), &t);
+        let read_avg = all.iter().find(|c| c.key == "db_read_avg_latency").unwrap();
+        assert!(read_avg.not_measured && !read_avg.passed, "{read_avg:?}");
+        assert!(read_avg.describe().contains("not measured"));
+        assert!(!read_avg.holds());
+        let log_avg = all
+            .iter()
+            .find(|c| c.key == "log_write_avg_latency")
+            .unwrap();
+        assert!(log_avg.passed && !log_avg.not_measured);
+
+        // A run aborted before measuring: nothing per instance or in total passes,
+        // and the abort is a failed criterion carrying its cause.
+        let m = Measurements {
+            measured: false,
+            abort_reason: Some("Insert transaction failed: No space left on device"),
+            target_iops: Some(100.0),
+            instances: &[],
+            instance_count: 1,
+            ..clean(std::slice::from_ref(&inst), &totals, 0.0)
+        };
+        let all = evaluate(&m, &t);
+        assert_eq!(all[0].key, "run_aborted");
+        assert!(!all[0].passed);
+        assert!(
+            all[0].describe().contains("No space left"),
+            "{}",
+            all[0].describe()
+        );
+        for key in [
+            "db_read_avg_latency",
+            "log_write_max_latency",
+            "page_fault_stalls",
+            "transactional_iops",
+            "io_errors",
+            "transaction_errors",
+        ] {
+            let c = all.iter().find(|c| c.key == key).unwrap();
+            assert!(c.not_measured && !c.passed, "{key}: {c:?}");
+        }
     }
 
     #[test]

@@ -24,9 +24,11 @@ use crate::RunError;
 use crate::autotune::{AutoTuneOptions, auto_tune};
 use crate::backup::{BackupOptions, run_backup};
 use crate::config::RunConfig;
-use crate::criteria::{Measurements, evaluate, kernel_log_criterion, offline_criteria};
+use crate::criteria::{
+    Measurements, abort_criterion, evaluate, kernel_log_criterion, offline_criteria,
+};
 use crate::host::kernel_log::KernelLogWatch;
-use crate::host::{HostSampler, describe_devices, host_info};
+use crate::host::{HostPeriod, HostSampler, describe_devices, host_info};
 use crate::live::CounterSnapshot;
 use crate::profile::Profile;
 use crate::rundir::{RunDirectory, TestLog};
@@ -70,6 +72,16 @@ pub fn run(
     events: &(dyn Fn(RunEvent<'_>) + Sync),
 ) -> Result<RunOutcome, RunError> {
     let started_at = Local::now();
+    // A configuration that cannot work here (a path that is a file, too little space,
+    // a database in use) is refused before a run directory exists: nothing ran, so
+    // there is no run to record as failed.
+    // Damage found in an existing database is a finding, recorded in a run directory
+    // like any failed run (below).
+    let layouts = InstanceLayout::spread(config.databases, &config.db_paths, &config.log_paths);
+    match prepare_plan(config, &layouts) {
+        Ok(_) | Err(RunError::Damaged(_)) => {}
+        Err(e) => return Err(e),
+    }
     let dir = RunDirectory::create(&config.results_dir, config.test, started_at)?;
     let forward = |line: &str| events(RunEvent::Log(line));
     let log = dir.test_log()?.with_sink(&forward);
@@ -167,7 +179,8 @@ fn record_failure(
     results.ended_at = Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
     results.aborted = true;
     results.abort_reason = Some(error.to_string());
-    results.overall_result = Verdict::Fail;
+    results.criteria = vec![abort_criterion(&error.to_string())];
+    results.judge();
     if let Err(e) = edbstress_report::ResultsJson.export(&results, dir.path()) {
         log.line(format!("Cannot write results.json: {e}"));
     }
@@ -176,13 +189,9 @@ fn record_failure(
 /// Log bytes per instance beyond the checkpoint depth that a run needs room for.
 const RUN_LOG_MARGIN: u64 = 8 << 20;
 
-/// Creates missing databases (and reuses existing ones) like `edbstress prepare`.
-fn prepare(
-    config: &RunConfig,
-    layouts: &[InstanceLayout],
-    log: &TestLog<'_>,
-    events: &(dyn Fn(RunEvent<'_>) + Sync),
-) -> Result<(), RunError> {
+/// The checked prepare plan of a run: paths, existing databases, free space for the
+/// databases and the run's logs. Writes nothing.
+fn prepare_plan(config: &RunConfig, layouts: &[InstanceLayout]) -> Result<PreparePlan, RunError> {
     let mailboxes_per_db = config
         .mailboxes
         .map_or(100, |m| m.div_ceil(u64::from(config.databases.max(1))))
@@ -201,8 +210,37 @@ fn prepare(
     let plan = PreparePlan::check(layouts.to_vec(), options).map_err(prepare_error)?;
     // Runs use circular logging: the log of an instance stays near the checkpoint depth,
     // plus the log buffer's worth in flight and the pre-created next generation.
-    plan.check_run_space(config.checkpoint_depth.saturating_add(RUN_LOG_MARGIN))
-        .map_err(|e| RunError::Prepare(e.to_string()))?;
+    // Databases grow over a run (inserts outnumber deletes): the check budgets that too.
+    let growth = config.expected_growth_per_database();
+    plan.check_run_space(
+        config.checkpoint_depth.saturating_add(RUN_LOG_MARGIN),
+        growth.unwrap_or(0),
+    )
+    .map_err(|e| RunError::Prepare(e.to_string()))?;
+    Ok(plan)
+}
+
+/// Creates missing databases (and reuses existing ones) like `edbstress prepare`.
+fn prepare(
+    config: &RunConfig,
+    layouts: &[InstanceLayout],
+    log: &TestLog<'_>,
+    events: &(dyn Fn(RunEvent<'_>) + Sync),
+) -> Result<(), RunError> {
+    let plan = prepare_plan(config, layouts)?;
+    let growth = config.expected_growth_per_database();
+    log.line(match growth {
+        Some(bytes) => format!(
+            "Free space checked for the databases, logs and {} of expected growth per database ({} per transactional I/O).",
+            human_bytes(bytes),
+            human_bytes(crate::config::model::GROWTH_PER_TRANSACTIONAL_IO),
+        ),
+        None if matches!(config.test, TestType::Performance | TestType::Stress) => format!(
+            "Free space checked for the databases and logs; a throughput run has no target, so database growth (about {} per transactional I/O) is not budgeted.",
+            human_bytes(crate::config::model::GROWTH_PER_TRANSACTIONAL_IO),
+        ),
+        None => "Free space checked for the databases and logs.".to_string(),
+    });
     for (layout, action) in &plan.instances {
         let what = match action {
             InstanceAction::Create => format!("creating ({})", human_bytes(config.database_size)),
@@ -224,11 +262,11 @@ fn prepare(
         let bytes: u64 = created.iter().map(|r| r.bytes_written).sum();
         let secs = started.elapsed().as_secs_f64();
         log.line(format!(
-            "Created {} database(s), {} in {:.1} s ({:.0} MB/s).",
+            "Created {} database(s), {} in {:.1} s ({:.0} MiB/s).",
             created.len(),
             human_bytes(bytes),
             secs,
-            bytes as f64 / 1e6 / secs.max(1e-9)
+            bytes as f64 / 1_048_576.0 / secs.max(1e-9)
         ));
     }
     Ok(())
@@ -459,6 +497,7 @@ fn transactional_test(
     let sampling = measurement
         .as_ref()
         .map(|m| (m.longest_interval_s, m.stall_limit_s));
+    let measured = measurement.is_some();
     if let Some(m) = measurement {
         fill_measurement(&mut results, m, log);
     }
@@ -475,6 +514,9 @@ fn transactional_test(
         bdm_bad_pages: close.bdm_bad_pages.len() as u64,
         shutdown_errors: close.shutdown_errors.len() as u64,
         sampling,
+        measured,
+        abort_reason: results.abort_reason.as_deref(),
+        instance_count: config.databases,
     };
     results.criteria = evaluate(&measurements, &config.thresholds);
     for p in &close.bdm_bad_pages {
@@ -621,7 +663,7 @@ fn verify(
         }
         v.passed &= clean;
         log.line(format!(
-            "{}: {} pages checked, {} bad, {} correctable, {} wrong page number ({:.0} MB/s); {} log segments in {} files checked, {} bad.",
+            "{}: {} pages checked, {} bad, {} correctable, {} wrong page number ({:.0} MiB/s); {} log segments in {} files checked, {} bad.",
             instance_name(layout.instance),
             db.pages_seen,
             db.bad_pages,
@@ -687,7 +729,7 @@ fn backup_test(
 ) -> Result<RunResults, RunError> {
     let options = BackupOptions::from_config(config);
     log.line(format!(
-        "Database backup: sequential 256 KB reads of {} database(s){}.",
+        "Database backup: sequential 256 KiB reads of {} database(s){}.",
         layouts.len(),
         config
             .backup_path
@@ -696,6 +738,9 @@ fn backup_test(
     ));
     wait_for_start(config, log, stop)?;
     let started = Instant::now();
+    let mut paths = config.db_paths.clone();
+    paths.extend(config.backup_path.iter().cloned());
+    let host = HostPeriod::start(&paths);
     let (reports, io) = run_backup(layouts, &options, stop, &|instance, done, total| {
         events(RunEvent::Progress(
             &format!("backup {}", instance_name(instance)),
@@ -708,14 +753,16 @@ fn backup_test(
         message: e.to_string(),
     })?;
     let seconds = started.elapsed().as_secs_f64();
-    let mut results = empty_results(config, 0);
+    // One reader per database, all at once.
+    let mut results = empty_results(config, config.databases);
     results.measured_seconds = seconds;
+    results.host_counters = Some(host.finish());
     let mut bad = 0;
     for r in &reports {
         let n = u16::try_from(r.instance).unwrap_or(u16::MAX);
         let layout = layouts.iter().find(|l| l.instance == r.instance);
         log.line(format!(
-            "{}: {} read in {:.1} s, {:.2} MB/s{}.",
+            "{}: {} read in {:.1} s, {:.2} MiB/s{}.",
             instance_name(r.instance),
             human_bytes(r.bytes_read),
             r.seconds,
@@ -744,7 +791,7 @@ fn backup_test(
     let total_bytes: u64 = reports.iter().map(|r| r.bytes_read).sum();
     let total_mb_s = total_bytes as f64 / 1_048_576.0 / seconds.max(1e-9);
     log.line(format!(
-        "Total: {} in {seconds:.1} s, {total_mb_s:.2} MB/s.",
+        "Total: {} in {seconds:.1} s, {total_mb_s:.2} MiB/s.",
         human_bytes(total_bytes)
     ));
     results.totals.io = io_summary(&io, None, seconds, &|_| 0.0);
@@ -775,6 +822,9 @@ fn soft_recovery_test(
         config.logs_to_replay
     ));
     wait_for_start(config, log, stop)?;
+    let mut paths = config.db_paths.clone();
+    paths.extend(config.log_paths.iter().cloned());
+    let host = HostPeriod::start(&paths);
     let (reports, io) =
         run_soft_recovery(layouts, &options, stop, &|phase, instance, done, total| {
             events(RunEvent::Progress(
@@ -788,6 +838,7 @@ fn soft_recovery_test(
             message: e.to_string(),
         })?;
     let mut results = empty_results(config, sessions_per_instance * config.databases);
+    results.host_counters = Some(host.finish());
     let mut failed_recoveries = 0;
     let mut replayed = 0u32;
     let mut replay_seconds = 0.0;
@@ -856,4 +907,7 @@ fn finish_offline(
         results.abort_reason = Some(INTERRUPTED.into());
     }
     results.criteria = offline_criteria(&results.totals.io, key, name, problems);
+    if let Some(reason) = &results.abort_reason {
+        results.criteria.insert(0, abort_criterion(reason));
+    }
 }

@@ -173,13 +173,14 @@ pub struct DatabaseScanReport {
 }
 
 impl DatabaseScanReport {
-    /// Whether the database is free of integrity problems.
+    /// Whether the database is free of integrity problems once the scan's repairs are
+    /// made: a correctable page that was repaired is no longer a problem.
     pub fn is_clean(&self) -> bool {
         self.header.primary_valid
             && self.header.shadow_valid
             && self.truncated.is_none()
             && self.bad_pages
-                + self.correctable_pages
+                + self.correctable_pages.saturating_sub(self.repaired_pages)
                 + self.wrong_pgno_pages
                 + self.uninitialized_pages
                 == 0

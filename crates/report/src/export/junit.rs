@@ -64,7 +64,7 @@ pub fn render_junit(r: &RunResults) -> String {
     for c in &r.criteria {
         let name = format!("{} [{}]", c.key, c.scope);
         let classname = format!("{suite}.{}", c.scope);
-        let measured = quantity(c.measured, &c.unit);
+        let measured = c.measured_text();
         let limit = quantity(c.threshold, &c.unit);
         if c.passed {
             let _ = writeln!(

@@ -143,7 +143,7 @@ pub fn render_markdown(r: &RunResults) -> String {
                 let mut row = cells(vec![
                     c.name.clone(),
                     c.scope.clone(),
-                    quantity(c.measured, &c.unit),
+                    c.measured_text(),
                     format!(
                         "{} {}",
                         match c.comparison {
@@ -153,7 +153,11 @@ pub fn render_markdown(r: &RunResults) -> String {
                         quantity(c.threshold, &c.unit)
                     ),
                 ]);
-                row.push(if c.passed { "PASS" } else { "**FAIL**" }.into());
+                row.push(if c.passed {
+                    "PASS".to_string()
+                } else {
+                    format!("**{}**", c.result_word())
+                });
                 row
             })
             .collect();

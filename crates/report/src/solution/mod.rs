@@ -13,12 +13,11 @@ pub mod sections;
 
 use std::collections::BTreeMap;
 
-use edbstress_io::IoClass;
 use serde::{Deserialize, Serialize};
 
 pub use campaign::{CampaignState, StepState, StepStatus};
 
-use crate::aggregate::HostRun;
+use crate::aggregate::{EsrpColumn, HostRun};
 use crate::model::{RunResults, TestType, Verdict};
 
 /// Least measured seconds of a Stress run under the ESRP test rules (24 h).
@@ -337,20 +336,9 @@ fn configuration_differences(doc: &SolutionDocument) -> Vec<(String, String)> {
 pub struct ServerFigures {
     /// The server.
     pub host: String,
-    /// Performance: transactional database IOPS (reads + writes per second).
-    pub db_transfers_per_sec: f64,
-    /// Performance: database reads/s.
-    pub db_reads_per_sec: f64,
-    /// Performance: database writes/s.
-    pub db_writes_per_sec: f64,
-    /// Performance: average database read latency, ms.
-    pub db_read_latency_ms: f64,
-    /// Performance: average database write latency, ms.
-    pub db_write_latency_ms: f64,
-    /// Performance: log writes/s.
-    pub log_writes_per_sec: f64,
-    /// Performance: average log write latency, ms.
-    pub log_write_latency_ms: f64,
+    /// Performance: the ESRP Database and Transaction Log I/O rows (zero without a
+    /// Performance run).
+    pub performance: EsrpColumn,
     /// DatabaseBackup: MB read/s per database (average over the databases).
     pub backup_mb_per_sec_per_db: Option<f64>,
     /// DatabaseBackup: MB read/s of the server (all databases).
@@ -365,38 +353,22 @@ pub fn figures(doc: &SolutionDocument) -> Vec<ServerFigures> {
     doc.servers()
         .into_iter()
         .map(|host| {
+            let find = |t: TestType| doc.runs(t).into_iter().find(|r| r.host == host);
             let mut f = ServerFigures {
+                performance: find(TestType::Performance)
+                    .map(|p| EsrpColumn::of_run(&p.results))
+                    .unwrap_or_default(),
                 host: host.clone(),
                 ..Default::default()
             };
-            let find = |t: TestType| doc.runs(t).into_iter().find(|r| r.host == host);
-            if let Some(p) = find(TestType::Performance) {
-                let io = &p.results.totals.io;
-                let get = |c: IoClass| io.get(&c).cloned().unwrap_or_default();
-                let (reads, writes, logs) = (
-                    get(IoClass::DbRead),
-                    get(IoClass::DbWrite),
-                    get(IoClass::LogWrite),
-                );
-                f.db_transfers_per_sec = p.results.achieved_transactional_iops;
-                f.db_reads_per_sec = reads.per_sec;
-                f.db_writes_per_sec = writes.per_sec;
-                f.db_read_latency_ms = reads.avg_latency_ms;
-                f.db_write_latency_ms = writes.avg_latency_ms;
-                f.log_writes_per_sec = logs.per_sec;
-                f.log_write_latency_ms = logs.avg_latency_ms;
-            }
             if let Some(b) = find(TestType::DatabaseBackup) {
-                let per_db: Vec<f64> = b
-                    .results
-                    .instances
-                    .iter()
-                    .filter_map(|i| i.mb_per_sec)
-                    .collect();
-                if !per_db.is_empty() {
-                    f.backup_mb_per_sec_per_db =
-                        Some(per_db.iter().sum::<f64>() / per_db.len() as f64);
-                }
+                f.backup_mb_per_sec_per_db = mean(
+                    &b.results
+                        .instances
+                        .iter()
+                        .filter_map(|i| i.mb_per_sec)
+                        .collect::<Vec<_>>(),
+                );
                 f.backup_mb_per_sec = b.results.totals.mb_per_sec;
             }
             if let Some(s) = find(TestType::SoftRecovery) {
@@ -407,30 +379,25 @@ pub fn figures(doc: &SolutionDocument) -> Vec<ServerFigures> {
         .collect()
 }
 
+fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
 /// The Aggregate Performance across all servers: rates summed, latencies averaged
 /// over the servers (as the ESRP documents show them).
 pub fn aggregate_figures(servers: &[ServerFigures]) -> ServerFigures {
-    let n = servers.len().max(1) as f64;
-    let sum = |f: fn(&ServerFigures) -> f64| servers.iter().map(f).sum::<f64>();
-    let avg_opt = |f: fn(&ServerFigures) -> Option<f64>| {
-        let v: Vec<f64> = servers.iter().filter_map(f).collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    let some = |f: fn(&ServerFigures) -> Option<f64>| -> Vec<f64> {
+        servers.iter().filter_map(f).collect()
     };
+    let backup = some(|f| f.backup_mb_per_sec);
     ServerFigures {
         host: "All servers".into(),
-        db_transfers_per_sec: sum(|f| f.db_transfers_per_sec),
-        db_reads_per_sec: sum(|f| f.db_reads_per_sec),
-        db_writes_per_sec: sum(|f| f.db_writes_per_sec),
-        db_read_latency_ms: sum(|f| f.db_read_latency_ms) / n,
-        db_write_latency_ms: sum(|f| f.db_write_latency_ms) / n,
-        log_writes_per_sec: sum(|f| f.log_writes_per_sec),
-        log_write_latency_ms: sum(|f| f.log_write_latency_ms) / n,
-        backup_mb_per_sec_per_db: avg_opt(|f| f.backup_mb_per_sec_per_db),
-        backup_mb_per_sec: {
-            let v: Vec<f64> = servers.iter().filter_map(|f| f.backup_mb_per_sec).collect();
-            (!v.is_empty()).then(|| v.iter().sum())
-        },
-        seconds_per_log: avg_opt(|f| f.seconds_per_log),
+        performance: EsrpColumn::esrp_aggregate(
+            &servers.iter().map(|s| s.performance).collect::<Vec<_>>(),
+        ),
+        backup_mb_per_sec_per_db: mean(&some(|f| f.backup_mb_per_sec_per_db)),
+        backup_mb_per_sec: (!backup.is_empty()).then(|| backup.iter().sum()),
+        seconds_per_log: mean(&some(|f| f.seconds_per_log)),
     }
 }
 

@@ -2,6 +2,7 @@
 //! of names and values, computed from solution.toml and the runs.
 
 use super::{ServerFigures, SolutionDocument};
+use crate::aggregate::ESRP_ROWS;
 use crate::aggregate::HostRun;
 use crate::model::TestType;
 use crate::text::{fixed3, mb};
@@ -316,45 +317,23 @@ fn model_text(d: &crate::model::StorageDevice) -> String {
     }
 }
 
-/// The Performance table rows of one server: (group, metric, value).
+/// The Performance table rows of one server: (group, metric, value), in the ESRP
+/// documents' order and words.
 pub fn performance_rows(s: &ServerFigures) -> Vec<(&'static str, &'static str, String)> {
-    vec![
-        (
-            "Database I/O",
-            "Database Disks Transfers/sec",
-            fixed3(s.db_transfers_per_sec),
-        ),
-        (
-            "Database I/O",
-            "Database Disks Reads/sec",
-            fixed3(s.db_reads_per_sec),
-        ),
-        (
-            "Database I/O",
-            "Database Disks Writes/sec",
-            fixed3(s.db_writes_per_sec),
-        ),
-        (
-            "Database I/O",
-            "Average Database Disk Read Latency (ms)",
-            fixed3(s.db_read_latency_ms),
-        ),
-        (
-            "Database I/O",
-            "Average Database Disk Write Latency (ms)",
-            fixed3(s.db_write_latency_ms),
-        ),
-        (
-            "Transaction Log I/O",
-            "Log Disks Writes/sec",
-            fixed3(s.log_writes_per_sec),
-        ),
-        (
-            "Transaction Log I/O",
-            "Average Log Disk Write Latency (ms)",
-            fixed3(s.log_write_latency_ms),
-        ),
-    ]
+    ESRP_ROWS
+        .iter()
+        .zip(s.performance.values())
+        .enumerate()
+        .map(|(k, (name, value))| {
+            // The first five rows are the database's, the last two the log's.
+            let group = if k < 5 {
+                "Database I/O"
+            } else {
+                "Transaction Log I/O"
+            };
+            (group, *name, fixed3(value))
+        })
+        .collect()
 }
 
 fn opt(v: Option<f64>) -> String {

@@ -35,6 +35,8 @@ pub fn criterion(
         comparison,
         unit: unit.into(),
         passed: comparison.holds(measured, threshold),
+        not_measured: false,
+        note: None,
     }
 }
 
@@ -224,6 +226,7 @@ pub fn crafted() -> RunResults {
             },
             page_faults_per_sec: Range::default(),
             disks: Vec::new(),
+            no_device: Vec::new(),
         }),
         autotune: Some(AutoTune {
             chosen_threads: 8,
@@ -235,6 +238,7 @@ pub fn crafted() -> RunResults {
                     log_write_avg_ms: 0.4,
                     passed: true,
                     seconds: 10.0,
+                    failed_criteria: Vec::new(),
                 },
                 AutoTuneStep {
                     threads: 16,
@@ -243,6 +247,9 @@ pub fn crafted() -> RunResults {
                     log_write_avg_ms: 0.6,
                     passed: false,
                     seconds: 10.0,
+                    failed_criteria: vec![
+                        "Instance0001: I/O Database Reads Average Latency 25 ms > 20 ms".into(),
+                    ],
                 },
                 AutoTuneStep {
                     threads: 8,
@@ -251,6 +258,7 @@ pub fn crafted() -> RunResults {
                     log_write_avg_ms: 0.5,
                     passed: true,
                     seconds: 10.0,
+                    failed_criteria: Vec::new(),
                 },
             ],
         }),

@@ -387,7 +387,7 @@ fn run_local_step(
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    let run = newest_run(step_dir);
+    let run = crate::run_dir::newest(step_dir, |_| true);
     let results = run
         .as_ref()
         .and_then(|d| std::fs::read(d.join("results.json")).ok())
@@ -412,18 +412,6 @@ fn run_local_step(
             }
         }
     }
-}
-
-/// The newest run directory in `dir`.
-fn newest_run(dir: &Path) -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| e.path())
-        .collect();
-    dirs.sort();
-    dirs.pop()
 }
 
 /// One step on every host at once, through `edbstress fleet run`.

@@ -307,7 +307,7 @@ pub fn run(
         let local = options.output.join("hosts").join(&r.host.name);
         let copied = copy_back(&options.ssh, &r.host.dest, &r.remote_dir, &local);
         let ended = r.ended.clone().unwrap_or_default();
-        match (copied, find_run_dir(&local)) {
+        match (copied, crate::run_dir::newest(&local, |_| true)) {
             (Ok(()), Some(dir)) => match std::fs::read(dir.join("results.json")) {
                 Ok(bytes) => match read_results(&bytes) {
                     Ok(results) => runs.push(HostRun {
@@ -520,18 +520,6 @@ fn copy_back(ssh: &Ssh, dest: &str, dir: &str, local: &Path) -> Result<(), Strin
         ));
     }
     Ok(())
-}
-
-/// The run directory copied into `local` (the one subdirectory).
-fn find_run_dir(local: &Path) -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(local)
-        .ok()?
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| e.path())
-        .collect();
-    dirs.sort();
-    dirs.pop()
 }
 
 fn last_log_line(dir: &Path) -> String {

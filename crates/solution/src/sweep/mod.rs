@@ -454,7 +454,7 @@ impl Sweep<'_> {
             self.stop,
         )?;
         let code = out.status.code();
-        let run_dir = find_run_dir(point_dir);
+        let run_dir = crate::run_dir::newest(point_dir, |d| d.join("results.json").is_file());
         if code == Some(RUN_INTERRUPTED) {
             let rel = run_dir.map(|d| self.rel(&d));
             let r = &mut self.results.runs[i];
@@ -521,18 +521,6 @@ impl Sweep<'_> {
     fn rel(&self, p: &Path) -> String {
         p.strip_prefix(&self.dir).unwrap_or(p).display().to_string()
     }
-}
-
-/// The run directory `edbstress run` made in `point_dir` (the one holding results.json).
-fn find_run_dir(point_dir: &Path) -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(point_dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.join("results.json").is_file())
-        .collect();
-    dirs.sort();
-    dirs.pop()
 }
 
 /// Moves a directory left by an unfinished attempt aside (kept, never deleted).

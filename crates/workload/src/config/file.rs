@@ -76,6 +76,9 @@ pub struct ConfigFile {
     /// Log page images for torn-write protection.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub torn_write_protection: Option<bool>,
+    /// Run even when the databases are not several times the cache (a cached test).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_cached_databases: Option<bool>,
     /// Sessions over all instances.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
@@ -250,6 +253,7 @@ impl From<&RunConfig> for ConfigFile {
             checkpoint_depth: Some(c.checkpoint_depth),
             write_coalesce: Some(c.write_coalesce),
             torn_write_protection: Some(c.torn_write_protection),
+            allow_cached_databases: c.allow_cached_databases.then_some(true),
             threads: c.threads,
             auto_tune: Some(c.auto_tune),
             duration: Some(c.duration),

@@ -13,6 +13,7 @@
 //! - [`resolve`]: merging layers over the profile's defaults, the quick preset, and
 //!   the database size derived from mailboxes;
 //! - [`validate`]: the range of every value and the rules between them;
+//! - [`guard`]: refusing runs whose cache (or page cache) would hold the databases;
 //! - [`capacity`]: the database size from the free space under the database path (the
 //!   one part that reads the filesystem).
 //!
@@ -25,6 +26,7 @@ use std::time::Duration;
 
 pub mod capacity;
 pub mod file;
+pub mod guard;
 pub mod model;
 pub mod resolve;
 pub mod validate;

@@ -49,6 +49,10 @@ pub struct RunConfig {
     /// Log each page's on-disk image before the change that makes it dirty, so that
     /// recovery can rebuild pages torn by a power cut (off by default, like ESE).
     pub torn_write_protection: bool,
+    /// Run although the databases are not several times the cache (or, buffered, the
+    /// host's memory): the user says a cached test is intended.
+    #[serde(default)]
+    pub allow_cached_databases: bool,
     /// Sessions running transactions over all instances (None: chosen by the tool).
     pub threads: Option<u32>,
     /// Find the largest session count that meets the thresholds.
@@ -132,4 +136,42 @@ impl RunConfig {
     pub fn sessions(&self) -> u32 {
         self.threads.unwrap_or_else(|| self.default_threads())
     }
+
+    /// How much each database is expected to grow over the run, bytes: inserts
+    /// outnumber deletes in every profile's mix, so the files grow with the
+    /// transactional I/O. Mailbox-profile Performance/Stress runs: the target (with the
+    /// open-loop margin) × the measured duration × [`GROWTH_PER_TRANSACTIONAL_IO`];
+    /// SoftRecovery: the log it generates × [`GROWTH_PER_LOG_BYTE`]. None for
+    /// throughput runs (no rate is known beforehand) and DatabaseBackup (no writes).
+    pub fn expected_growth_per_database(&self) -> Option<u64> {
+        let databases = f64::from(self.databases.max(1));
+        let bytes = match self.test {
+            TestType::Performance | TestType::Stress => {
+                self.target_iops()?
+                    * self.target_margin
+                    * self.duration.as_secs_f64()
+                    * GROWTH_PER_TRANSACTIONAL_IO as f64
+                    / databases
+            }
+            TestType::SoftRecovery => {
+                f64::from(self.logs_to_replay) * LOG_FILE_BYTES as f64 * GROWTH_PER_LOG_BYTE
+            }
+            TestType::DatabaseBackup => return None,
+        };
+        Some(bytes.ceil().min(u64::MAX as f64) as u64)
+    }
 }
+
+/// Database growth per transactional I/O budgeted before a run, bytes: the engine's
+/// measured growth with the Exchange 2010/2013 mix (1.3–3.6 KB, bench/fidelity; see
+/// docs/fidelity.md) with a margin. Jetstress grows its databases by ~330–520 B per
+/// transactional I/O; edbstress today by more, and the check must budget what this
+/// engine does, not what Jetstress does.
+pub const GROWTH_PER_TRANSACTIONAL_IO: u64 = 4096;
+
+/// Database growth per byte of log generated (the same measurements: growth per I/O ÷
+/// log bytes per I/O, rounded up), for SoftRecovery's log generation.
+pub const GROWTH_PER_LOG_BYTE: f64 = 0.6;
+
+/// Bytes of one log file (generation).
+const LOG_FILE_BYTES: u64 = 1 << 20;

@@ -11,7 +11,7 @@ use super::capacity::size_from_capacity;
 use super::validate::check_databases;
 use super::{
     ConfigError, ConfigFile, DEFAULT_DB_PATH, DEFAULT_IOPS_PER_MAILBOX, DEFAULT_LOG_PATH,
-    DEFAULT_MAILBOX_QUOTA, DEFAULT_RESULTS_DIR, DEFAULT_THROUGHPUT_DATABASE_SIZE, MIB,
+    DEFAULT_MAILBOX_QUOTA, DEFAULT_RESULTS_DIR, DEFAULT_THROUGHPUT_DATABASE_SIZE, GIB, MIB,
     MIN_DATABASE_SIZE, RunConfig, invalid,
 };
 use crate::profile::Profile;
@@ -59,8 +59,8 @@ impl RunConfig {
     ///
     /// The database size is, in order: `database_size`; else, for mailbox-profile runs,
     /// mailboxes × mailbox_quota / databases; else `capacity_pct` of the free space
-    /// under the first database path, split over the databases; else 1 GiB. Derived
-    /// sizes are rounded down to whole MiB. When `database_size` and `capacity_pct` are
+    /// under the first database path, split over the databases; else 1 GiB. Sizes
+    /// derived from mailboxes are rounded down to whole GiB (whole MiB below 1 GiB). When `database_size` and `capacity_pct` are
     /// in different layers, the later layer's wins.
     pub fn resolve(layers: &[ConfigFile]) -> Result<RunConfig, ConfigError> {
         let test = last(layers, |l| l.test).unwrap_or(TestType::Performance);
@@ -113,6 +113,7 @@ impl RunConfig {
             // 0 until the page size is known: one page.
             write_coalesce: last(layers, |l| l.write_coalesce).unwrap_or(0),
             torn_write_protection: last(layers, |l| l.torn_write_protection).unwrap_or(false),
+            allow_cached_databases: last(layers, |l| l.allow_cached_databases).unwrap_or(false),
             threads: last(layers, |l| l.threads),
             auto_tune: last(layers, |l| l.auto_tune).unwrap_or(false),
             duration: last(layers, |l| l.duration).unwrap_or(default_duration),
@@ -141,12 +142,66 @@ impl RunConfig {
         }
         config.validate()?;
         config.database_size = resolve_database_size(layers, &config)?;
+        super::guard::check_not_cached(&config, crate::host::memory_total_bytes())?;
         Ok(config)
     }
 }
 
-/// The database size (see [`RunConfig::resolve`]) of a validated configuration.
+/// The database size (see [`RunConfig::resolve`]) of a validated configuration,
+/// checked against the largest database its page size addresses; the error names the
+/// values the size came from.
 fn resolve_database_size(layers: &[ConfigFile], config: &RunConfig) -> Result<u64, ConfigError> {
+    let (size, from) = database_size_and_origin(layers, config)?;
+    let max = max_database_size(config.page_size);
+    if size > max {
+        let larger_pages = if config.page_size.bytes() < 32 * 1024 {
+            ", use a larger page_size (up to 32KiB)"
+        } else {
+            ""
+        };
+        let (key, source, fix) = match from {
+            SizeOrigin::Given => ("database_size", "", "lower database_size"),
+            SizeOrigin::Capacity => (
+                "capacity_pct",
+                "capacity_pct of the free space over databases gives ",
+                "lower capacity_pct",
+            ),
+            SizeOrigin::Mailboxes => (
+                "mailboxes",
+                "mailboxes × mailbox_quota / databases gives ",
+                "lower mailboxes or mailbox_quota",
+            ),
+        };
+        return Err(invalid(
+            key,
+            format!(
+                "{source}{} per database, more than the {} a database of {} pages can hold; {fix}{larger_pages}, or use more databases",
+                edbstress_io::human_bytes(size),
+                edbstress_io::human_bytes(max),
+                format_size(config.page_size.bytes() as u64),
+            ),
+        ));
+    }
+    Ok(size)
+}
+
+/// Largest database file `page_size` pages address: a page number is 32 bits (the
+/// two header slots come on top).
+pub fn max_database_size(page_size: edbstress_format::PageSize) -> u64 {
+    (u64::from(u32::MAX) + 2) * page_size.bytes() as u64
+}
+
+/// Where the database size came from, for error messages.
+enum SizeOrigin {
+    Given,
+    Capacity,
+    Mailboxes,
+}
+
+fn database_size_and_origin(
+    layers: &[ConfigFile],
+    config: &RunConfig,
+) -> Result<(u64, SizeOrigin), ConfigError> {
     let size_at = last_index(layers, |l| l.database_size.is_some());
     let pct_at = last_index(layers, |l| l.capacity_pct.is_some());
     let from_capacity = match (size_at, pct_at) {
@@ -162,7 +217,7 @@ fn resolve_database_size(layers: &[ConfigFile], config: &RunConfig) -> Result<u6
     };
     if from_capacity {
         let pct = last(layers, |l| l.capacity_pct).unwrap_or(100.0);
-        return size_from_capacity(pct, config);
+        return size_from_capacity(pct, config).map(|s| (s, SizeOrigin::Capacity));
     }
     if let Some(size) = last(layers, |l| l.database_size) {
         if size < MIN_DATABASE_SIZE {
@@ -174,15 +229,17 @@ fn resolve_database_size(layers: &[ConfigFile], config: &RunConfig) -> Result<u6
                 ),
             ));
         }
-        return Ok(size);
+        return Ok((size, SizeOrigin::Given));
     }
     let Some(mailboxes) = config.mailboxes else {
-        return Ok(DEFAULT_THROUGHPUT_DATABASE_SIZE);
+        return Ok((DEFAULT_THROUGHPUT_DATABASE_SIZE, SizeOrigin::Given));
     };
-    let per_db = u128::from(mailboxes) * u128::from(config.mailbox_quota)
-        / u128::from(config.databases)
-        / u128::from(MIB)
-        * u128::from(MIB);
+    let exact =
+        u128::from(mailboxes) * u128::from(config.mailbox_quota) / u128::from(config.databases);
+    // Whole GiB from 1 GiB up, so that `config show` and config.toml read "1666GiB"
+    // rather than "1706666MiB"; whole MiB below.
+    let unit = if exact >= u128::from(GIB) { GIB } else { MIB };
+    let per_db = exact / u128::from(unit) * u128::from(unit);
     let size = u64::try_from(per_db).map_err(|_| {
         invalid(
             "mailboxes",
@@ -198,5 +255,5 @@ fn resolve_database_size(layers: &[ConfigFile], config: &RunConfig) -> Result<u6
             ),
         ));
     }
-    Ok(size)
+    Ok((size, SizeOrigin::Mailboxes))
 }

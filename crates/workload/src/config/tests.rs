@@ -38,7 +38,7 @@ fn defaults() {
     assert_eq!(c.page_size, PageSize::K32);
     assert_eq!(c.lazy_commit_pct, 70);
     assert!(c.bdm);
-    assert_eq!(c.bdm_mb_per_sec, 1.5);
+    assert_eq!(c.bdm_mb_per_sec, 2.15);
     assert_eq!(c.target_margin, 1.05);
     assert_eq!(
         c.thresholds,
@@ -115,7 +115,7 @@ fn quick_preset_resolves() {
 fn cache_bound_given_alone_moves_the_default() {
     let c = resolve_text("databases = 2\ncache_max = \"16MiB\"").unwrap();
     assert_eq!((c.cache_min, c.cache_max), (16 * MIB, 16 * MIB));
-    let c = resolve_text("cache_min = \"1GiB\"").unwrap();
+    let c = resolve_text("cache_min = \"1GiB\"\ndatabase_size = \"8GiB\"").unwrap();
     assert_eq!((c.cache_min, c.cache_max), (GIB, GIB));
     let c = resolve_text("databases = 4").unwrap();
     assert_eq!((c.cache_min, c.cache_max), (128 * MIB, GIB));
@@ -123,11 +123,21 @@ fn cache_bound_given_alone_moves_the_default() {
 
 #[test]
 fn database_size_is_derived() {
-    // Mailbox profile: mailboxes × quota / databases, rounded down to MiB.
+    // Mailbox profile: mailboxes × quota / databases, rounded down to GiB (MiB below
+    // 1 GiB), so that config.toml reads "1552GiB", not "1589457MiB".
     let c = resolve_text("mailboxes = 5000\nmailbox_quota = \"2GB\"\ndatabases = 6").unwrap();
-    assert_eq!(c.database_size, 5000 * 2_000_000_000 / 6 / MIB * MIB);
+    assert_eq!(c.database_size, 5000 * 2_000_000_000 / 6 / GIB * GIB);
+    assert!(
+        c.to_toml().contains("database_size = \"1552GiB\""),
+        "{}",
+        c.to_toml()
+    );
+    let c =
+        resolve_text("mailboxes = 100\nmailbox_quota = \"10MB\"\ncache_max = \"64MiB\"").unwrap();
+    assert_eq!(c.database_size, 100 * 10_000_000 / MIB * MIB);
     // Explicit wins.
-    let c = resolve_text("mailboxes = 5000\ndatabase_size = \"64MiB\"").unwrap();
+    let c =
+        resolve_text("mailboxes = 5000\ndatabase_size = \"64MiB\"\ncache_max = \"16MiB\"").unwrap();
     assert_eq!(c.database_size, 64 * MIB);
     // Too small a derived size names what to change.
     let err = resolve_text("mailboxes = 1\nmailbox_quota = \"1MiB\"").unwrap_err();
@@ -144,6 +154,8 @@ fn capacity_pct_splits_free_space() {
         databases: Some(2),
         capacity_pct: Some(1.0),
         db_paths: Some(vec![db.clone()]),
+        // 1 % of the free space may be smaller than the default cache.
+        allow_cached_databases: Some(true),
         ..ConfigFile::default()
     };
     let free = edbstress_io::available_space(dir.path()).unwrap();
@@ -314,7 +326,7 @@ fn to_toml_round_trips() {
          db_paths = [\"/mnt/a\", \"/mnt/b\"]\nlog_paths = [\"/mnt/log\"]\n\
          backup_path = \"/mnt/backup\"\nio_mode = \"buffered\"\nbackend = \"threads\"\n\
          verify_after = false\ncompressibility = 2.25\ndatabase_size = 123456789\n\
-         sample_interval = \"1m 30s\"\ncache_max = \"1GB\"\n\
+         sample_interval = \"1m 30s\"\ncache_max = \"1GB\"\nallow_cached_databases = true\n\
          [thresholds]\ndb_read_p99_ms = 50.0\n",
     );
     let template = ConfigFile::parse(&config_template()).unwrap();
@@ -376,4 +388,46 @@ fn template_resolves_and_shows_the_defaults() {
     assert!(shown >= 25, "only {shown} defaults shown");
     let explicit = RunConfig::resolve(&[ConfigFile::parse(&uncommented).unwrap()]).unwrap();
     assert_eq!(explicit, c);
+}
+
+#[test]
+fn a_cache_holding_the_databases_is_refused_unless_allowed() {
+    // 256 MiB databases under the default 256 MiB per-database cache.
+    let err = resolve_text("databases = 2\ndatabase_size = \"256MiB\"").unwrap_err();
+    assert_eq!(err.key(), Some("cache_max"));
+    let msg = err.to_string();
+    assert!(msg.contains("1.0 times its cache"), "{msg}");
+    assert!(msg.contains("at most 128MiB"), "{msg}");
+    assert!(msg.contains("at least 1GiB"), "{msg}");
+    assert!(msg.contains("`allow_cached_databases`"), "{msg}");
+    // Four times the cache is enough; so is saying a cached run is intended.
+    resolve_text("databases = 2\ndatabase_size = \"256MiB\"\ncache_max = \"128MiB\"").unwrap();
+    let c =
+        resolve_text("databases = 2\ndatabase_size = \"256MiB\"\nallow_cached_databases = true")
+            .unwrap();
+    assert!(c.allow_cached_databases);
+}
+
+#[test]
+fn buffered_databases_are_compared_with_the_host_memory() {
+    let c = resolve_text(
+        "database_size = \"64MiB\"\ncache_max = \"8MiB\"\nallow_cached_databases = true\nio_mode = \"buffered\"",
+    )
+    .unwrap();
+    let strict = RunConfig {
+        allow_cached_databases: false,
+        ..c.clone()
+    };
+    let err = guard::check_not_cached(&strict, Some(16 * GIB)).unwrap_err();
+    assert_eq!(err.key(), Some("io_mode"));
+    assert!(err.to_string().contains("16.0 GiB of memory"), "{err}");
+    assert!(err.to_string().contains("at least 16GiB"), "{err}");
+    // Larger than memory, or memory unknown, or direct I/O: accepted.
+    guard::check_not_cached(&strict, Some(32 * MIB)).unwrap();
+    guard::check_not_cached(&strict, None).unwrap();
+    let direct = RunConfig {
+        io_mode: IoMode::Direct,
+        ..strict
+    };
+    guard::check_not_cached(&direct, Some(16 * GIB)).unwrap();
 }

@@ -271,7 +271,7 @@ impl RunConfig {
             return Err(invalid(
                 "bdm_rate",
                 format!(
-                    "{} is not a rate from 0 to {MAX_BDM_MB_PER_SEC}; give MB/s per database, e.g. 1.5",
+                    "{} is not a rate from 0 to {MAX_BDM_MB_PER_SEC}; give MiB/s per database, e.g. 1.5",
                     self.bdm_mb_per_sec
                 ),
             ));
@@ -280,7 +280,7 @@ impl RunConfig {
             return Err(invalid(
                 "bdm_rate",
                 format!(
-                    "BDM is on but its rate is 0 MB/s ({} has no BDM); set bdm_rate, e.g. 1.5, or turn bdm off",
+                    "BDM is on but its rate is 0 MiB/s ({} has no BDM); set bdm_rate, e.g. 2, or turn bdm off",
                     self.profile.name()
                 ),
             ));

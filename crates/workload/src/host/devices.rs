@@ -234,7 +234,7 @@ pub(super) fn resolve_device(
         .ok_or_else(|| format!("no mount found for device 0:{minor}"))?;
     if !mount.source.starts_with('/') {
         return Err(format!(
-            "{} file system from {:?} is not on a block device",
+            "it is on a {} file system (source {:?}), which is not backed by a block device",
             mount.fs_type, mount.source
         ));
     }

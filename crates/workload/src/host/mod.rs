@@ -59,6 +59,8 @@ pub struct MonitoredDevice {
 pub struct HostSampler {
     devices: Arc<[MonitoredDevice]>,
     unresolved: Vec<PathBuf>,
+    /// Why each unresolved path has no device, as "PATH: why".
+    reasons: Vec<String>,
 }
 
 impl HostSampler {
@@ -83,6 +85,7 @@ impl HostSampler {
             });
         let mut devices: Vec<MonitoredDevice> = Vec::new();
         let mut unresolved: Vec<PathBuf> = Vec::new();
+        let mut reasons: Vec<String> = Vec::new();
         for path in paths {
             match resolve_device(path, &diskstats, &mounts) {
                 Ok(name) => match devices.iter_mut().find(|d| d.name == name) {
@@ -100,6 +103,7 @@ impl HostSampler {
                     debug!("no block device for {}: {why}", path.display());
                     if !unresolved.contains(path) {
                         unresolved.push(path.clone());
+                        reasons.push(format!("{}: {why}", path.display()));
                     }
                 }
             }
@@ -107,6 +111,7 @@ impl HostSampler {
         HostSampler {
             devices: devices.into(),
             unresolved,
+            reasons,
         }
     }
 
@@ -118,6 +123,11 @@ impl HostSampler {
     /// Paths whose device could not be found; they have no disk counters.
     pub fn unresolved(&self) -> &[PathBuf] {
         &self.unresolved
+    }
+
+    /// Why each unresolved path has no device: "PATH: what it is".
+    pub fn unresolved_reasons(&self) -> &[String] {
+        &self.reasons
     }
 
     /// Reads `/proc` now. A file that cannot be read or parsed gives zeros for the
@@ -285,6 +295,31 @@ pub fn host_counters(intervals: &[HostInterval], whole: &HostInterval) -> HostCo
         available_memory_mb: over(|i| i.available_memory_mb),
         page_faults_per_sec: over(|i| i.page_faults_per_sec),
         disks: whole.disks.clone(),
+        no_device: Vec::new(),
+    }
+}
+
+/// Host and device counters over one period, for tests that take no periodic samples
+/// (DatabaseBackup, SoftRecovery): a snapshot at the start, the summary at the end.
+pub struct HostPeriod {
+    sampler: HostSampler,
+    start: HostSnapshot,
+}
+
+impl HostPeriod {
+    /// Starts the period now, over the devices holding `paths`.
+    pub fn start(paths: &[PathBuf]) -> HostPeriod {
+        let sampler = HostSampler::new(paths);
+        let start = sampler.snapshot();
+        HostPeriod { sampler, start }
+    }
+
+    /// The counters from the start to now.
+    pub fn finish(&self) -> HostCounters {
+        let whole = self.sampler.snapshot().interval_since(&self.start);
+        let mut counters = host_counters(&[], &whole);
+        counters.no_device = self.sampler.unresolved_reasons().to_vec();
+        counters
     }
 }
 

@@ -464,3 +464,79 @@ fn live_snapshot_while_writing() {
     assert!(info.memory_mb > 0);
     assert!(!info.kernel.is_empty());
 }
+
+/// The device under this crate's own directory, found for real: on a block device
+/// (this project's test machines: ext4 on a virtio disk, /dev/vda) the lookup must name
+/// a device with a /proc/diskstats line, never give up; on tmpfs or overlay it must say
+/// which file system it is.
+#[test]
+fn the_device_under_a_real_path_is_found_or_named_for_what_it_is() {
+    use std::os::unix::fs::MetadataExt;
+
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let diskstats = fs::read_to_string("/proc/diskstats").unwrap_or_default();
+    let sampler = HostSampler::new(std::slice::from_ref(&here));
+    let (major, _) = dev_major_minor(fs::metadata(&here).unwrap().dev());
+    let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    println!(
+        "devices {:?}, unresolved {:?}",
+        sampler.devices(),
+        sampler.unresolved_reasons()
+    );
+    if major != 0 {
+        let [device] = sampler.devices() else {
+            panic!(
+                "{} is on block device major {major} but no device was found: {:?}",
+                here.display(),
+                sampler.unresolved_reasons()
+            );
+        };
+        assert!(
+            diskstats
+                .lines()
+                .any(|l| l.split_whitespace().nth(2) == Some(device.name.as_str())),
+            "{device:?}"
+        );
+        if fs::metadata("/dev/vda").is_ok() && mounts.contains(" /dev/vda ") {
+            // This machine: ext4 on a virtio disk.
+            assert!(device.name.starts_with("vda"), "{device:?}");
+        }
+    } else if sampler.devices().is_empty() {
+        // An anonymous device number: tmpfs, overlay (a container), or a btrfs
+        // subvolume whose device was not found; the reason must say which.
+        let [why] = sampler.unresolved_reasons() else {
+            panic!("neither a device nor a reason: {:?}", sampler.devices());
+        };
+        assert!(
+            why.contains("file system") || why.contains("block device"),
+            "{why}"
+        );
+    }
+}
+
+#[test]
+fn tmpfs_and_overlay_paths_say_what_they_are() {
+    let mounts = parse_mountinfo(
+        "30 1 0:25 / /dev/shm rw - tmpfs tmpfs rw\n31 1 0:26 / /merged rw - overlay overlay rw\n",
+    );
+    for (dir, fs_type) in [("/dev/shm", "tmpfs"), ("/merged", "overlay")] {
+        let mount = find_mount(&mounts, (0, 99), Path::new(dir)).unwrap();
+        assert_eq!(mount.fs_type, fs_type);
+    }
+    // A real tmpfs, when there is one: the reason names it.
+    let shm = Path::new("/dev/shm");
+    let is_tmpfs = fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.contains(" /dev/shm ") && l.contains(" - tmpfs "));
+    if is_tmpfs {
+        let sampler = HostSampler::new(&[shm.to_path_buf()]);
+        let why = sampler.unresolved_reasons().join("; ");
+        assert!(why.contains("tmpfs file system"), "{why}");
+        assert!(why.contains("not backed by a block device"), "{why}");
+    } else {
+        eprintln!(
+            "SKIP part of tmpfs_and_overlay_paths_say_what_they_are: /dev/shm is not a tmpfs here"
+        );
+    }
+}

@@ -89,6 +89,9 @@ pub(super) fn counter_snapshot(bench: &Workbench<'_>, v: &SampleView<'_>) -> Cou
         bdm_bad_pages: 0,
         shutdown_errors: 0,
         sampling: Some(v.sampling),
+        measured: true,
+        abort_reason: None,
+        instance_count: results.len() as u32,
     };
     let criteria = evaluate(&measurements, &bench.config.thresholds)
         .into_iter()

@@ -190,6 +190,7 @@ impl MeasureRecorder {
                 log_generation: end.generation[i],
                 log_files_written: whole.generations_written[i],
                 log_bytes_per_sec: whole.log[i].bytes_written as f64 / seconds.max(1e-9),
+                allocated_bytes: whole.pages_allocated[i] * bench.config.page_size.bytes() as u64,
             };
             all_txn.merge(&whole.txn[i]);
             instances.push(InstanceResult {
@@ -207,7 +208,8 @@ impl MeasureRecorder {
         }
         let totals_io: IoSummary =
             edbstress_report::summary::io_summary(&whole.io, None, seconds, &|c| max((None, c)));
-        let host = host_counters(&self.host_intervals, &whole.host);
+        let mut host = host_counters(&self.host_intervals, &whole.host);
+        host.no_device = bench.host.unresolved_reasons().to_vec();
         let layouts: Vec<InstanceLayout> = bench.slots.iter().map(|s| s.layout.clone()).collect();
         let volumes = crate::volumes::volumes(
             bench.host.devices(),

@@ -5,6 +5,9 @@
 //! A [`Workbench`] owns the open instances and their background activities; it can
 //! drive several session counts one after another (auto-tuning) before the measured
 //! run, keeping caches warm in between.
+//!
+//! `measure` records the measured phase; [`warmup`] reports the warm-up's progress
+//! (cache fill per instance, rate, estimate) and why a warm-up timed out.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -37,6 +40,7 @@ use crate::transaction::{TransactionGenerator, TxnKind};
 
 mod live_counters;
 mod measure;
+pub mod warmup;
 
 use measure::MeasureRecorder;
 
@@ -98,6 +102,9 @@ pub struct LiveStatus {
     pub cache_fill_pct: f64,
     /// Open-loop transaction rate being offered, per second.
     pub offered_rate: Option<f64>,
+    /// Warm-up only: how fast the smallest cache fills (percentage points per second)
+    /// and the time it should take to reach 90 % at that rate (None: not growing).
+    pub warmup: Option<(f64, Option<Duration>)>,
 }
 
 /// Transaction counters of one instance (cumulative).
@@ -182,6 +189,7 @@ struct Snapshot {
     txn: Vec<TxnStats>,
     checkpoint_depth: Vec<u64>,
     generation: Vec<u32>,
+    pages_allocated: Vec<u64>,
     host: HostSnapshot,
 }
 
@@ -196,6 +204,7 @@ struct Interval {
     checkpoint_depth: Vec<u64>,
     generation: Vec<u32>,
     generations_written: Vec<u32>,
+    pages_allocated: Vec<u64>,
     host: HostInterval,
 }
 
@@ -292,6 +301,7 @@ impl<'a> Workbench<'a> {
             ic.cache_min_bytes = config.cache_min_per_instance();
             ic.cache_max_bytes = config.cache_max_per_instance();
             ic.checkpoint_depth = config.checkpoint_depth;
+            ic.lazy_flush_interval = config.profile.defaults().lazy_flush_interval;
             ic.io_mode = config.io_mode;
             ic.backend = config.backend;
             // Runs can be long; logs behind the checkpoint are not needed for recovery.
@@ -404,6 +414,7 @@ impl<'a> Workbench<'a> {
         let mut txn = Vec::new();
         let mut checkpoint_depth = Vec::new();
         let mut generation = Vec::new();
+        let mut pages_allocated = Vec::new();
         for s in &self.slots {
             io.merge(&s.instance.io_stats());
             if let Some(b) = &s.bdm {
@@ -417,6 +428,7 @@ impl<'a> Workbench<'a> {
             txn.push(s.txn.lock().clone());
             checkpoint_depth.push(s.instance.checkpoint_depth_bytes());
             generation.push(s.instance.log_generation());
+            pages_allocated.push(s.instance.pages_allocated());
         }
         Snapshot {
             at: Instant::now(),
@@ -426,6 +438,7 @@ impl<'a> Workbench<'a> {
             txn,
             checkpoint_depth,
             generation,
+            pages_allocated,
             host: self.host.snapshot(),
         }
     }
@@ -464,6 +477,12 @@ impl<'a> Workbench<'a> {
                 .generation
                 .iter()
                 .zip(&earlier.generation)
+                .map(|(n, e)| n.saturating_sub(*e))
+                .collect(),
+            pages_allocated: now
+                .pages_allocated
+                .iter()
+                .zip(&earlier.pages_allocated)
                 .map(|(n, e)| n.saturating_sub(*e))
                 .collect(),
             host: now.host.interval_since(&earlier.host),
@@ -619,9 +638,25 @@ fn self_drive(
             (kind == PhaseKind::Measure).then(|| MeasureRecorder::new(bench, &last_tick));
         let mut next_sample = later(phase_start, bench.config.sample_interval);
         let deadline = later(phase_start, length);
-        if kind == PhaseKind::AttainPrerequisites {
-            bench.log.line("Attaining prerequisites:");
-        }
+        let fills = |snap: &Snapshot| -> Vec<warmup::Fill> {
+            snap.cache
+                .iter()
+                .map(|c| (c.frames as u64, c.max_frames as u64))
+                .collect()
+        };
+        let mut warm = (kind == PhaseKind::AttainPrerequisites).then(|| {
+            bench.log.line(format!(
+                "Attaining prerequisites: filling each database cache to {:.0} % (at most {}).",
+                warmup::TARGET_FILL_PCT,
+                humantime::format_duration(length)
+            ));
+            warmup::WarmupProgress::new(
+                phase_start,
+                &fills(&last_tick),
+                bench.config.sample_interval,
+                bench.config.page_size.bytes() as u64,
+            )
+        });
         let mut stopped = None;
         loop {
             if stop.load(Ordering::Relaxed) {
@@ -671,15 +706,29 @@ fn self_drive(
                     .collect(),
                 cache_fill_pct: fill,
                 offered_rate: offered,
+                warmup: warm.as_ref().map(|w| {
+                    let f = fills(&snap);
+                    (w.rate_pct_per_sec(snap.at, &f), w.estimate(snap.at, &f))
+                }),
             });
+            if let Some(line) = warm
+                .as_mut()
+                .and_then(|w| w.line_if_due(snap.at, &fills(&snap)))
+            {
+                bench.log.line(line);
+            }
             if kind == PhaseKind::AttainPrerequisites && fill >= 90.0 {
                 let last: u64 = snap.cache.iter().map(|c| c.frames as u64).sum();
                 let max: u64 = snap.cache.iter().map(|c| c.max_frames as u64).sum();
                 let page = bench.config.page_size.bytes() as f64;
+                let mib = (1u64 << 20) as f64;
                 bench.log.line(format!(
-                    "Database Cache Size, Last: {:.1} (lower bound: {:.1}, upper bound: none)",
-                    last as f64 * page,
-                    0.9 * max as f64 * page
+                    "Database Cache Size, Last: {:.1} MiB (lower bound: {:.1} MiB, upper bound: none), reached in {}",
+                    last as f64 * page / mib,
+                    0.9 * max as f64 * page / mib,
+                    humantime::format_duration(Duration::from_secs(
+                        (snap.at - phase_start).as_secs()
+                    ))
                 ));
                 break;
             }
@@ -701,10 +750,18 @@ fn self_drive(
         }
         if kind == PhaseKind::AttainPrerequisites && stopped.is_none() && Instant::now() >= deadline
         {
+            let snap = bench.snapshot();
+            let why = warm.as_ref().map_or(String::new(), |w| {
+                let pages = bench.config.database_size / bench.config.page_size.bytes() as u64;
+                format!(
+                    ": {}",
+                    w.timeout_reason(snap.at, &fills(&snap), pages, length)
+                )
+            });
             bench.log.line(format!(
-                "Caches did not reach 90 % of their maximum within {}; measuring anyway (smallest fill {:.0} %).",
+                "Caches did not reach 90 % of their maximum within {} (smallest fill {:.0} %){why}; measuring anyway.",
                 humantime::format_duration(length),
-                Workbench::cache_fill_pct(&bench.snapshot())
+                Workbench::cache_fill_pct(&snap)
             ));
         }
         if let Some(r) = recorder {

@@ -34,6 +34,7 @@ pub fn small_config(root: &Path, test: TestType) -> RunConfig {
         checkpoint_depth: 4 << 20,
         write_coalesce: 32 << 10,
         torn_write_protection: false,
+        allow_cached_databases: true,
         threads: Some(4),
         auto_tune: false,
         duration: Duration::from_secs(3),

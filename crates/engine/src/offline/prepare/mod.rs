@@ -87,10 +87,22 @@ impl PrepareOptions {
     pub fn page_count(&self) -> Result<u32, PrepareError> {
         let ps = self.page_size.bytes() as u64;
         let pages = (self.database_bytes / ps).saturating_sub(2);
-        u32::try_from(pages).map_err(|_| PrepareError::Invalid(format!(
-            "--database-size {} is too large for {} pages (at most {} pages per database); use a larger --page-size or more --databases",
-            human_bytes(self.database_bytes), self.page_size, u32::MAX
-        )))
+        u32::try_from(pages).map_err(|_| {
+            // 32 KiB is the largest page: advising a larger one would send the user in
+            // a circle.
+            let larger = if self.page_size.bytes() < 32 * 1024 {
+                ", a larger --page-size (up to 32KiB)"
+            } else {
+                ""
+            };
+            PrepareError::Invalid(format!(
+                "--database-size {} is too large for {} pages (at most {} pages, {} per database); use a smaller --database-size{larger} or more --databases",
+                human_bytes(self.database_bytes),
+                self.page_size,
+                u32::MAX,
+                human_bytes((u64::from(u32::MAX) + 2) * ps)
+            ))
+        })
     }
 
     /// Length of each database file.
@@ -149,9 +161,9 @@ pub enum PrepareError {
         /// Bytes available, formatted.
         available: String,
     },
-    /// Not enough free space for a run's databases and growing logs.
+    /// Not enough free space for a run's databases, their growth and growing logs.
     #[error(
-        "not enough free space on the filesystem holding {path} for the run: {needed} needed (the databases, and logs growing to about the checkpoint depth per instance), {available} available; lower checkpoint_depth, --database-size or --databases, or use another path"
+        "not enough free space on the filesystem holding {path} for the run: {needed} needed (the databases, the growth expected of them over the run, and logs growing to about the checkpoint depth per instance), {available} available; shorten --duration, lower the target, checkpoint_depth, --database-size or --databases, or use another path"
     )]
     NoSpaceForRun {
         /// A path on the filesystem.
@@ -313,6 +325,10 @@ impl PreparePlan {
         }
         let mut instances = Vec::new();
         for layout in layouts {
+            if let Some(dir) = layout.db_file.parent() {
+                check_directory_path(dir, "--db-path")?;
+            }
+            check_directory_path(&layout.log_dir, "--log-path")?;
             let (action, identity) = inspect_instance(&layout, &options, page_count)?;
             // A log directory in use is refused with its holder's PID, whatever the
             // database path of the process that holds it.
@@ -322,18 +338,23 @@ impl PreparePlan {
             instances.push((layout, action));
         }
         let plan = PreparePlan { options, instances };
-        plan.check_space(0)?;
+        plan.check_space(0, 0)?;
         Ok(plan)
     }
 
     /// Checks free space for a run on top of the plan: besides the databases, each
     /// instance's logs grow to about `log_bytes` (with circular logging, the checkpoint
-    /// depth plus a margin); the logs already there count towards it.
-    pub fn check_run_space(&self, log_bytes: u64) -> Result<(), PrepareError> {
-        self.check_space(log_bytes)
+    /// depth plus a margin); the logs already there count towards it; and each database
+    /// grows by about `db_growth_bytes` over the run (inserts outnumber deletes).
+    pub fn check_run_space(
+        &self,
+        log_bytes: u64,
+        db_growth_bytes: u64,
+    ) -> Result<(), PrepareError> {
+        self.check_space(log_bytes, db_growth_bytes)
     }
 
-    fn check_space(&self, run_log_bytes: u64) -> Result<(), PrepareError> {
+    fn check_space(&self, run_log_bytes: u64, db_growth_bytes: u64) -> Result<(), PrepareError> {
         let file_len = self.options.file_len()?;
         // Needed bytes per filesystem; rebuilt files free their old space first.
         let mut needed: BTreeMap<u64, (PathBuf, u64)> = BTreeMap::new();
@@ -355,6 +376,9 @@ impl PreparePlan {
                 }
                 InstanceAction::Reuse => {}
             }
+            if db_growth_bytes > 0 {
+                add(existing_ancestor(&layout.db_file), db_growth_bytes)?;
+            }
             if !layout.log_dir.join(log_file_name(1)).exists() {
                 add(log_dir, LOG_BYTES.max(run_log_bytes))?;
             } else if run_log_bytes > 0 {
@@ -366,7 +390,7 @@ impl PreparePlan {
         }
         for (path, bytes) in needed.into_values() {
             let available = available_space(&path)?;
-            if bytes > available && run_log_bytes > 0 {
+            if bytes > available && (run_log_bytes > 0 || db_growth_bytes > 0) {
                 return Err(PrepareError::NoSpaceForRun {
                     path,
                     needed: human_bytes(bytes),
@@ -431,6 +455,26 @@ impl PreparePlan {
         }
         Ok(reports)
     }
+}
+
+/// Refuses a directory path one of whose parts is a file (a `--db-path` naming a
+/// file), before anything is created: creating the directory would fail with a bare
+/// "File exists".
+fn check_directory_path(dir: &Path, flag: &str) -> Result<(), PrepareError> {
+    for part in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+        match std::fs::metadata(part) {
+            Ok(meta) if meta.is_dir() => return Ok(()),
+            Ok(_) => {
+                return Err(PrepareError::Invalid(format!(
+                    "{flag}: {} is a file, not a directory; give a directory for {flag} (edbstress creates it when it is missing)",
+                    part.display()
+                )));
+            }
+            // Missing parts are created; other errors are reported where they occur.
+            Err(_) => continue,
+        }
+    }
+    Ok(())
 }
 
 fn io_err(path: &Path, op: &'static str, source: std::io::Error) -> IoError {

@@ -366,6 +366,20 @@ impl Instance {
         self.cache.lock().state_ref().next_message_id
     }
 
+    /// Pages allocated from the end of the file so far (the high-water mark of pages in
+    /// use; pages reused from the free list do not count): what the database has
+    /// needed of its file, without the file's growth granularity.
+    pub fn pages_allocated(&self) -> u64 {
+        u64::from(
+            self.cache
+                .lock()
+                .state_ref()
+                .next_unused_page
+                .get()
+                .saturating_sub(1),
+        )
+    }
+
     /// Mailboxes the database was prepared with.
     pub fn mailbox_count(&self) -> u32 {
         self.header.lock().mailbox_count

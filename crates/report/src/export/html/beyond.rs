@@ -95,12 +95,12 @@ fn criteria(doc: &mut Doc, r: &RunResults) {
         let cells = vec![
             Cell::from(c.name.as_str()),
             Cell::from(c.scope.as_str()),
-            Cell::from(quantity(c.measured, &c.unit)),
+            Cell::from(c.measured_text()),
             Cell::from(limit),
             if c.passed {
                 Cell::with("PASS", "pass")
             } else {
-                Cell::with("FAIL", "fail")
+                Cell::with(c.result_word(), "fail")
             },
             // Failed ones only: they are what the reader must act on.
             Cell::with(
@@ -345,7 +345,7 @@ fn time_series(doc: &mut Doc, r: &RunResults) {
         let mut mbs = Chart::new(
             "Throughput over the run (all instances)",
             time_axis(),
-            Axis::linear("MB per second", Ticks::Number),
+            Axis::linear("MiB per second", Ticks::Number),
         );
         for (i, c) in classes.iter().enumerate() {
             mbs.series.push(Series::line(
@@ -419,7 +419,7 @@ fn request_sizes(doc: &mut Doc, r: &RunResults) {
                 texts: vec![
                     format!("{io_share:.1} % of I/Os ({:.1}/s)", s.per_sec),
                     format!(
-                        "{byte_share:.1} % of bytes ({:.2} MB/s)",
+                        "{byte_share:.1} % of bytes ({:.2} MiB/s)",
                         s.per_sec * s.avg_bytes / 1_048_576.0
                     ),
                 ],
@@ -490,6 +490,7 @@ fn autotune(doc: &mut Doc, r: &RunResults) {
             "Log Writes Average Latency (msec)",
             "Seconds",
             "Result",
+            "Criteria not met",
         ],
     );
     for (n, s) in t.steps.iter().enumerate() {
@@ -505,6 +506,7 @@ fn autotune(doc: &mut Doc, r: &RunResults) {
             } else {
                 Cell::with("FAIL", "fail")
             },
+            Cell::with(s.failed_criteria.join("; "), "words"),
         ]);
     }
     doc.table(&table);
@@ -513,7 +515,8 @@ fn autotune(doc: &mut Doc, r: &RunResults) {
 
 pub(super) fn verification(doc: &mut Doc, r: &RunResults) {
     let Some(v) = &r.verification else { return };
-    doc.section("checksum", "Checksum Statistics - All", true);
+    // Jetstress reports it too (Checksum Statistics - All): not "beyond Jetstress".
+    doc.section("checksum", "Checksum Statistics - All", false);
     doc.note(&format!(
         "Offline checksum verification of every database page and log segment after the run (like eseutil /k): {}.",
         if v.passed { "all intact" } else { "DAMAGE FOUND" }
@@ -528,7 +531,7 @@ pub(super) fn verification(doc: &mut Doc, r: &RunResults) {
             "Correctable pages",
             "Wrong page-number pages",
             "File length / seconds taken",
-            "MB/sec",
+            "MiB/sec",
         ],
     );
     let length = |pages: u64, secs: f64| {
@@ -537,7 +540,7 @@ pub(super) fn verification(doc: &mut Doc, r: &RunResults) {
         } else {
             format!("{secs:.0}")
         };
-        format!("{:.0} MB/{secs} sec", pages as f64 * page / 1_048_576.0)
+        format!("{:.0} MiB/{secs} sec", pages as f64 * page / 1_048_576.0)
     };
     let (mut seen, mut bad, mut corr, mut wrong, mut secs) = (0, 0, 0, 0, 0.0);
     for d in &v.databases {

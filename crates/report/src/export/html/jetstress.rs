@@ -9,7 +9,7 @@ use super::{Cell, Doc, Table};
 use crate::model::IOPS_BASIS_DATABASE_VOLUMES;
 use crate::model::{ClassSummary, InstanceResult, IoSummary, Range, RunResults, TestType};
 use crate::summary::{combined, transactional_iops};
-use crate::text::{fixed3, group_thousands, hms, mb, shift_timestamp, timestamp};
+use crate::text::{fixed3, group_thousands, hms, hms_precise, mb, shift_timestamp, timestamp};
 use crate::timeseries::{engine_total, intervals};
 
 const MIB: f64 = 1_048_576.0;
@@ -129,18 +129,28 @@ pub(crate) fn description(r: &RunResults) -> String {
         (Some(n), Some(iops), quota) => format!(
             "{} mailboxes, {iops} IOPS per mailbox{}",
             group_thousands(n as i64),
-            quota.map_or(String::new(), |q| format!(", {q} MB mailbox quota"))
+            quota.map_or(String::new(), |q| format!(", {q} MiB mailbox quota"))
         ),
         _ if r.test_type.is_transactional() => "disk subsystem throughput".to_string(),
         _ => r.test_type.label().to_string(),
     };
     format!(
-        "{what}; {} databases of {}, {} {}, {} sessions, profile {}",
+        "{what}; {} {} of {}, {} {}, {} {}, profile {}",
         p.databases,
+        if p.databases == 1 {
+            "database"
+        } else {
+            "databases"
+        },
         mb(p.database_bytes),
         p.copies,
         if p.copies == 1 { "copy" } else { "copies" },
         p.threads,
+        if p.threads == 1 {
+            "session"
+        } else {
+            "sessions"
+        },
         p.profile
     )
 }
@@ -284,7 +294,11 @@ fn system_parameters(doc: &mut Doc, r: &RunResults) {
     };
     let threads = match &r.autotune {
         Some(t) => format!("{} (total; chosen by auto-tuning)", t.chosen_threads),
-        None => format!("{} (total over {} databases)", p.threads, p.databases),
+        None => format!(
+            "{} (total over {})",
+            p.threads,
+            crate::text::count_of(u64::from(p.databases), "database")
+        ),
     };
     let mut rows: Vec<(&str, String)> = if p.profile == "exchange2007" {
         // Jetstress 2007 counted threads per storage group (one database each).
@@ -318,7 +332,7 @@ fn system_parameters(doc: &mut Doc, r: &RunResults) {
         rows.push((
             "Run Background Database Maintenance",
             if p.bdm {
-                format!("True ({:.1} MB/s per database)", p.bdm_mb_per_sec)
+                format!("True ({:.1} MiB/s per database)", p.bdm_mb_per_sec)
             } else {
                 "False".into()
             },
@@ -333,7 +347,7 @@ fn system_parameters(doc: &mut Doc, r: &RunResults) {
         rows.push(("I/O per Second per Mailbox", i.to_string()));
     }
     if let Some(q) = p.mailbox_quota_mb {
-        rows.push(("Mailbox Quota", format!("{q} MB")));
+        rows.push(("Mailbox Quota", format!("{q} MiB")));
     }
     rows.extend([
         (
@@ -642,9 +656,9 @@ fn backup_statistics(doc: &mut Doc, r: &RunResults) {
         "",
         &[
             "Database Instance",
-            "Database Size (MBytes)",
+            "Database Size (MiB)",
             "Elapsed Backup Time",
-            "MBytes Transferred/sec",
+            "MiB Transferred/sec",
         ],
     );
     let size = |i: &InstanceResult| i.bytes_read.unwrap_or(i.final_bytes) as f64 / MIB;
@@ -652,7 +666,7 @@ fn backup_statistics(doc: &mut Doc, r: &RunResults) {
         t.row(vec![
             Cell::from(i.name.as_str()),
             Cell::from(format!("{:.2}", size(i))),
-            Cell::from(hms(i.elapsed_seconds.unwrap_or(0.0))),
+            Cell::from(hms_precise(i.elapsed_seconds.unwrap_or(0.0))),
             Cell::from(format!("{:.2}", i.mb_per_sec.unwrap_or(0.0))),
         ]);
     }
@@ -665,11 +679,11 @@ fn backup_statistics(doc: &mut Doc, r: &RunResults) {
     t.foot(vec![
         Cell::from("Total"),
         Cell::from(format!("{total_mb:.2}")),
-        Cell::from(hms(longest)),
+        Cell::from(hms_precise(longest)),
         Cell::from(format!("{:.2}", r.totals.mb_per_sec.unwrap_or(0.0))),
     ]);
     doc.table(&t);
-    doc.note("1 MByte = 1,048,576 bytes. The total rate is all databases read concurrently; the total time is the longest database's.");
+    doc.note("1 MiB = 1,048,576 bytes. The total rate is all databases read concurrently; the total time is the longest database's.");
     doc.end();
 }
 
@@ -723,7 +737,7 @@ fn soft_recovery_statistics(doc: &mut Doc, r: &RunResults) {
         ),
     ]);
     doc.table(&t);
-    doc.note("Instances recover concurrently; the total elapsed time is the longest instance's. Seconds per log file: the average time to replay one 1 MB log file.");
+    doc.note("Instances recover concurrently; the total elapsed time is the longest instance's. Seconds per log file: the average time to replay one 1 MiB log file.");
     doc.end();
 }
 
@@ -741,7 +755,7 @@ fn host_system(doc: &mut Doc, r: &RunResults) {
     let mut t = Table::new("", &["Counter", "Average", "Minimum", "Maximum"]);
     if let Some(h) = &r.host_counters {
         t.row(range_row("% Processor Time", h.cpu_pct));
-        t.row(range_row("Available MBytes", h.available_memory_mb));
+        t.row(range_row("Available MiB", h.available_memory_mb));
         t.row(range_row("Page Faults/sec", h.page_faults_per_sec));
     }
     let stalls = engine_total(&r.samples, |s| s.page_fault_stalls_per_sec);
@@ -754,7 +768,7 @@ fn host_system(doc: &mut Doc, r: &RunResults) {
     let cache = engine_total(&r.samples, |s| s.cache_mb);
     if !cache.is_empty() {
         t.row(range_row(
-            "Database Cache Size (MB, all instances)",
+            "Database Cache Size (MiB, all instances)",
             Range::of(cache),
         ));
     }
@@ -796,7 +810,13 @@ fn host_system(doc: &mut Doc, r: &RunResults) {
             doc.table(&t);
             doc.note("From /proc/diskstats over the measured period: everything the devices did, including I/O of other programs.");
         }
-        _ => doc.note("No block device was identified under the database and log paths (for example a tmpfs), or device counters were not collected."),
+        _ => match r.host_counters.as_ref().filter(|h| !h.no_device.is_empty()) {
+            Some(h) => doc.note(&format!(
+                "No disk counters: {}.",
+                h.no_device.join("; ")
+            )),
+            None => doc.note("No block device was identified under the database and log paths, or device counters were not collected."),
+        },
     }
     if r.instances.iter().any(|i| i.engine.is_some()) {
         doc.h3("Database Engine Counters");
@@ -804,11 +824,11 @@ fn host_system(doc: &mut Doc, r: &RunResults) {
             "",
             &[
                 "Instance",
-                "Database Cache Size (MB)",
-                "Maximum Cache (MB)",
+                "Database Cache Size (MiB)",
+                "Maximum Cache (MiB)",
                 "Cache Hit Ratio (%)",
                 "Database Page Fault Stalls/sec",
-                "Checkpoint Depth (MB)",
+                "Checkpoint Depth (MiB)",
                 "Log Generation",
                 "Log Files Written",
                 "Log Bytes Written/sec",

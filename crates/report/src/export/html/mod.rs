@@ -473,7 +473,7 @@ fn glance(o: &mut String, r: &RunResults) {
         if let Some(mbs) = r.totals.mb_per_sec {
             items.push((
                 "Throughput".into(),
-                format!("{mbs:.1} MB/s"),
+                format!("{mbs:.1} MiB/s"),
                 "all databases".into(),
             ));
         }
@@ -487,8 +487,12 @@ fn glance(o: &mut String, r: &RunResults) {
     }
     items.push((
         "Measured".into(),
-        crate::text::hms(r.measured_seconds),
-        format!("{} databases", r.sizing.database_count),
+        if r.measured_seconds < 60.0 {
+            crate::text::hms_precise(r.measured_seconds)
+        } else {
+            crate::text::hms(r.measured_seconds)
+        },
+        crate::text::count_of(u64::from(r.sizing.database_count), "database"),
     ));
     o.push_str("<div class=\"glance\">");
     for (name, value, note) in items {
