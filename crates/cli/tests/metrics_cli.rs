@@ -194,9 +194,12 @@ fn a_scrape_during_a_run_parses_and_agrees_with_results_json() {
 
     let inst = &r["instances"][0];
     let name = inst["name"].as_str().unwrap();
-    // Counts: at most one sampling interval's worth behind the final figures.
+    // Counts: at most one sampling interval's worth behind the final figures. One
+    // interval's I/O is not exactly the average rate × the interval (log writes come in
+    // group-commit bursts, and a loaded machine stretches an interval): allow that
+    // interval up to 1.5 times the run's average rate.
     let within_one_interval = |what: &str, live: f64, done: f64, per_sec: f64| {
-        let slack = per_sec * interval + 1.0;
+        let slack = 1.5 * per_sec * interval + 1.0;
         assert!(
             live <= done && done - live <= slack,
             "{what}: {live} live, {done} in results.json (at most {slack:.0} apart)"

@@ -250,5 +250,18 @@ fn runs_that_do_not_belong_together_are_refused_saying_what_differs() {
         )
         .is_ok()
     );
+    // A soft recovery or a backup is judged per server: its windows are as long as the
+    // work on each host, and 20 s apart is no reason to refuse. The window is the span.
+    for test_type in [TestType::SoftRecovery, TestType::DatabaseBackup] {
+        let mut runs = apart.clone();
+        for r in &mut runs {
+            r.results.test_type = test_type;
+        }
+        let a = aggregate(runs, Vec::new(), tool()).unwrap();
+        assert!(
+            (a.common_window.seconds - 120.0).abs() < 0.01,
+            "{test_type:?}"
+        );
+    }
     assert!(err(Vec::new()).contains("no host left results"));
 }
