@@ -131,14 +131,7 @@ pub(crate) fn held_message(
     holder: LockHolder,
     wanted: LockMode,
 ) -> String {
-    let pids = match (pid, more_pids) {
-        (None, _) => "PID unknown".to_string(),
-        (Some(pid), []) => format!("PID {pid}"),
-        (Some(pid), more) => {
-            let rest: Vec<String> = more.iter().map(u32::to_string).collect();
-            format!("PIDs {pid}, {}", rest.join(", "))
-        }
-    };
+    let pids = super::lock::holder_pids(pid, more_pids);
     let dir = dir.display();
     match (holder, wanted) {
         (LockHolder::Writer, LockMode::Shared) => format!(

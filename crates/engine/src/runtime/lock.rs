@@ -130,6 +130,18 @@ pub enum LockError {
     },
 }
 
+/// "PID 123", "PIDs 123, 456" or "PID unknown": who holds a refused lock, for messages.
+pub(crate) fn holder_pids(pid: Option<u32>, more_pids: &[u32]) -> String {
+    match (pid, more_pids) {
+        (None, _) => "PID unknown".to_string(),
+        (Some(pid), []) => format!("PID {pid}"),
+        (Some(pid), more) => {
+            let rest: Vec<String> = more.iter().map(u32::to_string).collect();
+            format!("PIDs {pid}, {}", rest.join(", "))
+        }
+    }
+}
+
 fn held_message(
     db: &Path,
     lock_file: &Path,
@@ -138,14 +150,7 @@ fn held_message(
     holder: LockHolder,
     wanted: LockMode,
 ) -> String {
-    let pids = match (pid, more_pids) {
-        (None, _) => "PID unknown".to_string(),
-        (Some(pid), []) => format!("PID {pid}"),
-        (Some(pid), more) => {
-            let rest: Vec<String> = more.iter().map(u32::to_string).collect();
-            format!("PIDs {pid}, {}", rest.join(", "))
-        }
-    };
+    let pids = holder_pids(pid, more_pids);
     let (db, lock_file) = (db.display(), lock_file.display());
     match (holder, wanted) {
         (LockHolder::Writer, LockMode::Shared) => format!(
