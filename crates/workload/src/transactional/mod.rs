@@ -351,7 +351,7 @@ impl<'a> Workbench<'a> {
                             read_len: 256 << 10,
                             io_mode: config.io_mode,
                         },
-                        Arc::new(move || inst.log_generation()),
+                        Arc::new(move || inst.log_durable()),
                         background_stop.clone(),
                     )
                     .map_err(|e| RunError::Engine {
