@@ -21,11 +21,9 @@ use crate::runtime::log::files::{
     seal_data_segment,
 };
 
-/// One segment image of a write.
+/// One segment image of a write (written to its own slot, closed).
 pub(super) struct SegImage<'a> {
     pub(super) logical: u16,
-    pub(super) shadow: bool,
-    pub(super) closed: bool,
     pub(super) payload: &'a [u8],
 }
 
@@ -77,8 +75,6 @@ impl FlusherIo {
                     let at = k * SEGMENT_PAYLOAD_LEN;
                     SegImage {
                         logical: batch.segments[k].addr.index,
-                        shadow: false,
-                        closed: true,
                         payload: &batch.payload[at..at + usize::from(batch.segments[k].used)],
                     }
                 })
@@ -113,9 +109,9 @@ impl FlusherIo {
         next.at(FIRST_RECORD_OFFSET)
     }
 
-    /// One write and `fdatasync` of consecutive slots from `first_slot`, each sealed
-    /// with one new write sequence. Closed real segments are final: they advance
-    /// `next_index` and the running checksum.
+    /// One write and `fdatasync` of consecutive closed segments into their slots from
+    /// `first_slot` (the next unwritten one), each sealed with one new write sequence.
+    /// They are final: they advance `next_index` and the running checksum.
     pub(super) fn write_segments(
         &mut self,
         shared: &Shared,
@@ -138,13 +134,10 @@ impl FlusherIo {
         let seq = self.write_seq;
         for (n, item) in items.iter().enumerate() {
             let slot = first_slot + n as u16;
-            let physical = item.logical + u16::from(item.shadow);
-            let in_order = item.shadow || u32::from(item.logical) >= self.next_index;
-            if physical != slot || slot == 0 || !in_order {
+            if item.logical != slot || slot == 0 || u32::from(slot) != self.next_index + n as u32 {
                 return Err(internal(format!(
-                    "log segment {} (shadow: {}) does not belong at slot {slot} (next unwritten \
-                     segment {})",
-                    item.logical, item.shadow, self.next_index
+                    "log segment {} does not belong at slot {slot} (next unwritten segment {})",
+                    item.logical, self.next_index
                 )));
             }
             let seg = &mut self.image[n * SEGMENT_LEN..(n + 1) * SEGMENT_LEN];
@@ -152,9 +145,9 @@ impl FlusherIo {
                 seg,
                 self.generation,
                 item.logical,
-                item.shadow,
+                false,
                 item.payload,
-                item.closed,
+                true,
                 seq,
             );
         }
@@ -185,18 +178,10 @@ impl FlusherIo {
             self.record_generation(shared)?;
         }
 
-        for (n, item) in items.iter().enumerate() {
-            if item.closed && !item.shadow {
-                if u32::from(item.logical) != self.next_index {
-                    return Err(internal(format!(
-                        "closed log segment {} written before segment {}",
-                        item.logical, self.next_index
-                    )));
-                }
-                self.fold
-                    .add_segment(&self.image[n * SEGMENT_LEN..(n + 1) * SEGMENT_LEN]);
-                self.next_index += 1;
-            }
+        for n in 0..count {
+            self.fold
+                .add_segment(&self.image[n * SEGMENT_LEN..(n + 1) * SEGMENT_LEN]);
+            self.next_index += 1;
         }
         Ok(())
     }
