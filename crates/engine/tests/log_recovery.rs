@@ -581,3 +581,20 @@ fn log_crash_after_padding_a_generation_reopens_in_the_next_file() {
     let scan = reopen_and_append(&dir, scan.summary.end_of_log, appended);
     assert_eq!(scan.records.last().unwrap().end.generation, 3);
 }
+
+#[test]
+fn log_shutdown_returns_the_end_a_reader_finds() {
+    // Small commits (each write closes its segment) and records filling files.
+    for sizes in [vec![300usize, 500, 200], vec![3_000; 40]] {
+        let (_tmp, dir) = new_log_dir();
+        let writer = quiet_writer(&dir, START);
+        for (trx, size) in sizes.iter().enumerate() {
+            commit(&writer, &txn(trx as u64, &[*size]));
+        }
+        let end = writer.shutdown().unwrap();
+        let scan = read_all(&dir);
+        assert_eq!(end, scan.summary.end_of_log, "{sizes:?}");
+        // And writing continues from there.
+        reopen_and_append(&dir, end, records_of(&scan));
+    }
+}
