@@ -395,6 +395,40 @@ mod cache {
         cache.shutdown().expect("shutdown");
     }
 
+    /// A cache whose pool reserve is over a tenth of it (128 frames: 16–32 free) still
+    /// reaches its maximum size: the reserve comes out of the maximum, so a warm-up
+    /// waiting for 90 % ends. Each read waits for the page writer to refill the pool, so
+    /// no burst empties it (a burst used to be the only way past 87 %).
+    #[test]
+    fn a_small_cache_reaches_its_maximum_before_it_evicts() {
+        let db = database();
+        let config = config(128);
+        let reserve = config.available_start();
+        assert!(reserve * 10 > 128, "the reserve is over a tenth: {reserve}");
+        let cache = PageCache::new(
+            config,
+            open(&db.path, Access::ReadWrite),
+            FakeWal::new(1000),
+            (),
+        )
+        .expect("cache");
+        for pgno in 10..600 {
+            read_through(&cache, pgno);
+            wait_until("the pool refilled", || {
+                let c = cache.counters();
+                c.available + (c.max_frames - c.frames) >= reserve
+            });
+        }
+        let c = cache.counters();
+        assert_eq!(c.frames, 128, "{c:?}");
+        assert!(c.evictions > 400 && c.stalls == 0, "{c:?}");
+        assert!(
+            c.available <= 2 * reserve,
+            "the pool stays within its thresholds: {c:?}"
+        );
+        cache.shutdown().expect("shutdown");
+    }
+
     #[test]
     fn lru2_keeps_a_twice_referenced_page_through_a_scan() {
         let db = database();

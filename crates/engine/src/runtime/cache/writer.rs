@@ -208,6 +208,9 @@ impl<S> Writer<S> {
             self.refilling = false;
         }
         if self.refilling {
+            if core.frames.len() < core.max_frames {
+                core.grow_pool_to_max();
+            }
             let need = stop.saturating_sub(obtainable + core.pending_evictions);
             if need > 0 {
                 self.choose_cold(core, need);
