@@ -552,7 +552,9 @@ fn a_database_that_fits_in_the_cache_ends_the_warm_up_with_a_statement() {
         "{log}"
     );
     assert!(
-        log.contains("the whole database fits in the cache, which can never fill; measuring without waiting"),
+        log.contains(
+            "the whole database fits in the cache, which can never fill; measuring without waiting"
+        ),
         "{log}"
     );
     assert!(!log.contains("-- Warm-up "), "{log}");

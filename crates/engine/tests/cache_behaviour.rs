@@ -599,8 +599,9 @@ mod cache {
     }
 
     /// The page writer's own writes (checkpoint depth here, pool refills alike) join a
-    /// dirty neighbour only when its changes are durable already, as ESE gathers
-    /// writes: a neighbour that would force a log flush waits for its own turn.
+    /// dirty neighbour only when it is due itself (here: past the checkpoint depth)
+    /// and its changes are durable already, as ESE gathers writes: a neighbour that
+    /// would force a log flush waits for its own turn.
     #[test]
     fn neighbours_join_a_write_only_when_their_log_is_durable() {
         let db = database();

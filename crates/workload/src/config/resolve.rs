@@ -138,9 +138,7 @@ impl RunConfig {
             host_name: None,
         };
         if config.write_coalesce == 0 {
-            config.write_coalesce = defaults
-                .write_coalesce
-                .max(config.page_size.bytes() as u64);
+            config.write_coalesce = defaults.write_coalesce.max(config.page_size.bytes() as u64);
         }
         config.validate()?;
         config.database_size = resolve_database_size(layers, &config)?;

@@ -653,7 +653,9 @@ fn self_drive(
         if kind == PhaseKind::AttainPrerequisites
             && let Some(why) = warmup::cannot_fill(&fills(&last_tick), &database_pages, page_bytes)
         {
-            bench.log.line(format!("Attaining prerequisites skipped: {why}."));
+            bench
+                .log
+                .line(format!("Attaining prerequisites skipped: {why}."));
             continue;
         }
         let mut warm = (kind == PhaseKind::AttainPrerequisites).then(|| {

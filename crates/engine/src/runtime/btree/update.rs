@@ -187,7 +187,9 @@ fn merge_sparse_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition) 
     }
     let mut moved = Vec::with_capacity(count);
     for i in 0..count {
-        let r = leaf.record(i).map_err(|e| corrupt(pos.leaf, e.to_string()))?;
+        let r = leaf
+            .record(i)
+            .map_err(|e| corrupt(pos.leaf, e.to_string()))?;
         moved.push((r.key.to_vec(), r.data.to_vec()));
     }
     let parent_frame = frame_of(g, parent)?;
@@ -204,12 +206,18 @@ fn merge_sparse_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition) 
     let sibling_page = view(g, sibling_frame, sibling)?;
     let needed: usize = moved
         .iter()
-        .map(|(k, d)| edbstress_format::page::record_len(k.len(), d.len()) + edbstress_format::page::TAG_LEN)
+        .map(|(k, d)| {
+            edbstress_format::page::record_len(k.len(), d.len()) + edbstress_format::page::TAG_LEN
+        })
         .sum();
     if sibling_page.header().flags & flags::LEAF == 0 || sibling_page.free_space() < needed {
         return Ok(());
     }
-    let base = if into_left { sibling_page.record_count() } else { 0 };
+    let base = if into_left {
+        sibling_page.record_count()
+    } else {
+        0
+    };
     for (i, (key, data)) in moved.iter().enumerate() {
         let op = RedoRef::Insert {
             index: (base + i) as u16,
