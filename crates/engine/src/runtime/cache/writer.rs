@@ -208,6 +208,9 @@ impl<S> Writer<S> {
             self.refilling = false;
         }
         if self.refilling {
+            if core.frames.len() < core.max_frames {
+                core.grow_pool_to_max();
+            }
             let need = stop.saturating_sub(obtainable + core.pending_evictions);
             if need > 0 {
                 self.choose_cold(core, need);
@@ -411,10 +414,35 @@ impl<S> Writer<S> {
                 true
             }
             None => {
+                // As ESE gathers writes: adjacent pages join one I/O when each is being
+                // written anyway. For flush_all that is every dirty page; for the writer's
+                // own writes a neighbour joins when it is due itself — chosen for
+                // eviction, or past the checkpoint depth — and can go at once: not being
+                // written, its changes already durable (a neighbour that would force a
+                // log flush waits for its own turn). So coalescing never writes a page
+                // early or adds a log write; how large writes get follows from how often
+                // due pages are contiguous (docs/fidelity.md).
+                let due = match reason {
+                    FlushReason::Requested => None,
+                    FlushReason::Pool | FlushReason::Checkpoint => Some((
+                        self.shared.wal.durable(),
+                        self.shared.wal.current(),
+                        self.shared.config.checkpoint_depth,
+                    )),
+                };
+                let shared = &self.shared;
                 let joinable = |core: &Core<S>, q: Pgno| {
                     core.map.get(&q).is_some_and(|&f| {
                         let meta = &core.frames[f as usize];
-                        meta.dirty && !meta.in_flight
+                        meta.dirty
+                            && !meta.in_flight
+                            && due.is_none_or(|(durable, current, depth)| {
+                                let chosen =
+                                    shared.lru[f as usize].last.load(Relaxed) & EXCLUDED != 0;
+                                let old =
+                                    shared.wal.bytes_between(meta.first_dirty, current) > depth;
+                                meta.last_change <= durable && (chosen || old)
+                            })
                     }) && !core.drop_writes.contains(&q)
                 };
                 while hi.pages_since(lo) + 1 < self.coalesce_pages
