@@ -117,14 +117,19 @@ fn without_a_dropped_write_the_same_sequence_recovers_cleanly() {
     instance.shutdown().unwrap();
 }
 
-/// What a power cut does to an 8 KiB page write on a device atomic per 4 KiB sector:
-/// the first sector keeps its old bytes, the second holds new ones.
-fn tear(layout: &InstanceLayout, pgno: u32) {
-    let file = std::fs::OpenOptions::new()
+/// The database file, opened to be damaged behind the engine's back.
+fn open_for_damage(layout: &InstanceLayout) -> std::fs::File {
+    std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open(&layout.db_file)
-        .unwrap();
+        .unwrap()
+}
+
+/// What a power cut does to an 8 KiB page write on a device atomic per 4 KiB sector:
+/// the first sector keeps its old bytes, the second holds new ones.
+fn tear(layout: &InstanceLayout, pgno: u32) {
+    let file = open_for_damage(layout);
     let offset = page_offset(pgno, PageSize::K8) + 4096;
     let mut sector = vec![0u8; 4096];
     file.read_exact_at(&mut sector, offset).unwrap();
@@ -173,11 +178,7 @@ fn recovery_rebuilds_a_torn_page_from_its_logged_image() {
 /// verifies. The power-cut test met such a page: a branch page's old first sector with
 /// a new second one holding four more tag entries whose bytes XOR to zero.
 fn tear_undetectably(layout: &InstanceLayout, pgno: u32) {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&layout.db_file)
-        .unwrap();
+    let file = open_for_damage(layout);
     let offset = page_offset(pgno, PageSize::K8);
     let mut page = vec![0u8; 8192];
     file.read_exact_at(&mut page, offset).unwrap();
