@@ -51,9 +51,6 @@ struct WriteJob {
 struct Finished {
     slot: usize,
     result: Result<(), String>,
-    /// Whether an I/O was actually done (for the I/O statistics).
-    issued: bool,
-    latency_ns: u64,
     buf: AlignedBuf,
 }
 
@@ -473,8 +470,6 @@ impl<S> Writer<S> {
                 self.finished.push(Finished {
                     slot,
                     result: Err(message.clone()),
-                    issued: false,
-                    latency_ns: 0,
                     buf,
                 });
             }
@@ -488,8 +483,6 @@ impl<S> Writer<S> {
                 self.finished.push(Finished {
                     slot,
                     result: Ok(()),
-                    issued: false,
-                    latency_ns: 0,
                     buf,
                 });
                 continue;
@@ -514,8 +507,6 @@ impl<S> Writer<S> {
                         job.len,
                         self.shared.file.path().display()
                     )),
-                    issued: false,
-                    latency_ns: 0,
                     // The backend dropped the request and its buffer.
                     buf: AlignedBuf::empty(),
                 }),
@@ -570,8 +561,6 @@ impl<S> Writer<S> {
                     self.finished.push(Finished {
                         slot,
                         result,
-                        issued: true,
-                        latency_ns: c.latency_ns,
                         buf: c.buf,
                     });
                 }
@@ -586,8 +575,6 @@ impl<S> Writer<S> {
                         self.finished.push(Finished {
                             slot,
                             result: Err(message.clone()),
-                            issued: false,
-                            latency_ns: 0,
                             buf: AlignedBuf::empty(),
                         });
                     }
@@ -602,18 +589,14 @@ impl<S> Writer<S> {
         let shared = Arc::clone(&self.shared);
         core.counts.wal_waits += std::mem::take(&mut self.wal_waits);
         let mut freed = 0;
+        // The backend timed and counted the writes; they join the cache's counters.
+        let stats = self.backend.take_stats();
+        if !stats.is_empty() {
+            core.write_stats.merge(&stats);
+        }
         let mut finished = std::mem::take(&mut self.finished);
         for fin in finished.drain(..) {
             let job = &mut self.jobs[fin.slot];
-            if fin.issued {
-                core.write_stats.record(
-                    self.instance,
-                    self.shared.config.write_class,
-                    job.len as u64,
-                    fin.latency_ns,
-                    fin.result.is_ok(),
-                );
-            }
             let pages = job.pages.len() as u64;
             match &fin.result {
                 Ok(()) => {
