@@ -134,6 +134,12 @@ fn print_text(reports: &[RecoveryReport]) {
                 pages.join(", ")
             );
         }
+        if r.pages_rebuilt_whole > 0 {
+            println!(
+                "          {} page(s) that verified but were not their logged image rebuilt from it (a checksum cannot prove a page whole)",
+                r.pages_rebuilt_whole
+            );
+        }
         for lost in &r.lost_flushes {
             println!(
                 "          LOST FLUSH: page {} has dbtime {}, the log at {} expects {} — the storage lost an acknowledged write",

@@ -4,7 +4,9 @@
 //!   recovery, which names the page and refuses to call the database clean;
 //! - a torn write — the page fails its checksum — is rebuilt from its logged image with
 //!   `torn_write_protection` (a change that makes a page dirty logs the page's on-disk
-//!   image first) and replayed; without it, recovery refuses the page and names it.
+//!   image first) and replayed; without it, recovery refuses the page and names it;
+//! - a torn page whose damage cancels out in the checksum is rebuilt all the same with
+//!   `torn_write_protection` (a page that is not its image is never trusted).
 
 mod instance_common;
 use instance_common::*;
@@ -164,6 +166,56 @@ fn recovery_rebuilds_a_torn_page_from_its_logged_image() {
     instance.shutdown().unwrap();
 }
 
+/// A torn page whose changed bytes cancel out in the ESE-style sum: bit 0 of the
+/// little-endian `u32` words 32 and 33 and bit 1 of words 34 and 35 (bytes 128..144,
+/// the first record) flipped. Each of the sum's halves is an XOR — of the words, and of
+/// the set bits' indices (32·m + k) — and 32 ^ 33 ^ 34 ^ 35 = 0, so the page still
+/// verifies. The power-cut test met such a page: a branch page's old first sector with
+/// a new second one holding four more tag entries whose bytes XOR to zero.
+fn tear_undetectably(layout: &InstanceLayout, pgno: u32) {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&layout.db_file)
+        .unwrap();
+    let offset = page_offset(pgno, PageSize::K8);
+    let mut page = vec![0u8; 8192];
+    file.read_exact_at(&mut page, offset).unwrap();
+    for (word, bit) in [(32, 0), (33, 0), (34, 1), (35, 1)] {
+        page[word * 4] ^= 1 << bit;
+    }
+    assert_eq!(
+        edbstress_format::checksum::verify_page(&page, pgno),
+        edbstress_format::checksum::PageVerdict::Valid,
+        "the damage was meant to cancel out in the checksum"
+    );
+    file.write_all_at(&page, offset).unwrap();
+}
+
+#[test]
+fn recovery_rebuilds_a_torn_page_that_still_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let (layout, config) = prepared(dir.path(), true);
+    let (key, leaf) = change_flush_change_crash(&config, false);
+    tear_undetectably(&layout, leaf);
+
+    let report = recover(&layout, &recovery_options()).unwrap();
+    assert!(report.succeeded(), "{report:?}");
+    // Rebuilt either way: as damaged if the flips broke the page's structure, as a page
+    // that verifies but is not its image otherwise.
+    assert_eq!(
+        report.pages_restored.len() as u64 + report.pages_rebuilt_whole,
+        1,
+        "{report:?}"
+    );
+    assert!(scan_is_clean(&layout));
+    let instance = Instance::open(config).unwrap();
+    let message = instance.read(key, true).unwrap().expect("message kept");
+    assert_eq!(message.props, b"second version");
+    assert_eq!(message.body.unwrap(), b"hello");
+    instance.shutdown().unwrap();
+}
+
 #[test]
 fn recovery_leaves_pages_that_verify_alone() {
     let dir = tempfile::tempdir().unwrap();
@@ -172,6 +224,7 @@ fn recovery_leaves_pages_that_verify_alone() {
     let report = recover(&layout, &recovery_options()).unwrap();
     assert!(report.succeeded(), "{report:?}");
     assert!(report.pages_restored.is_empty(), "{report:?}");
+    assert_eq!(report.pages_rebuilt_whole, 0, "{report:?}");
     let instance = Instance::open(config).unwrap();
     assert_eq!(
         instance.read(key, false).unwrap().unwrap().props,

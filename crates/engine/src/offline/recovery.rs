@@ -107,6 +107,10 @@ pub struct RecoveryReport {
     /// Pages found damaged (a torn write) and rebuilt from their first image in the
     /// replayed log before any change of theirs was replayed (torn-write protection).
     pub pages_restored: Vec<Pgno>,
+    /// Pages that verified but were newer on disk than their first image in the replayed
+    /// log, rebuilt from it all the same (torn-write protection: a checksum cannot prove
+    /// a page whole, see `TornPageRestorer`).
+    pub pages_rebuilt_whole: u64,
     /// Pages read ahead.
     pub pages_prefetched: u64,
     /// Seconds taken.
@@ -135,6 +139,7 @@ impl RecoveryReport {
             transactions_rolled_back: 0,
             lost_flushes: Vec::new(),
             pages_restored: Vec::new(),
+            pages_rebuilt_whole: 0,
             pages_prefetched: 0,
             seconds: 0.0,
             io: IoStats::new(),
@@ -312,6 +317,29 @@ pub fn recover(
     let mut window: VecDeque<LogEntry> = VecDeque::with_capacity(look_ahead);
     let mut log_exhausted = false;
     let mut torn_pages = TornPageRestorer::new(&file, page_size, &layout.log_dir);
+    // Torn-write protection (the log holds page images): every page's first image is
+    // handled before replay reads any page. A page may be changed after the checkpoint
+    // before its first image there (a dirty period that began before the checkpoint
+    // and whose write completed before it was computed); checking it only when its
+    // image reaches the look-ahead window would come after replay had read it.
+    let mut image_scan_io = IoStats::default();
+    let protected = first_transaction_logs_images(
+        &layout.log_dir,
+        checkpoint,
+        signatures,
+        &read_options,
+        &mut image_scan_io,
+    )?;
+    if protected {
+        torn_pages.rebuild_whole = true;
+        let mut images = LogReader::open(&layout.log_dir, checkpoint, signatures, &read_options)?;
+        while let Some(entry) = images.next_record()? {
+            if let LogRecord::PageImage { pgno, image } = &entry.record {
+                torn_pages.check(Pgno::new(*pgno), image, entry.start)?;
+            }
+        }
+        image_scan_io.merge(images.stats());
+    }
     let mut pending: HashMap<u64, Vec<LogEntry>> = HashMap::new();
     let mut poisoned: HashSet<Pgno> = HashSet::new();
     loop {
@@ -433,6 +461,7 @@ pub fn recover(
     report.end = log_end.to_string();
     report.generations_replayed = summary.generations_read;
     report.pages_restored = torn_pages.restored;
+    report.pages_rebuilt_whole = torn_pages.rebuilt_whole;
     report.transactions_rolled_back += pending.len() as u64;
     cache.flush_all()?;
     // Replayed pages must be durable before the checkpoint moves to the end of the log.
@@ -440,6 +469,7 @@ pub fn recover(
     report.pages_prefetched = cache.counters().prefetched;
     report.io = cache.io_stats();
     report.io.merge(reader.stats());
+    report.io.merge(&image_scan_io);
     let state = cache.shutdown()?;
     if report.lost_flushes.is_empty() {
         header.state = DbState::Clean;
@@ -466,16 +496,28 @@ pub fn recover(
     Ok(report)
 }
 
-/// Torn-write protection: every page changed after the checkpoint has a `PageImage`
-/// in the replayed log at or before its first change there (the engine logs one
-/// whenever a change starts a dirty period; an empty image stands for a page no change
-/// had used, formatted as growth writes it, and a page's first_dirty — so the
-/// checkpoint — never passes it). So when replay reaches a page's first image, no
-/// change of that page has been replayed or fetched yet: the page on disk is checked
-/// then, and one that fails verification (a write torn by a power cut, a misdirected or
-/// damaged write) is rebuilt from that image, a state whose later changes are all in
-/// the log; replay then redoes them. Pages that verify are left alone, so a valid page
-/// older than the log requires is still reported as a lost flush, not hidden.
+/// Torn-write protection: the engine logs a page's on-disk image whenever a change
+/// starts a dirty period (an empty image stands for a page no change had used,
+/// formatted as growth writes it), and a page's first_dirty — so the checkpoint —
+/// never passes it. A write a power cut can still tear was issued after the last
+/// `fdatasync` before the checkpoint in force, so its page was dirty when that
+/// checkpoint was computed and its image is in the replayed log. Each page's first
+/// image there is handled before replay reads any page (`recover` scans the log for
+/// them first): a page that fails verification (a torn, misdirected or damaged write)
+/// is rebuilt from that image, a state whose later changes are all in the log, and
+/// replay redoes them. (A page can be changed after the checkpoint *before* its first
+/// image there — a dirty period that began before the checkpoint, written and
+/// `fdatasync`ed before it was written — so the image must not wait for replay to
+/// reach it: replay would have read the page by then.)
+///
+/// A valid checksum does not prove a page whole: both halves of the ESE-style sum are
+/// linear (XOR), so a torn page whose changed bytes cancel out passes it — seen in the
+/// power-cut test as a branch page whose old first sector (with its old sum) met a new
+/// second sector holding four more 18-byte tag entries (`e0 f2 104 116`, which XOR to
+/// zero). So a page that is not *older* than its image is rebuilt from the image unless
+/// it is that image exactly: a whole newer page loses nothing (its changes since are in
+/// the log), a torn one is repaired. A whole page older than its image is left alone,
+/// so replay still reports it as a lost flush, not hidden.
 struct TornPageRestorer<'a> {
     file: &'a DataFile,
     page_size: edbstress_format::PageSize,
@@ -483,8 +525,16 @@ struct TornPageRestorer<'a> {
     /// Pages whose first image was seen (checked, restored if needed).
     checked: HashSet<Pgno>,
     page: AlignedBuf,
-    /// Pages rebuilt, in the order met.
+    /// The page as its image rebuilds it.
+    rebuilt: AlignedBuf,
+    /// Pages found damaged and rebuilt, in the order met.
     restored: Vec<Pgno>,
+    /// Pages that looked whole but were newer than their image, rebuilt from it.
+    rebuilt_whole: u64,
+    /// Whether a page that verifies is rebuilt too (set when every first image is
+    /// handled before replay; a page replay has already read must not be rewritten
+    /// under it).
+    rebuild_whole: bool,
 }
 
 impl<'a> TornPageRestorer<'a> {
@@ -499,7 +549,10 @@ impl<'a> TornPageRestorer<'a> {
             log_dir,
             checked: HashSet::new(),
             page: AlignedBuf::new(page_size.bytes()),
+            rebuilt: AlignedBuf::new(page_size.bytes()),
             restored: Vec::new(),
+            rebuilt_whole: 0,
+            rebuild_whole: false,
         }
     }
 
@@ -526,25 +579,64 @@ impl<'a> TornPageRestorer<'a> {
             // Past the end of the file: never written, nothing torn.
             return Ok(());
         }
-        if matches!(
-            verify_page(page, pgno.get()),
-            PageVerdict::Valid | PageVerdict::Uninitialized
-        ) {
-            return Ok(());
-        }
+        let whole = match verify_page(page, pgno.get()) {
+            PageVerdict::Uninitialized => return Ok(()),
+            PageVerdict::Valid => edbstress_format::page::Page::new(page).is_ok(),
+            _ => false,
+        };
+        let rebuilt = &mut self.rebuilt;
         if image.is_empty() {
-            crate::dbfile::format_unused_page(page, pgno.get());
+            crate::dbfile::format_unused_page(rebuilt, pgno.get());
         } else {
-            page.copy_from_slice(image);
+            rebuilt.copy_from_slice(image);
             // The frame's checksum fields may predate its last change (they are sealed
             // into write snapshots, not into frames), and the log segment's checksum
             // already protected the bytes: seal afresh.
-            edbstress_format::checksum::seal_page(page, pgno.get());
+            edbstress_format::checksum::seal_page(rebuilt, pgno.get());
         }
-        self.file.write_all_at(page, offset)?;
-        self.restored.push(pgno);
+        if whole {
+            if !self.rebuild_whole
+                || page_dbtime(page) < page_dbtime(rebuilt)
+                || page[..] == rebuilt[..]
+            {
+                return Ok(());
+            }
+            self.rebuilt_whole += 1;
+        } else {
+            self.restored.push(pgno);
+        }
+        self.file.write_all_at(rebuilt, offset)?;
         Ok(())
     }
+}
+
+/// Whether the log from `checkpoint` carries page images (torn-write protection):
+/// with it on, the first transaction after a checkpoint always starts with one — the
+/// checkpoint is the start of the append that made its oldest dirty page dirty, or,
+/// with no page dirty, the next append makes a clean page dirty. Reads up to the first
+/// commit only (its reads are added to `io`), so replay without protection pays
+/// nearly nothing for the question.
+fn first_transaction_logs_images(
+    dir: &std::path::Path,
+    checkpoint: LogPosition,
+    signatures: LogSignatures,
+    options: &LogReadOptions,
+    io: &mut IoStats,
+) -> Result<bool, EngineError> {
+    let mut reader = LogReader::open(dir, checkpoint, signatures, options)?;
+    let mut found = false;
+    while let Some(entry) = reader.next_record()? {
+        match entry.record {
+            LogRecord::PageImage { .. } => {
+                found = true;
+                break;
+            }
+            LogRecord::Commit { .. } => break,
+            _ => {}
+        }
+    }
+    io.merge(reader.stats());
+    Ok(found)
 }
 
 fn corrupt_record(
