@@ -43,6 +43,9 @@ pub struct BackendPool {
     slots: Box<[Mutex<Slot>]>,
     /// Backends opened so far (the lowest slots), for `backends()`.
     opened: AtomicUsize,
+    /// Which slot the next caller that finds every slot lent out waits for: waiters
+    /// spread over all slots rather than queueing behind one.
+    next_wait: AtomicUsize,
 }
 
 fn lock(slot: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
@@ -80,6 +83,7 @@ impl BackendPool {
             files,
             slots,
             opened: AtomicUsize::new(1),
+            next_wait: AtomicUsize::new(0),
         })
     }
 
@@ -144,14 +148,17 @@ impl BackendPool {
         stats
     }
 
-    /// The lowest free slot, its backend opened; blocks on the first slot when every
-    /// slot is lent out.
+    /// The lowest free slot, its backend opened; when every slot is lent out, waits for
+    /// one (in turn, so that waiters spread over the slots).
     fn acquire(&self) -> Result<MutexGuard<'_, Slot>, IoError> {
         let mut slot = self
             .slots
             .iter()
             .find_map(|slot| slot.try_lock().ok())
-            .unwrap_or_else(|| lock(&self.slots[0]));
+            .unwrap_or_else(|| {
+                let i = self.next_wait.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+                lock(&self.slots[i])
+            });
         if slot.backend.is_none() {
             slot.backend = Some(open_with_files(self.kind, self.depth, &self.files)?);
             self.opened.fetch_add(1, Ordering::Relaxed);

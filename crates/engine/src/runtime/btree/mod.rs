@@ -356,7 +356,11 @@ mod tests {
         assert_ne!(page, original);
         image.restore(&mut page);
         assert_eq!(page, original, "undo gives the page back byte for byte");
-        assert_eq!(image.take_page(8192), original, "and so does the page image");
+        assert_eq!(
+            image.take_page(8192),
+            original,
+            "and so does the page image"
+        );
         // A page whose header makes no sense is copied whole.
         let mut junk = vec![0xA5u8; 8192];
         let image = BeforeImage::of(&junk);

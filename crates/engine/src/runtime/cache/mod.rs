@@ -257,7 +257,7 @@ const READ_FILE: FileId = FileId(0);
 const READ_DEPTH: usize = 1;
 /// Most backends of the read pool: page reads outstanding at once (one per session
 /// waiting for a page; more sessions than this wait for a backend).
-const MAX_READ_BACKENDS: usize = 64;
+const MAX_READ_BACKENDS: usize = 128;
 
 impl<S> Shared<S> {
     /// Records the page writer's failure (the first one wins) and wakes every waiter.
