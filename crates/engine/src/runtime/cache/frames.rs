@@ -251,8 +251,6 @@ pub(crate) struct Core<S> {
     /// Counters of prefetch backends dropped after a failure (the live ones count
     /// their own).
     pub(crate) retired_read_stats: IoStats,
-    /// The page writer's backend counters, moved here as its writes complete.
-    pub(crate) write_stats: IoStats,
 }
 
 impl<S> Core<S> {
@@ -289,7 +287,6 @@ impl<S> Core<S> {
             failed: None,
             counts: Counts::default(),
             retired_read_stats: IoStats::new(),
-            write_stats: IoStats::new(),
         }
     }
 

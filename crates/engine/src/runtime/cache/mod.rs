@@ -47,8 +47,8 @@ use edbstress_format::Pgno;
 use edbstress_format::checksum::{PageVerdict, repair_page, verify_page};
 use edbstress_format::log::LogPosition;
 use edbstress_io::{
-    AlignedBuf, BackendKind, BackendPool, DataFile, FileId, IoClass, IoOp, IoRequest, IoStats,
-    MAX_DEPTH, open_backend,
+    AlignedBuf, BackendKind, BackendPool, DataFile, FileId, IoBackend, IoClass, IoOp, IoRequest,
+    IoStats, MAX_DEPTH, open_backend,
 };
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
@@ -249,6 +249,10 @@ pub(crate) struct Shared<S> {
     /// The backends that carry the page reads of [`PageCache::fault_in`]: lent to one
     /// missing session at a time, the database file registered as [`READ_FILE`].
     pub(crate) reads: BackendPool,
+    /// The page writer's backend, here so that [`PageCache::io_stats`] reads its
+    /// counters; the writer locks it for each call, never while it waits for the
+    /// instance lock.
+    pub(crate) write_backend: Mutex<Box<dyn IoBackend>>,
 }
 
 /// The database file's id in [`Shared::reads`].
@@ -375,8 +379,9 @@ impl<S: Send + 'static> PageCache<S> {
             wal,
             prefetcher: Mutex::new(None),
             reads,
+            write_backend: Mutex::new(backend),
         });
-        let writer = Writer::new(Arc::clone(&shared), backend, file_id);
+        let writer = Writer::new(Arc::clone(&shared), file_id);
         let for_panic = Arc::clone(&shared);
         let handle = std::thread::Builder::new()
             .name(format!("edbs-pagewriter{}", shared.config.instance))
@@ -700,11 +705,8 @@ impl<S: Send> PageCache<S> {
     pub fn io_stats(&self) -> IoStats {
         let shared = &*self.shared;
         let mut stats = shared.reads.stats();
-        {
-            let core = shared.core.lock();
-            stats.merge(&core.retired_read_stats);
-            stats.merge(&core.write_stats);
-        }
+        stats.merge(&shared.core.lock().retired_read_stats);
+        stats.merge(shared.write_backend.lock().stats());
         // Not under the instance lock: prefetch takes it while holding its own.
         if let Some(prefetcher) = &*shared.prefetcher.lock() {
             stats.merge(prefetcher.stats());

@@ -17,7 +17,7 @@ use edbstress_format::PageSize;
 use edbstress_format::Pgno;
 use edbstress_format::checksum::seal_page;
 use edbstress_format::log::LogPosition;
-use edbstress_io::{AlignedBuf, FileId, IoBackend, IoCompletion, IoOp, IoRequest};
+use edbstress_io::{AlignedBuf, FileId, IoCompletion, IoOp, IoRequest};
 use parking_lot::MutexGuard;
 
 use super::Shared;
@@ -65,7 +65,6 @@ struct FlushItem {
 
 pub(crate) struct Writer<S> {
     shared: Arc<Shared<S>>,
-    backend: Box<dyn IoBackend>,
     file: FileId,
     page_len: usize,
     coalesce_pages: u32,
@@ -94,15 +93,11 @@ pub(crate) struct Writer<S> {
 }
 
 impl<S> Writer<S> {
-    pub(crate) fn new(
-        shared: Arc<Shared<S>>,
-        backend: Box<dyn IoBackend>,
-        file: FileId,
-    ) -> Writer<S> {
+    pub(crate) fn new(shared: Arc<Shared<S>>, file: FileId) -> Writer<S> {
         let config = &shared.config;
         let page_len = config.page_size.bytes();
         let coalesce_pages = (config.coalesce_max / page_len).clamp(1, 1 << 16) as u32;
-        let depth = backend.depth();
+        let depth = shared.write_backend.lock().depth();
         let classes = coalesce_pages.next_power_of_two().trailing_zeros() as usize + 1;
         let instance = config.instance;
         Writer {
@@ -134,7 +129,6 @@ impl<S> Writer<S> {
             flush_taken: 0,
             wal_waits: 0,
             shared,
-            backend,
             file,
             page_len,
             coalesce_pages,
@@ -498,7 +492,10 @@ impl<S> Writer<S> {
                 instance: self.instance,
                 tag: slot as u64,
             };
-            match self.backend.submit(request) {
+            // Locked per call, and never while waiting for the instance lock, so that
+            // `io_stats` can read the backend's counters between calls.
+            let submitted = self.shared.write_backend.lock().submit(request);
+            match submitted {
                 Ok(()) => job.submitted = true,
                 Err(e) => self.finished.push(Finished {
                     slot,
@@ -537,7 +534,12 @@ impl<S> Writer<S> {
 
     /// Without the lock: collects finished writes (waiting for at least `min`).
     fn reap(&mut self, min: usize) {
-        match self.backend.wait(min, &mut self.completions) {
+        let reaped = self
+            .shared
+            .write_backend
+            .lock()
+            .wait(min, &mut self.completions);
+        match reaped {
             Ok(_) => {
                 for c in self.completions.drain(..) {
                     let slot = c.tag as usize;
@@ -589,11 +591,6 @@ impl<S> Writer<S> {
         let shared = Arc::clone(&self.shared);
         core.counts.wal_waits += std::mem::take(&mut self.wal_waits);
         let mut freed = 0;
-        // The backend timed and counted the writes; they join the cache's counters.
-        let stats = self.backend.take_stats();
-        if !stats.is_empty() {
-            core.write_stats.merge(&stats);
-        }
         let mut finished = std::mem::take(&mut self.finished);
         for fin in finished.drain(..) {
             let job = &mut self.jobs[fin.slot];
