@@ -70,7 +70,7 @@ pub struct RunArgs {
     /// Minimum database cache for the whole run [default: 32MiB per database].
     #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub cache_min: Option<u64>,
-    /// Largest coalesced database write [default: one page].
+    /// Largest coalesced database write [default: 384KiB for exchange2010/2013, one page for exchange2007].
     #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub write_coalesce: Option<u64>,
     /// Log page images so recovery can rebuild pages torn by a power cut (costs about

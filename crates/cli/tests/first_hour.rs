@@ -455,25 +455,39 @@ fn result_files_are_created_like_other_files_not_private() {
     }
 }
 
-/// A run whose cache can never fill (a 32 MiB database under a 64 MiB cache, allowed on
-/// purpose), with `warmup_timeout` from a file; spawned, not waited for.
-fn spawn_never_warm_run(dir: &Path, warmup_timeout: &str) -> std::process::Child {
+/// A run whose cache fills far too slowly for `warmup_timeout` (from a file): a 64 MiB
+/// database under a 32 MiB cache (1 MiB at start) read at 20 transactional I/Os per
+/// second; spawned, not
+/// waited for.
+fn spawn_slow_warm_run(dir: &Path, warmup_timeout: &str) -> std::process::Child {
+    spawn_warm_run(
+        dir,
+        warmup_timeout,
+        &[
+            "--database-size",
+            "64MiB",
+            "--cache-max",
+            "32MiB",
+            "--cache-min",
+            "1MiB",
+            "--mailboxes",
+            "100",
+            "--iops-per-mailbox",
+            "0.2",
+        ],
+    )
+}
+
+fn spawn_warm_run(dir: &Path, warmup_timeout: &str, sizes: &[&str]) -> std::process::Child {
     fs::write(
         dir.join("warm.toml"),
         format!("warmup_timeout = \"{warmup_timeout}\"\n"),
     )
     .unwrap();
     command(dir)
+        .args(["run", "--config", "warm.toml", "--databases", "1"])
+        .args(sizes)
         .args([
-            "run",
-            "--config",
-            "warm.toml",
-            "--databases",
-            "1",
-            "--database-size",
-            "32MiB",
-            "--cache-max",
-            "64MiB",
             "--allow-cached-databases",
             "--threads",
             "2",
@@ -482,7 +496,7 @@ fn spawn_never_warm_run(dir: &Path, warmup_timeout: &str) -> std::process::Child
             "--sample-interval",
             "1s",
             "--no-verify",
-            // Reads only: the database does not grow, so it never fills the cache.
+            // Reads only: the database does not grow.
             "--op-mix",
             "0/0/0/100",
         ])
@@ -496,7 +510,7 @@ fn spawn_never_warm_run(dir: &Path, warmup_timeout: &str) -> std::process::Child
 #[test]
 fn warm_up_shows_progress_and_says_why_it_cannot_finish() {
     let dir = tempfile::tempdir().unwrap();
-    let child = spawn_never_warm_run(dir.path(), "4s");
+    let child = spawn_slow_warm_run(dir.path(), "4s");
     let out = child.wait_with_output().unwrap();
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
     let log = fs::read_to_string(run_dirs(dir.path())[0].join("test.log")).unwrap();
@@ -514,13 +528,43 @@ fn warm_up_shows_progress_and_says_why_it_cannot_finish() {
     assert!(progress[0].contains("%/s"), "{log}");
     // And why it timed out.
     assert!(log.contains("Caches did not reach 90 %"), "{log}");
-    assert!(log.contains("the cache can never fill"), "{log}");
+    assert!(
+        log.contains("raise warmup_timeout above 4s or lower cache_max"),
+        "{log}"
+    );
+}
+
+/// A database smaller than 90 % of its cache can never fill it: the warm-up says so and
+/// ends at once instead of waiting for its timeout (5 minutes here; the test would hang).
+#[test]
+fn a_database_that_fits_in_the_cache_ends_the_warm_up_with_a_statement() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = spawn_warm_run(
+        dir.path(),
+        "5m",
+        &["--database-size", "32MiB", "--cache-max", "64MiB"],
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    let log = fs::read_to_string(run_dirs(dir.path())[0].join("test.log")).unwrap();
+    assert!(
+        log.contains("Attaining prerequisites skipped: Instance0001's database has"),
+        "{log}"
+    );
+    assert!(
+        log.contains(
+            "the whole database fits in the cache, which can never fill; measuring without waiting"
+        ),
+        "{log}"
+    );
+    assert!(!log.contains("-- Warm-up "), "{log}");
+    assert!(!log.contains("Caches did not reach"), "{log}");
 }
 
 #[test]
 fn a_run_stopped_before_measuring_reports_not_measured_and_the_abort_as_the_failure() {
     let dir = tempfile::tempdir().unwrap();
-    let child = spawn_never_warm_run(dir.path(), "5m");
+    let child = spawn_slow_warm_run(dir.path(), "5m");
     let started = Instant::now();
     loop {
         let warming = run_dirs(dir.path()).first().is_some_and(|d| {

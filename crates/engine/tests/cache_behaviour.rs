@@ -395,6 +395,40 @@ mod cache {
         cache.shutdown().expect("shutdown");
     }
 
+    /// A cache whose pool reserve is over a tenth of it (128 frames: 16–32 free) still
+    /// reaches its maximum size: the reserve comes out of the maximum, so a warm-up
+    /// waiting for 90 % ends. Each read waits for the page writer to refill the pool, so
+    /// no burst empties it (a burst used to be the only way past 87 %).
+    #[test]
+    fn a_small_cache_reaches_its_maximum_before_it_evicts() {
+        let db = database();
+        let config = config(128);
+        let reserve = config.available_start();
+        assert!(reserve * 10 > 128, "the reserve is over a tenth: {reserve}");
+        let cache = PageCache::new(
+            config,
+            open(&db.path, Access::ReadWrite),
+            FakeWal::new(1000),
+            (),
+        )
+        .expect("cache");
+        for pgno in 10..600 {
+            read_through(&cache, pgno);
+            wait_until("the pool refilled", || {
+                let c = cache.counters();
+                c.available + (c.max_frames - c.frames) >= reserve
+            });
+        }
+        let c = cache.counters();
+        assert_eq!(c.frames, 128, "{c:?}");
+        assert!(c.evictions > 400 && c.stalls == 0, "{c:?}");
+        assert!(
+            c.available <= 2 * reserve,
+            "the pool stays within its thresholds: {c:?}"
+        );
+        cache.shutdown().expect("shutdown");
+    }
+
     #[test]
     fn lru2_keeps_a_twice_referenced_page_through_a_scan() {
         let db = database();
@@ -560,6 +594,61 @@ mod cache {
             let on_disk = disk_page(&db.path, p);
             assert_eq!(verify_page(&on_disk, p), PageVerdict::Valid);
             assert_eq!(marker(&on_disk), 1000 + 100 * u64::from(p - 499));
+        }
+        cache.shutdown().expect("shutdown");
+    }
+
+    /// The page writer's own writes (checkpoint depth here, pool refills alike) join a
+    /// dirty neighbour only when it is due itself (here: past the checkpoint depth)
+    /// and its changes are durable already, as ESE gathers writes: a neighbour that
+    /// would force a log flush waits for its own turn.
+    #[test]
+    fn neighbours_join_a_write_only_when_their_log_is_durable() {
+        let db = database();
+        let wal = FakeWal::new(1000);
+        let mut cfg = config(64);
+        cfg.checkpoint_depth = 1;
+        let cache =
+            PageCache::new(cfg, open(&db.path, Access::ReadWrite), wal.clone(), ()).expect("cache");
+        // Four contiguous pages changed in one hold of the lock (so the writer plans them
+        // together), each by its own log append; `durable`: make the log durable to the
+        // last change before releasing the lock.
+        let change_run = |first: u32, durable: bool| {
+            let mut guard = cache.lock();
+            for p in first..first + 4 {
+                while guard.lookup(Pgno::new(p)).is_none() {
+                    guard = cache.fault_in(guard, Pgno::new(p)).expect("fault_in");
+                }
+            }
+            let mut end = 0;
+            for p in first..first + 4 {
+                let f = guard.lookup(Pgno::new(p)).expect("resident");
+                end = wal.append(100);
+                set_marker(guard.page_mut(f), end);
+                guard.mark_dirty(f, pos(end));
+            }
+            if durable {
+                wal.flush_to(pos(end)).expect("flush");
+            }
+        };
+        change_run(500, false);
+        wait_until("the checkpoint writes", || cache.counters().dirty == 0);
+        let c = cache.counters();
+        assert_eq!(
+            (c.pages_written, c.writes),
+            (4, 4),
+            "each page waits for its own turn: {c:?}"
+        );
+        change_run(600, true);
+        wait_until("the checkpoint writes", || cache.counters().dirty == 0);
+        let c = cache.counters();
+        assert_eq!(
+            (c.pages_written, c.writes),
+            (8, 5),
+            "durable neighbours join one write: {c:?}"
+        );
+        for p in (500..504).chain(600..604) {
+            assert_eq!(verify_page(&disk_page(&db.path, p), p), PageVerdict::Valid);
         }
         cache.shutdown().expect("shutdown");
     }

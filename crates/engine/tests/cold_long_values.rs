@@ -59,7 +59,8 @@ fn long_values_deleted_and_reinserted_through_a_small_cache() {
     }
     live.retain(|entry| !deleted.contains(entry));
     let grown = instance.counters().growths;
-    for i in 1000..1060u64 {
+    // Fewer than were deleted: the mailbox table may split meanwhile and take a page.
+    for i in 1000..1050u64 {
         live.push((insert(i), i));
     }
     assert!(

@@ -49,88 +49,89 @@ fn commit(writer: &LogWriter, records: &[LogRecord]) {
 }
 
 #[test]
-fn log_torn_rewrite_of_the_tail_keeps_acknowledged_commits() {
-    for case in ["write of C torn", "write of B torn"] {
+fn log_torn_write_of_the_tail_keeps_acknowledged_commits() {
+    for case in ["write of C torn", "write of C lost"] {
         let (_tmp, dir) = new_log_dir();
         let writer = quiet_writer(&dir, START);
-        // First write of the tail segment: its slot and the shadow slot together.
+        // Each write closes its tail segment: a small commit is one 4 KiB segment,
+        // written once, and the next commit starts in the next segment.
         let a = txn(1, &[300]);
+        let before = writer.counters();
         commit(&writer, &a);
-        let real_a = read_slot(&dir, 1, 1);
-        let shadow_a = read_slot(&dir, 1, 2);
+        let after = writer.counters();
+        assert_eq!(after.writes - before.writes, 1);
         assert_eq!(
-            real_a[32..],
-            shadow_a[32..],
-            "shadow holds the same payload"
+            after.bytes_written - before.bytes_written,
+            SEGMENT_LEN as u64
         );
-        // Each rewrite goes to the one slot without the newest copy.
+        let real_a = read_slot(&dir, 1, 1);
+        assert_eq!(
+            read_slot(&dir, 1, 2),
+            vec![0u8; SEGMENT_LEN],
+            "no shadow copy"
+        );
         let b = txn(2, &[500]);
         commit(&writer, &b);
         assert_eq!(
             read_slot(&dir, 1, 1),
             real_a,
-            "the newest copy was overwritten"
+            "a durable segment was rewritten"
         );
-        let shadow_ab = read_slot(&dir, 1, 2);
-        let c = txn(3, &[200]);
+        let real_b = read_slot(&dir, 1, 2);
+        // (Big enough that a torn write of it differs from the whole one.)
+        let c = txn(3, &[2_000]);
         commit(&writer, &c);
         assert_eq!(
             read_slot(&dir, 1, 2),
-            shadow_ab,
-            "the newest copy was overwritten"
+            real_b,
+            "a durable segment was rewritten"
         );
-        let real_abc = read_slot(&dir, 1, 1);
+        let real_c = read_slot(&dir, 1, 3);
         writer.abandon();
         let ab: Vec<LogRecord> = a.iter().chain(&b).cloned().collect();
         let abc: Vec<LogRecord> = ab.iter().chain(&c).cloned().collect();
         assert_records(&read_all(&dir), &abc);
 
-        // The last write tore: the commits acknowledged before it are all there.
-        let survivors = if case == "write of C torn" {
-            write_slot(&dir, 1, 1, &torn(&real_abc, &real_a, 1));
-            ab
+        // The last write tore or never reached the disk: the commits acknowledged
+        // before it are all there.
+        let zero = vec![0u8; SEGMENT_LEN];
+        if case == "write of C torn" {
+            write_slot(&dir, 1, 3, &torn(&real_c, &zero, 1));
         } else {
-            write_slot(&dir, 1, 1, &real_a);
-            write_slot(&dir, 1, 2, &torn(&shadow_ab, &shadow_a, 1));
-            a
-        };
+            write_slot(&dir, 1, 3, &zero);
+        }
         let scan = read_all(&dir);
-        assert_records(&scan, &survivors);
-        assert!(scan.summary.torn_tail, "{case}");
+        assert_records(&scan, &ab);
+        assert_eq!(scan.summary.torn_tail, case == "write of C torn", "{case}");
 
-        // Writing continues after the surviving records (the writer first closes the
-        // tail segment from its newest copy).
+        // Writing continues after the surviving records.
         let writer = quiet_writer(&dir, scan.summary.end_of_log);
         let d = txn(4, &[7_000]);
         commit(&writer, &d);
         writer.shutdown().unwrap();
         let scan = read_all(&dir);
-        let all: Vec<LogRecord> = survivors.iter().chain(&d).cloned().collect();
+        let all: Vec<LogRecord> = ab.iter().chain(&d).cloned().collect();
         assert_records(&scan, &all);
         assert!(!scan.summary.torn_tail, "{case}");
     }
 }
 
 #[test]
-fn log_closing_a_shadowed_tail_is_written_before_its_shadow_is_overwritten() {
+fn log_torn_write_of_several_segments_keeps_acknowledged_commits() {
     let (_tmp, dir) = new_log_dir();
     let writer = quiet_writer(&dir, START);
     let a = txn(1, &[300]);
     commit(&writer, &a);
-    let old_shadow = read_slot(&dir, 1, 2);
     let counters = writer.counters();
-    // Fill segment 1 and go on into segments 2..: slot 2 held segment 1's shadow.
+    // Segments 2.. in one write: the closed segment 1 is never touched again.
     let b = txn(2, &[9_000, 5_000]);
     commit(&writer, &b);
     let after = writer.counters();
-    // One write closes segment 1 alone, a second one writes the rest.
-    assert_eq!(after.writes - counters.writes, 2);
+    assert_eq!(after.writes - counters.writes, 1);
     writer.abandon();
 
-    // Crash during the second write: segment 1 is complete, slot 2 still holds the
-    // old shadow, later slots partly written. Every record of `a` is there; the
-    // remains of the interrupted write are a torn tail, not damage.
-    write_slot(&dir, 1, 2, &old_shadow);
+    // Crash during that write: slot 4 never written, the others were. Every record of
+    // `a` is there; the remains of the interrupted write are a torn tail, not damage.
     write_slot(&dir, 1, 4, &vec![0u8; SEGMENT_LEN]);
     let scan = read_all(&dir);
     let got = records_of(&scan);
@@ -211,19 +212,16 @@ fn log_damage_in_the_middle_is_an_error_naming_file_and_segment() {
 fn log_lost_write_of_a_completed_segment_is_detected() {
     let (_tmp, dir) = new_log_dir();
     let writer = quiet_writer(&dir, START);
-    commit(&writer, &txn(1, &[200]));
-    let partial = read_slot(&dir, 1, 1);
-    for trx in 2..40 {
+    for trx in 1..40 {
         commit(&writer, &txn(trx, &[1_500]));
     }
     writer.shutdown().unwrap();
-    // The write that completed segment 1 never reached the disk: its older, partial
-    // version is still there, followed by later segments.
-    write_slot(&dir, 1, 1, &partial);
+    // The write of segment 2 never reached the disk, later writes did.
+    write_slot(&dir, 1, 2, &vec![0u8; SEGMENT_LEN]);
     match read_log(&dir, START, sigs(), IoClass::RecoveryRead) {
-        Err(EngineError::CorruptLog { file, what, .. }) => {
+        Err(EngineError::CorruptLog { file, segment, .. }) => {
             assert_eq!(file, log_path(&dir, 1));
-            assert!(what.contains("lost"), "{what}");
+            assert_eq!(segment, 2);
         }
         other => panic!("expected a corrupt-log error, got {other:?}"),
     }
@@ -582,4 +580,21 @@ fn log_crash_after_padding_a_generation_reopens_in_the_next_file() {
 
     let scan = reopen_and_append(&dir, scan.summary.end_of_log, appended);
     assert_eq!(scan.records.last().unwrap().end.generation, 3);
+}
+
+#[test]
+fn log_shutdown_returns_the_end_a_reader_finds() {
+    // Small commits (each write closes its segment) and records filling files.
+    for sizes in [vec![300usize, 500, 200], vec![3_000; 40]] {
+        let (_tmp, dir) = new_log_dir();
+        let writer = quiet_writer(&dir, START);
+        for (trx, size) in sizes.iter().enumerate() {
+            commit(&writer, &txn(trx as u64, &[*size]));
+        }
+        let end = writer.shutdown().unwrap();
+        let scan = read_all(&dir);
+        assert_eq!(end, scan.summary.end_of_log, "{sizes:?}");
+        // And writing continues from there.
+        reopen_and_append(&dir, end, records_of(&scan));
+    }
 }

@@ -3,7 +3,7 @@
 //! entries to a new child), grow the file, and must leave trees that pass the deep
 //! check and give every message back — also after a crash and recovery. Deleting
 //! everything puts the emptied pages on the free list, and inserting the same data
-//! again reuses them instead of growing the file.
+//! again reuses them instead of growing the file; thinning leaves merges them.
 
 mod instance_common;
 use instance_common::*;
@@ -129,4 +129,86 @@ fn many_inserts_split_root_branches_and_survive_recovery() {
     assert_eq!(std::fs::metadata(&layout.db_file).unwrap().len(), file_len);
     let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
     assert!(check.is_clean(), "{:?}", check.problems);
+}
+
+/// Deleting four messages in five thins every mailbox-table leaf without emptying any:
+/// leaves left under a quarter full merge into their siblings and go to the free list
+/// (ESE reuses space the same way), and the merges, logged as the moved inserts, replay
+/// after a crash into a tree that passes the deep check with every kept message.
+#[test]
+fn thinned_leaves_merge_and_free_their_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = prepare_small(dir.path(), PageSize::K4, 1 << 20, 1, 7);
+    let mut config = buffered_config(&layout);
+    config.cache_min_bytes = 4 << 20;
+    config.cache_max_bytes = 4 << 20;
+    let instance = Instance::open(config.clone()).unwrap();
+    // Inline bodies: only the mailbox table is involved (~12 rows per 4 KiB leaf).
+    let props = [7u8; 200];
+    let inline = [9u8; 100];
+    let mut keys = Vec::new();
+    for _ in 0..2000u64 {
+        let out = instance
+            .commit(
+                &[TxnOp::Insert {
+                    mailbox: 0,
+                    props: &props,
+                    body: &inline,
+                }],
+                Durability::Lazy,
+            )
+            .unwrap();
+        keys.push(out.inserted[0]);
+    }
+    let before = deep_check_after_shutdown(instance, &layout);
+    let instance = Instance::open(config.clone()).unwrap();
+    for (n, &key) in keys.iter().enumerate().filter(|(n, _)| n % 5 != 0) {
+        let out = instance
+            .commit(&[TxnOp::Delete { key }], Durability::Lazy)
+            .unwrap_or_else(|e| panic!("delete {n}: {e}"));
+        assert_eq!(out.found, vec![true]);
+    }
+    // Durable to here, then a crash: recovery replays the merges.
+    instance
+        .commit(&[TxnOp::Delete { key: keys[0] }], Durability::Durable)
+        .unwrap();
+    instance.crash();
+    let report = recover(
+        &layout,
+        &RecoveryOptions {
+            io_mode: IoMode::Buffered,
+            ..RecoveryOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(report.succeeded(), "{report:?}");
+    let after = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
+    assert!(after.is_clean(), "{:?}", after.problems);
+    // 1,600 deleted in the loop and the first message at the end.
+    assert_eq!(after.messages, before.messages - 1601);
+    assert!(
+        after.free_pages >= before.free_pages + 80,
+        "merges freed {} pages of a table of {} pages",
+        after.free_pages - before.free_pages,
+        before.pages_visited
+    );
+    let instance = Instance::open(config).unwrap();
+    for &key in keys.iter().step_by(5).skip(1) {
+        let m = instance.read(key, true).unwrap().expect("kept message");
+        assert_eq!(
+            (m.props.as_slice(), m.body.as_deref()),
+            (&props[..], Some(&inline[..]))
+        );
+    }
+    instance.shutdown().unwrap();
+}
+
+fn deep_check_after_shutdown(
+    instance: Instance,
+    layout: &edbstress_engine::InstanceLayout,
+) -> edbstress_engine::CheckReport {
+    instance.shutdown().unwrap();
+    let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
+    assert!(check.is_clean(), "{:?}", check.problems);
+    check
 }

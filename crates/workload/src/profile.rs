@@ -60,6 +60,12 @@ pub struct ProfileDefaults {
     pub bdm_mb_per_sec: f64,
     /// Checkpoint depth, bytes.
     pub checkpoint_depth: u64,
+    /// Largest database write of contiguous dirty pages, bytes: one page for ESE 2007
+    /// (its ESRP reports show ~8 KB transfers), ESE's documented default
+    /// `JET_paramMaxCoalesceWriteSize` (384 KiB) for 2010/2013. How large writes are on
+    /// average follows from which neighbours are dirty and durable when a page is
+    /// written (docs/fidelity.md: ~36 KB in the 2010 and 2013 reports).
+    pub write_coalesce: u64,
     /// How long a lazy commit's records may wait in the log buffer before a log write
     /// of their own (a durable commit, a full buffer or a page write's write-ahead
     /// flush writes them sooner). ESE 2007/2010 write lazy commits almost at once
@@ -117,6 +123,7 @@ impl Profile {
                 bdm: false,
                 bdm_mb_per_sec: 0.0,
                 checkpoint_depth: 20 * MB,
+                write_coalesce: 8 << 10,
                 lazy_flush_interval: std::time::Duration::from_millis(10),
             },
             Profile::Exchange2010 => ProfileDefaults {
@@ -133,6 +140,7 @@ impl Profile {
                 bdm: true,
                 bdm_mb_per_sec: 6.8,
                 checkpoint_depth: 20 * MB,
+                write_coalesce: 384 << 10,
                 lazy_flush_interval: std::time::Duration::from_millis(10),
             },
             Profile::Exchange2013 => ProfileDefaults {
@@ -149,6 +157,7 @@ impl Profile {
                 bdm: true,
                 bdm_mb_per_sec: 2.15,
                 checkpoint_depth: 100 * MB,
+                write_coalesce: 384 << 10,
                 lazy_flush_interval: std::time::Duration::from_millis(1000),
             },
         }

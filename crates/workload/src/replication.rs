@@ -1,12 +1,16 @@
 //! Log replication readers (engine.md §7): with `copies > 1`, each passive copy ships
-//! every log generation once the active copy has closed it. What that costs the active
-//! storage is modelled by (copies − 1) readers per instance, each reading every closed
-//! log file sequentially in large reads.
+//! every log generation. What that costs the active storage is modelled by
+//! (copies − 1) readers per instance, each following the log as it is written: it
+//! opens each generation, reads and checks its header (the log copier verifies a file
+//! is the generation of this log stream it expects before it ships it), then reads
+//! the file sequentially in large reads as soon as a whole read's worth is durable,
+//! and the rest once the generation is closed. Per 1 MiB file that is one 4 KiB header
+//! read and four 256 KiB reads (Jetstress: 213–233 KB per replication read).
 //!
-//! A generation is closed once the instance writes a newer one. Readers start at the
-//! generation being written when they are spawned (files of earlier runs are not
-//! shipped). With circular logging a file may be removed before a reader gets to it:
-//! it is counted as missed, which is what a passive copy falling behind would suffer.
+//! Readers start at the generation being written when they are spawned (files of
+//! earlier runs are not shipped). With circular logging a file may be removed before a
+//! reader gets to it: it is counted as missed, which is what a passive copy falling
+//! behind would suffer.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,7 +18,7 @@ use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use edbstress_format::log::log_file_name;
+use edbstress_format::log::{LogPosition, SEGMENT_LEN, log_file_name, verify_log_file_header};
 use edbstress_io::{Access, AlignedBuf, DataFile, IoClass, IoError, IoMode, IoStats};
 use parking_lot::Mutex;
 
@@ -23,15 +27,15 @@ use crate::bdm::StopSignal;
 /// Default bytes per replication read.
 pub const DEFAULT_REPLICATION_READ_LEN: usize = 256 << 10;
 
-/// How often a reader looks for newly closed generations.
+/// How often a reader looks for newly durable log.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 /// Pause after a failed open or read, so a failing device does not make readers spin.
 const ERROR_DELAY: Duration = Duration::from_millis(20);
 /// Direct I/O needs lengths in multiples of this.
 const IO_ALIGN: usize = 4096;
 
-/// The current (open) log generation of the instance.
-pub type GenerationSource = Arc<dyn Fn() -> u32 + Send + Sync>;
+/// The end of the instance's durable log (what a reader may ship).
+pub type DurableEndSource = Arc<dyn Fn() -> LogPosition + Send + Sync>;
 
 /// How to ship the logs of one instance.
 #[derive(Clone, Debug)]
@@ -116,11 +120,11 @@ pub struct LogReplicator;
 
 impl LogReplicator {
     /// Starts `config.readers` reader threads. Each reads every generation from the
-    /// one `current_generation` returns now, once it is closed, until `stop` is set or
-    /// the handle is stopped.
+    /// one `durable_end` is in now, following the durable end of the log, until `stop`
+    /// is set or the handle is stopped.
     pub fn spawn(
         config: ReplicationConfig,
-        current_generation: GenerationSource,
+        durable_end: DurableEndSource,
         stop: Arc<AtomicBool>,
     ) -> Result<ReplicationHandle, ReplicationError> {
         match std::fs::metadata(&config.log_dir) {
@@ -139,13 +143,13 @@ impl LogReplicator {
             }
         }
         let read_len = (config.read_len / IO_ALIGN).max(1) * IO_ALIGN;
-        let first = current_generation();
+        let first = durable_end().generation;
         let state = Arc::new(Mutex::new(ReplicationState::default()));
         let stop = StopSignal::new(stop);
         let mut handle = ReplicationHandle {
             state: Arc::clone(&state),
             stop: stop.clone(),
-            current_generation: Arc::clone(&current_generation),
+            durable_end: Arc::clone(&durable_end),
             readers: Vec::new(),
         };
         for reader in 0..config.readers {
@@ -155,7 +159,7 @@ impl LogReplicator {
                 io_mode: config.io_mode,
                 buf: AlignedBuf::try_new(read_len)?,
                 next: first,
-                current_generation: Arc::clone(&current_generation),
+                durable_end: Arc::clone(&durable_end),
                 stop: stop.clone(),
                 state: Arc::clone(&state),
             };
@@ -177,7 +181,7 @@ impl LogReplicator {
 pub struct ReplicationHandle {
     state: Arc<Mutex<ReplicationState>>,
     stop: StopSignal,
-    current_generation: GenerationSource,
+    durable_end: DurableEndSource,
     /// Each returns the generation it would have read next.
     readers: Vec<JoinHandle<u32>>,
 }
@@ -222,7 +226,7 @@ impl ReplicationHandle {
             // A panicked reader still leaves its counters in the shared state.
             .filter_map(|t| t.join().ok())
             .collect();
-        let current = (self.current_generation)();
+        let current = (self.durable_end)().generation;
         next.into_iter()
             .map(|n| u64::from(current.saturating_sub(n)))
             .max()
@@ -245,7 +249,7 @@ struct Reader {
     buf: AlignedBuf,
     /// The next generation to read.
     next: u32,
-    current_generation: GenerationSource,
+    durable_end: DurableEndSource,
     stop: StopSignal,
     state: Arc<Mutex<ReplicationState>>,
 }
@@ -261,12 +265,6 @@ enum FileOutcome {
 impl Reader {
     fn run(&mut self) {
         while !self.stop.is_stopped() {
-            if self.next >= (self.current_generation)() {
-                if !self.stop.sleep(POLL_INTERVAL) {
-                    return;
-                }
-                continue;
-            }
             let path = self.log_dir.join(log_file_name(self.next));
             match self.read_file(&path) {
                 FileOutcome::Read => self.state.lock().files_read += 1,
@@ -283,8 +281,34 @@ impl Reader {
         }
     }
 
-    /// Reads the whole file at `path` sequentially.
+    /// Bytes of generation `self.next` that are durable, or `None` once it is closed
+    /// (a later generation holds durable data).
+    fn durable_len(&self) -> Option<u64> {
+        let end = (self.durable_end)();
+        match end.generation.cmp(&self.next) {
+            std::cmp::Ordering::Greater => None,
+            std::cmp::Ordering::Equal => Some(u64::from(end.segment) * SEGMENT_LEN as u64),
+            std::cmp::Ordering::Less => Some(0),
+        }
+    }
+
+    /// Follows generation `self.next` at `path` as it is written: its header first
+    /// (once durable), then the file in whole reads as they become durable, and the
+    /// rest once it is closed.
     fn read_file(&mut self, path: &Path) -> FileOutcome {
+        // The file exists once its header is durable: wait for some data in it.
+        loop {
+            if self.stop.is_stopped() {
+                return FileOutcome::Stopped;
+            }
+            if self
+                .durable_len()
+                .is_none_or(|len| len > SEGMENT_LEN as u64)
+            {
+                break;
+            }
+            self.stop.sleep(POLL_INTERVAL);
+        }
         let file = match open_for_reading(path, self.io_mode) {
             Ok(file) => file,
             Err(IoError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
@@ -295,7 +319,7 @@ impl Reader {
                 return FileOutcome::Failed;
             }
         };
-        // The length is taken once: a closed generation does not change. Once open, a
+        // Its length does not change (files are created full length). Once open, a
         // removal by circular logging does not stop the read.
         let len = match file.len() {
             Ok(len) => len,
@@ -304,22 +328,50 @@ impl Reader {
                 return FileOutcome::Failed;
             }
         };
+        match self.read_at(&file, 0, SEGMENT_LEN) {
+            Ok(_) => {
+                if let Err(e) = verify_log_file_header(&self.buf[..SEGMENT_LEN], self.next) {
+                    let mut s = self.state.lock();
+                    s.io_errors += 1;
+                    s.last_error = Some(format!("{}: {e}", path.display()));
+                    return FileOutcome::Failed;
+                }
+            }
+            Err(outcome) => return outcome,
+        }
+        let read_len = self.buf.len() as u64;
         let mut offset = 0u64;
         while offset < len {
             if self.stop.is_stopped() {
                 return FileOutcome::Stopped;
             }
-            let want = (len - offset).min(self.buf.len() as u64) as usize;
-            // Direct I/O reads whole blocks; a tail shorter than that is read rounded up
-            // and comes back short.
-            let request = want.div_ceil(IO_ALIGN) * IO_ALIGN;
-            let started = Instant::now();
-            let result = file.read_at(&mut self.buf[..request], offset);
-            let latency = started.elapsed().as_nanos() as u64;
-            let mut s = self.state.lock();
-            match result {
+            let available = self.durable_len().unwrap_or(len).min(len);
+            let want = (len - offset).min(read_len);
+            if available < offset + want {
+                self.stop.sleep(POLL_INTERVAL);
+                continue;
+            }
+            match self.read_at(&file, offset, want as usize) {
                 Ok(0) => break,
-                Ok(n) => {
+                Ok(n) => offset += n as u64,
+                Err(outcome) => return outcome,
+            }
+        }
+        FileOutcome::Read
+    }
+
+    /// One read of `want` bytes at `offset`, accounted for.
+    fn read_at(&mut self, file: &DataFile, offset: u64, want: usize) -> Result<usize, FileOutcome> {
+        // Direct I/O reads whole blocks; a tail shorter than that is read rounded up
+        // and comes back short.
+        let request = want.div_ceil(IO_ALIGN) * IO_ALIGN;
+        let started = Instant::now();
+        let result = file.read_at(&mut self.buf[..request], offset);
+        let latency = started.elapsed().as_nanos() as u64;
+        let mut s = self.state.lock();
+        match result {
+            Ok(n) => {
+                if n > 0 {
                     s.stats.record(
                         self.instance,
                         IoClass::ReplicationRead,
@@ -328,18 +380,17 @@ impl Reader {
                         true,
                     );
                     s.bytes_read += n as u64;
-                    offset += n as u64;
                 }
-                Err(e) => {
-                    s.stats
-                        .record(self.instance, IoClass::ReplicationRead, 0, latency, false);
-                    drop(s);
-                    self.io_error(&e);
-                    return FileOutcome::Failed;
-                }
+                Ok(n)
+            }
+            Err(e) => {
+                s.stats
+                    .record(self.instance, IoClass::ReplicationRead, 0, latency, false);
+                drop(s);
+                self.io_error(&e);
+                Err(FileOutcome::Failed)
             }
         }
-        FileOutcome::Read
     }
 
     fn io_error(&self, e: &IoError) {

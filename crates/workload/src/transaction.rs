@@ -2,8 +2,8 @@
 //! replace, read), with the profile's share of lazy commits.
 //!
 //! Every transaction touches one mailbox chosen uniformly. Inserts add a message with
-//! a realistic size (the same distribution as prepared databases, ~40 KB on average with
-//! a quarter small enough to live in the row); deletes, replaces and reads pick an
+//! a Jetstress-sized body (the same distribution as prepared databases, ~4 KB on average
+//! with a quarter small enough to live in the row; docs/fidelity.md); deletes, replaces and reads pick an
 //! existing message by seeking to a random id in the mailbox. Replaces rewrite the
 //! properties, and one in five also the body (a draft saved again).
 

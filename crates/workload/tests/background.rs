@@ -12,7 +12,7 @@ use edbstress_engine::Compressibility;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::{PrepareOptions, PreparePlan};
-use edbstress_format::log::log_file_name;
+use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN, log_file_name};
 use edbstress_format::{PageSize, page_offset};
 use edbstress_io::{IoClass, IoMode};
 use edbstress_report::OpMix;
@@ -244,7 +244,7 @@ fn replication_config(log_dir: &Path, readers: u32) -> ReplicationConfig {
 }
 
 #[test]
-fn replication_readers_each_read_every_closed_generation() {
+fn replication_readers_follow_the_log_as_it_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let layout = prepare(dir.path());
     let instance = Arc::new(open_instance(&layout, 4 << 20));
@@ -252,15 +252,13 @@ fn replication_readers_each_read_every_closed_generation() {
     let source = Arc::clone(&instance);
     let handle = LogReplicator::spawn(
         replication_config(&layout.log_dir, 2),
-        Arc::new(move || source.log_generation()),
+        Arc::new(move || source.log_durable()),
         Arc::new(AtomicBool::new(false)),
     )
     .unwrap();
     let body = vec![0x5a; 64 << 10];
-    for i in 0..2000u32 {
-        if instance.log_generation() >= start + 5 {
-            break;
-        }
+    let mut i = 0u32;
+    let mut commit = |instance: &Instance| {
         let props = i.to_le_bytes();
         instance
             .commit(
@@ -272,11 +270,26 @@ fn replication_readers_each_read_every_closed_generation() {
                 Durability::Durable,
             )
             .unwrap();
+        i += 1;
+    };
+    while instance.log_generation() < start + 5 {
+        commit(&instance);
+    }
+    // Then more than a read's worth into the open generation, without closing it.
+    while instance.log_durable().segment < 100 {
+        commit(&instance);
     }
     let closed = u64::from(instance.log_generation() - start);
     assert!(closed >= 5, "the log rolled {closed} generations");
+    // Per file: the header (checked), then 256 KiB reads.
+    let per_file = (1u64 << 20) + 4096;
     wait_until("the readers to catch up", || {
         handle.progress().files_read >= 2 * closed
+    });
+    // The open generation is read as it is written: its header and first 256 KiB.
+    wait_until("the readers to follow the open generation", || {
+        handle.stats().total(IoClass::ReplicationRead).bytes
+            >= 2 * (closed * per_file + 4096 + READ_LEN as u64)
     });
     let report = handle.stop_and_join();
     Arc::try_unwrap(instance)
@@ -290,18 +303,42 @@ fn replication_readers_each_read_every_closed_generation() {
     assert_eq!(report.io_errors, 0, "{:?}", report.last_error);
     let reads = report.stats.get(1, IoClass::ReplicationRead).unwrap();
     assert_eq!(reads.bytes, report.bytes_read);
+    // Closed files: 5 reads each; the open one: the header and whole 256 KiB reads.
+    let open_bytes = reads.bytes - 2 * closed * per_file;
+    let open_reads = reads.ops - 2 * closed * 5;
     assert_eq!(
-        reads.bytes,
-        reads.ops * READ_LEN as u64,
-        "every read is 256 KiB"
+        open_bytes,
+        2 * 4096 + (open_reads - 2) * READ_LEN as u64,
+        "{reads:?}"
     );
-    assert_eq!(reads.bytes, report.files_read << 20, "log files are 1 MiB");
 }
 
+/// A log file of `len` bytes: a real header, then filler.
 fn write_log(dir: &Path, generation: u32, len: usize) -> PathBuf {
     let path = dir.join(log_file_name(generation));
-    std::fs::write(&path, vec![generation as u8; len]).unwrap();
+    let mut bytes = vec![generation as u8; len];
+    LogFileHeader {
+        generation,
+        segment_len: SEGMENT_LEN as u32,
+        file_len: len.next_multiple_of(SEGMENT_LEN) as u32,
+        log_signature: 7,
+        db_signature: 8,
+        created_unix: 0,
+        checkpoint_at_creation: LogPosition::default(),
+        prev_generation_checksum: 0,
+    }
+    .encode(&mut bytes[..SEGMENT_LEN]);
+    std::fs::write(&path, bytes).unwrap();
     path
+}
+
+/// A durable end of the log in generation `generation` (nothing of it written yet).
+fn durable_in(generation: &AtomicU32) -> LogPosition {
+    LogPosition {
+        generation: generation.load(Ordering::Relaxed),
+        segment: 1,
+        offset: 32,
+    }
 }
 
 #[test]
@@ -319,7 +356,7 @@ fn replication_counts_removed_files_as_missed_and_reads_odd_tails() {
     let source = Arc::clone(&generation);
     let handle = LogReplicator::spawn(
         replication_config(logs, 2),
-        Arc::new(move || source.load(Ordering::Relaxed)),
+        Arc::new(move || durable_in(&source)),
         Arc::new(AtomicBool::new(false)),
     )
     .unwrap();
@@ -333,16 +370,39 @@ fn replication_counts_removed_files_as_missed_and_reads_odd_tails() {
     assert_eq!(report.missed, 2);
     assert_eq!(report.behind, 0);
     assert_eq!(report.io_errors, 0, "{:?}", report.last_error);
-    assert_eq!(report.bytes_read, 2 * ((2 << 20) + (300 << 10) + 100));
-    // Per reader: 4 + 2 (256 KiB and the 44 KiB tail) + 4 reads.
-    assert_eq!(report.stats.total(IoClass::ReplicationRead).ops, 2 * 10);
+    // Per reader: each file's header, then 4 + 2 (256 KiB and the 44 KiB tail) + 4 reads.
+    assert_eq!(
+        report.bytes_read,
+        2 * ((2 << 20) + (300 << 10) + 100 + 3 * 4096)
+    );
+    assert_eq!(report.stats.total(IoClass::ReplicationRead).ops, 2 * 13);
+
+    // A file that is not the generation its name says is an error, not shipped.
+    write_log(logs, 8, 1 << 20);
+    std::fs::rename(logs.join(log_file_name(8)), logs.join(log_file_name(9))).unwrap();
+    let generation = Arc::new(AtomicU32::new(9));
+    let source = Arc::clone(&generation);
+    let handle = LogReplicator::spawn(
+        replication_config(logs, 1),
+        Arc::new(move || durable_in(&source)),
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap();
+    generation.store(10, Ordering::Relaxed);
+    wait_until("the wrong file to be refused", || {
+        handle.stats().total(IoClass::ReplicationRead).ops >= 1
+    });
+    let report = handle.stop_and_join();
+    assert_eq!(report.files_read, 0);
+    assert_eq!(report.io_errors, 1);
+    assert!(report.last_error.unwrap().contains("E0000000009"));
 
     // Stopped by the run's flag before reading anything: all closed files are behind.
     let generation = Arc::new(AtomicU32::new(3));
     let source = Arc::clone(&generation);
     let handle = LogReplicator::spawn(
         replication_config(logs, 1),
-        Arc::new(move || source.load(Ordering::Relaxed)),
+        Arc::new(move || durable_in(&source)),
         Arc::new(AtomicBool::new(true)),
     )
     .unwrap();
@@ -357,7 +417,7 @@ fn replication_refuses_a_missing_log_directory() {
     let dir = tempfile::tempdir().unwrap();
     let err = LogReplicator::spawn(
         replication_config(&dir.path().join("nope"), 1),
-        Arc::new(|| 1),
+        Arc::new(LogPosition::default),
         Arc::new(AtomicBool::new(false)),
     )
     .err()

@@ -163,7 +163,7 @@ impl RunConfig {
 }
 
 /// Database growth per transactional I/O budgeted before a run, bytes: the engine's
-/// measured growth with the Exchange 2010/2013 mix (1.3–3.6 KB, bench/fidelity; see
+/// measured growth with the Exchange 2010/2013 mix (1.5–2.6 KB, bench/fidelity; see
 /// docs/fidelity.md) with a margin. Jetstress grows its databases by ~330–520 B per
 /// transactional I/O; edbstress today by more, and the check must budget what this
 /// engine does, not what Jetstress does.

@@ -110,7 +110,7 @@ impl RunConfig {
             cache_max,
             checkpoint_depth: last(layers, |l| l.checkpoint_depth)
                 .unwrap_or(defaults.checkpoint_depth),
-            // 0 until the page size is known: one page.
+            // 0 until the page size is known: the profile's, at least one page.
             write_coalesce: last(layers, |l| l.write_coalesce).unwrap_or(0),
             torn_write_protection: last(layers, |l| l.torn_write_protection).unwrap_or(false),
             allow_cached_databases: last(layers, |l| l.allow_cached_databases).unwrap_or(false),
@@ -138,7 +138,7 @@ impl RunConfig {
             host_name: None,
         };
         if config.write_coalesce == 0 {
-            config.write_coalesce = config.page_size.bytes() as u64;
+            config.write_coalesce = defaults.write_coalesce.max(config.page_size.bytes() as u64);
         }
         config.validate()?;
         config.database_size = resolve_database_size(layers, &config)?;

@@ -351,7 +351,7 @@ impl<'a> Workbench<'a> {
                             read_len: 256 << 10,
                             io_mode: config.io_mode,
                         },
-                        Arc::new(move || inst.log_generation()),
+                        Arc::new(move || inst.log_durable()),
                         background_stop.clone(),
                     )
                     .map_err(|e| RunError::Engine {
@@ -644,6 +644,20 @@ fn self_drive(
                 .map(|c| (c.frames as u64, c.max_frames as u64))
                 .collect()
         };
+        let page_bytes = bench.config.page_size.bytes() as u64;
+        let database_pages: Vec<u64> = bench
+            .slots
+            .iter()
+            .map(|s| s.initial_bytes / page_bytes)
+            .collect();
+        if kind == PhaseKind::AttainPrerequisites
+            && let Some(why) = warmup::cannot_fill(&fills(&last_tick), &database_pages, page_bytes)
+        {
+            bench
+                .log
+                .line(format!("Attaining prerequisites skipped: {why}."));
+            continue;
+        }
         let mut warm = (kind == PhaseKind::AttainPrerequisites).then(|| {
             bench.log.line(format!(
                 "Attaining prerequisites: filling each database cache to {:.0} % (at most {}).",
@@ -752,11 +766,7 @@ fn self_drive(
         {
             let snap = bench.snapshot();
             let why = warm.as_ref().map_or(String::new(), |w| {
-                let pages = bench.config.database_size / bench.config.page_size.bytes() as u64;
-                format!(
-                    ": {}",
-                    w.timeout_reason(snap.at, &fills(&snap), pages, length)
-                )
+                format!(": {}", w.timeout_reason(snap.at, &fills(&snap), length))
             });
             bench.log.line(format!(
                 "Caches did not reach 90 % of their maximum within {} (smallest fill {:.0} %){why}; measuring anyway.",

@@ -10,6 +10,40 @@ pub const TARGET_FILL_PCT: f64 = 90.0;
 /// Cache fill of one instance: (frames in use, maximum frames).
 pub type Fill = (u64, u64);
 
+/// Frames that make [`TARGET_FILL_PCT`] of a cache of `max` frames.
+fn target_frames(max: u64) -> u64 {
+    (max as f64 * TARGET_FILL_PCT / 100.0).ceil() as u64
+}
+
+/// Why the warm-up cannot reach [`TARGET_FILL_PCT`], before it starts: an instance whose
+/// database has fewer pages than that share of its cache (`database_pages[i]` for
+/// `fills[i]`) fits in the cache entirely, so waiting for the fill would only end at the
+/// timeout. None when every cache can fill.
+pub fn cannot_fill(fills: &[Fill], database_pages: &[u64], page_bytes: u64) -> Option<String> {
+    let mib = |pages: u64| (pages * page_bytes) as f64 / (1u64 << 20) as f64;
+    let short: Vec<String> = fills
+        .iter()
+        .zip(database_pages)
+        .enumerate()
+        .filter(|&(_, (&(_, max), &pages))| pages < target_frames(max))
+        .map(|(i, (&(_, max), &pages))| {
+            format!(
+                "Instance{:04}'s database has {pages} pages ({:.1} MiB), fewer than the {} that fill {TARGET_FILL_PCT:.0} % of its {:.1} MiB cache",
+                i + 1,
+                mib(pages),
+                target_frames(max),
+                mib(max)
+            )
+        })
+        .collect();
+    (!short.is_empty()).then(|| {
+        format!(
+            "{}: the whole database fits in the cache, which can never fill; measuring without waiting (to test the storage rather than the cache, give databases several times the cache: a larger database_size or a smaller cache_max)",
+            short.join("; ")
+        )
+    })
+}
+
 /// Tracks the fill of the warm-up from its start.
 pub struct WarmupProgress {
     started: Instant,
@@ -96,23 +130,11 @@ impl WarmupProgress {
         )
     }
 
-    /// Why a warm-up that timed out did not reach [`TARGET_FILL_PCT`]: the database is
-    /// smaller than the cache share it would have to fill, the cache stopped growing,
-    /// or it grows too slowly for the timeout (with the time it would need).
-    pub fn timeout_reason(
-        &self,
-        now: Instant,
-        fills: &[Fill],
-        database_pages: u64,
-        timeout: Duration,
-    ) -> String {
-        let max = fills.iter().map(|f| f.1).max().unwrap_or(0);
-        let needed = (max as f64 * TARGET_FILL_PCT / 100.0) as u64;
-        if database_pages < needed {
-            return format!(
-                "each database has {database_pages} pages, fewer than the {needed} that fill {TARGET_FILL_PCT:.0} % of its cache: the cache can never fill; use a smaller cache_max or larger databases"
-            );
-        }
+    /// Why a warm-up that timed out did not reach [`TARGET_FILL_PCT`]: the cache stopped
+    /// growing, or it grows too slowly for the timeout (with the time it would need). A
+    /// database too small to fill its cache is named before the warm-up
+    /// ([`cannot_fill`]).
+    pub fn timeout_reason(&self, now: Instant, fills: &[Fill], timeout: Duration) -> String {
         match self.estimate(now, fills) {
             None => "the cache stopped growing: the transactions read no new pages (is the database much smaller than it seems, or the load stalled?)".to_string(),
             Some(left) => format!(
@@ -152,16 +174,28 @@ mod tests {
     }
 
     #[test]
+    fn a_database_smaller_than_the_fill_is_named_before_waiting() {
+        // 4 MiB caches of 32 KiB pages (128 frames): 116 frames make 90 %.
+        let fills = [(64, 128), (64, 128)];
+        assert_eq!(cannot_fill(&fills, &[1024, 116], 32768), None);
+        let why = cannot_fill(&fills, &[1024, 115], 32768).expect("the second cannot fill");
+        assert!(
+            why.starts_with("Instance0002's database has 115 pages (3.6 MiB), fewer than the 116 that fill 90 % of its 4.0 MiB cache"),
+            "{why}"
+        );
+        assert!(!why.contains("Instance0001"), "{why}");
+        assert!(why.contains("measuring without waiting"), "{why}");
+    }
+
+    #[test]
     fn a_timeout_says_why() {
         let t0 = Instant::now();
         let w = WarmupProgress::new(t0, &[(0, 1000)], Duration::from_secs(5), 32768);
         let later = t0 + Duration::from_secs(100);
-        let why = w.timeout_reason(later, &[(500, 1000)], 400, Duration::from_secs(100));
-        assert!(why.contains("can never fill"), "{why}");
-        let why = w.timeout_reason(later, &[(500, 1000)], 10_000, Duration::from_secs(100));
+        let why = w.timeout_reason(later, &[(500, 1000)], Duration::from_secs(100));
         assert!(why.contains("would need about 1m 20s more"), "{why}");
         let stuck = WarmupProgress::new(t0, &[(500, 1000)], Duration::from_secs(5), 32768);
-        let why = stuck.timeout_reason(later, &[(500, 1000)], 10_000, Duration::from_secs(100));
+        let why = stuck.timeout_reason(later, &[(500, 1000)], Duration::from_secs(100));
         assert!(why.contains("stopped growing"), "{why}");
     }
 }

@@ -163,6 +163,75 @@ pub(super) fn release_empty_leaf(
     free_page(g, cs, pos.leaf)
 }
 
+/// After a delete: a leaf left less than a quarter full moves its records into its
+/// sibling under the same parent when they fit there, and is released like an emptied
+/// leaf. ESE merges sparse pages the same way; without it the space deletes free stays
+/// scattered in thinned-out leaves (long-value leaves above all: chunks are only ever
+/// appended at the tree's right edge) and the file grows instead (docs/fidelity.md,
+/// growth per transactional I/O). The moved records are logged as inserts, as ESE logs
+/// a merge's moved nodes.
+fn merge_sparse_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition) -> TreeResult<()> {
+    let Some(&(parent, index)) = pos.path.last() else {
+        return Ok(());
+    };
+    let usable = g.state_ref().page_size.bytes() - edbstress_format::PAGE_HEADER_LEN;
+    let leaf_frame = frame_of(g, pos.leaf)?;
+    let leaf = view(g, leaf_frame, pos.leaf)?;
+    let count = leaf.record_count();
+    if count == 0 || leaf.header().flags & flags::LEAF == 0 {
+        return Ok(());
+    }
+    let used = usable.saturating_sub(leaf.free_space());
+    if used * 4 > usable {
+        return Ok(());
+    }
+    let mut moved = Vec::with_capacity(count);
+    for i in 0..count {
+        let r = leaf
+            .record(i)
+            .map_err(|e| corrupt(pos.leaf, e.to_string()))?;
+        moved.push((r.key.to_vec(), r.data.to_vec()));
+    }
+    let parent_frame = frame_of(g, parent)?;
+    let parent_page = view(g, parent_frame, parent)?;
+    let entries = parent_page.record_count();
+    if entries < 2 {
+        return Ok(());
+    }
+    // The left sibling takes the records (they sort after its own); the leftmost
+    // child gives them to its right sibling (before its own).
+    let into_left = index > 0;
+    let sibling = child_of(&parent_page, parent, if into_left { index - 1 } else { 1 })?;
+    let sibling_frame = frame_of(g, sibling)?;
+    let sibling_page = view(g, sibling_frame, sibling)?;
+    let needed: usize = moved
+        .iter()
+        .map(|(k, d)| {
+            edbstress_format::page::record_len(k.len(), d.len()) + edbstress_format::page::TAG_LEN
+        })
+        .sum();
+    if sibling_page.header().flags & flags::LEAF == 0 || sibling_page.free_space() < needed {
+        return Ok(());
+    }
+    let base = if into_left {
+        sibling_page.record_count()
+    } else {
+        0
+    };
+    for (i, (key, data)) in moved.iter().enumerate() {
+        let op = RedoRef::Insert {
+            index: (base + i) as u16,
+            key,
+            data,
+        };
+        modify(g, cs, sibling, op)?;
+    }
+    for i in (0..count).rev() {
+        modify(g, cs, pos.leaf, RedoRef::Delete { index: i as u16 })?;
+    }
+    release_empty_leaf(g, cs, pos)
+}
+
 /// Largest key + data an insert accepts: half of what fits an empty page, so that two
 /// records always fit one page and a split always makes room. (Long-value chunks are
 /// sized to fill a page exactly in twos or fours.)
@@ -214,6 +283,7 @@ pub fn delete(g: &mut Guard<'_>, cs: &mut ChangeSet, root: Pgno, key: &[u8]) -> 
         Ok(i) => {
             modify(g, cs, pos.leaf, RedoRef::Delete { index: i as u16 })?;
             release_empty_leaf(g, cs, &pos)?;
+            merge_sparse_leaf(g, cs, &pos)?;
             Ok(true)
         }
         Err(_) => Ok(false),

@@ -313,6 +313,24 @@ impl<S> Core<S> {
         None
     }
 
+    /// Adds every frame not allocated yet to the pool, with an empty buffer (whoever
+    /// takes the frame allocates it, as for a frame taken by growth). The page writer
+    /// does this before it evicts anything: the pool's reserve then comes out of the
+    /// cache's maximum instead of keeping the cache below it. Otherwise a cache whose
+    /// reserve is over a tenth of it (small caches: the reserve has a floor of 24–48
+    /// frames) would stay below the 90 % the warm-up waits for, growing only when a
+    /// burst of new pages emptied the pool.
+    pub(crate) fn grow_pool_to_max(&mut self) {
+        let start = self.frames.len() as u32;
+        let end = self.max_frames as u32;
+        for _ in start..end {
+            self.frames.push(FrameMeta::new());
+            self.pages.push(AlignedBuf::empty());
+        }
+        // Popped in frame order, like the frames allocated at start.
+        self.available.extend((start..end).rev());
+    }
+
     /// Allocates `count` frames with their buffers into the pool (at start).
     pub(crate) fn allocate_frames(&mut self, count: usize) -> Result<(), edbstress_io::IoError> {
         let count = count.min(self.max_frames - self.frames.len());

@@ -13,10 +13,12 @@
 //!
 //! # Frames and replacement
 //! Frames are page-sized [`AlignedBuf`]s: `min_frames` at start, more allocated as
-//! pages are read, up to `max_frames`. From then on frames come only from the available
-//! pool, which the page writer keeps between [`CacheConfig::available_start`] (1 %) and
-//! [`CacheConfig::available_stop`] (2 %) of the maximum (with a floor for small caches) by evicting the coldest pages
-//! by LRU-2: pages are ranked by the time of their second-most-recent reference on a
+//! pages are read, up to `max_frames`; when the page writer first has to refill the
+//! available pool, the frames not allocated yet join it, so the cache is at its maximum
+//! before any page is evicted. From then on frames come only from the available pool,
+//! which the page writer keeps between [`CacheConfig::available_start`] (1 %) and
+//! [`CacheConfig::available_stop`] (2 %) of the maximum (with a floor for small caches)
+//! by evicting the coldest pages by LRU-2: pages are ranked by the time of their second-most-recent reference on a
 //! logical clock (one tick per reference), pages referenced once being the coldest.
 //! References closer together than a correlation window (a fault and its retry, a
 //! transaction's read and apply phases) count as one, as in the LRU-K paper.

@@ -199,6 +199,9 @@ impl<S> Writer<S> {
             self.refilling = false;
         }
         if self.refilling {
+            if core.frames.len() < core.max_frames {
+                core.grow_pool_to_max();
+            }
             let need = stop.saturating_sub(obtainable + core.pending_evictions);
             if need > 0 {
                 self.choose_cold(core, need);
@@ -236,8 +239,10 @@ impl<S> Writer<S> {
     fn choose_cold(&mut self, core: &mut MutexGuard<'_, Core<S>>, need: usize) {
         let shared = Arc::clone(&self.shared);
         let (now, window, frames) = (core.clock, core.correlation_window, core.frames.len());
-        // Pinned frames are skipped below: look that much further.
-        let need = need + core.pinned_frames;
+        // Pinned frames are skipped below, and dirty ones whose last change is not
+        // durable yet are taken only if too few others are cold: look that much further.
+        let wanted = need;
+        let need = 2 * need + core.pinned_frames;
         MutexGuard::unlocked(core, || {
             self.cold.clear();
             for (f, slot) in shared.lru[..frames].iter().enumerate() {
@@ -258,27 +263,42 @@ impl<S> Writer<S> {
             self.candidates.extend(self.cold.drain());
             self.candidates.sort_unstable();
         });
-        let mut freed = 0;
-        for &((_, _, raw_last), f) in &self.candidates {
-            let lru = &shared.lru[f as usize];
-            let meta = &core.frames[f as usize];
-            // Referenced, evicted or chosen since the scan: skip it.
-            if meta.state != FrameState::Resident
-                || meta.pins > 0
-                || lru.last.load(Relaxed) != raw_last
-            {
-                continue;
-            }
-            if !meta.dirty && !meta.in_flight {
-                core.evict(f, lru);
-                freed += 1;
-                continue;
-            }
-            let (in_flight, pgno) = (meta.in_flight, meta.pgno);
-            lru.last.store(raw_last | EXCLUDED, Relaxed);
-            core.pending_evictions += 1;
-            if !in_flight {
-                self.pool_queue.push_back((f, pgno));
+        // Like ESE, pages whose changes the log already holds durably go first: writing
+        // one whose last change is still in the log buffer would force a log write
+        // (the write-ahead rule) that group commit or the lazy flush would otherwise
+        // have made later and larger. Those are taken only when too few others are cold.
+        let durable = shared.wal.durable();
+        let (mut freed, mut chosen) = (0, 0);
+        for young in [false, true] {
+            for &((_, _, raw_last), f) in &self.candidates {
+                if chosen >= wanted {
+                    break;
+                }
+                let lru = &shared.lru[f as usize];
+                let meta = &core.frames[f as usize];
+                // Referenced, evicted or chosen since the scan: skip it.
+                if meta.state != FrameState::Resident
+                    || meta.pins > 0
+                    || lru.last.load(Relaxed) != raw_last
+                {
+                    continue;
+                }
+                if !meta.dirty && !meta.in_flight {
+                    core.evict(f, lru);
+                    freed += 1;
+                    chosen += 1;
+                    continue;
+                }
+                let (in_flight, pgno) = (meta.in_flight, meta.pgno);
+                if !in_flight && !young && meta.last_change > durable {
+                    continue;
+                }
+                lru.last.store(raw_last | EXCLUDED, Relaxed);
+                core.pending_evictions += 1;
+                chosen += 1;
+                if !in_flight {
+                    self.pool_queue.push_back((f, pgno));
+                }
             }
         }
         if freed > 0 {
@@ -385,10 +405,35 @@ impl<S> Writer<S> {
                 true
             }
             None => {
+                // As ESE gathers writes: adjacent pages join one I/O when each is being
+                // written anyway. For flush_all that is every dirty page; for the writer's
+                // own writes a neighbour joins when it is due itself — chosen for
+                // eviction, or past the checkpoint depth — and can go at once: not being
+                // written, its changes already durable (a neighbour that would force a
+                // log flush waits for its own turn). So coalescing never writes a page
+                // early or adds a log write; how large writes get follows from how often
+                // due pages are contiguous (docs/fidelity.md).
+                let due = match reason {
+                    FlushReason::Requested => None,
+                    FlushReason::Pool | FlushReason::Checkpoint => Some((
+                        self.shared.wal.durable(),
+                        self.shared.wal.current(),
+                        self.shared.config.checkpoint_depth,
+                    )),
+                };
+                let shared = &self.shared;
                 let joinable = |core: &Core<S>, q: Pgno| {
                     core.map.get(&q).is_some_and(|&f| {
                         let meta = &core.frames[f as usize];
-                        meta.dirty && !meta.in_flight
+                        meta.dirty
+                            && !meta.in_flight
+                            && due.is_none_or(|(durable, current, depth)| {
+                                let chosen =
+                                    shared.lru[f as usize].last.load(Relaxed) & EXCLUDED != 0;
+                                let old =
+                                    shared.wal.bytes_between(meta.first_dirty, current) > depth;
+                                meta.last_change <= durable && (chosen || old)
+                            })
                     }) && !core.drop_writes.contains(&q)
                 };
                 while hi.pages_since(lo) + 1 < self.coalesce_pages

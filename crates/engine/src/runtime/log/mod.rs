@@ -38,25 +38,22 @@
 //! of them may be lost in a crash, so no write ever covers every durable copy of
 //! acknowledged data. Per generation file, a round writes:
 //!
-//! 1. The partially filled **tail segment** `t` (its records may be acknowledged)
-//!    lives in slot `t` and as a SHADOW copy in slot `t + 1`. Its first write puts the
-//!    same image in both slots in one write (nothing of it was durable before). Every
-//!    later rewrite goes **only to the slot that does not hold the newest copy**
-//!    (ping-pong); the reader takes the valid copy with the higher write sequence. A
-//!    torn rewrite therefore always leaves the previous newest copy intact.
-//! 2. When `t` is closed and more follows, its final version must land in slot `t`
-//!    before anything overwrites slot `t + 1`: if the newest copy was in slot `t`, the
-//!    closed version is first written to the shadow slot and synced, then to slot `t`
-//!    and synced; otherwise it goes to slot `t` alone and is synced. (ESE splits its
-//!    write the same way.)
-//! 3. Then one write of the remaining closed segments and the new tail segment (in its
-//!    slot and the shadow slot), then `fdatasync`. A partial tail is never left in the
-//!    last slot of a file (no room for a shadow): the flusher closes it, and the next
-//!    records go to the next generation.
-//! 4. `durable` advances after each sync; waiters are woken.
+//! 1. Before writing, the flusher **closes the partially filled tail segment**: it is
+//!    padded with zeros to the full payload length (as any segment closed early) and
+//!    the next record starts in the next segment. A round therefore writes only closed
+//!    segments, each once, to slots that held nothing (zero-filled), in one write and
+//!    `fdatasync` per generation file; no write ever covers a segment holding
+//!    acknowledged records, so a torn or lost write can only lose the records it was
+//!    writing, which nobody was told were durable. A small commit costs one 4 KiB
+//!    segment (the log's write unit, and the direct-I/O alignment of 4 KiB-sector
+//!    devices); the price is log space: each round starts a new segment.
+//! 2. When a round fills a file, the next records go to the next generation (a roll).
+//! 3. `durable` advances after each sync, to the start of the segment after the last
+//!    one written; waiters are woken.
 //!
-//! So a round costs one write and sync while the tail segment keeps filling, and two or
-//! three when it closes a segment that was durable before (about every 4 KiB of log).
+//! So a round costs one write and sync (two across a roll). Logs written by earlier
+//! versions may hold SHADOW copies of a partially filled tail (docs/format.md §6.3):
+//! the reader and [`LogWriter::open`] still handle them.
 //!
 //! All segments of one write carry the same write sequence; every write has a higher
 //! one than the last (they increase across generations and reopenings). Closed segments

@@ -15,14 +15,14 @@ pub struct LogCounters {
     pub writes: u64,
     /// Bytes written by log writes.
     pub bytes_written: u64,
-    /// Segment images written, shadow copies included.
+    /// Segment images written.
     pub segments_written: u64,
     /// `fdatasync` calls after log writes.
     pub fsyncs: u64,
     /// Nanoseconds spent in those `fdatasync` calls.
     pub fsync_ns: u64,
     /// Flush rounds of the flusher thread (group-commit batches); a round is one write
-    /// and sync, two when it closes a shadowed tail segment, more across a roll.
+    /// and sync, two across a roll.
     pub flush_batches: u64,
     /// Rounds started because a commit waited in `flush_to`.
     pub commit_flushes: u64,

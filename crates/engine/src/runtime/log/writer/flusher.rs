@@ -1,5 +1,6 @@
-//! The flusher thread and its I/O: each round takes what was appended (group commit)
-//! and writes it with the shadowed tail protocol; when a file fills it rolls to the
+//! The flusher thread and its I/O: each round takes what was appended (group commit),
+//! closes the partially filled tail segment and writes it with the closed segments
+//! before it, each once; when a file fills it rolls to the
 //! next generation, records it in the database, rewrites the checkpoint file and, with
 //! circular logging, deletes old generations.
 
@@ -20,30 +21,9 @@ use crate::runtime::log::files::{
     seal_data_segment,
 };
 
-/// Where the newest durable copy of the partially filled tail segment is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Newest {
-    /// In both its slot and the shadow slot (written together when nothing of it was
-    /// durable before).
-    Both,
-    /// In its own slot; the shadow slot holds an older copy.
-    Real,
-    /// In the shadow slot; its own slot holds an older copy.
-    Shadow,
-}
-
-/// The partially filled tail segment as it is on disk.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct TailOnDisk {
-    pub(super) index: u16,
-    pub(super) newest: Newest,
-}
-
-/// One segment image of a write.
+/// One segment image of a write (written to its own slot, closed).
 pub(super) struct SegImage<'a> {
     pub(super) logical: u16,
-    pub(super) shadow: bool,
-    pub(super) closed: bool,
     pub(super) payload: &'a [u8],
 }
 
@@ -54,9 +34,6 @@ pub(super) struct FlusherIo {
     pub(super) segments: u32,
     /// First slot of the current file whose final (closed) version is not written.
     pub(super) next_index: u32,
-    /// The partially filled tail segment on disk, whose copies hold acknowledged data:
-    /// no single write may overwrite every copy of its newest content.
-    pub(super) tail_on_disk: Option<TailOnDisk>,
     pub(super) write_seq: u64,
     pub(super) fold: RunningChecksum,
     pub(super) oldest_generation: u32,
@@ -68,20 +45,17 @@ pub(super) struct FlusherIo {
 }
 
 impl FlusherIo {
-    /// Writes a batch: closed segments in order, then the tail; rolls to the next
-    /// generation whenever a file fills.
+    /// Writes a batch of closed segments: one write per generation file they fall in,
+    /// rolling to the next generation whenever a file fills. Every segment is written
+    /// once, closed, to a slot that held nothing: no write covers acknowledged data.
     pub(super) fn write_batch(
         &mut self,
         shared: &Shared,
         batch: &Batch,
     ) -> Result<(), EngineError> {
         let count = batch.segments.len();
-        let closed_payload = |i: usize| {
-            let at = i * SEGMENT_PAYLOAD_LEN;
-            &batch.payload[at..at + usize::from(batch.segments[i].used)]
-        };
         let mut i = 0;
-        loop {
+        while i < count {
             if shared.abandoned() {
                 return Ok(());
             }
@@ -90,145 +64,33 @@ impl FlusherIo {
             while j < count && batch.segments[j].addr.generation == generation {
                 j += 1;
             }
-            let tail = if j == count {
-                batch.tail.filter(|t| t.generation == generation)
-            } else {
-                None
-            };
-            if i == j && tail.is_none() {
-                if i == count && batch.tail.is_none() {
-                    return Ok(());
-                }
+            if i == j {
                 return Err(internal(format!(
                     "log batch continues in another generation while generation {generation:#x} \
                      is not full"
                 )));
             }
-
-            // The tail segment of the previous round is closed now: write its final
-            // version before anything touches its shadow slot, and never over the
-            // only slot holding its newest copy.
-            if let (Some(on_disk), true) = (self.tail_on_disk, i < j) {
-                let staged = batch.segments[i];
-                if staged.addr.index != on_disk.index {
-                    return Err(internal(format!(
-                        "log batch starts at segment {} but the tail on disk is segment {}",
-                        staged.addr.index, on_disk.index
-                    )));
-                }
-                let closed = SegImage {
-                    logical: on_disk.index,
-                    shadow: false,
-                    closed: true,
-                    payload: closed_payload(i),
-                };
-                if on_disk.newest == Newest::Real {
-                    let shadow = SegImage {
-                        shadow: true,
-                        ..closed
-                    };
-                    self.write_segments(shared, on_disk.index + 1, &[shadow])?;
-                    self.tail_on_disk = Some(TailOnDisk {
-                        newest: Newest::Shadow,
-                        ..on_disk
-                    });
-                    shared.advance_durable(staged.addr.at(FIRST_RECORD_OFFSET + staged.used));
-                    if shared.abandoned() {
-                        return Ok(());
+            let items: Vec<SegImage<'_>> = (i..j)
+                .map(|k| {
+                    let at = k * SEGMENT_PAYLOAD_LEN;
+                    SegImage {
+                        logical: batch.segments[k].addr.index,
+                        payload: &batch.payload[at..at + usize::from(batch.segments[k].used)],
                     }
-                }
-                let closed = SegImage {
-                    logical: on_disk.index,
-                    shadow: false,
-                    closed: true,
-                    payload: closed_payload(i),
-                };
-                self.write_segments(shared, on_disk.index, &[closed])?;
-                self.tail_on_disk = None;
-                shared.advance_durable(self.after(staged.addr));
-                i += 1;
-                if shared.abandoned() {
-                    return Ok(());
-                }
-            }
-
-            // Then the closed segments that follow and the new tail.
-            let mut items: Vec<SegImage<'_>> = (i..j)
-                .map(|k| SegImage {
-                    logical: batch.segments[k].addr.index,
-                    shadow: false,
-                    closed: true,
-                    payload: closed_payload(k),
                 })
                 .collect();
-            let mut new_tail = None;
-            if let Some(t) = tail {
-                let payload = &batch.tail_payload[..];
-                let image = |shadow| SegImage {
-                    logical: t.index,
-                    shadow,
-                    closed: false,
-                    payload,
-                };
-                let newest = match self.tail_on_disk {
-                    // A rewrite goes to the one slot without the newest copy: a torn
-                    // write then still leaves that copy.
-                    Some(on_disk) if on_disk.index == t.index && items.is_empty() => {
-                        match on_disk.newest {
-                            Newest::Both | Newest::Real => {
-                                items.push(image(true));
-                                Newest::Shadow
-                            }
-                            Newest::Shadow => {
-                                items.push(image(false));
-                                Newest::Real
-                            }
-                        }
-                    }
-                    None => {
-                        items.push(image(false));
-                        items.push(image(true));
-                        Newest::Both
-                    }
-                    Some(on_disk) => {
-                        return Err(internal(format!(
-                            "log tail segment {} written while segment {} is the tail on disk",
-                            t.index, on_disk.index
-                        )));
-                    }
-                };
-                new_tail = Some((t, newest));
-            }
-            if let Some(first) = items.first() {
-                let first_slot = first.logical + u16::from(first.shadow);
-                self.write_segments(shared, first_slot, &items)?;
-            }
-            let durable = match new_tail {
-                Some((t, newest)) => {
-                    self.tail_on_disk = Some(TailOnDisk {
-                        index: t.index,
-                        newest,
-                    });
-                    Some(t.at(FIRST_RECORD_OFFSET + batch.tail_payload.len() as u16))
-                }
-                None if i < j => Some(self.after(batch.segments[j - 1].addr)),
-                None => None,
-            };
-            if let Some(pos) = durable {
-                shared.advance_durable(pos);
-            }
+            self.write_segments(shared, items[0].logical, &items)?;
+            shared.advance_durable(self.after(batch.segments[j - 1].addr));
             i = j;
             if self.next_index >= self.segments {
                 self.roll(shared)?;
-                continue;
-            }
-            if i < count || batch.tail.is_some_and(|t| t.generation != generation) {
+            } else if i < count {
                 return Err(internal(format!(
                     "log batch continues beyond generation {generation:#x} before it is full"
                 )));
             }
-            return Ok(());
         }
+        Ok(())
     }
 
     /// Where the next record starts after the closed segment `addr`.
@@ -247,9 +109,9 @@ impl FlusherIo {
         next.at(FIRST_RECORD_OFFSET)
     }
 
-    /// One write and `fdatasync` of consecutive slots from `first_slot`, each sealed
-    /// with one new write sequence. Closed real segments are final: they advance
-    /// `next_index` and the running checksum.
+    /// One write and `fdatasync` of consecutive closed segments into their slots from
+    /// `first_slot` (the next unwritten one), each sealed with one new write sequence.
+    /// They are final: they advance `next_index` and the running checksum.
     pub(super) fn write_segments(
         &mut self,
         shared: &Shared,
@@ -272,13 +134,10 @@ impl FlusherIo {
         let seq = self.write_seq;
         for (n, item) in items.iter().enumerate() {
             let slot = first_slot + n as u16;
-            let physical = item.logical + u16::from(item.shadow);
-            let in_order = item.shadow || u32::from(item.logical) >= self.next_index;
-            if physical != slot || slot == 0 || !in_order {
+            if item.logical != slot || slot == 0 || u32::from(slot) != self.next_index + n as u32 {
                 return Err(internal(format!(
-                    "log segment {} (shadow: {}) does not belong at slot {slot} (next unwritten \
-                     segment {})",
-                    item.logical, item.shadow, self.next_index
+                    "log segment {} does not belong at slot {slot} (next unwritten segment {})",
+                    item.logical, self.next_index
                 )));
             }
             let seg = &mut self.image[n * SEGMENT_LEN..(n + 1) * SEGMENT_LEN];
@@ -286,9 +145,9 @@ impl FlusherIo {
                 seg,
                 self.generation,
                 item.logical,
-                item.shadow,
+                false,
                 item.payload,
-                item.closed,
+                true,
                 seq,
             );
         }
@@ -319,18 +178,10 @@ impl FlusherIo {
             self.record_generation(shared)?;
         }
 
-        for (n, item) in items.iter().enumerate() {
-            if item.closed && !item.shadow {
-                if u32::from(item.logical) != self.next_index {
-                    return Err(internal(format!(
-                        "closed log segment {} written before segment {}",
-                        item.logical, self.next_index
-                    )));
-                }
-                self.fold
-                    .add_segment(&self.image[n * SEGMENT_LEN..(n + 1) * SEGMENT_LEN]);
-                self.next_index += 1;
-            }
+        for n in 0..count {
+            self.fold
+                .add_segment(&self.image[n * SEGMENT_LEN..(n + 1) * SEGMENT_LEN]);
+            self.next_index += 1;
         }
         Ok(())
     }
@@ -356,7 +207,6 @@ impl FlusherIo {
         self.generation = generation;
         self.segments = shared.geometry.segments_in(generation);
         self.next_index = 1;
-        self.tail_on_disk = None;
         self.fold = RunningChecksum::seeded(header.prev_generation_checksum);
         bump(&shared.counters.generations_rolled, 1);
         shared.request_next_file();
@@ -468,9 +318,11 @@ pub(super) fn run_flusher(shared: Arc<Shared>, mut io: FlusherIo) {
                 }
                 shared.work.wait_until(&mut st, deadline);
             };
-            // The last slot has no room for a shadow: close it, so it is written once,
-            // complete, and the tail moves to the next generation.
-            if shared.geometry.is_last_slot(st.tail) && !st.packer.pending().is_empty() {
+            // The partially filled tail is closed (padded) and written once: the next
+            // records start in the next segment, so no later write rewrites a segment
+            // holding acknowledged commits and a torn write can only lose what it
+            // was writing (docs/format.md §6.3).
+            if !st.packer.pending().is_empty() {
                 if let Err(e) = st.close_tail(&shared.geometry) {
                     fail(&shared, &mut st, &e);
                     return;

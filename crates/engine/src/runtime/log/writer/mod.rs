@@ -137,7 +137,6 @@ impl LogWriter {
                 staged: Vec::new(),
                 staged_payload: Vec::new(),
                 in_flight: 0,
-                taken_tail: None,
                 appended_end: start_pos,
                 durable: start_pos,
                 requested: start_pos,
@@ -171,7 +170,6 @@ impl LogWriter {
             generation,
             segments,
             next_index: u32::from(next_index),
-            tail_on_disk: None,
             write_seq,
             fold,
             oldest_generation,
@@ -414,15 +412,32 @@ impl LogWriter {
     }
 
     /// Flushes everything appended, stops the threads and writes the checkpoint.
-    /// Returns the position where the next record would have started (pass it to
-    /// [`LogWriter::open`] to continue).
+    /// Returns the end of the log as a reader finds it (pass it to [`LogWriter::open`]
+    /// to continue): the end of the last record, or the start of the next generation
+    /// when that record's file is full. (The flusher closed the last segment, so the
+    /// next record would have started in the next one; the reader reports the end of
+    /// the records, and a clean shutdown records that.)
     pub fn shutdown(mut self) -> Result<LogPosition, EngineError> {
         self.stop(StopMode::Shutdown);
-        if let Some(e) = &self.shared.state.lock().error {
-            return Err(EngineError::ShutDown(Some(e.clone())));
-        }
+        let end = {
+            let st = self.shared.state.lock();
+            if let Some(e) = &st.error {
+                return Err(EngineError::ShutDown(Some(e.clone())));
+            }
+            st.appended_end
+        };
         self.shared.write_checkpoint()?;
-        Ok(self.current())
+        let addr = SegAddr {
+            generation: end.generation,
+            index: end.segment,
+        };
+        let geometry = &self.shared.geometry;
+        if end.offset > FIRST_RECORD_OFFSET && geometry.is_last_slot(addr) {
+            if let Some(next) = geometry.next(addr) {
+                return Ok(next.at(FIRST_RECORD_OFFSET));
+            }
+        }
+        Ok(end)
     }
 
     /// Crash simulation: stops the threads without writing what is still in the

@@ -46,8 +46,6 @@ pub(super) struct State {
     pub(super) staged_payload: Vec<u8>,
     /// Segments taken by the flusher and not yet durable.
     pub(super) in_flight: usize,
-    /// The tail segment and payload length the flusher last took.
-    pub(super) taken_tail: Option<(SegAddr, usize)>,
     /// End of the last appended record.
     pub(super) appended_end: LogPosition,
     /// End of durable data.
@@ -75,12 +73,7 @@ impl State {
     }
 
     pub(super) fn has_unflushed(&self) -> bool {
-        let pending = self.packer.pending().len();
-        let taken = match self.taken_tail {
-            Some((addr, len)) if addr == self.tail => len,
-            _ => 0,
-        };
-        !self.staged.is_empty() || pending > taken
+        !self.staged.is_empty() || !self.packer.pending().is_empty()
     }
 
     /// Body bytes a record starting now can hold without leaving the tail's file:
@@ -121,22 +114,13 @@ impl State {
         result
     }
 
-    /// Moves the staged segments and a copy of the tail into `batch`.
+    /// Moves the staged (closed) segments into `batch`.
     pub(super) fn take_batch(&mut self, batch: &mut Batch) {
         batch.segments.clear();
         batch.payload.clear();
         std::mem::swap(&mut self.staged, &mut batch.segments);
         std::mem::swap(&mut self.staged_payload, &mut batch.payload);
-        batch.tail_payload.clear();
-        let pending = self.packer.pending();
-        if pending.is_empty() {
-            batch.tail = None;
-        } else {
-            batch.tail_payload.extend_from_slice(pending);
-            batch.tail = Some(self.tail);
-            self.taken_tail = Some((self.tail, pending.len()));
-        }
-        self.in_flight = batch.segments.len() + usize::from(batch.tail.is_some());
+        self.in_flight = batch.segments.len();
         self.first_unflushed = None;
     }
 }
@@ -166,8 +150,6 @@ pub(super) fn stage(
 pub(super) struct Batch {
     pub(super) segments: Vec<StagedSegment>,
     pub(super) payload: Vec<u8>,
-    pub(super) tail: Option<SegAddr>,
-    pub(super) tail_payload: Vec<u8>,
 }
 
 pub(super) struct Shared {
