@@ -11,9 +11,11 @@
 //! Typical use: open or create a [`DataFile`], pick a backend with [`open_backend`],
 //! [`IoBackend::register`] the file, then keep up to `depth()` [`IoRequest`]s in flight
 //! with [`IoBackend::submit`] and [`IoBackend::wait`], recycling the [`AlignedBuf`] each
-//! [`IoCompletion`] hands back. Every completion is counted in the backend's [`IoStats`]
-//! (per instance and [`IoClass`], with a [`LatencyHistogram`]); merge the stats of all
-//! backends for reports.
+//! [`IoCompletion`] hands back. Threads that each need one I/O done now (sessions
+//! reading a page they missed) share a [`BackendPool`] instead, which lends a backend
+//! to each for the length of its request. Every completion is counted in the backend's
+//! [`IoStats`] (per instance and [`IoClass`], with a [`LatencyHistogram`]); merge the
+//! stats of all backends for reports.
 
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -56,8 +58,8 @@ pub mod probe;
 mod stats;
 
 pub use backend::{
-    BackendKind, FileId, IoBackend, IoCompletion, IoOp, IoRequest, IoUringBackend, MAX_DEPTH,
-    MAX_REQUEST_BYTES, MAX_WORKER_THREADS, ThreadPoolBackend, open_backend,
+    BackendKind, BackendPool, FileId, IoBackend, IoCompletion, IoOp, IoRequest, IoUringBackend,
+    MAX_DEPTH, MAX_REQUEST_BYTES, MAX_WORKER_THREADS, ThreadPoolBackend, open_backend,
 };
 pub use buf::{AlignedBuf, BUF_ALIGN};
 pub use class::IoClass;

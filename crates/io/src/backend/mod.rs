@@ -25,9 +25,11 @@ use crate::file::rw_error;
 use crate::{AlignedBuf, DataFile, IoClass, IoError, IoMode, IoStats};
 
 mod files;
+mod pool;
 mod threads;
 mod uring;
 
+pub use pool::BackendPool;
 pub use threads::{MAX_WORKER_THREADS, ThreadPoolBackend};
 pub use uring::IoUringBackend;
 

@@ -105,7 +105,7 @@ pub struct ChangeSet {
     /// Pages modified (frame, page number).
     pub touched: Vec<(FrameId, Pgno)>,
     /// Original bytes of pages modified that existed before (frame, copy).
-    originals: Vec<(FrameId, Vec<u8>)>,
+    originals: Vec<(FrameId, BeforeImage)>,
     /// Frames created for new pages.
     created: Vec<FrameId>,
     /// State at the start, restored by undo.
@@ -145,7 +145,7 @@ impl ChangeSet {
                 continue;
             }
             let image = match self.originals.iter_mut().find(|(f, _)| *f == frame) {
-                Some((_, bytes)) => std::mem::take(bytes),
+                Some((_, before)) => before.take_page(g.page(frame).len()),
                 None => Vec::new(),
             };
             out.push(LogRecord::PageImage {
@@ -164,9 +164,9 @@ impl ChangeSet {
 
     /// Puts every touched page and the tree state back as they were.
     pub fn undo(&mut self, g: &mut CacheGuard<'_, TreeState>) {
-        for (frame, bytes) in self.originals.drain(..).rev() {
-            g.page_mut(frame).copy_from_slice(&bytes);
-            recycle_image(bytes);
+        for (frame, before) in self.originals.drain(..).rev() {
+            before.restore(g.page_mut(frame));
+            recycle_image(before.bytes);
         }
         for frame in self.created.drain(..) {
             g.discard(frame);
@@ -181,8 +181,8 @@ impl ChangeSet {
 
 impl Drop for ChangeSet {
     fn drop(&mut self) {
-        for (_, bytes) in self.originals.drain(..) {
-            recycle_image(bytes);
+        for (_, before) in self.originals.drain(..) {
+            recycle_image(before.bytes);
         }
     }
 }
@@ -197,16 +197,69 @@ thread_local! {
     static SPARE_IMAGES: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// A copy of `page`, in a recycled buffer when this thread has one.
-fn copy_image(page: &[u8]) -> Vec<u8> {
-    let spare = SPARE_IMAGES.with(|spare| spare.borrow_mut().pop());
-    match spare {
-        Some(mut buf) => {
-            buf.clear();
-            buf.extend_from_slice(page);
-            buf
+/// What undo needs of a page a transaction changes: its used bytes only — the header
+/// and record bodies up to `first_free`, and the tag array at the end. The free bytes
+/// between them are zero on every B+tree page (formatting, delete, replace and
+/// compaction zero what they free), so they are not copied and restoring zeroes them:
+/// a page with few records (the free-list anchor, whose header alone changes) costs a
+/// few hundred bytes instead of a whole page.
+pub(super) struct BeforeImage {
+    /// `page[..head]` followed by the tag array `page[len - tail..]`.
+    bytes: Vec<u8>,
+    head: usize,
+}
+
+impl BeforeImage {
+    /// The used bytes of `page`, in a recycled buffer when this thread has one. A page
+    /// whose header does not describe a sane layout is copied whole.
+    pub(super) fn of(page: &[u8]) -> BeforeImage {
+        let len = page.len();
+        let header = edbstress_format::page::PageHeader::read(page);
+        let head = usize::from(header.first_free);
+        let tags = usize::from(header.tag_count) * edbstress_format::page::TAG_LEN;
+        let (head, tail_start) = if head >= edbstress_format::PAGE_HEADER_LEN && head + tags <= len
+        {
+            (head, len - tags)
+        } else {
+            (len, len)
+        };
+        debug_assert!(
+            page[head..tail_start].iter().all(|&b| b == 0),
+            "free bytes of a page are not zero"
+        );
+        let mut bytes = SPARE_IMAGES
+            .with(|spare| spare.borrow_mut().pop())
+            .unwrap_or_default();
+        bytes.clear();
+        bytes.reserve(head + (len - tail_start));
+        bytes.extend_from_slice(&page[..head]);
+        bytes.extend_from_slice(&page[tail_start..]);
+        BeforeImage { bytes, head }
+    }
+
+    /// Puts `page` back as it was.
+    fn restore(&self, page: &mut [u8]) {
+        let len = page.len();
+        let tail = self.bytes.len() - self.head;
+        page[..self.head].copy_from_slice(&self.bytes[..self.head]);
+        page[self.head..len - tail].fill(0);
+        page[len - tail..].copy_from_slice(&self.bytes[self.head..]);
+    }
+
+    /// The whole page as it was (for a page-image record), leaving this image empty.
+    fn take_page(&mut self, len: usize) -> Vec<u8> {
+        let bytes = std::mem::take(&mut self.bytes);
+        let head = std::mem::take(&mut self.head);
+        if bytes.len() == len {
+            return bytes;
         }
-        None => page.to_vec(),
+        let tail = bytes.len() - head;
+        let mut page = Vec::with_capacity(len);
+        page.extend_from_slice(&bytes[..head]);
+        page.resize(len - tail, 0);
+        page.extend_from_slice(&bytes[head..]);
+        recycle_image(bytes);
+        page
     }
 }
 
@@ -271,4 +324,49 @@ fn child_of(page: &Page<'_>, pgno: Pgno, index: usize) -> TreeResult<Pgno> {
         .try_into()
         .map_err(|_| corrupt(pgno, "branch entry is not a page number"))?;
     Ok(Pgno::from_le_bytes(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use edbstress_format::page::{PageMut, flags};
+
+    use super::BeforeImage;
+
+    #[test]
+    fn before_images_keep_used_bytes_and_restore_the_whole_page() {
+        let mut page = vec![0u8; 8192];
+        let mut p = PageMut::format(&mut page, 9, 2, flags::LEAF, 5);
+        for i in 0..20u8 {
+            p.append(&[i; 8], &vec![i; 100 + usize::from(i)]).unwrap();
+        }
+        p.delete(3);
+        p.delete(11);
+        let original = page.clone();
+        let mut image = BeforeImage::of(&page);
+        assert!(
+            image.bytes.len() < 3000,
+            "only the used bytes: {}",
+            image.bytes.len()
+        );
+        let mut p = PageMut::new(&mut page).unwrap();
+        p.insert(0, &[0; 4], &[7; 900]).unwrap();
+        p.delete(5);
+        p.compact();
+        p.replace_data(2, &[9; 40]).unwrap();
+        assert_ne!(page, original);
+        image.restore(&mut page);
+        assert_eq!(page, original, "undo gives the page back byte for byte");
+        assert_eq!(
+            image.take_page(8192),
+            original,
+            "and so does the page image"
+        );
+        // A page whose header makes no sense is copied whole.
+        let mut junk = vec![0xA5u8; 8192];
+        let image = BeforeImage::of(&junk);
+        assert_eq!(image.bytes.len(), 8192);
+        junk.fill(0);
+        image.restore(&mut junk);
+        assert!(junk.iter().all(|&b| b == 0xA5));
+    }
 }

@@ -32,7 +32,7 @@ pub(super) fn apply(
     let before = if new { 0 } else { page_dbtime(g.page(frame)) };
     if !cs.touched.iter().any(|&(f, _)| f == frame) {
         if !new {
-            cs.originals.push((frame, copy_image(g.page(frame))));
+            cs.originals.push((frame, BeforeImage::of(g.page(frame))));
         }
         cs.touched.push((frame, pgno));
     }

@@ -248,8 +248,9 @@ pub(crate) struct Core<S> {
     /// The page writer's failure: every later flush, fault or wait reports it.
     pub(crate) failed: Option<String>,
     pub(crate) counts: Counts,
-    pub(crate) read_stats: IoStats,
-    pub(crate) write_stats: IoStats,
+    /// Counters of prefetch backends dropped after a failure (the live ones count
+    /// their own).
+    pub(crate) retired_read_stats: IoStats,
 }
 
 impl<S> Core<S> {
@@ -285,8 +286,7 @@ impl<S> Core<S> {
             stop: StopMode::Run,
             failed: None,
             counts: Counts::default(),
-            read_stats: IoStats::new(),
-            write_stats: IoStats::new(),
+            retired_read_stats: IoStats::new(),
         }
     }
 

@@ -48,7 +48,10 @@ use edbstress_format::PageSize;
 use edbstress_format::Pgno;
 use edbstress_format::checksum::{PageVerdict, repair_page, verify_page};
 use edbstress_format::log::LogPosition;
-use edbstress_io::{AlignedBuf, BackendKind, DataFile, IoClass, IoStats, MAX_DEPTH, open_backend};
+use edbstress_io::{
+    AlignedBuf, BackendKind, BackendPool, DataFile, FileId, IoBackend, IoClass, IoOp, IoRequest,
+    IoStats, MAX_DEPTH, open_backend,
+};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::error::EngineError;
@@ -245,7 +248,22 @@ pub(crate) struct Shared<S> {
     pub(crate) file: Arc<DataFile>,
     pub(crate) wal: Arc<dyn WalSync>,
     pub(crate) prefetcher: Mutex<Option<Prefetcher>>,
+    /// The backends that carry the page reads of [`PageCache::fault_in`]: lent to one
+    /// missing session at a time, the database file registered as [`READ_FILE`].
+    pub(crate) reads: BackendPool,
+    /// The page writer's backend, here so that [`PageCache::io_stats`] reads its
+    /// counters; the writer locks it for each call, never while it waits for the
+    /// instance lock.
+    pub(crate) write_backend: Mutex<Box<dyn IoBackend>>,
 }
+
+/// The database file's id in [`Shared::reads`].
+const READ_FILE: FileId = FileId(0);
+/// Requests one session has outstanding in the read pool: its own page.
+const READ_DEPTH: usize = 1;
+/// Most backends of the read pool: page reads outstanding at once (one per session
+/// waiting for a page; more sessions than this wait for a backend).
+const MAX_READ_BACKENDS: usize = 128;
 
 impl<S> Shared<S> {
     /// Records the page writer's failure (the first one wins) and wakes every waiter.
@@ -344,6 +362,12 @@ impl<S: Send + 'static> PageCache<S> {
         let mut backend = open_backend(config.backend, config.write_depth)?;
         let file_id = backend.register(&file)?;
         let lru = (0..config.max_frames).map(|_| LruSlot::new()).collect();
+        let reads = BackendPool::new(
+            config.backend,
+            READ_DEPTH,
+            MAX_READ_BACKENDS,
+            vec![Arc::clone(&file)],
+        )?;
         let shared = Arc::new(Shared {
             core: Mutex::new(core),
             frame_freed: Condvar::new(),
@@ -356,8 +380,10 @@ impl<S: Send + 'static> PageCache<S> {
             file,
             wal,
             prefetcher: Mutex::new(None),
+            reads,
+            write_backend: Mutex::new(backend),
         });
-        let writer = Writer::new(Arc::clone(&shared), backend, file_id);
+        let writer = Writer::new(Arc::clone(&shared), file_id);
         let for_panic = Arc::clone(&shared);
         let handle = std::thread::Builder::new()
             .name(format!("edbs-pagewriter{}", shared.config.instance))
@@ -451,17 +477,7 @@ impl<S: Send + 'static> PageCache<S> {
         }
         shared.read_done.notify_all();
         core.pages[frame as usize] = buf;
-        if let Some(latency_ns) = read.latency_ns {
-            core.read_stats.record(
-                shared.config.instance,
-                shared.config.read_class,
-                shared.config.page_size.bytes() as u64,
-                latency_ns,
-                read.verdict.is_ok()
-                    || matches!(read.verdict, Err(EngineError::CorruptPage { .. })),
-            );
-        }
-        match read.verdict {
+        match read {
             Ok(repaired) => {
                 core.counts.reads += 1;
                 if repaired.is_some() {
@@ -500,7 +516,10 @@ impl<S: Send + 'static> PageCache<S> {
         };
         let result = prefetcher.run(shared, pgnos);
         if prefetcher.broken {
-            // Dropping the backend waits for whatever the kernel still holds.
+            // Dropping the backend waits for whatever the kernel still holds; its
+            // counters are kept.
+            let stats = prefetcher.stats().clone();
+            shared.core.lock().retired_read_stats.merge(&stats);
             *slot = None;
         }
         result
@@ -681,13 +700,26 @@ impl<S: Send> PageCache<S> {
         }
     }
 
-    /// The cache's I/O: class DbRead (fault_in), DbWrite (page writer), RecoveryRead
-    /// (prefetch), under the configured instance.
+    /// The cache's I/O as the io backends that carried it counted it: the configured
+    /// read class (fault_in), write class (page writer) and RecoveryRead (prefetch),
+    /// under the configured instance. Waits for reads in flight and for a prefetch
+    /// batch to end.
     pub fn io_stats(&self) -> IoStats {
-        let core = self.shared.core.lock();
-        let mut stats = core.read_stats.clone();
-        stats.merge(&core.write_stats);
+        let shared = &*self.shared;
+        let mut stats = shared.reads.stats();
+        stats.merge(&shared.core.lock().retired_read_stats);
+        stats.merge(shared.write_backend.lock().stats());
+        // Not under the instance lock: prefetch takes it while holding its own.
+        if let Some(prefetcher) = &*shared.prefetcher.lock() {
+            stats.merge(prefetcher.stats());
+        }
         stats
+    }
+
+    /// "io_uring" or "threads": the backend that carries the page reads of
+    /// [`PageCache::fault_in`] (the page writer and prefetch use the same kind).
+    pub fn read_backend(&self) -> &'static str {
+        self.shared.reads.name()
     }
 
     /// Fault injection for lost-flush detection tests: the next write of page `pgno` is
@@ -952,38 +984,52 @@ fn end_stall<S>(core: &mut Core<S>, stalled: Option<Instant>) {
     }
 }
 
-/// What reading one page gave.
-struct PageRead {
-    /// The read's latency, when a read was issued.
-    latency_ns: Option<u64>,
-    /// The repaired bit, if any, or why the page is unusable.
-    verdict: Result<Option<u32>, EngineError>,
-}
-
-/// Reads and verifies page `pgno` into `buf` (allocated here if empty), without the lock.
-fn read_page<S>(shared: &Shared<S>, buf: &mut AlignedBuf, pgno: Pgno) -> PageRead {
+/// Reads and verifies page `pgno` into `buf` (allocated here if empty), without the
+/// lock, through a backend of the read pool, which times and counts the read. The
+/// repaired bit, if any, or why the page is unusable. When the backend fails the
+/// buffer stays with it and `buf` is left empty (the frame gets a new one later).
+fn read_page<S>(
+    shared: &Shared<S>,
+    buf: &mut AlignedBuf,
+    pgno: Pgno,
+) -> Result<Option<u32>, EngineError> {
     let page_size = shared.config.page_size;
+    let page_len = page_size.bytes();
     if buf.is_empty() {
-        match AlignedBuf::try_new(page_size.bytes()) {
-            Ok(b) => *buf = b,
-            Err(e) => {
-                return PageRead {
-                    latency_ns: None,
-                    verdict: Err(e.into()),
-                };
-            }
-        }
+        *buf = AlignedBuf::try_new(page_len)?;
     }
-    let start = Instant::now();
-    let result = shared.file.read_exact_at(buf, pgno.offset(page_size));
-    let latency_ns = Some(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
-    let verdict = match result {
-        Ok(()) => shared.verify(buf, pgno),
-        Err(e) => Err(e.into()),
+    let offset = pgno.offset(page_size);
+    let request = IoRequest {
+        file: READ_FILE,
+        op: IoOp::Read,
+        offset,
+        buf: std::mem::take(buf),
+        len: page_len,
+        class: shared.config.read_class,
+        instance: shared.config.instance,
+        tag: 0,
     };
-    PageRead {
-        latency_ns,
-        verdict,
+    let completion = shared.reads.run(request)?;
+    *buf = completion.buf;
+    match completion.result {
+        Ok(n) if n == page_len => shared.verify(buf, pgno),
+        Ok(n) => Err(EngineError::Io(edbstress_io::IoError::Io {
+            path: shared.file.path().to_path_buf(),
+            op: "read",
+            offset,
+            source: std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!(
+                    "short read: {n} of {page_len} bytes; is the page beyond the end of the file?"
+                ),
+            ),
+        })),
+        Err(source) => Err(EngineError::Io(edbstress_io::IoError::Io {
+            path: shared.file.path().to_path_buf(),
+            op: "read",
+            offset,
+            source,
+        })),
     }
 }
 

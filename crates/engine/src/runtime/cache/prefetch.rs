@@ -3,7 +3,8 @@
 
 use edbstress_format::Pgno;
 use edbstress_io::{
-    AlignedBuf, DataFile, FileId, IoBackend, IoClass, IoCompletion, IoOp, IoRequest, open_backend,
+    AlignedBuf, DataFile, FileId, IoBackend, IoClass, IoCompletion, IoOp, IoRequest, IoStats,
+    open_backend,
 };
 
 use super::frames::FrameState;
@@ -16,8 +17,6 @@ struct FinishedRead {
     /// The repaired bit, if any, or why the page cannot be installed.
     verdict: Result<Option<u32>, EngineError>,
     buf: AlignedBuf,
-    /// Latency of the read, when one was issued.
-    latency_ns: Option<u64>,
 }
 
 /// The asynchronous reader of [`PageCache::prefetch`], created on first use and kept.
@@ -53,6 +52,11 @@ impl Prefetcher {
         })
     }
 
+    /// The counters of the backend: every prefetch read, timed by it.
+    pub(crate) fn stats(&self) -> &IoStats {
+        self.backend.stats()
+    }
+
     pub(crate) fn run<S>(&mut self, shared: &Shared<S>, pgnos: &[Pgno]) -> Result<(), EngineError> {
         let page_size = shared.config.page_size;
         let page_len = page_size.bytes();
@@ -65,13 +69,7 @@ impl Prefetcher {
             {
                 let mut core = shared.core.lock();
                 let mut released = 0;
-                for FinishedRead {
-                    tag,
-                    verdict,
-                    buf,
-                    latency_ns,
-                } in self.done.drain(..)
-                {
+                for FinishedRead { tag, verdict, buf } in self.done.drain(..) {
                     let Some((pgno, frame)) = self.reserved[tag].take() else {
                         continue;
                     };
@@ -80,16 +78,6 @@ impl Prefetcher {
                         core.reading.swap_remove(i);
                     }
                     core.pages[frame as usize] = buf;
-                    if let Some(latency_ns) = latency_ns {
-                        core.read_stats.record(
-                            instance,
-                            IoClass::RecoveryRead,
-                            page_len as u64,
-                            latency_ns,
-                            verdict.is_ok()
-                                || matches!(verdict, Err(EngineError::CorruptPage { .. })),
-                        );
-                    }
                     let lru = &shared.lru[frame as usize];
                     match verdict {
                         Ok(repaired) if !core.map.contains_key(&pgno) => {
@@ -154,7 +142,6 @@ impl Prefetcher {
                                 tag,
                                 verdict: Err(e.into()),
                                 buf,
-                                latency_ns: None,
                             });
                             continue;
                         }
@@ -177,7 +164,6 @@ impl Prefetcher {
                         tag,
                         verdict: Err(e.into()),
                         buf: AlignedBuf::empty(),
-                        latency_ns: None,
                     }),
                 }
             }
@@ -207,12 +193,7 @@ impl Prefetcher {
                                 source: e,
                             })),
                         };
-                        self.done.push(FinishedRead {
-                            tag,
-                            verdict,
-                            buf,
-                            latency_ns: Some(c.latency_ns),
-                        });
+                        self.done.push(FinishedRead { tag, verdict, buf });
                     }
                 }
                 Err(e) => {
@@ -228,7 +209,6 @@ impl Prefetcher {
                                     "prefetch backend failed: {message}"
                                 )))),
                                 buf: AlignedBuf::empty(),
-                                latency_ns: None,
                             });
                         }
                     }

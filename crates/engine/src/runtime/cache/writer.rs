@@ -17,7 +17,7 @@ use edbstress_format::PageSize;
 use edbstress_format::Pgno;
 use edbstress_format::checksum::seal_page;
 use edbstress_format::log::LogPosition;
-use edbstress_io::{AlignedBuf, FileId, IoBackend, IoCompletion, IoOp, IoRequest};
+use edbstress_io::{AlignedBuf, FileId, IoCompletion, IoOp, IoRequest};
 use parking_lot::MutexGuard;
 
 use super::Shared;
@@ -51,9 +51,6 @@ struct WriteJob {
 struct Finished {
     slot: usize,
     result: Result<(), String>,
-    /// Whether an I/O was actually done (for the I/O statistics).
-    issued: bool,
-    latency_ns: u64,
     buf: AlignedBuf,
 }
 
@@ -68,7 +65,6 @@ struct FlushItem {
 
 pub(crate) struct Writer<S> {
     shared: Arc<Shared<S>>,
-    backend: Box<dyn IoBackend>,
     file: FileId,
     page_len: usize,
     coalesce_pages: u32,
@@ -97,15 +93,11 @@ pub(crate) struct Writer<S> {
 }
 
 impl<S> Writer<S> {
-    pub(crate) fn new(
-        shared: Arc<Shared<S>>,
-        backend: Box<dyn IoBackend>,
-        file: FileId,
-    ) -> Writer<S> {
+    pub(crate) fn new(shared: Arc<Shared<S>>, file: FileId) -> Writer<S> {
         let config = &shared.config;
         let page_len = config.page_size.bytes();
         let coalesce_pages = (config.coalesce_max / page_len).clamp(1, 1 << 16) as u32;
-        let depth = backend.depth();
+        let depth = shared.write_backend.lock().depth();
         let classes = coalesce_pages.next_power_of_two().trailing_zeros() as usize + 1;
         let instance = config.instance;
         Writer {
@@ -137,7 +129,6 @@ impl<S> Writer<S> {
             flush_taken: 0,
             wal_waits: 0,
             shared,
-            backend,
             file,
             page_len,
             coalesce_pages,
@@ -518,8 +509,6 @@ impl<S> Writer<S> {
                 self.finished.push(Finished {
                     slot,
                     result: Err(message.clone()),
-                    issued: false,
-                    latency_ns: 0,
                     buf,
                 });
             }
@@ -533,8 +522,6 @@ impl<S> Writer<S> {
                 self.finished.push(Finished {
                     slot,
                     result: Ok(()),
-                    issued: false,
-                    latency_ns: 0,
                     buf,
                 });
                 continue;
@@ -550,7 +537,10 @@ impl<S> Writer<S> {
                 instance: self.instance,
                 tag: slot as u64,
             };
-            match self.backend.submit(request) {
+            // Locked per call, and never while waiting for the instance lock, so that
+            // `io_stats` can read the backend's counters between calls.
+            let submitted = self.shared.write_backend.lock().submit(request);
+            match submitted {
                 Ok(()) => job.submitted = true,
                 Err(e) => self.finished.push(Finished {
                     slot,
@@ -559,8 +549,6 @@ impl<S> Writer<S> {
                         job.len,
                         self.shared.file.path().display()
                     )),
-                    issued: false,
-                    latency_ns: 0,
                     // The backend dropped the request and its buffer.
                     buf: AlignedBuf::empty(),
                 }),
@@ -591,7 +579,12 @@ impl<S> Writer<S> {
 
     /// Without the lock: collects finished writes (waiting for at least `min`).
     fn reap(&mut self, min: usize) {
-        match self.backend.wait(min, &mut self.completions) {
+        let reaped = self
+            .shared
+            .write_backend
+            .lock()
+            .wait(min, &mut self.completions);
+        match reaped {
             Ok(_) => {
                 for c in self.completions.drain(..) {
                     let slot = c.tag as usize;
@@ -615,8 +608,6 @@ impl<S> Writer<S> {
                     self.finished.push(Finished {
                         slot,
                         result,
-                        issued: true,
-                        latency_ns: c.latency_ns,
                         buf: c.buf,
                     });
                 }
@@ -631,8 +622,6 @@ impl<S> Writer<S> {
                         self.finished.push(Finished {
                             slot,
                             result: Err(message.clone()),
-                            issued: false,
-                            latency_ns: 0,
                             buf: AlignedBuf::empty(),
                         });
                     }
@@ -650,15 +639,6 @@ impl<S> Writer<S> {
         let mut finished = std::mem::take(&mut self.finished);
         for fin in finished.drain(..) {
             let job = &mut self.jobs[fin.slot];
-            if fin.issued {
-                core.write_stats.record(
-                    self.instance,
-                    self.shared.config.write_class,
-                    job.len as u64,
-                    fin.latency_ns,
-                    fin.result.is_ok(),
-                );
-            }
             let pages = job.pages.len() as u64;
             match &fin.result {
                 Ok(()) => {

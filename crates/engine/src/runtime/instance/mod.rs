@@ -489,6 +489,12 @@ impl Instance {
         stats
     }
 
+    /// "io_uring" or "threads": the backend carrying the database file's I/O (the
+    /// `backend` of the configuration, `Auto` resolved).
+    pub fn read_backend(&self) -> &'static str {
+        self.cache.read_backend()
+    }
+
     /// Transaction counters.
     pub fn counters(&self) -> InstanceCounters {
         let c = &self.counters;

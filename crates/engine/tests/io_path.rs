@@ -1,0 +1,106 @@
+//! The engine's database I/O goes through the io crate's backends: with `--backend
+//! threads` and with `--backend io_uring`, the page reads of sessions that miss in the
+//! cache and the page writer's writes are carried, timed and counted by a backend of
+//! the chosen kind, and every counted read is one the cache made.
+
+mod instance_common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use edbstress_engine::{Durability, Instance, TxnOp};
+use edbstress_format::PageSize;
+use edbstress_io::{BackendKind, IoClass, IoUringBackend};
+
+/// Runs reads and inserts from 4 threads on a database 8× the cache, with `backend`.
+fn run_transactions(backend: BackendKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = instance_common::prepare_small(dir.path(), PageSize::K8, 8 << 20, 20, 7);
+    let mut config = instance_common::buffered_config(&layout);
+    config.backend = backend;
+    config.cache_min_bytes = 1 << 20;
+    config.cache_max_bytes = 1 << 20;
+    let instance = Instance::open(config).unwrap();
+    assert_eq!(
+        instance.read_backend(),
+        backend.name(),
+        "page reads go through the backend asked for"
+    );
+    let mailboxes = instance.mailbox_count();
+    let found = AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        for t in 0..4u32 {
+            let (instance, found) = (&instance, &found);
+            scope.spawn(move || {
+                for i in 0..150u32 {
+                    let mailbox = (t * 151 + i * 7) % mailboxes;
+                    if i % 5 == 0 {
+                        let body = vec![i as u8; 3000];
+                        instance
+                            .commit(
+                                &[TxnOp::Insert {
+                                    mailbox,
+                                    props: &[1, 2, 3],
+                                    body: &body,
+                                }],
+                                Durability::Lazy,
+                            )
+                            .unwrap();
+                    } else if let Some(key) =
+                        instance.seek_message(mailbox, u64::from(i) * 13).unwrap()
+                    {
+                        if instance.read(key, true).unwrap().is_some() {
+                            found.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    instance.checkpoint_now().unwrap();
+    let cache = instance.cache_counters();
+    let stats = instance.io_stats();
+    let reads = stats
+        .get(1, IoClass::DbRead)
+        .expect("database reads counted");
+    let writes = stats
+        .get(1, IoClass::DbWrite)
+        .expect("database writes counted");
+    assert!(
+        found.load(Ordering::Relaxed) > 0,
+        "the reads found messages"
+    );
+    assert!(
+        cache.reads > 50,
+        "a database 8× the cache misses: {cache:?}"
+    );
+    assert_eq!(
+        reads.ops,
+        cache.reads,
+        "every page the cache read was carried and counted by the {} backend",
+        backend.name()
+    );
+    assert_eq!(reads.bytes, cache.reads * 8192);
+    assert_eq!(reads.errors, 0);
+    assert_eq!(reads.latency.count(), reads.ops, "each read timed once");
+    assert!(
+        writes.ops > 0 && writes.errors == 0,
+        "the page writer's writes are counted by its backend: {writes:?}"
+    );
+    instance.shutdown().unwrap();
+}
+
+#[test]
+fn threads_backend_carries_transactional_reads_and_writes() {
+    run_transactions(BackendKind::Threads);
+}
+
+#[test]
+fn io_uring_backend_carries_transactional_reads_and_writes() {
+    if let Err(e) = IoUringBackend::new(4) {
+        eprintln!(
+            "SKIP io_uring_backend_carries_transactional_reads_and_writes: io_uring is not usable here ({e})"
+        );
+        return;
+    }
+    run_transactions(BackendKind::IoUring);
+}
