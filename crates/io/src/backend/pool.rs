@@ -160,10 +160,34 @@ impl BackendPool {
                 lock(&self.slots[i])
             });
         if slot.backend.is_none() {
-            slot.backend = Some(open_with_files(self.kind, self.depth, &self.files)?);
-            self.opened.fetch_add(1, Ordering::Relaxed);
+            match open_with_files(self.kind, self.depth, &self.files) {
+                Ok(backend) => {
+                    slot.backend = Some(backend);
+                    self.opened.fetch_add(1, Ordering::Relaxed);
+                }
+                // One more ring may be refused (RLIMIT_MEMLOCK, the per-user ring limit)
+                // where the first was not: wait for an open backend rather than fail a
+                // transaction; only a pool with none open reports the error.
+                Err(e) => {
+                    drop(slot);
+                    return self.acquire_open().ok_or(e);
+                }
+            }
         }
         Ok(slot)
+    }
+
+    /// An open backend's slot, waiting for it if it is lent out; `None` when the pool
+    /// has none open.
+    fn acquire_open(&self) -> Option<MutexGuard<'_, Slot>> {
+        let open = self.opened.load(Ordering::Relaxed).min(self.slots.len());
+        if open == 0 {
+            return None;
+        }
+        // Backends open in the lowest slots; a waiter takes its turn among them.
+        let i = self.next_wait.fetch_add(1, Ordering::Relaxed) % open;
+        let slot = lock(&self.slots[i]);
+        slot.backend.is_some().then_some(slot)
     }
 
     /// Drops the slot's failed backend, keeping its counters; the kernel may still hold
