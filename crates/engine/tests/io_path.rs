@@ -1,7 +1,8 @@
-//! The engine's database I/O goes through the io crate's backends: with `--backend
-//! threads` and with `--backend io_uring`, the page reads of sessions that miss in the
-//! cache and the page writer's writes are carried, timed and counted by a backend of
-//! the chosen kind, and every counted read is one the cache made.
+//! The engine's database and log I/O goes through the io crate's backends: with
+//! `--backend threads` and with `--backend io_uring`, the page reads of sessions that
+//! miss in the cache, the page writer's writes and the log writer's writes are carried,
+//! timed and counted by a backend of the chosen kind, and every counted read and log
+//! write is one the engine made.
 
 mod instance_common;
 
@@ -24,6 +25,11 @@ fn run_transactions(backend: BackendKind) {
         instance.read_backend(),
         backend.name(),
         "page reads go through the backend asked for"
+    );
+    assert_eq!(
+        instance.log_backend(),
+        backend.name(),
+        "log writes go through the backend asked for"
     );
     let mailboxes = instance.mailbox_count();
     let found = AtomicU64::new(0);
@@ -86,19 +92,35 @@ fn run_transactions(backend: BackendKind) {
         writes.ops > 0 && writes.errors == 0,
         "the page writer's writes are counted by its backend: {writes:?}"
     );
+    let log = instance.log_counters();
+    let log_writes = stats.get(1, IoClass::LogWrite).expect("log writes counted");
+    assert!(log.writes > 0, "the inserts were logged: {log:?}");
+    assert_eq!(
+        log_writes.ops,
+        log.writes,
+        "every log write was carried and counted by the {} backend",
+        backend.name()
+    );
+    assert_eq!(log_writes.bytes, log.bytes_written);
+    assert_eq!(log_writes.errors, 0);
+    assert_eq!(
+        log_writes.latency.count(),
+        log_writes.ops,
+        "each write timed once"
+    );
     instance.shutdown().unwrap();
 }
 
 #[test]
-fn threads_backend_carries_transactional_reads_and_writes() {
+fn threads_backend_carries_transactional_reads_and_writes_and_log_writes() {
     run_transactions(BackendKind::Threads);
 }
 
 #[test]
-fn io_uring_backend_carries_transactional_reads_and_writes() {
+fn io_uring_backend_carries_transactional_reads_and_writes_and_log_writes() {
     if let Err(e) = IoUringBackend::new(4) {
         eprintln!(
-            "SKIP io_uring_backend_carries_transactional_reads_and_writes: io_uring is not usable here ({e})"
+            "SKIP io_uring_backend_carries_transactional_reads_and_writes_and_log_writes: io_uring is not usable here ({e})"
         );
         return;
     }

@@ -49,6 +49,12 @@ pub enum IoOp {
     Read,
     /// Write the first `len` bytes of the buffer at `offset`.
     Write,
+    /// Write as [`IoOp::Write`], completed only once the data written is durable: one
+    /// request timed from submission to the end of its sync (a log write and its
+    /// `fdatasync`). The threads backend does `pwrite` then `fdatasync` (the latter skipped
+    /// when the write failed); io_uring writes with `RWF_DSYNC`, the per-write
+    /// `fdatasync` of the range written (the same guarantee, one system call).
+    WriteSync,
     /// `fdatasync` of the whole file (offset, buffer and length are ignored).
     Fsync,
 }
@@ -59,6 +65,7 @@ impl IoOp {
         match self {
             IoOp::Read => "read",
             IoOp::Write => "write",
+            IoOp::WriteSync => "write+fdatasync",
             IoOp::Fsync => "fdatasync",
         }
     }
@@ -280,7 +287,7 @@ pub(crate) fn request_error(
         return io::Error::new(io::ErrorKind::InvalidInput, explained);
     }
     if err.raw_os_error() == Some(libc::ENOSPC) {
-        let needed = (op == IoOp::Write).then_some(len as u64);
+        let needed = matches!(op, IoOp::Write | IoOp::WriteSync).then_some(len as u64);
         let full = IoError::from_os(&origin.path, op.name(), offset, needed, err);
         return io::Error::new(io::ErrorKind::StorageFull, full);
     }

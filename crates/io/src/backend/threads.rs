@@ -172,6 +172,16 @@ fn perform(job: &mut Job) -> io::Result<usize> {
                     job.file.write_at(data, job.offset)
                 })
             }
+            IoOp::WriteSync => {
+                let data = &job.buf[..job.len];
+                let written = crate::power_cut::write(&job.file, job.offset, data, || {
+                    job.file.write_at(data, job.offset)
+                });
+                // The sync covers what the write transferred (all of it or a short part).
+                written.and_then(|n| {
+                    crate::power_cut::sync(&job.file, || job.file.sync_data()).map(|()| n)
+                })
+            }
             IoOp::Fsync => crate::power_cut::sync(&job.file, || job.file.sync_data()).map(|()| 0),
         };
         match result {

@@ -340,6 +340,10 @@ impl IoBackend for IoUringBackend {
                     IoOp::Write => opcode::Write::new($fd, ptr.cast_const(), len)
                         .offset(offset)
                         .build(),
+                    IoOp::WriteSync => opcode::Write::new($fd, ptr.cast_const(), len)
+                        .offset(offset)
+                        .rw_flags(libc::RWF_DSYNC)
+                        .build(),
                     IoOp::Fsync => opcode::Fsync::new($fd)
                         .flags(types::FsyncFlags::DATASYNC)
                         .build(),

@@ -283,6 +283,7 @@ impl Instance {
                 lazy_flush_interval: config.lazy_flush_interval,
                 circular: config.circular_logging,
                 io_mode: config.io_mode,
+                backend: config.backend,
             },
             header.checkpoint,
             header.checkpoint,
@@ -493,6 +494,11 @@ impl Instance {
     /// `backend` of the configuration, `Auto` resolved).
     pub fn read_backend(&self) -> &'static str {
         self.cache.read_backend()
+    }
+
+    /// "io_uring" or "threads": the backend that carries the log writes.
+    pub fn log_backend(&self) -> &'static str {
+        self.log.backend_name()
     }
 
     /// Transaction counters.

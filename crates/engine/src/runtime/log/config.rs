@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use edbstress_format::log::{DEFAULT_LOG_FILE_LEN, MAX_LOG_FILE_LEN, SEGMENT_LEN};
-use edbstress_io::IoMode;
+use edbstress_io::{BackendKind, IoMode};
 
 use super::LogSignatures;
 use crate::error::EngineError;
@@ -37,11 +37,13 @@ pub struct LogConfig {
     pub circular: bool,
     /// Direct (`O_DIRECT`) or buffered; every write is followed by `fdatasync` either way.
     pub io_mode: IoMode,
+    /// The io crate backend that carries, times and counts the log writes (`--backend`).
+    pub backend: BackendKind,
 }
 
 impl LogConfig {
     /// The defaults: 1 MiB files, a 9000 × 512-byte buffer, 10 ms lazy flush, no
-    /// circular logging, direct I/O.
+    /// circular logging, direct I/O, the `auto` backend.
     pub fn new(
         dir: impl Into<PathBuf>,
         instance: u16,
@@ -58,6 +60,7 @@ impl LogConfig {
             lazy_flush_interval: DEFAULT_LAZY_FLUSH_INTERVAL,
             circular: false,
             io_mode: IoMode::Direct,
+            backend: BackendKind::Auto,
         }
     }
 

@@ -17,10 +17,10 @@ pub struct LogCounters {
     pub bytes_written: u64,
     /// Segment images written.
     pub segments_written: u64,
-    /// `fdatasync` calls after log writes.
+    /// Log writes made durable (each write is one backend request that completes
+    /// after its `fdatasync`, see `IoOp::WriteSync`; its time is in the backend's
+    /// `LogWrite` latency).
     pub fsyncs: u64,
-    /// Nanoseconds spent in those `fdatasync` calls.
-    pub fsync_ns: u64,
     /// Flush rounds of the flusher thread (group-commit batches); a round is one write
     /// and sync, two across a roll.
     pub flush_batches: u64,
@@ -57,7 +57,6 @@ pub(super) struct AtomicCounters {
     pub(super) bytes_written: AtomicU64,
     pub(super) segments_written: AtomicU64,
     pub(super) fsyncs: AtomicU64,
-    pub(super) fsync_ns: AtomicU64,
     pub(super) flush_batches: AtomicU64,
     pub(super) commit_flushes: AtomicU64,
     pub(super) capacity_flushes: AtomicU64,
@@ -86,7 +85,6 @@ impl AtomicCounters {
             bytes_written: get(&self.bytes_written),
             segments_written: get(&self.segments_written),
             fsyncs: get(&self.fsyncs),
-            fsync_ns: get(&self.fsync_ns),
             flush_batches: get(&self.flush_batches),
             commit_flushes: get(&self.commit_flushes),
             capacity_flushes: get(&self.capacity_flushes),

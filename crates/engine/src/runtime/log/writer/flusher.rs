@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN, SEGMENT_PAYLOAD_LEN};
-use edbstress_io::{AlignedBuf, DataFile, IoClass};
+use edbstress_io::{AlignedBuf, DataFile, FileId, IoClass, IoError, IoOp, IoRequest};
 
 use super::GenerationRecord;
 use super::counters::bump;
@@ -30,6 +30,8 @@ pub(super) struct SegImage<'a> {
 /// The flusher thread's own state: the open generation file and what is on disk.
 pub(super) struct FlusherIo {
     pub(super) file: DataFile,
+    /// `file` as registered with the log's backend (`Shared::log_io`).
+    pub(super) file_id: FileId,
     pub(super) generation: u32,
     pub(super) segments: u32,
     /// First slot of the current file whose final (closed) version is not written.
@@ -153,25 +155,12 @@ impl FlusherIo {
         }
 
         let offset = u64::from(first_slot) * SEGMENT_LEN as u64;
-        let started = Instant::now();
-        let written = self.file.write_all_at(&self.image[..len], offset);
-        let synced_at = Instant::now();
-        let result = written.and_then(|()| self.file.sync_data());
-        let finished = Instant::now();
-        shared.stats.lock().record(
-            shared.instance,
-            IoClass::LogWrite,
-            len as u64,
-            (finished - started).as_nanos() as u64,
-            result.is_ok(),
-        );
-        result?;
+        self.write_durably(shared, offset, len)?;
         let counters = &shared.counters;
         bump(&counters.writes, 1);
         bump(&counters.bytes_written, len as u64);
         bump(&counters.segments_written, count as u64);
         bump(&counters.fsyncs, 1);
-        bump(&counters.fsync_ns, (finished - synced_at).as_nanos() as u64);
         // Before anything written here is acknowledged: the database must know that
         // this generation holds durable data (docs/format.md, "log required").
         if self.generation > shared.recorded_generation.load(Ordering::Acquire) {
@@ -184,6 +173,81 @@ impl FlusherIo {
             self.next_index += 1;
         }
         Ok(())
+    }
+
+    /// Writes `self.image[..len]` at `offset` through the log's backend, which times
+    /// and counts it (class `LogWrite`), and returns once it and its `fdatasync`
+    /// completed. A short write (the kernel's choice) is continued from where it
+    /// stopped, each part its own durable request.
+    fn write_durably(
+        &mut self,
+        shared: &Shared,
+        offset: u64,
+        len: usize,
+    ) -> Result<(), EngineError> {
+        let mut done = 0;
+        let mut completions = Vec::with_capacity(1);
+        while done < len {
+            // The backend owns the buffer until the completion gives it back.
+            let buf = if done == 0 {
+                std::mem::replace(&mut self.image, AlignedBuf::new(0))
+            } else {
+                let mut rest = AlignedBuf::try_new(len - done)?;
+                rest.copy_from_slice(&self.image[done..len]);
+                rest
+            };
+            let part = len - done;
+            let request = IoRequest {
+                file: self.file_id,
+                op: IoOp::WriteSync,
+                offset: offset + done as u64,
+                buf,
+                len: part,
+                class: IoClass::LogWrite,
+                instance: shared.instance,
+                tag: 0,
+            };
+            completions.clear();
+            {
+                let mut io = shared.log_io.lock();
+                io.submit(request)?;
+                io.wait(1, &mut completions)?;
+            }
+            let Some(completion) = completions.pop() else {
+                return Err(internal("the log backend returned no completion".into()));
+            };
+            let written = completion.result;
+            if done == 0 {
+                self.image = completion.buf;
+            }
+            let at = offset + done as u64;
+            let n = written.map_err(|e| self.write_error(at, e))?;
+            if n == 0 {
+                let e =
+                    std::io::Error::new(std::io::ErrorKind::WriteZero, "the write wrote nothing");
+                return Err(self.write_error(at, e));
+            }
+            done += n.min(part);
+        }
+        Ok(())
+    }
+
+    /// A failed log write as the engine reports it; a full filesystem stays an
+    /// [`IoError::Full`] (the backend wraps it in the `io::Error`).
+    #[cold]
+    fn write_error(&self, offset: u64, source: std::io::Error) -> EngineError {
+        if source.get_ref().is_some_and(|inner| inner.is::<IoError>()) {
+            if let Some(Ok(inner)) = source.into_inner().map(|b| b.downcast::<IoError>()) {
+                return EngineError::Io(*inner);
+            }
+            unreachable!("checked to hold an IoError");
+        }
+        EngineError::Io(IoError::Io {
+            path: self.file.path().to_path_buf(),
+            op: "log write",
+            offset,
+            source,
+        })
     }
 
     /// Starts the next generation: header into the zero-filled next file, rename,
@@ -203,7 +267,13 @@ impl FlusherIo {
             checkpoint_at_creation: shared.checkpoint_to_write(),
             prev_generation_checksum: self.fold.value(),
         };
-        self.file = install_generation(&shared.dir, tmp, &header, shared.io_mode)?;
+        let file = install_generation(&shared.dir, tmp, &header, shared.io_mode)?;
+        {
+            let mut io = shared.log_io.lock();
+            io.unregister(self.file_id)?;
+            self.file_id = io.register(&file)?;
+        }
+        self.file = file;
         self.generation = generation;
         self.segments = shared.geometry.segments_in(generation);
         self.next_index = 1;

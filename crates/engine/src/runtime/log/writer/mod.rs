@@ -25,7 +25,7 @@ use edbstress_format::log::{
     CheckpointState, FRAGMENT_HEADER_LEN, LogPosition, LogRecord, MAX_RECORD_BODY_LEN, SEGMENT_LEN,
     SEGMENT_PAYLOAD_LEN, SegmentPacker,
 };
-use edbstress_io::{AlignedBuf, IoStats};
+use edbstress_io::{AlignedBuf, IoStats, open_backend};
 use parking_lot::{Condvar, Mutex};
 
 pub use self::counters::LogCounters;
@@ -117,6 +117,10 @@ impl LogWriter {
         };
         let start_pos = tail.at(FIRST_RECORD_OFFSET);
         let capacity = (config.buffer_len / SEGMENT_LEN).max(4);
+        // One write outstanding at a time: the flusher waits for each (and its sync).
+        let mut log_io = open_backend(config.backend, 1)?;
+        let file_id = log_io.register(&file)?;
+        let log_io_name = log_io.name();
         let shared = Arc::new(Shared {
             dir: config.dir.clone(),
             instance: config.instance,
@@ -157,7 +161,8 @@ impl LogWriter {
             checkpoint_barrier: Mutex::new(None),
             generation_hook: Mutex::new(None),
             recorded_generation: AtomicU32::new(0),
-            stats: Mutex::new(IoStats::new()),
+            log_io: Mutex::new(log_io),
+            log_io_name,
             counters: AtomicCounters::default(),
             precreate: Mutex::new(PrecreateState {
                 wanted: true,
@@ -167,6 +172,7 @@ impl LogWriter {
         });
         let io = FlusherIo {
             file,
+            file_id,
             generation,
             segments,
             next_index: u32::from(next_index),
@@ -400,10 +406,16 @@ impl LogWriter {
             .store(generation, Ordering::Release);
     }
 
-    /// A snapshot of this writer's log write I/O (class `LogWrite`): one operation per
-    /// write, its latency including the `fdatasync` that follows it.
+    /// A snapshot of this writer's log write I/O (class `LogWrite`), as the backend
+    /// that carried it counted it: one operation per write, its latency from submission
+    /// to the end of the `fdatasync` that makes it durable.
     pub fn stats(&self) -> IoStats {
-        self.shared.stats.lock().clone()
+        self.shared.log_io.lock().stats().clone()
+    }
+
+    /// "io_uring" or "threads": the backend that carries the log writes.
+    pub fn backend_name(&self) -> &'static str {
+        self.shared.log_io_name
     }
 
     /// A snapshot of the writer's counters.

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use edbstress_format::log::{CheckpointState, LogPosition, SEGMENT_PAYLOAD_LEN, SegmentPacker};
-use edbstress_io::{IoMode, IoStats};
+use edbstress_io::{IoBackend, IoMode};
 use parking_lot::{Condvar, Mutex};
 
 use super::counters::{AtomicCounters, bump};
@@ -192,7 +192,11 @@ pub(super) struct Shared {
     pub(super) generation_hook: Mutex<Option<GenerationHook>>,
     /// Highest generation the hook recorded (or the database had recorded at open).
     pub(super) recorded_generation: AtomicU32,
-    pub(super) stats: Mutex<IoStats>,
+    /// Carries, times and counts the flusher's log writes (the current generation
+    /// registered); here so that [`super::LogWriter::stats`] reads its counters. Only
+    /// the flusher submits, locking it for one write at a time.
+    pub(super) log_io: Mutex<Box<dyn IoBackend>>,
+    pub(super) log_io_name: &'static str,
     pub(super) counters: AtomicCounters,
 
     pub(super) precreate: Mutex<PrecreateState>,
