@@ -5,11 +5,14 @@
 //! write is one the engine made.
 
 mod instance_common;
+mod log_common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use edbstress_engine::log::{LogReadOptions, LogReader, LogWriter};
 use edbstress_engine::{Durability, Instance, TxnOp};
 use edbstress_format::PageSize;
+use edbstress_format::log::CheckpointState;
 use edbstress_io::{BackendKind, IoClass, IoUringBackend};
 
 /// Runs reads and inserts from 4 threads on a database 8× the cache, with `backend`.
@@ -125,4 +128,83 @@ fn io_uring_backend_carries_transactional_reads_and_writes_and_log_writes() {
         return;
     }
     run_transactions(BackendKind::IoUring);
+}
+
+/// Writes records across generations (the prepared 1 MiB one, then small ones) with
+/// `backend`, then reads them
+/// back with `backend`: every write and read is one the backend carried and counted.
+fn log_writes_and_reads(backend: BackendKind) {
+    let (_tmp, dir) = log_common::new_log_dir();
+    let mut config = log_common::config(&dir, log_common::SMALL_FILE);
+    config.backend = backend;
+    let writer = LogWriter::open(
+        config,
+        log_common::START,
+        log_common::START,
+        CheckpointState::default(),
+    )
+    .unwrap();
+    assert_eq!(writer.backend_name(), backend.name());
+    for trx in 0..300u64 {
+        let end = writer
+            .append(&[
+                log_common::redo(trx, 0, 3000),
+                log_common::redo(trx, 1, 200),
+            ])
+            .unwrap();
+        writer.flush_to(end).unwrap();
+    }
+    let counters = writer.counters();
+    let written = writer.stats();
+    let writes = written
+        .get(0, IoClass::LogWrite)
+        .expect("log writes counted");
+    assert!(counters.generations_rolled >= 2, "{counters:?}");
+    assert_eq!(writes.ops, counters.writes, "every log write counted once");
+    assert_eq!(writes.bytes, counters.bytes_written);
+    assert_eq!(writes.latency.count(), writes.ops);
+    writer.shutdown().unwrap();
+
+    let mut options = LogReadOptions::new(IoClass::RecoveryRead);
+    options.io_mode = edbstress_io::IoMode::Buffered;
+    options.backend = backend;
+    let mut reader =
+        LogReader::open(&dir, log_common::START, log_common::sigs(), &options).unwrap();
+    let mut records = 0;
+    while reader.next_record().unwrap().is_some() {
+        records += 1;
+    }
+    assert_eq!(records, 600, "every record read back");
+    let summary = reader.summary().unwrap().clone();
+    let reads = reader
+        .stats()
+        .get(0, IoClass::RecoveryRead)
+        .expect("log reads counted");
+    assert_eq!(
+        reads.bytes,
+        summary.bytes_read,
+        "every byte the reader read was carried by the {} backend",
+        backend.name()
+    );
+    assert!(
+        reads.ops >= u64::from(summary.generations_read),
+        "{reads:?}"
+    );
+    assert_eq!(reads.errors, 0);
+}
+
+#[test]
+fn threads_backend_carries_log_writes_and_reads() {
+    log_writes_and_reads(BackendKind::Threads);
+}
+
+#[test]
+fn io_uring_backend_carries_log_writes_and_reads() {
+    if let Err(e) = IoUringBackend::new(4) {
+        eprintln!(
+            "SKIP io_uring_backend_carries_log_writes_and_reads: io_uring is not usable here ({e})"
+        );
+        return;
+    }
+    log_writes_and_reads(BackendKind::IoUring);
 }

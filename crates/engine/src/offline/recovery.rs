@@ -281,6 +281,7 @@ pub fn recover(
         class: IoClass::RecoveryRead,
         instance: layout.instance as u16,
         io_mode: options.io_mode,
+        backend: options.backend,
     };
     // The log is streamed: memory holds the look-ahead window and the transaction
     // being assembled, not the log (Jetstress replays 500 log files per instance).

@@ -217,6 +217,7 @@ pub(crate) fn open_for_writing(
         class: IoClass::LogRead,
         instance: config.instance,
         io_mode: mode,
+        backend: config.backend,
     };
     let mut reader = LogReader::open(dir, normalized, signatures, &options)?;
     while reader.next_record()?.is_some() {}

@@ -3,10 +3,12 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use edbstress_format::log::{LogPosition, LogRecord, RecordAssembler, SEGMENT_LEN, SegmentHeader};
-use edbstress_io::{Access, AlignedBuf, DataFile, IoClass, IoMode, IoStats};
+use edbstress_io::{
+    Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoMode, IoOp, IoRequest,
+    IoStats, open_backend,
+};
 
 use super::LogSignatures;
 use super::files::{
@@ -39,15 +41,18 @@ pub struct LogReadOptions {
     pub instance: u16,
     /// Direct or buffered reads.
     pub io_mode: IoMode,
+    /// The io crate backend that carries, times and counts the reads (`--backend`).
+    pub backend: BackendKind,
 }
 
 impl LogReadOptions {
-    /// Direct reads of instance 0 accounted to `class`.
+    /// Direct reads of instance 0 accounted to `class`, through the `auto` backend.
     pub fn new(class: IoClass) -> LogReadOptions {
         LogReadOptions {
             class,
             instance: 0,
             io_mode: IoMode::Direct,
+            backend: BackendKind::Auto,
         }
     }
 }
@@ -194,7 +199,8 @@ pub fn read_log_with(
 struct Cursor {
     generation: u32,
     path: PathBuf,
-    file: DataFile,
+    /// `file` as registered with the reader's backend.
+    file_id: FileId,
     segments: u32,
     window: AlignedBuf,
     window_first: u32,
@@ -258,7 +264,10 @@ pub struct LogReader {
     tail_copy_damaged: bool,
     finished: bool,
     failed: bool,
-    stats: IoStats,
+    /// Carries, times and counts the reads (one at a time); the generation being read
+    /// is registered with it as `registered`.
+    io: Box<dyn IoBackend>,
+    registered: Option<FileId>,
 }
 
 impl LogReader {
@@ -316,7 +325,8 @@ impl LogReader {
             tail_copy_damaged: false,
             finished: false,
             failed: false,
-            stats: IoStats::new(),
+            io: open_backend(options.backend, 1)?,
+            registered: None,
         };
         let g = from.generation;
         if !reader.present.contains(&g) {
@@ -384,7 +394,7 @@ impl LogReader {
 
     /// The reads so far, accounted to the options' class and instance.
     pub fn stats(&self) -> &IoStats {
-        &self.stats
+        self.io.stats()
     }
 
     fn open_generation(
@@ -394,8 +404,15 @@ impl LogReader {
     ) -> Result<Cursor, EngineError> {
         let path = generation_path(&self.dir, generation);
         let file = DataFile::open(&path, self.options.io_mode, Access::ReadOnly)?;
-        let mut window = AlignedBuf::try_new(WINDOW_SEGMENTS as usize * SEGMENT_LEN)?;
-        self.timed_read(&file, &mut window[..SEGMENT_LEN], 0)?;
+        // The previous generation is read no more: one descriptor held at a time.
+        if let Some(previous) = self.registered.take() {
+            self.io.unregister(previous)?;
+        }
+        let file_id = self.io.register(&file)?;
+        self.registered = Some(file_id);
+        let window = AlignedBuf::try_new(WINDOW_SEGMENTS as usize * SEGMENT_LEN)?;
+        let (window, read) = self.read_window(file_id, &path, window, SEGMENT_LEN, 0);
+        read?;
         let header =
             decode_file_header(&window[..SEGMENT_LEN], &path, generation, self.signatures)?;
         if let Some(expected) = expected_prev {
@@ -431,7 +448,7 @@ impl LogReader {
         Ok(Cursor {
             generation,
             path,
-            file,
+            file_id,
             segments,
             window,
             window_first: 0,
@@ -443,24 +460,88 @@ impl LogReader {
         })
     }
 
-    fn timed_read(
+    /// Reads `window[..len]` at `offset` of the registered `file` through the reader's
+    /// backend, which times and counts it (the options' class and instance). Gives the
+    /// window back (a new, empty one if the backend failed with it) with the outcome;
+    /// a short read is continued from where it stopped.
+    fn read_window(
         &mut self,
-        file: &DataFile,
-        buf: &mut [u8],
+        file: FileId,
+        path: &Path,
+        window: AlignedBuf,
+        len: usize,
         offset: u64,
-    ) -> Result<(), EngineError> {
-        let started = Instant::now();
-        let result = file.read_exact_at(buf, offset);
-        self.stats.record(
-            self.options.instance,
-            self.options.class,
-            buf.len() as u64,
-            started.elapsed().as_nanos() as u64,
-            result.is_ok(),
-        );
-        result?;
-        self.summary.bytes_read += buf.len() as u64;
-        Ok(())
+    ) -> (AlignedBuf, Result<(), EngineError>) {
+        let mut window = window;
+        let mut done = 0;
+        while done < len {
+            let part = len - done;
+            // The first request reads into the window itself; a continuation into a
+            // buffer of its own, copied over.
+            let buf = if done == 0 {
+                std::mem::take(&mut window)
+            } else {
+                match AlignedBuf::try_new(part) {
+                    Ok(buf) => buf,
+                    Err(e) => return (window, Err(e.into())),
+                }
+            };
+            let at = offset + done as u64;
+            let request = IoRequest {
+                file,
+                op: IoOp::Read,
+                offset: at,
+                buf,
+                len: part,
+                class: self.options.class,
+                instance: self.options.instance,
+                tag: 0,
+            };
+            let mut completions = Vec::with_capacity(1);
+            let waited = self
+                .io
+                .submit(request)
+                .and_then(|()| self.io.wait(1, &mut completions));
+            let completion = match (waited, completions.pop()) {
+                (Ok(_), Some(completion)) => completion,
+                (Err(e), _) => return (window, Err(e.into())),
+                (Ok(_), None) => {
+                    return (
+                        window,
+                        Err(EngineError::Invalid(
+                            "the log reader's backend returned no completion (a bug)".into(),
+                        )),
+                    );
+                }
+            };
+            if done == 0 {
+                window = completion.buf;
+            } else if let Ok(n) = completion.result {
+                window[done..done + n].copy_from_slice(&completion.buf[..n]);
+            }
+            let n = match completion.result {
+                Ok(0) => Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("the file ends before byte {}", offset + len as u64),
+                )),
+                Ok(n) => Ok(n.min(part)),
+                Err(e) => Err(e),
+            };
+            match n {
+                Ok(n) => done += n,
+                Err(source) => {
+                    let error = edbstress_io::IoError::Io {
+                        path: path.to_path_buf(),
+                        op: "read",
+                        offset: at,
+                        source,
+                    };
+                    return (window, Err(error.into()));
+                }
+            }
+        }
+        self.summary.bytes_read += len as u64;
+        (window, Ok(()))
     }
 
     /// Makes slots `first..first + count` of the cursor's file available in its window.
@@ -477,12 +558,9 @@ impl LogReader {
         }
         let n = WINDOW_SEGMENTS.min(cursor.segments - first);
         let len = n as usize * SEGMENT_LEN;
-        let mut window = std::mem::take(&mut cursor.window);
-        let result = self.timed_read(
-            &cursor.file,
-            &mut window[..len],
-            u64::from(first) * SEGMENT_LEN as u64,
-        );
+        let window = std::mem::take(&mut cursor.window);
+        let offset = u64::from(first) * SEGMENT_LEN as u64;
+        let (window, result) = self.read_window(cursor.file_id, &cursor.path, window, len, offset);
         cursor.window = window;
         result?;
         cursor.window_first = first;

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use edbstress_format::header::{DatabaseHeader, DbState};
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN};
-use edbstress_io::{Access, AlignedBuf, DataFile, IoClass, IoMode};
+use edbstress_io::{Access, AlignedBuf, BackendKind, DataFile, IoClass, IoMode};
 use serde::Serialize;
 
 use super::files::{FIRST_RECORD_OFFSET, generation_path, list_generations};
@@ -103,6 +103,7 @@ pub fn verify_log_sequence(
         class: IoClass::LogRead,
         instance: owner.map_or(0, |h| h.instance as u16),
         io_mode,
+        backend: BackendKind::Auto,
     };
     let from = LogPosition {
         generation: first,
