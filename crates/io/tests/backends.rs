@@ -225,6 +225,38 @@ fn fsync_completes_and_is_counted() {
 }
 
 #[test]
+fn write_sync_is_one_request_whose_data_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    for mode in [IoMode::Buffered, IoMode::Direct] {
+        for mut backend in common::backends(4) {
+            let name = format!("log-{}-{mode:?}", backend.name());
+            let file = new_file(dir.path(), &name, mode, 4 * BLOCK as u64);
+            let id = backend.register(&file).unwrap();
+            let mut buf = AlignedBuf::new(2 * BLOCK);
+            common::fill_block(&mut buf[..BLOCK], 7, 1);
+            common::fill_block(&mut buf[BLOCK..], 7, 2);
+            let expected = buf.to_vec();
+            let mut write = request(id, IoOp::WriteSync, BLOCK as u64, buf, IoClass::LogWrite, 5);
+            write.instance = 2;
+            let done = run(backend.as_mut(), [write]);
+            assert_eq!(done.len(), 1);
+            assert_eq!(done[0].op, IoOp::WriteSync);
+            assert_eq!(*done[0].result.as_ref().unwrap(), 2 * BLOCK);
+            let s = backend.stats().get(2, IoClass::LogWrite).unwrap();
+            assert_eq!(
+                (s.ops, s.bytes, s.errors),
+                (1, 2 * BLOCK as u64, 0),
+                "{}: the write and its sync are one counted request",
+                backend.name()
+            );
+            let mut back = AlignedBuf::new(2 * BLOCK);
+            file.read_exact_at(&mut back, BLOCK as u64).unwrap();
+            assert_eq!(&back[..], &expected[..], "{}", backend.name());
+        }
+    }
+}
+
+#[test]
 fn reading_past_end_of_file_gives_a_short_result() {
     let dir = tempfile::tempdir().unwrap();
     for mode in common::modes(dir.path()) {
