@@ -104,6 +104,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                                                 key,
                                                 props: &props,
                                                 body: None,
+                                                resort: None,
                                             }],
                                             lazy,
                                         )

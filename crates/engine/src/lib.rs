@@ -69,7 +69,7 @@ pub use runtime::lock::{
     is_lock_file_content,
 };
 pub use runtime::log;
-pub use runtime::schema::{MessageKey, MessageShape};
+pub use runtime::schema::{MessageKey, MessageShape, ViewKey};
 
 // Offline: creating, recovering, verifying and damaging databases.
 pub use offline::bulkload::BulkLoadError;
