@@ -17,13 +17,13 @@ use std::process::ExitCode;
 
 use clap::Args;
 use edbstress_engine::log::{LogIdentity, is_log_file_name, is_our_log_file, log_dir_owners};
-use edbstress_engine::{HeaderReadError, read_header};
-use edbstress_format::header::HeaderError;
 use edbstress_engine::{
     DatabaseLock, LOCK_SUFFIX, LockError, LockMode, ensure_not_held, is_lock_file_content,
 };
+use edbstress_engine::{HeaderReadError, read_header};
 use edbstress_engine::{LogDirLock, ensure_dir_not_held};
 use edbstress_engine::{discover_log_dirs, parse_db_file_name};
+use edbstress_format::header::HeaderError;
 use edbstress_io::IoMode;
 use edbstress_report::export::read_results;
 
@@ -207,8 +207,7 @@ fn plan_databases(
         match read_header(path, IoMode::Buffered) {
             // A database of an older format version is ours too (signature and
             // checksum): clean is how it is removed before preparing again.
-            Ok(_)
-            | Err(HeaderReadError::Header(HeaderError::UnsupportedVersion { .. })) => {
+            Ok(_) | Err(HeaderReadError::Header(HeaderError::UnsupportedVersion { .. })) => {
                 ensure_not_held(path).map_err(held_error)?;
                 plan.databases.push(path.clone());
             }

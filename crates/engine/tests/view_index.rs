@@ -22,12 +22,22 @@ const MAILBOX_TABLE_OBJECT_ID: u32 = 100;
 
 /// Rewrites the first leaf of tree `object_id` with `edit` and reseals it (damage the
 /// checksum cannot see: only the deep check can).
-fn edit_first_leaf(db: &Path, page_size: PageSize, object_id: u32, edit: impl FnOnce(&mut PageMut<'_>)) {
-    let file = std::fs::OpenOptions::new().read(true).write(true).open(db).unwrap();
+fn edit_first_leaf(
+    db: &Path,
+    page_size: PageSize,
+    object_id: u32,
+    edit: impl FnOnce(&mut PageMut<'_>),
+) {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(db)
+        .unwrap();
     let pages = file.metadata().unwrap().len() / page_size.bytes() as u64;
     let mut buf = vec![0u8; page_size.bytes()];
     for pgno in 1..pages as u32 - 1 {
-        file.read_exact_at(&mut buf, page_offset(pgno, page_size)).unwrap();
+        file.read_exact_at(&mut buf, page_offset(pgno, page_size))
+            .unwrap();
         let h = PageHeader::read(&buf);
         if h.object_id == object_id
             && h.flags & flags::LEAF != 0
@@ -35,7 +45,8 @@ fn edit_first_leaf(db: &Path, page_size: PageSize, object_id: u32, edit: impl Fn
         {
             edit(&mut PageMut::new(&mut buf).unwrap());
             seal_page(&mut buf, pgno);
-            file.write_all_at(&buf, page_offset(pgno, page_size)).unwrap();
+            file.write_all_at(&buf, page_offset(pgno, page_size))
+                .unwrap();
             return;
         }
     }
@@ -84,7 +95,10 @@ fn transactions_keep_the_view_index_in_step_and_check_finds_damage() {
                 resort: Some(i as u32 * 7_919),
             }
         };
-        assert_eq!(instance.commit(&[op], Durability::Lazy).unwrap().found, [true]);
+        assert_eq!(
+            instance.commit(&[op], Durability::Lazy).unwrap().found,
+            [true]
+        );
     }
     let entries = instance.all_view_entries().unwrap();
     let mut keys = instance.all_keys().unwrap();
@@ -95,28 +109,45 @@ fn transactions_keep_the_view_index_in_step_and_check_finds_damage() {
     assert_eq!(viewed, keys);
     // A moved message sits at its new sort key.
     let moved = inserted[3];
-    assert!(entries.iter().any(|(v, _)| v.message_key() == moved && v.sort == 3 * 7_919));
+    assert!(
+        entries
+            .iter()
+            .any(|(v, _)| v.message_key() == moved && v.sort == 3 * 7_919)
+    );
     instance.shutdown().unwrap();
     let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
     assert!(check.is_clean(), "{:?}", check.problems);
 
     // An entry removed: its row has none.
-    edit_first_leaf(&layout.db_file, PageSize::K8, VIEW_INDEX_OBJECT_ID, |p| p.delete(0));
+    edit_first_leaf(&layout.db_file, PageSize::K8, VIEW_INDEX_OBJECT_ID, |p| {
+        p.delete(0)
+    });
     let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
     assert!(
-        check.problems.iter().any(|p| p.contains("has no view index entry")),
+        check
+            .problems
+            .iter()
+            .any(|p| p.contains("has no view index entry")),
         "{:?}",
         check.problems
     );
     // A row's sort key changed under its entry.
-    edit_first_leaf(&layout.db_file, PageSize::K8, MAILBOX_TABLE_OBJECT_ID, |p| {
-        let mut row = p.record(1).unwrap().data.to_vec();
-        row[21] ^= 0x5A;
-        p.replace_data(1, &row).unwrap();
-    });
+    edit_first_leaf(
+        &layout.db_file,
+        PageSize::K8,
+        MAILBOX_TABLE_OBJECT_ID,
+        |p| {
+            let mut row = p.record(1).unwrap().data.to_vec();
+            row[21] ^= 0x5A;
+            p.replace_data(1, &row).unwrap();
+        },
+    );
     let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
     assert!(
-        check.problems.iter().any(|p| p.contains("its view entry at")),
+        check
+            .problems
+            .iter()
+            .any(|p| p.contains("its view entry at")),
         "{:?}",
         check.problems
     );
@@ -124,7 +155,11 @@ fn transactions_keep_the_view_index_in_step_and_check_finds_damage() {
 
 /// Sets the format version of both header copies to `version`, resealed.
 fn set_format_version(db: &Path, page_size: PageSize, version: u32) {
-    let file = std::fs::OpenOptions::new().read(true).write(true).open(db).unwrap();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(db)
+        .unwrap();
     let mut slot = vec![0u8; 4096];
     for copy in 0..2u64 {
         let offset = copy * page_size.bytes() as u64;
@@ -143,17 +178,33 @@ fn a_database_of_the_previous_format_is_refused_then_rebuilt() {
     let layout = prepare_at(dir.path(), options.clone());
     set_format_version(&layout.db_file, PageSize::K8, 1);
 
-    let err = Instance::open(buffered_config(&layout)).err().unwrap().to_string();
+    let err = Instance::open(buffered_config(&layout))
+        .err()
+        .unwrap()
+        .to_string();
     assert!(
-        err.contains("format version 1") && err.contains("--recreate") && err.contains("edbstress clean"),
+        err.contains("format version 1")
+            && err.contains("--recreate")
+            && err.contains("edbstress clean"),
         "{err}"
     );
-    let err = PreparePlan::check(vec![layout.clone()], options.clone()).err().unwrap();
-    assert!(matches!(err, PrepareError::OldFormat { found: 1, .. }), "{err:?}");
+    let err = PreparePlan::check(vec![layout.clone()], options.clone())
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, PrepareError::OldFormat { found: 1, .. }),
+        "{err:?}"
+    );
     let msg = err.to_string();
-    assert!(msg.contains("--recreate") && msg.contains("edbstress clean"), "{msg}");
+    assert!(
+        msg.contains("--recreate") && msg.contains("edbstress clean"),
+        "{msg}"
+    );
     // Nothing was touched.
-    let err = Instance::open(buffered_config(&layout)).err().unwrap().to_string();
+    let err = Instance::open(buffered_config(&layout))
+        .err()
+        .unwrap()
+        .to_string();
     assert!(err.contains("format version 1"), "{err}");
 
     let mut recreate = options;
@@ -164,5 +215,8 @@ fn a_database_of_the_previous_format_is_refused_then_rebuilt() {
         .unwrap();
     let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
     assert!(check.is_clean() && check.view_entries > 0, "{check:?}");
-    Instance::open(buffered_config(&layout)).unwrap().shutdown().unwrap();
+    Instance::open(buffered_config(&layout))
+        .unwrap()
+        .shutdown()
+        .unwrap();
 }

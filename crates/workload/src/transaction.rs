@@ -177,7 +177,8 @@ impl TransactionGenerator {
                     let shape = MessageShape::of(self.rng.random(), 0);
                     self.fill_body(shape.body_len as usize);
                 }
-                let resort = (self.rng.random_range(0..RESORT_ONE_IN) == 0).then(|| self.rng.random());
+                let resort =
+                    (self.rng.random_range(0..RESORT_ONE_IN) == 0).then(|| self.rng.random());
                 let durability = self.durability();
                 let outcome = instance.commit(
                     &[TxnOp::Replace {

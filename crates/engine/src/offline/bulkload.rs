@@ -304,10 +304,17 @@ impl BulkLoadPlan {
         // with a smaller budget in the rare case the exact index does not fit.
         let mut margin = 0u32;
         let (fill, view, per_mailbox, view_firsts, view_leaves) = loop {
-            let fill = MessageFill::count(&spec, budget.saturating_sub(margin), |t, l, n| {
-                let index_leaves = (n as usize * MEAN_VIEW_ENTRY).div_ceil(filled) as u32;
-                tree_pages(t) + tree_pages(l) + tree_pages(index_leaves)
-            }, filled, lv_limit, chunk_len);
+            let fill = MessageFill::count(
+                &spec,
+                budget.saturating_sub(margin),
+                |t, l, n| {
+                    let index_leaves = (n as usize * MEAN_VIEW_ENTRY).div_ceil(filled) as u32;
+                    tree_pages(t) + tree_pages(l) + tree_pages(index_leaves)
+                },
+                filled,
+                lv_limit,
+                chunk_len,
+            );
             if fill.messages == 0 {
                 return Err(too_small());
             }
@@ -779,7 +786,9 @@ mod tests {
             let fill = |first: u32, count: u32| {
                 let used: usize = (first..first + count)
                     .map(|p| {
-                        ps.bytes() - PAGE_HEADER_LEN - Page::new(&pages[p as usize]).unwrap().free_space()
+                        ps.bytes()
+                            - PAGE_HEADER_LEN
+                            - Page::new(&pages[p as usize]).unwrap().free_space()
                     })
                     .sum();
                 used as f64 / (count as usize * (ps.bytes() - PAGE_HEADER_LEN)) as f64
@@ -791,7 +800,10 @@ mod tests {
             let lv = fill(plan.long_values.first_leaf, plan.long_values.leaf_count());
             // 3 of 4 chunks at 16/32 KiB pages; 2 of 2 (short last chunks included) below.
             let most = if ps.bytes() >= 16 * 1024 { 0.76 } else { 1.0 };
-            assert!((0.55..=most).contains(&lv), "{ps} long-value leaves {lv:.3} full");
+            assert!(
+                (0.55..=most).contains(&lv),
+                "{ps} long-value leaves {lv:.3} full"
+            );
             // Mostly full, with the growth reserve left as empty pages.
             let used = plan.first_free_page - 1;
             assert!(

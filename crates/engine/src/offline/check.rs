@@ -431,7 +431,11 @@ pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineErr
 
 /// Every row must have exactly one view entry, under its own sort key, and every entry
 /// a row (both lists are compared in table key order).
-fn check_view_matches_rows(rows: Vec<ViewKey>, mut entries: Vec<ViewKey>, report: &mut CheckReport) {
+fn check_view_matches_rows(
+    rows: Vec<ViewKey>,
+    mut entries: Vec<ViewKey>,
+    report: &mut CheckReport,
+) {
     entries.sort_unstable_by_key(|e| (e.mailbox, e.message, e.sort));
     let (mut i, mut j) = (0, 0);
     while i < rows.len() || j < entries.len() {

@@ -151,6 +151,9 @@ mod tests {
         let layout = ViewLayout::new(1000, 1000);
         let sorts: Vec<u32> = (1..=1000).map(|m| layout.sort_of(m)).collect();
         let ascending = sorts.windows(2).filter(|w| w[0] < w[1]).count();
-        assert!((300..700).contains(&ascending), "{ascending} ascending steps");
+        assert!(
+            (300..700).contains(&ascending),
+            "{ascending} ascending steps"
+        );
     }
 }

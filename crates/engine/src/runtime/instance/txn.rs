@@ -226,7 +226,9 @@ impl Instance {
                                 header.encode(props, if header.long { &[][..] } else { body })
                             }
                             // Properties only: the body (inline or long) stays as it was.
-                            None => RowHeader { sort, ..fixed }.encode(props, fixed.inline_body(&row)),
+                            None => {
+                                RowHeader { sort, ..fixed }.encode(props, fixed.inline_body(&row))
+                            }
                         };
                         btree::replace(g, cs, MAILBOX_TABLE_ROOT, &key.encode(), &new_row)?;
                         if sort != fixed.sort {
@@ -359,7 +361,10 @@ impl Instance {
                 .encode();
                 let mut first = None;
                 btree::scan_from(g, VIEW_INDEX_ROOT, &probe, &mut |k, data| {
-                    first = Some((ViewKey::decode(k), data.get(..KEY_LEN).and_then(MessageKey::decode)));
+                    first = Some((
+                        ViewKey::decode(k),
+                        data.get(..KEY_LEN).and_then(MessageKey::decode),
+                    ));
                     false
                 })?;
                 match first {
@@ -396,9 +401,13 @@ impl Instance {
     pub fn all_view_entries(&self) -> Result<Vec<(ViewKey, Option<MessageKey>)>, EngineError> {
         let mut entries: Vec<(ViewKey, Option<MessageKey>)> = Vec::new();
         self.run(Durability::Lazy, |g, _| {
-            let start = entries.last().map_or(Vec::new(), |(k, _)| k.encode().to_vec());
+            let start = entries
+                .last()
+                .map_or(Vec::new(), |(k, _)| k.encode().to_vec());
             btree::scan_from(g, VIEW_INDEX_ROOT, &start, &mut |k, data| {
-                if let Some(key) = ViewKey::decode(k).filter(|key| entries.last().map(|e| e.0) < Some(*key)) {
+                if let Some(key) =
+                    ViewKey::decode(k).filter(|key| entries.last().map(|e| e.0) < Some(*key))
+                {
                     entries.push((key, data.get(..KEY_LEN).and_then(MessageKey::decode)));
                 }
                 true
