@@ -21,7 +21,7 @@
 //! - After a crash, [`recover`] replays the log from the checkpoint
 //!   ([`RecoveryOptions`] → [`RecoveryReport`], naming lost flushes by page).
 //! - Offline checks: [`scan_database`] / [`scan_log_dir`] verify every checksum
-//!   (`edbstress checksum`), [`deep_check`] the consistency of both trees, and
+//!   (`edbstress checksum`), [`deep_check`] the consistency of the three trees, and
 //!   [`fault`] injects the damage they must detect.
 //!
 //! Sources are grouped the same way: `runtime/` (instance, btree, redo, cache, log,
