@@ -131,7 +131,7 @@ pub enum PrepareError {
     Damaged(String),
     /// An edbstress database of another format version exists.
     #[error(
-        "{path} is an edbstress database of format version {found}; this build uses version {} (it adds the view index), so the database cannot be used as it is: pass --recreate to rebuild it, or remove it with `edbstress clean --db-path DIR --log-path DIR` and prepare again",
+        "{path} is an edbstress database of format version {found}; this build uses version {} (it adds the view index), so the database cannot be used as it is: rebuild it with `edbstress prepare --recreate` and the same --db-path and --log-path, or remove it with `edbstress clean --db-path DIR --log-path DIR` and prepare again",
         edbstress_format::header::FORMAT_VERSION
     )]
     OldFormat {
