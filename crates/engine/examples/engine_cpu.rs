@@ -3,6 +3,15 @@
 //! (40 % insert, 20 % delete, 5 % replace, 35 % read; 70 % of commits lazy) for a
 //! while, and divides the process's CPU time by the database reads and writes done.
 //!
+//! Reads, deletes and replaces pick a message uniformly over the whole database: a
+//! random message id, looked up in the mailbox the bulk load put it in (ids
+//! `1..=messages` are loaded mailbox by mailbox, `per_mailbox` each; later inserts go to
+//! random mailboxes). Seeking a random id in a random mailbox, as this bench did before
+//! 2026-11-26, finds that mailbox's first message almost every time (a mailbox holds
+//! 1/500 of the ids), so nearly every transaction touched the same few hundred hot
+//! pages (a 96 % hit ratio on a 2 GiB database with a 64 MiB cache). The hit ratio
+//! printed is the measured phase's.
+//!
 //! `cargo run --release -p edbstress-engine --example engine_cpu -- DIR [DB_GIB] [CACHE_MIB] [SECONDS] [SESSIONS]`
 //! (defaults: 4 GiB, 64 MiB, 20 s, 16 sessions). Used by `bench/engine_cpu.sh`.
 
@@ -54,6 +63,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.cache_max_bytes = cache_mib << 20;
     let instance = Instance::open(config)?;
     let mailboxes = instance.mailbox_count();
+    // The bulk load's split of ids 1..next into mailboxes (a later run's inserts make
+    // it approximate near the edges, which only moves a seek to a neighbour).
+    let loaded = instance.next_message_id().saturating_sub(1).max(1);
+    let per_mailbox = loaded.div_ceil(u64::from(mailboxes.max(1)));
     // Warm the cache to its maximum first, as a test run does before measuring.
     let stop = AtomicBool::new(false);
     let ops = AtomicU64::new(0);
@@ -67,8 +80,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         ContentGenerator::for_stream(u64::from(s) + 1, Compressibility::MAIL);
                     let mut props = vec![0u8; 300];
                     while !stop.load(Ordering::Relaxed) {
-                        let mailbox = rng.range(0..u64::from(mailboxes)) as u32;
-                        let probe = rng.range(0..instance.next_message_id());
+                        let probe = rng.range(1..instance.next_message_id().max(2));
+                        let mailbox = if probe <= loaded {
+                            ((probe - 1) / per_mailbox).min(u64::from(mailboxes) - 1) as u32
+                        } else {
+                            rng.range(0..u64::from(mailboxes)) as u32
+                        };
                         let lazy = if rng.range(0..100) < 70 {
                             Durability::Lazy
                         } else {
@@ -162,9 +179,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (c.misses - before_cache.misses) as f64 / ops.max(1) as f64,
         (c.pages_written - before_cache.pages_written) as f64 / ops.max(1) as f64
     );
+    let (hits, misses) = (c.hits - before_cache.hits, c.misses - before_cache.misses);
     println!(
         "{elapsed:.1} s, {sessions} sessions, cache {cache_mib} MiB of a {db_gib} GiB database (hit ratio {:.1} %)",
-        100.0 * c.hits as f64 / (c.hits + c.misses).max(1) as f64
+        100.0 * hits as f64 / (hits + misses).max(1) as f64
     );
     println!(
         "transactions {:.0}/s; database reads {:.0}/s, writes {:.0}/s; log writes {:.0}/s",
