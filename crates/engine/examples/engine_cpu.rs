@@ -39,6 +39,26 @@ fn cpu_split() -> (f64, f64) {
     (ticks(11) / 100.0, ticks(12) / 100.0)
 }
 
+/// Context switches (voluntary and not) of this process's live threads so far.
+fn context_switches() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    let mut total = 0;
+    for task in tasks.flatten() {
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        for line in status.lines() {
+            if let Some(v) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                total += v.trim().parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+    total
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let dir = std::path::PathBuf::from(
@@ -70,6 +90,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Warm the cache to its maximum first, as a test run does before measuring.
     let stop = AtomicBool::new(false);
     let ops = AtomicU64::new(0);
+    // Counted while the sessions run (their threads end with each `run`).
+    let switches = AtomicU64::new(0);
     let run = |measure: Duration| {
         stop.store(false, Ordering::Relaxed);
         std::thread::scope(|scope| {
@@ -141,7 +163,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     }
                 });
             }
+            let before = context_switches();
             std::thread::sleep(measure);
+            switches.store(context_switches() - before, Ordering::Relaxed);
             stop.store(true, Ordering::Relaxed);
         });
     };
@@ -174,10 +198,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let c = instance.cache_counters();
     let retries = instance.counters().retries - before_retries;
     println!(
-        "per transaction: {:.2} attempts retried, {:.2} misses, {:.2} pages written",
+        "per transaction: {:.2} attempts retried, {:.2} misses, {:.2} pages written, {:.2} context switches",
         retries as f64 / ops.max(1) as f64,
         (c.misses - before_cache.misses) as f64 / ops.max(1) as f64,
-        (c.pages_written - before_cache.pages_written) as f64 / ops.max(1) as f64
+        (c.pages_written - before_cache.pages_written) as f64 / ops.max(1) as f64,
+        switches.load(Ordering::Relaxed) as f64 / ops.max(1) as f64
     );
     let (hits, misses) = (c.hits - before_cache.hits, c.misses - before_cache.misses);
     println!(
