@@ -60,6 +60,8 @@ fn context_switches() -> u64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // As the edbstress binary does (its allocator settings are part of what is measured).
+    edbstress_io::bound_allocator_footprint();
     let args: Vec<String> = std::env::args().collect();
     let dir = std::path::PathBuf::from(
         args.get(1)
