@@ -268,6 +268,14 @@ impl<S: Send + 'static> PageCache<S> {
         }
     }
 
+    /// The instance lock if it is free now; None (without waiting) if it is held.
+    pub fn try_lock(&self) -> Option<CacheGuard<'_, S>> {
+        Some(CacheGuard {
+            core: self.shared.core.try_lock()?,
+            shared: &self.shared,
+        })
+    }
+
     /// Makes page `pgno` resident. Releases the lock, reads the page (unless another
     /// session installs it meanwhile, or is reading it: then waits for that read),
     /// verifies its checksum (valid: installed; one flipped bit: repaired in memory and
