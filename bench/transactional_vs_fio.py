@@ -33,6 +33,12 @@ the ratio of database IOPS edbstress/fio (of the medians, and the median of each
 round's paired ratio), CPU per I/O of each and max RSS against the goal, with the load
 average before and after.
 
+--before BINARY: also run that edbstress binary (e.g. a release build of main) in every
+round, on the same fresh copy of the same database, alternating with this build (odd
+rounds: before, after, fio; even rounds: fio, after, before; fio takes the after build's
+mix), and print the medians of both builds against fio: a before/after comparison
+made in one session, under one load.
+
 --quick: a smoke check (256 MiB database, 32 MiB cache, 4 sessions, 5 s, 1 round).
 Needs fio (Debian package `fio`) and a release build (built if missing). Only removes
 the directory it created.
@@ -97,11 +103,11 @@ def verdict_text(r):
     return r["overall_result"] + (f" ({', '.join(failed)})" if failed else "")
 
 
-def edbstress_round(work, args, round_no):
+def edbstress_round(work, args, round_no, binary=EDB, label=""):
     """One throughput run; returns its figures (dict)."""
-    res = os.path.join(work, "results", f"round{round_no}")
+    res = os.path.join(work, "results", f"round{round_no}{label}")
     port = free_port()
-    cmd = [EDB, "run", "--databases", "1", "--copies", "1", "--database-size", args.database_size,
+    cmd = [binary, "run", "--databases", "1", "--copies", "1", "--database-size", args.database_size,
            "--db-path", os.path.join(work, "run", "db"), "--log-path", os.path.join(work, "run", "logs"),
            "--cache-min", args.cache, "--cache-max", args.cache, "--bdm", "off",
            "--duration", f"{args.seconds}s", "--sample-interval", f"{args.sample_interval}s",
@@ -111,7 +117,7 @@ def edbstress_round(work, args, round_no):
     # Every round starts from the same database: a fresh copy of the prepared one.
     shutil.rmtree(os.path.join(work, "run"), ignore_errors=True)
     shutil.copytree(os.path.join(work, "ref"), os.path.join(work, "run"))
-    out_path = os.path.join(work, f"edbstress-round{round_no}.out")
+    out_path = os.path.join(work, f"edbstress-round{round_no}{label}.out")
     with open(out_path, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     samples = []  # (wall, cpu) while the measured phase is on
@@ -227,8 +233,8 @@ def fio_round(work, args, mix):
     }
 
 
-def print_edb(i, e):
-    print(f"round {i} edbstress: {e['iops']:8.0f} transactional IOPS, {e['cpu_us']:6.1f} us CPU per "
+def print_edb(i, e, label=""):
+    print(f"round {i} edbstress{label}: {e['iops']:8.0f} transactional IOPS, {e['cpu_us']:6.1f} us CPU per "
           f"transactional I/O ({e['cpu_us_all']:.1f} per I/O of any class), {e['threads']} sessions, "
           f"read {e['read_ms']:.2f} ms, write {e['write_ms']:.2f} ms, outstanding {e['outstanding']:.1f}, "
           f"reads {e['read_pct']:.1f} %, log {e['log_per_sec']:.0f}/s x {e['log_bytes'] / 1024:.1f} KiB "
@@ -268,6 +274,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--backend", default="auto", choices=["auto", "io_uring", "threads"])
     ap.add_argument("--log-file-mib", type=int, default=256, help="size of fio's log file (it wraps)")
+    ap.add_argument("--before", default=None, metavar="BINARY",
+                    help="an edbstress binary to compare with, run in every round (see above)")
     ap.add_argument("--quick", action="store_true", help="smoke check: 256MiB, 32MiB cache, 4 sessions, 5 s, 1 round")
     args = ap.parse_args()
     if args.quick:
@@ -277,6 +285,8 @@ def main():
         sys.exit(f"--threads {args.threads}: use 'auto' or a session count")
     if args.rounds < 1 or args.seconds < 2:
         sys.exit("--rounds must be at least 1 and --seconds at least 2")
+    if args.before and not os.access(args.before, os.X_OK):
+        sys.exit(f"--before {args.before}: not an executable file; give the path of an edbstress binary")
     if shutil.which("fio") is None:
         sys.exit("fio is not installed: apt-get install fio")
     if not os.path.exists(EDB):
@@ -292,6 +302,14 @@ def main():
     work = tempfile.mkdtemp(prefix="edbstress-txn-vs-fio-", dir=base)
     load_before = load()
     rows = []
+    before_rows = []
+
+    def before_round(i):
+        if args.before:
+            b = edbstress_round(work, args, i, args.before, "-before")
+            print_edb(i, b, " (before)")
+            before_rows.append(b)
+
     try:
         for d in ("ref/db", "ref/logs", "fio", "results"):
             os.makedirs(os.path.join(work, d))
@@ -303,6 +321,7 @@ def main():
             ref_bytes = os.path.getsize(os.path.join(work, "ref", "db", "edbstress001.edb"))
             check_space(work, ref_bytes + 2 * growth + fio_file_shortfall(work))
             if i % 2 == 1 or mix is None:
+                before_round(i)
                 e = edbstress_round(work, args, i)
                 print_edb(i, e)
                 mix = e
@@ -314,6 +333,7 @@ def main():
                 e = edbstress_round(work, args, i)
                 print_edb(i, e)
                 mix = e
+                before_round(i)
             rows.append((e, f))
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -339,6 +359,22 @@ def main():
           f"{med(1, 'log_per_sec'):6.0f} {med(1, 'log_ms'):4.2f}")
     print(f"mix (medians): {med(0, 'read_pct'):.1f} % reads, outstanding {med(0, 'outstanding'):.1f} "
           f"(fio qd {', '.join(str(f['depth']) for _, f in rows)}), log write {med(0, 'log_bytes') / 1024:.1f} KiB")
+    if before_rows:
+        def bmed(key):
+            return statistics.median(b[key] for b in before_rows)
+
+        bpaired = statistics.median(b["iops"] / f["iops"] for b, (_, f) in zip(before_rows, rows))
+        brss = [b["max_rss_mib"] for b in before_rows]
+        print(f"{'before (--before)':24s} {'IOPS':>10s} {'ratio':>7s} {'CPU us/IO':>10s} {'max RSS':>8s}")
+        print(f"{'  before':24s} {bmed('iops'):10.0f} {bmed('iops') / fi:7.3f} {bmed('cpu_us'):10.1f} "
+              f"{statistics.median(brss):8.1f}  (paired ratio {bpaired:.3f}; highest RSS {max(brss):.1f})")
+        print(f"{'  after':24s} {ei:10.0f} {ei / fi:7.3f} {ec:10.1f} {statistics.median(rss):8.1f}  "
+              f"(paired ratio {paired:.3f}; highest RSS {max(rss):.1f})")
+        print("  per round, before / after: CPU us/IO " + ", ".join(
+            f"{b['cpu_us']:.1f}/{e['cpu_us']:.1f}" for b, (e, _) in zip(before_rows, rows)) +
+            "; IOPS " + ", ".join(f"{b['iops']:.0f}/{e['iops']:.0f}" for b, (e, _) in zip(before_rows, rows)) +
+            "; max RSS " + ", ".join(f"{b['max_rss_mib']:.1f}/{e['max_rss_mib']:.1f}"
+                                     for b, (e, _) in zip(before_rows, rows)))
     verdict = "met" if max(rss) <= goal_mib else "EXCEEDED"
     print(f"edbstress max RSS {statistics.median(rss):.1f} MiB (highest {max(rss):.1f}); goal {args.cache} cache + "
           f"10 % + 64 MiB = {goal_mib:.1f} MiB: {verdict}")

@@ -176,6 +176,8 @@ fn init_tracing(verbose: u8) {
 }
 
 fn main() -> ExitCode {
+    // Before any thread allocates: keeps max RSS within the memory goal.
+    edbstress_io::bound_allocator_footprint();
     let cli = Cli::parse();
     init_tracing(cli.verbose);
     let result = match cli.command {

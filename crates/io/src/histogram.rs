@@ -25,8 +25,9 @@ const FIRST_EXPORT_BUCKET_NS: u64 = 1_000;
 /// `min_ns` and `max_ns` are exact (pass/fail criteria use the average) while percentiles
 /// are within 0.1 %.
 ///
-/// Memory: about 200 KB of counters per histogram, allocated zeroed, so the pages are
-/// only backed by RAM where latencies actually fall.
+/// Memory: about 200 KB of counters per histogram, all written (zeroed) by hdrhistogram
+/// when the histogram is created, so every live histogram is resident in full; see
+/// [`crate::bound_allocator_footprint`] for what keeps dropped ones from staying so.
 ///
 /// Serialised as `{sum_ns, min_ns, max_ns, counts: [[value_ns, count], ...]}` listing
 /// non-empty buckets only, which re-merges exactly.

@@ -26,6 +26,7 @@ mod class;
 mod error;
 mod file;
 mod histogram;
+mod memory;
 #[cfg(feature = "power-cut-sim")]
 pub mod power_cut;
 /// Without the `power-cut-sim` feature every write and flush goes straight through.
@@ -66,4 +67,5 @@ pub use class::IoClass;
 pub use error::{IoError, human_bytes};
 pub use file::{Access, DataFile, IoMode, available_space, filesystem_id};
 pub use histogram::{LatencyHistogram, MAX_LATENCY_NS};
+pub use memory::bound_allocator_footprint;
 pub use stats::{ClassStats, IoStats};
