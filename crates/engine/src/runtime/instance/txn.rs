@@ -55,11 +55,18 @@ impl Instance {
         let max_pins = (self.cache.config().max_frames / 4).max(4);
         let trx = self.next_trx.fetch_add(1, Ordering::Relaxed);
         let mut retries = 0;
+        // The lock as `fault_in` hands it back after installing a page: the retry runs
+        // under it rather than releasing and taking it again (with many sessions on few
+        // cores, each take of a contended lock can cost a sleep).
+        let mut held = None;
         loop {
             if let Some(msg) = self.cache.failed() {
                 return Err(EngineError::ShutDown(Some(msg)));
             }
-            let mut g = self.cache.lock();
+            let mut g = match held.take() {
+                Some(g) => g,
+                None => self.cache.lock(),
+            };
             let mut cs = ChangeSet::new(trx);
             match attempt(&mut g, &mut cs) {
                 Ok(value) => {
@@ -120,6 +127,7 @@ impl Instance {
                             if pinned.len() < max_pins && g.pin(pgno) {
                                 pinned.push(pgno);
                             }
+                            held = Some(g);
                         }
                         TreeError::NoFrame => {
                             drop(self.cache.try_wait_for_frames(g, frames_needed)?)
