@@ -21,6 +21,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod backend;
+pub mod blocking;
 mod buf;
 mod class;
 mod error;
