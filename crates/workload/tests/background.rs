@@ -14,7 +14,7 @@ use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::{PrepareOptions, PreparePlan};
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN, log_file_name};
 use edbstress_format::{PageSize, page_offset};
-use edbstress_io::{IoClass, IoMode};
+use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::OpMix;
 use edbstress_workload::bdm::{BdmConfig, BdmError, BdmHandle, BdmScanner};
 use edbstress_workload::replication::{LogReplicator, ReplicationConfig, ReplicationError};
@@ -240,6 +240,7 @@ fn replication_config(log_dir: &Path, readers: u32) -> ReplicationConfig {
         readers,
         read_len: READ_LEN,
         io_mode: IoMode::Direct,
+        backend: BackendKind::Auto,
     }
 }
 

@@ -350,6 +350,7 @@ impl<'a> Workbench<'a> {
                             readers: config.copies - 1,
                             read_len: 256 << 10,
                             io_mode: config.io_mode,
+                            backend: config.backend,
                         },
                         Arc::new(move || inst.log_durable()),
                         background_stop.clone(),

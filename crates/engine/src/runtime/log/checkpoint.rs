@@ -1,4 +1,6 @@
-//! The checkpoint file `E00.chk`: reading it, and rewriting both copies in order.
+//! The checkpoint file `E00.chk`: reading it, and rewriting both copies in order
+//! through a backend of its own, which times and counts the writes as
+//! [`IoClass::LogCheckpoint`].
 
 use std::path::Path;
 
@@ -6,7 +8,11 @@ use edbstress_format::log::{
     CHECKPOINT_COPY_LEN, CHECKPOINT_FILE_LEN, CHECKPOINT_FILE_NAME, CheckpointRecord,
     CheckpointState, LogFormatError, LogPosition, select_checkpoint,
 };
-use edbstress_io::{Access, AlignedBuf, DataFile, IoMode};
+use edbstress_io::blocking::{self, Target};
+use edbstress_io::{
+    Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoMode, IoStats,
+    open_backend,
+};
 
 use super::LogSignatures;
 use crate::error::EngineError;
@@ -32,9 +38,12 @@ pub fn read_checkpoint(dir: &Path, io_mode: IoMode) -> Result<CheckpointRecord, 
 }
 
 /// The checkpoint file of a log writer, open for rewriting.
-#[derive(Debug)]
 pub(crate) struct CheckpointFile {
     file: DataFile,
+    /// Carries, times and counts the writes (`file` registered as `file_id`).
+    io: Box<dyn IoBackend>,
+    file_id: FileId,
+    instance: u16,
     copy: AlignedBuf,
     update_seq: u64,
     signatures: LogSignatures,
@@ -44,10 +53,13 @@ impl CheckpointFile {
     /// Opens (or creates) `E00.chk` in `dir`. An existing file must belong to the log
     /// stream `signatures`; a file whose copies are both damaged is taken over (it is
     /// about to be rewritten), one that is not a checkpoint file at all is refused.
+    /// Its writes go through a backend of `backend`'s kind, accounted to `instance`.
     pub(crate) fn open(
         dir: &Path,
         signatures: LogSignatures,
         io_mode: IoMode,
+        backend: BackendKind,
+        instance: u16,
     ) -> Result<CheckpointFile, EngineError> {
         let path = dir.join(CHECKPOINT_FILE_NAME);
         let (file, update_seq) = match DataFile::open(&path, io_mode, Access::ReadWrite) {
@@ -62,8 +74,13 @@ impl CheckpointFile {
             }
             Err(e) => return Err(e.into()),
         };
+        let mut io = open_backend(backend, 1)?;
+        let file_id = io.register(&file)?;
         Ok(CheckpointFile {
             file,
+            io,
+            file_id,
+            instance,
             copy: AlignedBuf::new(CHECKPOINT_COPY_LEN),
             update_seq,
             signatures,
@@ -130,10 +147,27 @@ impl CheckpointFile {
         }
         .encode(&mut self.copy);
         for offset in [0, CHECKPOINT_COPY_LEN as u64] {
-            self.file.write_all_at(&self.copy, offset)?;
-            self.file.sync_data()?;
+            let to = Target {
+                file: self.file_id,
+                path: self.file.path(),
+                class: IoClass::LogCheckpoint,
+                instance: self.instance,
+            };
+            blocking::write_all(
+                &mut *self.io,
+                to,
+                &mut self.copy,
+                CHECKPOINT_COPY_LEN,
+                offset,
+                true,
+            )?;
         }
         Ok(())
+    }
+
+    /// The checkpoint writes so far, as the backend counted them.
+    pub(crate) fn stats(&self) -> &IoStats {
+        self.io.stats()
     }
 }
 
@@ -154,7 +188,7 @@ mod tests {
             offset: 100,
         };
         {
-            let mut chk = CheckpointFile::open(dir.path(), sigs, IoMode::Direct).unwrap();
+            let mut chk = CheckpointFile::open(dir.path(), sigs, IoMode::Direct, BackendKind::Auto, 0).unwrap();
             chk.write(pos, CheckpointState::default()).unwrap();
             chk.write(pos, CheckpointState::default()).unwrap();
             assert!(dir.path().join(CHECKPOINT_FILE_NAME).exists());
@@ -163,8 +197,15 @@ mod tests {
         assert_eq!(record.checkpoint, pos);
         assert_eq!(record.update_seq, 2);
         // Reopening continues the sequence.
-        let mut chk = CheckpointFile::open(dir.path(), sigs, IoMode::Buffered).unwrap();
+        let mut chk = CheckpointFile::open(dir.path(), sigs, IoMode::Buffered, BackendKind::Threads, 0)
+            .unwrap();
         chk.write(pos, CheckpointState::default()).unwrap();
+        let counted = chk.stats().get(0, IoClass::LogCheckpoint).unwrap();
+        assert_eq!(
+            (counted.ops, counted.bytes),
+            (2, 2 * CHECKPOINT_COPY_LEN as u64),
+            "both copies written, each counted"
+        );
         assert_eq!(
             read_checkpoint(dir.path(), IoMode::Direct)
                 .unwrap()
@@ -176,7 +217,7 @@ mod tests {
             db_signature: 9,
         };
         assert!(matches!(
-            CheckpointFile::open(dir.path(), other, IoMode::Direct),
+            CheckpointFile::open(dir.path(), other, IoMode::Direct, BackendKind::Auto, 0),
             Err(EngineError::Mismatch { .. })
         ));
     }

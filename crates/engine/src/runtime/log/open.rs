@@ -5,14 +5,16 @@
 use std::path::Path;
 
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_HEADER_LEN, SEGMENT_LEN};
-use edbstress_io::{Access, AlignedBuf, DataFile, IoClass, IoMode};
+use edbstress_io::blocking::{self, Target};
+use edbstress_io::{Access, AlignedBuf, DataFile, IoBackend, IoClass, IoMode};
 
 use super::LogSignatures;
 use super::config::LogConfig;
 use super::files::{
     FIRST_RECORD_OFFSET, RunningChecksum, SlotState, choose_copy, classify_slot, corrupt,
     create_zeroed_file, generation_path, install_generation, is_closed, list_generations,
-    next_file_path, read_file_header, read_whole_file, seal_data_segment,
+    next_file_path, read_file_header, read_whole_file, seal_data_segment, with_registered,
+    zero_buffer,
 };
 use super::reader::{LogReadOptions, LogReader};
 use crate::error::EngineError;
@@ -110,8 +112,14 @@ impl GenerationImage {
     }
 
     /// Zeroes every non-zero slot from `from` to the end of the file (stale data
-    /// beyond the end of the log would confuse a later reader) and makes it durable.
-    fn zero_from(&mut self, from: u32) -> Result<(), EngineError> {
+    /// beyond the end of the log would confuse a later reader) and makes it durable,
+    /// through `io` (class [`IoClass::LogReopen`]).
+    fn zero_from(
+        &mut self,
+        from: u32,
+        io: &mut dyn IoBackend,
+        instance: u16,
+    ) -> Result<(), EngineError> {
         let n = self.segments();
         let nonzero = |slot: u32| {
             let at = slot as usize * SEGMENT_LEN;
@@ -121,16 +129,24 @@ impl GenerationImage {
             return Ok(());
         };
         let last = (first..n).rev().find(|&s| nonzero(s)).unwrap_or(first);
-        let zeros = AlignedBuf::new(64 * SEGMENT_LEN);
-        let mut slot = first;
-        while slot <= last {
-            let count = (last + 1 - slot).min(64);
-            let len = count as usize * SEGMENT_LEN;
-            self.file
-                .write_all_at(&zeros[..len], u64::from(slot) * SEGMENT_LEN as u64)?;
-            slot += count;
-        }
-        self.file.sync_data()?;
+        let mut zeros = AlignedBuf::new(64 * SEGMENT_LEN);
+        with_registered(io, &self.file, |io, id| {
+            let to = Target {
+                file: id,
+                path: self.file.path(),
+                class: IoClass::LogReopen,
+                instance,
+            };
+            let mut slot = first;
+            while slot <= last {
+                let count = (last + 1 - slot).min(64);
+                let len = count as usize * SEGMENT_LEN;
+                let offset = u64::from(slot) * SEGMENT_LEN as u64;
+                blocking::write_all(&mut *io, to, &mut zeros, len, offset, false)?;
+                slot += count;
+            }
+            Ok(blocking::sync(io, to)?)
+        })?;
         let (a, b) = (
             first as usize * SEGMENT_LEN,
             (last as usize + 1) * SEGMENT_LEN,
@@ -190,12 +206,16 @@ fn remove_stale_next_file(dir: &Path, mode: IoMode) -> Result<(), EngineError> {
 }
 
 /// Prepares the log directory of `config` for writing at `start` (see
-/// [`super::LogWriter::open`]).
+/// [`super::LogWriter::open`]). What it writes (closing the tail, zeroing stale slots,
+/// creating a generation) goes through `io`, the writer's backend, which times and
+/// counts it.
 pub(crate) fn open_for_writing(
     config: &LogConfig,
     start: LogPosition,
     checkpoint: LogPosition,
+    io: &mut dyn IoBackend,
 ) -> Result<OpenedLog, EngineError> {
+    let instance = config.instance;
     let dir = config.dir.as_path();
     let signatures = config.signatures();
     let mode = config.io_mode;
@@ -254,9 +274,20 @@ pub(crate) fn open_for_writing(
         checkpoint_at_creation: checkpoint,
         prev_generation_checksum: prev,
     };
-    let create = |header: LogFileHeader, write_seq: u64| -> Result<OpenedLog, EngineError> {
-        let tmp = create_zeroed_file(&next_file_path(dir), config.file_len, mode)?;
-        let file = install_generation(dir, tmp, &header, mode)?;
+    let create = |header: LogFileHeader,
+                  write_seq: u64,
+                  io: &mut dyn IoBackend|
+     -> Result<OpenedLog, EngineError> {
+        let mut zeros = zero_buffer(config.file_len)?;
+        let tmp = create_zeroed_file(
+            &next_file_path(dir),
+            config.file_len,
+            mode,
+            &mut *io,
+            instance,
+            &mut zeros,
+        )?;
+        let file = install_generation(dir, tmp, &header, mode, io, instance)?;
         Ok(OpenedLog {
             file,
             generation: header.generation,
@@ -277,7 +308,7 @@ pub(crate) fn open_for_writing(
             )));
         }
         let (prev, write_seq) = previous_generation_chain(dir, g, signatures, mode)?;
-        return create(new_header(g, prev), write_seq);
+        return create(new_header(g, prev), write_seq, io);
     }
 
     let mut current = GenerationImage::read(&path, g, signatures, mode, Access::ReadWrite)?;
@@ -344,7 +375,7 @@ pub(crate) fn open_for_writing(
             // is the real one) and is made durable, then, if needed, to the real slot.
             let payload = copy[SEGMENT_HEADER_LEN..SEGMENT_HEADER_LEN + keep].to_vec();
             let newest_in_own_slot = slot == s0;
-            current.zero_from(u32::from(s0) + 2)?;
+            current.zero_from(u32::from(s0) + 2, &mut *io, instance)?;
             let mut seg = AlignedBuf::new(SEGMENT_LEN);
             let mut put = |current: &mut GenerationImage,
                            shadow: bool,
@@ -352,8 +383,16 @@ pub(crate) fn open_for_writing(
              -> Result<(), EngineError> {
                 seal_data_segment(&mut seg, g, s0, shadow, &payload, true, seq);
                 let slot = u64::from(s0) + u64::from(shadow);
-                current.file.write_all_at(&seg, slot * SEGMENT_LEN as u64)?;
-                current.file.sync_data()?;
+                with_registered(&mut *io, &current.file, |io, id| {
+                    let to = Target {
+                        file: id,
+                        path: current.file.path(),
+                        class: IoClass::LogReopen,
+                        instance,
+                    };
+                    let offset = slot * SEGMENT_LEN as u64;
+                    Ok(blocking::write_all(io, to, &mut seg, SEGMENT_LEN, offset, true)?)
+                })?;
                 let at = slot as usize * SEGMENT_LEN;
                 current.image[at..at + SEGMENT_LEN].copy_from_slice(&seg);
                 Ok(())
@@ -370,7 +409,7 @@ pub(crate) fn open_for_writing(
     } else {
         u32::from(s0)
     };
-    current.zero_from(next_index)?;
+    current.zero_from(next_index, &mut *io, instance)?;
 
     if next_index < n {
         return Ok(OpenedLog {
@@ -389,7 +428,7 @@ pub(crate) fn open_for_writing(
         EngineError::Invalid("log generation numbers are exhausted (2^32 generations)".into())
     })?;
     if !next_exists {
-        return create(new_header(next_gen, fold.value()), write_seq);
+        return create(new_header(next_gen, fold.value()), write_seq, io);
     }
     let next_path = generation_path(dir, next_gen);
     let mut next =
@@ -404,7 +443,7 @@ pub(crate) fn open_for_writing(
             ),
         ));
     }
-    next.zero_from(1)?;
+    next.zero_from(1, io, instance)?;
     Ok(OpenedLog {
         segments: next.segments(),
         next_index: 1,
