@@ -239,6 +239,11 @@ impl DbFileIo {
         blocking::sync(io, to)
     }
 
+    /// "io_uring" or "threads".
+    pub(crate) fn backend_name(&self) -> &'static str {
+        self.io.name()
+    }
+
     /// What the backend carried so far.
     pub(crate) fn stats(&self) -> &IoStats {
         self.io.stats()

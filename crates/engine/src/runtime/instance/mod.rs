@@ -165,6 +165,10 @@ pub struct InstanceCounters {
     pub retries: u64,
     /// Times the file was grown.
     pub growths: u64,
+    /// Pages added to the file by growth.
+    pub pages_grown: u64,
+    /// Times the database header was written (both copies, each made durable).
+    pub header_writes: u64,
 }
 
 #[derive(Default)]
@@ -174,6 +178,8 @@ struct AtomicCounters {
     reads: AtomicU64,
     retries: AtomicU64,
     growths: AtomicU64,
+    pages_grown: AtomicU64,
+    header_writes: AtomicU64,
 }
 
 impl WalSync for LogWriter {
@@ -221,7 +227,8 @@ pub struct Instance {
     growth: Mutex<()>,
     next_trx: AtomicU64,
     chunk_len: usize,
-    counters: AtomicCounters,
+    /// Shared with the generation hook, which counts its header writes.
+    counters: Arc<AtomicCounters>,
     /// Keeps other processes and instances off the database while this one is open.
     _lock: crate::runtime::lock::DatabaseLock,
     /// And off its log directory, whatever database path they were given.
@@ -235,6 +242,7 @@ pub struct Instance {
 fn record_generation_in(
     header: Arc<Mutex<DatabaseHeader>>,
     file_io: Arc<Mutex<DbFileIo>>,
+    counters: Arc<AtomicCounters>,
 ) -> GenerationHook {
     Box::new(move |r: GenerationRecord| {
         let mut h = header.lock();
@@ -245,6 +253,7 @@ fn record_generation_in(
         h.next_message_id = h.next_message_id.max(r.state.next_message_id);
         h.update_seq += 1;
         file_io.lock().write_header(&h)?;
+        counters.header_writes.fetch_add(1, Ordering::Relaxed);
         Ok(())
     })
 }
@@ -314,10 +323,16 @@ impl Instance {
         header.state = DbState::DirtyNeedsRecovery;
         header.update_seq += 1;
         file_io.lock().write_header(&header)?;
+        let counters = Arc::new(AtomicCounters::default());
+        counters.header_writes.fetch_add(1, Ordering::Relaxed);
         let recorded = header.log_required;
         let header = Arc::new(Mutex::new(header));
         log.set_generation_hook(
-            record_generation_in(Arc::clone(&header), Arc::clone(&file_io)),
+            record_generation_in(
+                Arc::clone(&header),
+                Arc::clone(&file_io),
+                Arc::clone(&counters),
+            ),
             recorded,
         );
         let header_now = header.lock().clone();
@@ -362,7 +377,7 @@ impl Instance {
             file_io,
             growth: Mutex::new(()),
             next_trx: AtomicU64::new(1),
-            counters: AtomicCounters::default(),
+            counters,
             _lock: lock,
             _log_lock: log_lock,
         })
@@ -474,7 +489,10 @@ impl Instance {
             self.file_io.lock().write_header(&h)?;
         }
         self.cache.lock().state().page_count = new_count;
-        self.counters.growths.fetch_add(1, Ordering::Relaxed);
+        let c = &self.counters;
+        c.growths.fetch_add(1, Ordering::Relaxed);
+        c.pages_grown.fetch_add(u64::from(add), Ordering::Relaxed);
+        c.header_writes.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -526,6 +544,12 @@ impl Instance {
         self.log.backend_name()
     }
 
+    /// "io_uring" or "threads": the backend that carries the database file's
+    /// bookkeeping I/O (header writes, growth, checkpoint barrier flushes).
+    pub fn file_io_backend(&self) -> &'static str {
+        self.file_io.lock().backend_name()
+    }
+
     /// Transaction counters.
     pub fn counters(&self) -> InstanceCounters {
         let c = &self.counters;
@@ -535,6 +559,8 @@ impl Instance {
             reads: c.reads.load(Ordering::Relaxed),
             retries: c.retries.load(Ordering::Relaxed),
             growths: c.growths.load(Ordering::Relaxed),
+            pages_grown: c.pages_grown.load(Ordering::Relaxed),
+            header_writes: c.header_writes.load(Ordering::Relaxed),
         }
     }
 
