@@ -160,14 +160,17 @@ impl LogReplicator {
             stop: stop.clone(),
             durable_end: Arc::clone(&durable_end),
             readers: Vec::new(),
+            backend: None,
         };
         for reader in 0..config.readers {
+            let io = open_backend(config.backend, 1)?;
+            handle.backend = Some(io.name());
             let mut r = Reader {
                 instance: config.instance,
                 log_dir: config.log_dir.clone(),
                 io_mode: config.io_mode,
                 buf: AlignedBuf::try_new(read_len)?,
-                io: open_backend(config.backend, 1)?,
+                io,
                 next: first,
                 durable_end: Arc::clone(&durable_end),
                 stop: stop.clone(),
@@ -194,12 +197,20 @@ pub struct ReplicationHandle {
     durable_end: DurableEndSource,
     /// Each returns the generation it would have read next.
     readers: Vec<JoinHandle<u32>>,
+    /// "io_uring" or "threads": the kind of the readers' backends (None without readers).
+    backend: Option<&'static str>,
 }
 
 impl ReplicationHandle {
     /// The readers' I/O counters so far (cumulative).
     pub fn stats(&self) -> IoStats {
         self.state.lock().stats.clone()
+    }
+
+    /// "io_uring" or "threads": the backend kind that carries the reads (`None` when
+    /// there are no readers).
+    pub fn backend(&self) -> Option<&'static str> {
+        self.backend
     }
 
     /// Files read and missed so far.

@@ -245,18 +245,38 @@ fn replication_config(log_dir: &Path, readers: u32) -> ReplicationConfig {
 }
 
 #[test]
-fn replication_readers_follow_the_log_as_it_is_written() {
+fn replication_readers_follow_the_log_as_it_is_written_through_threads() {
+    replication_readers_follow_the_log(BackendKind::Threads);
+}
+
+#[test]
+fn replication_readers_follow_the_log_as_it_is_written_through_io_uring() {
+    if let Err(e) = edbstress_io::IoUringBackend::new(4) {
+        eprintln!("SKIP replication through io_uring: io_uring is not usable here ({e})");
+        return;
+    }
+    replication_readers_follow_the_log(BackendKind::IoUring);
+}
+
+/// Two readers follow a log rolling over several generations, reading through a
+/// backend of `backend`'s kind, which times and counts every read (the readers time
+/// nothing themselves).
+fn replication_readers_follow_the_log(backend: BackendKind) {
     let dir = tempfile::tempdir().unwrap();
     let layout = prepare(dir.path());
     let instance = Arc::new(open_instance(&layout, 4 << 20));
     let start = instance.log_generation();
     let source = Arc::clone(&instance);
     let handle = LogReplicator::spawn(
-        replication_config(&layout.log_dir, 2),
+        ReplicationConfig {
+            backend,
+            ..replication_config(&layout.log_dir, 2)
+        },
         Arc::new(move || source.log_durable()),
         Arc::new(AtomicBool::new(false)),
     )
     .unwrap();
+    assert_eq!(handle.backend(), Some(backend.name()));
     let body = vec![0x5a; 64 << 10];
     let mut i = 0u32;
     let mut commit = |instance: &Instance| {
@@ -304,6 +324,13 @@ fn replication_readers_follow_the_log_as_it_is_written() {
     assert_eq!(report.io_errors, 0, "{:?}", report.last_error);
     let reads = report.stats.get(1, IoClass::ReplicationRead).unwrap();
     assert_eq!(reads.bytes, report.bytes_read);
+    assert_eq!(reads.errors, 0);
+    assert_eq!(
+        reads.latency.count(),
+        reads.ops,
+        "each read timed once by the {} backend",
+        backend.name()
+    );
     // Closed files: 5 reads each; the open one: the header and whole 256 KiB reads.
     let open_bytes = reads.bytes - 2 * closed * per_file;
     let open_reads = reads.ops - 2 * closed * 5;
