@@ -52,7 +52,10 @@ fn growth_rolls_and_checkpoints(backend: BackendKind) {
     let body = vec![0x5a; 24 * 1024];
     let mut inserted = 0u32;
     while instance.counters().growths < 2 || instance.log_generation() < first_generation + 3 {
-        assert!(inserted < 4000, "neither growth nor rolls after {inserted} inserts");
+        assert!(
+            inserted < 4000,
+            "neither growth nor rolls after {inserted} inserts"
+        );
         instance
             .commit(
                 &[TxnOp::Insert {
@@ -94,7 +97,11 @@ fn growth_rolls_and_checkpoints(backend: BackendKind) {
 
     let header = counted(&stats, 1, IoClass::DbHeader);
     assert!(engine.header_writes >= 1 + engine.growths, "{engine:?}");
-    assert_eq!(header.ops, 2 * engine.header_writes, "both copies each time");
+    assert_eq!(
+        header.ops,
+        2 * engine.header_writes,
+        "both copies each time"
+    );
     assert_eq!(header.bytes, 2 * page * engine.header_writes);
 
     let flush = counted(&stats, 1, IoClass::DbFlush);
@@ -106,7 +113,11 @@ fn growth_rolls_and_checkpoints(backend: BackendKind) {
     assert_eq!(flush.bytes, 0);
 
     let checkpoint = counted(&stats, 1, IoClass::LogCheckpoint);
-    assert_eq!(checkpoint.ops, 2 * log.checkpoint_writes, "both copies each time");
+    assert_eq!(
+        checkpoint.ops,
+        2 * log.checkpoint_writes,
+        "both copies each time"
+    );
     assert_eq!(
         checkpoint.bytes,
         2 * CHECKPOINT_COPY_LEN as u64 * log.checkpoint_writes
@@ -128,7 +139,10 @@ fn growth_rolls_and_checkpoints(backend: BackendKind) {
     );
 
     let log_writes = counted(&stats, 1, IoClass::LogWrite);
-    assert_eq!(log_writes.ops, log.writes, "log writes are still counted apart");
+    assert_eq!(
+        log_writes.ops, log.writes,
+        "log writes are still counted apart"
+    );
     instance.shutdown().unwrap();
 }
 
@@ -171,7 +185,13 @@ fn reopen_zeroes_a_torn_tail(backend: BackendKind) {
     writer.abandon();
     let zero = vec![0u8; SEGMENT_LEN];
     log_common::write_slot(&dir, 1, 3, &log_common::torn(&last, &zero, 1));
-    let scan = read_log(&dir, log_common::START, log_common::sigs(), IoClass::LogRead).unwrap();
+    let scan = read_log(
+        &dir,
+        log_common::START,
+        log_common::sigs(),
+        IoClass::LogRead,
+    )
+    .unwrap();
     assert!(scan.summary.torn_tail);
 
     let writer = LogWriter::open(

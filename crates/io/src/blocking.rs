@@ -76,7 +76,11 @@ pub fn write_all(
     offset: u64,
     durable: bool,
 ) -> Result<(), IoError> {
-    let op = if durable { IoOp::WriteSync } else { IoOp::Write };
+    let op = if durable {
+        IoOp::WriteSync
+    } else {
+        IoOp::Write
+    };
     let mut done = 0;
     while done < len {
         let at = offset + done as u64;

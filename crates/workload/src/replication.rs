@@ -24,8 +24,8 @@ use std::time::Duration;
 use edbstress_format::log::{LogPosition, SEGMENT_LEN, log_file_name, verify_log_file_header};
 use edbstress_io::blocking::{self, Target};
 use edbstress_io::{
-    Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoError, IoMode, IoStats,
-    open_backend,
+    Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoError, IoMode,
+    IoStats, open_backend,
 };
 use parking_lot::Mutex;
 

@@ -63,6 +63,7 @@ fn bdm_config(db_file: &Path, bytes_per_sec: f64) -> BdmConfig {
         bytes_per_sec,
         read_len: READ_LEN,
         io_mode: IoMode::Direct,
+        backend: BackendKind::Auto,
     }
 }
 
@@ -97,12 +98,34 @@ fn flip_bits(db_file: &Path, pgno: u32, bits: &[(usize, u8)]) {
 }
 
 #[test]
-fn bdm_scans_every_page_and_reports_damaged_ones() {
+fn bdm_scans_every_page_and_reports_damaged_ones_through_threads() {
+    bdm_scans_every_page_and_reports_damaged_ones(BackendKind::Threads);
+}
+
+#[test]
+fn bdm_scans_every_page_and_reports_damaged_ones_through_io_uring() {
+    if let Err(e) = edbstress_io::IoUringBackend::new(4) {
+        eprintln!("SKIP BDM through io_uring: io_uring is not usable here ({e})");
+        return;
+    }
+    bdm_scans_every_page_and_reports_damaged_ones(BackendKind::IoUring);
+}
+
+/// The scan reads through a backend of `backend`'s kind, which times and counts every
+/// read (the scan times nothing itself).
+fn bdm_scans_every_page_and_reports_damaged_ones(backend: BackendKind) {
     let dir = tempfile::tempdir().unwrap();
     let layout = prepare(dir.path());
     let stop = Arc::new(AtomicBool::new(false));
 
-    let handle = BdmScanner::spawn(bdm_config(&layout.db_file, 200e6), Arc::clone(&stop)).unwrap();
+    let handle = BdmScanner::spawn(
+        BdmConfig {
+            backend,
+            ..bdm_config(&layout.db_file, 200e6)
+        },
+        Arc::clone(&stop),
+    )
+    .unwrap();
     one_pass(&handle);
     let report = handle.stop_and_join();
     assert!(
@@ -124,11 +147,19 @@ fn bdm_scans_every_page_and_reports_damaged_ones() {
     );
     assert!(reads.ops >= DATA_PAGES * PS.bytes() as u64 / READ_LEN as u64);
     assert_eq!(report.stats.total(IoClass::BdmRead).ops, reads.ops);
+    assert_eq!((reads.errors, reads.latency.count()), (0, reads.ops));
 
     // Two flipped bits: damaged. One flipped bit elsewhere: correctable.
     flip_bits(&layout.db_file, 50, &[(1000, 3), (20000, 5)]);
     flip_bits(&layout.db_file, 60, &[(3000, 1)]);
-    let handle = BdmScanner::spawn(bdm_config(&layout.db_file, 200e6), Arc::clone(&stop)).unwrap();
+    let handle = BdmScanner::spawn(
+        BdmConfig {
+            backend,
+            ..bdm_config(&layout.db_file, 200e6)
+        },
+        Arc::clone(&stop),
+    )
+    .unwrap();
     one_pass(&handle);
     let progress = handle.progress();
     let report = handle.stop_and_join();

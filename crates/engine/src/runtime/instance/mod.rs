@@ -478,10 +478,7 @@ impl Instance {
                 .map_err(full)?;
             pgno += n;
         }
-        self.file_io
-            .lock()
-            .sync(IoClass::DbGrowth)
-            .map_err(full)?;
+        self.file_io.lock().sync(IoClass::DbGrowth).map_err(full)?;
         {
             let mut h = self.header.lock();
             h.page_count = new_count;

@@ -188,7 +188,9 @@ mod tests {
             offset: 100,
         };
         {
-            let mut chk = CheckpointFile::open(dir.path(), sigs, IoMode::Direct, BackendKind::Auto, 0).unwrap();
+            let mut chk =
+                CheckpointFile::open(dir.path(), sigs, IoMode::Direct, BackendKind::Auto, 0)
+                    .unwrap();
             chk.write(pos, CheckpointState::default()).unwrap();
             chk.write(pos, CheckpointState::default()).unwrap();
             assert!(dir.path().join(CHECKPOINT_FILE_NAME).exists());
@@ -197,8 +199,9 @@ mod tests {
         assert_eq!(record.checkpoint, pos);
         assert_eq!(record.update_seq, 2);
         // Reopening continues the sequence.
-        let mut chk = CheckpointFile::open(dir.path(), sigs, IoMode::Buffered, BackendKind::Threads, 0)
-            .unwrap();
+        let mut chk =
+            CheckpointFile::open(dir.path(), sigs, IoMode::Buffered, BackendKind::Threads, 0)
+                .unwrap();
         chk.write(pos, CheckpointState::default()).unwrap();
         let counted = chk.stats().get(0, IoClass::LogCheckpoint).unwrap();
         assert_eq!(

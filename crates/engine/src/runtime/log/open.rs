@@ -391,7 +391,14 @@ pub(crate) fn open_for_writing(
                         instance,
                     };
                     let offset = slot * SEGMENT_LEN as u64;
-                    Ok(blocking::write_all(io, to, &mut seg, SEGMENT_LEN, offset, true)?)
+                    Ok(blocking::write_all(
+                        io,
+                        to,
+                        &mut seg,
+                        SEGMENT_LEN,
+                        offset,
+                        true,
+                    )?)
                 })?;
                 let at = slot as usize * SEGMENT_LEN;
                 current.image[at..at + SEGMENT_LEN].copy_from_slice(&seg);
