@@ -96,7 +96,8 @@ fn growth_rolls_and_checkpoints(backend: BackendKind) {
     );
 
     let header = counted(&stats, 1, IoClass::DbHeader);
-    assert!(engine.header_writes >= 1 + engine.growths, "{engine:?}");
+    // At open, at each growth and for each generation recorded.
+    assert!(engine.header_writes > engine.growths, "{engine:?}");
     assert_eq!(
         header.ops,
         2 * engine.header_writes,
