@@ -9,6 +9,9 @@
 //! rebuilds) through a backend of the run's kind, which times and counts it.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use edbstress_format::PageSize;
 use edbstress_format::header::{DatabaseHeader, HeaderError, HeaderSelection, select_header};
@@ -165,6 +168,9 @@ pub(crate) struct DbFileIo {
     file: FileId,
     path: PathBuf,
     instance: u16,
+    /// The backend's counters as of the last request, readable while a request (a
+    /// growth write, a flush) is in progress.
+    published: Arc<Mutex<IoStats>>,
 }
 
 impl DbFileIo {
@@ -182,6 +188,7 @@ impl DbFileIo {
             file: id,
             path: file.path().to_path_buf(),
             instance,
+            published: Arc::default(),
         })
     }
 
@@ -204,7 +211,8 @@ impl DbFileIo {
         header.encode(&mut slot);
         for offset in [0, ps as u64] {
             let (io, to) = self.parts(IoClass::DbHeader);
-            blocking::write_all(io, to, &mut slot, ps, offset, true)?;
+            let result = blocking::write_all(io, to, &mut slot, ps, offset, true);
+            self.publish(result)?;
         }
         Ok(())
     }
@@ -218,7 +226,8 @@ impl DbFileIo {
         offset: u64,
     ) -> Result<(), IoError> {
         let (io, to) = self.parts(class);
-        blocking::write_all(io, to, buf, len, offset, false)
+        let result = blocking::write_all(io, to, buf, len, offset, false);
+        self.publish(result)
     }
 
     /// Reads up to `len` bytes at `offset` in one request, counted under `class`.
@@ -230,13 +239,15 @@ impl DbFileIo {
         offset: u64,
     ) -> Result<usize, IoError> {
         let (io, to) = self.parts(class);
-        blocking::read(io, to, buf, len, offset)
+        let result = blocking::read(io, to, buf, len, offset);
+        self.publish(result)
     }
 
     /// `fdatasync` of the file, counted under `class`.
     pub(crate) fn sync(&mut self, class: IoClass) -> Result<(), IoError> {
         let (io, to) = self.parts(class);
-        blocking::sync(io, to)
+        let result = blocking::sync(io, to);
+        self.publish(result)
     }
 
     /// "io_uring" or "threads".
@@ -244,9 +255,22 @@ impl DbFileIo {
         self.io.name()
     }
 
+    /// Makes the counters of the request just done readable through
+    /// [`DbFileIo::stats_handle`]; passes its result on.
+    fn publish<T>(&self, result: Result<T, IoError>) -> Result<T, IoError> {
+        self.published.lock().clone_from(self.io.stats());
+        result
+    }
+
     /// What the backend carried so far.
     pub(crate) fn stats(&self) -> &IoStats {
         self.io.stats()
+    }
+
+    /// The counters as of the last request, updated after each: read them without
+    /// waiting for a request in progress.
+    pub(crate) fn stats_handle(&self) -> Arc<Mutex<IoStats>> {
+        Arc::clone(&self.published)
     }
 }
 

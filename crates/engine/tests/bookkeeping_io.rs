@@ -69,17 +69,31 @@ fn growth_rolls_and_checkpoints(backend: BackendKind) {
         inserted += 1;
     }
     instance.checkpoint_now().unwrap();
-    // The pre-creation thread may finish a file between two snapshots: take the
-    // counters on both sides of the statistics until they agree.
-    let (log, stats) = loop {
-        let before = instance.log_counters();
-        let stats = instance.io_stats();
-        let after = instance.log_counters();
-        if before.files_precreated == after.files_precreated {
-            break (after, stats);
+    // A roll may still be going on behind the last acknowledged commit (its header,
+    // checkpoint and the next pre-creation): the counters and the statistics are read
+    // until a snapshot of the statistics lies between two equal snapshots of the
+    // counters and agrees with them, or a bound is reached (then the assertions below
+    // say what disagrees).
+    let (log, stats, engine) = {
+        let mut tries = 0;
+        loop {
+            let (log_before, engine_before) = (instance.log_counters(), instance.counters());
+            let stats = instance.io_stats();
+            let (log, engine) = (instance.log_counters(), instance.counters());
+            let stable = log == log_before
+                && engine.header_writes == engine_before.header_writes
+                && engine.pages_grown == engine_before.pages_grown;
+            let ops = |class| stats.get(1, class).map_or(0, |s: &ClassStats| s.ops);
+            let agrees = ops(IoClass::LogCheckpoint) == 2 * log.checkpoint_writes
+                && ops(IoClass::DbHeader) == 2 * engine.header_writes
+                && ops(IoClass::LogCreate) == 2 * log.files_precreated + log.generations_rolled;
+            tries += 1;
+            if (stable && agrees) || tries == 1000 {
+                break (log, stats, engine);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
         }
     };
-    let engine = instance.counters();
     let page = PageSize::K8.bytes() as u64;
 
     let growth = counted(&stats, 1, IoClass::DbGrowth);

@@ -224,6 +224,8 @@ pub struct Instance {
     /// shared with the log writer's generation hook and checkpoint barrier. Always
     /// locked last (after `header`).
     file_io: Arc<Mutex<DbFileIo>>,
+    /// `file_io`'s counters, readable while it is busy.
+    file_io_stats: Arc<Mutex<IoStats>>,
     growth: Mutex<()>,
     next_trx: AtomicU64,
     chunk_len: usize,
@@ -315,6 +317,7 @@ impl Instance {
             config.backend,
             config.instance,
         )?));
+        let file_io_stats = file_io.lock().stats_handle();
         let barrier_io = Arc::clone(&file_io);
         log.set_checkpoint_barrier(Box::new(move || {
             Ok(barrier_io.lock().sync(IoClass::DbFlush)?)
@@ -374,6 +377,7 @@ impl Instance {
             log,
             cache,
             header,
+            file_io_stats,
             file_io,
             growth: Mutex::new(()),
             next_trx: AtomicU64::new(1),
@@ -526,7 +530,7 @@ impl Instance {
     pub fn io_stats(&self) -> IoStats {
         let mut stats = self.cache.io_stats();
         stats.merge(&self.log.stats());
-        stats.merge(self.file_io.lock().stats());
+        stats.merge(&self.file_io_stats.lock());
         stats
     }
 

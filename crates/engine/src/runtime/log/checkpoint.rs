@@ -3,6 +3,7 @@
 //! [`IoClass::LogCheckpoint`].
 
 use std::path::Path;
+use std::sync::Arc;
 
 use edbstress_format::log::{
     CHECKPOINT_COPY_LEN, CHECKPOINT_FILE_LEN, CHECKPOINT_FILE_NAME, CheckpointRecord,
@@ -13,6 +14,8 @@ use edbstress_io::{
     Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoMode, IoStats,
     open_backend,
 };
+
+use parking_lot::Mutex;
 
 use super::LogSignatures;
 use crate::error::EngineError;
@@ -44,6 +47,9 @@ pub(crate) struct CheckpointFile {
     io: Box<dyn IoBackend>,
     file_id: FileId,
     instance: u16,
+    /// The backend's counters as of the last write, readable without waiting for a
+    /// checkpoint in progress (its barrier may take a while).
+    published: Arc<Mutex<IoStats>>,
     copy: AlignedBuf,
     update_seq: u64,
     signatures: LogSignatures,
@@ -81,6 +87,7 @@ impl CheckpointFile {
             io,
             file_id,
             instance,
+            published: Arc::default(),
             copy: AlignedBuf::new(CHECKPOINT_COPY_LEN),
             update_seq,
             signatures,
@@ -146,6 +153,7 @@ impl CheckpointFile {
             state,
         }
         .encode(&mut self.copy);
+        let mut result = Ok(());
         for offset in [0, CHECKPOINT_COPY_LEN as u64] {
             let to = Target {
                 file: self.file_id,
@@ -153,21 +161,26 @@ impl CheckpointFile {
                 class: IoClass::LogCheckpoint,
                 instance: self.instance,
             };
-            blocking::write_all(
+            result = blocking::write_all(
                 &mut *self.io,
                 to,
                 &mut self.copy,
                 CHECKPOINT_COPY_LEN,
                 offset,
                 true,
-            )?;
+            );
+            if result.is_err() {
+                break;
+            }
         }
-        Ok(())
+        self.published.lock().clone_from(self.io.stats());
+        Ok(result?)
     }
 
-    /// The checkpoint writes so far, as the backend counted them.
-    pub(crate) fn stats(&self) -> &IoStats {
-        self.io.stats()
+    /// The checkpoint writes so far, as the backend counted them, updated after each
+    /// write: read it without locking the checkpoint file.
+    pub(crate) fn stats_handle(&self) -> Arc<Mutex<IoStats>> {
+        Arc::clone(&self.published)
     }
 }
 
@@ -203,7 +216,12 @@ mod tests {
             CheckpointFile::open(dir.path(), sigs, IoMode::Buffered, BackendKind::Threads, 0)
                 .unwrap();
         chk.write(pos, CheckpointState::default()).unwrap();
-        let counted = chk.stats().get(0, IoClass::LogCheckpoint).unwrap();
+        let counted = chk
+            .stats_handle()
+            .lock()
+            .get(0, IoClass::LogCheckpoint)
+            .cloned()
+            .unwrap();
         assert_eq!(
             (counted.ops, counted.bytes),
             (2, 2 * CHECKPOINT_COPY_LEN as u64),

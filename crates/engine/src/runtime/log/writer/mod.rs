@@ -63,6 +63,8 @@ pub type GenerationHook = Box<dyn Fn(GenerationRecord) -> Result<(), EngineError
 /// through an `Arc`. See [`crate::runtime::log`] for positions and the on-disk protocol.
 pub struct LogWriter {
     shared: Arc<Shared>,
+    /// The checkpoint file's I/O counters (see `CheckpointFile::stats_handle`).
+    checkpoint_io: Arc<Mutex<IoStats>>,
     flusher: Option<JoinHandle<()>>,
     precreator: Option<JoinHandle<()>>,
 }
@@ -115,6 +117,7 @@ impl LogWriter {
             config.backend,
             config.instance,
         )?;
+        let checkpoint_io = checkpoint_file.stats_handle();
         // The pre-creation thread's zero-fill has a backend of its own: it must not
         // hold up log writes.
         let precreate_io = open_backend(config.backend, 1)?;
@@ -204,6 +207,7 @@ impl LogWriter {
         };
         let mut writer = LogWriter {
             shared: Arc::clone(&shared),
+            checkpoint_io,
             flusher: None,
             precreator: Some(precreator),
         };
@@ -423,7 +427,7 @@ impl LogWriter {
     /// what opening the log wrote (`LogReopen`).
     pub fn stats(&self) -> IoStats {
         let mut stats = self.shared.log_io.lock().stats().clone();
-        stats.merge(self.shared.checkpoint_file.lock().stats());
+        stats.merge(&self.checkpoint_io.lock());
         stats.merge(&self.shared.precreate.lock().stats);
         stats
     }
