@@ -1,9 +1,9 @@
 //! The engine's bookkeeping I/O goes through the io crate's backends too: with
 //! `--backend threads` and with `--backend io_uring`, database growth, header writes,
 //! the checkpoint barrier's flush, log file creation (zero-fill and generation
-//! headers), the checkpoint file and the writes of reopening a log are carried, timed
-//! and counted by a backend of the chosen kind, each under its own class, and each
-//! count is what the engine says it did.
+//! headers), the checkpoint file and the reads and writes of reopening a log are
+//! carried, timed and counted by a backend of the chosen kind, each under its own
+//! class, and each count is what the engine says it did.
 
 mod instance_common;
 mod log_common;
@@ -224,6 +224,14 @@ fn reopen_zeroes_a_torn_tail(backend: BackendKind) {
         backend.name()
     );
     assert_eq!(log_common::read_slot(&dir, 1, 3), zero);
+    // What opening read to check the start (the scan, then the generation file whole)
+    // is counted too.
+    let read = counted(&writer.stats(), 0, IoClass::LogRead);
+    assert!(
+        read.bytes >= (log_common::SMALL_FILE + SEGMENT_LEN) as u64,
+        "the reopened generation read through the {} backend: {read:?}",
+        backend.name()
+    );
     writer.shutdown().unwrap();
 }
 

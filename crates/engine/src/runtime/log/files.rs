@@ -198,10 +198,67 @@ pub(crate) fn file_len_of(header: &LogFileHeader) -> usize {
     header.file_len as usize
 }
 
-/// Reads the whole generation file described by `header` into memory, checking that
-/// the file is as long as the header says.
-pub(crate) fn read_whole_file(
+/// Reads exactly `len` bytes at `offset` of `file` into `buf` through `io`, which
+/// times and counts them as [`IoClass::LogRead`] of `instance` (`file` registered for
+/// the duration). Reaching the end of the file first is an error.
+pub(crate) fn read_exact_via(
+    io: &mut dyn IoBackend,
     file: &DataFile,
+    instance: u16,
+    buf: &mut AlignedBuf,
+    len: usize,
+    offset: u64,
+) -> Result<(), EngineError> {
+    with_registered(io, file, |io, id| {
+        let from = Target {
+            file: id,
+            path: file.path(),
+            class: IoClass::LogRead,
+            instance,
+        };
+        let mut done = blocking::read(&mut *io, from, buf, len, offset)?;
+        while done < len {
+            // A short read (rare): the rest into a buffer of its own.
+            let mut rest = AlignedBuf::try_new(len - done)?;
+            let at = offset + done as u64;
+            let n = blocking::read(&mut *io, from, &mut rest, len - done, at)?;
+            if n == 0 {
+                return Err(EngineError::Io(IoError::Io {
+                    path: file.path().to_path_buf(),
+                    op: "read",
+                    offset: at,
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the file ends before the data read",
+                    ),
+                }));
+            }
+            buf[done..done + n].copy_from_slice(&rest[..n]);
+            done += n;
+        }
+        Ok(())
+    })
+}
+
+/// Like [`read_file_header`], through `io` (see [`read_exact_via`]).
+pub(crate) fn read_file_header_via(
+    io: &mut dyn IoBackend,
+    file: &DataFile,
+    instance: u16,
+    generation: u32,
+    signatures: LogSignatures,
+) -> Result<LogFileHeader, EngineError> {
+    let mut seg = AlignedBuf::new(SEGMENT_LEN);
+    read_exact_via(io, file, instance, &mut seg, SEGMENT_LEN, 0)?;
+    decode_file_header(&seg, file.path(), generation, signatures)
+}
+
+/// Reads the whole generation file described by `header` into memory through `io`
+/// (see [`read_exact_via`]), checking that the file is as long as the header says.
+pub(crate) fn read_whole_file_via(
+    io: &mut dyn IoBackend,
+    file: &DataFile,
+    instance: u16,
     header: &LogFileHeader,
 ) -> Result<AlignedBuf, EngineError> {
     let len = file_len_of(header);
@@ -214,7 +271,7 @@ pub(crate) fn read_whole_file(
         ));
     }
     let mut image = AlignedBuf::try_new(len)?;
-    file.read_exact_at(&mut image, 0)?;
+    read_exact_via(io, file, instance, &mut image, len, 0)?;
     Ok(image)
 }
 

@@ -65,6 +65,8 @@ pub struct LogWriter {
     shared: Arc<Shared>,
     /// The checkpoint file's I/O counters (see `CheckpointFile::stats_handle`).
     checkpoint_io: Arc<Mutex<IoStats>>,
+    /// What the scan that checked the start position read at open.
+    scan_io: IoStats,
     flusher: Option<JoinHandle<()>>,
     precreator: Option<JoinHandle<()>>,
 }
@@ -109,6 +111,7 @@ impl LogWriter {
             fold,
             write_seq,
             oldest_generation,
+            scan_io,
         } = open_for_writing(&config, start, checkpoint, &mut *log_io)?;
         let checkpoint_file = CheckpointFile::open(
             &config.dir,
@@ -208,6 +211,7 @@ impl LogWriter {
         let mut writer = LogWriter {
             shared: Arc::clone(&shared),
             checkpoint_io,
+            scan_io,
             flusher: None,
             precreator: Some(precreator),
         };
@@ -423,10 +427,12 @@ impl LogWriter {
     /// A snapshot of this writer's I/O as the backends that carried it counted it: log
     /// writes (class `LogWrite`: one operation per write, its latency from submission
     /// to the end of the `fdatasync` that makes it durable), and the bookkeeping —
-    /// log file creation (`LogCreate`), checkpoint file writes (`LogCheckpoint`) and
-    /// what opening the log wrote (`LogReopen`).
+    /// log file creation (`LogCreate`), checkpoint file writes (`LogCheckpoint`), what
+    /// opening the log wrote (`LogReopen`) and read (`LogRead`: the scan that checked
+    /// the start position and the generation files it reopened).
     pub fn stats(&self) -> IoStats {
         let mut stats = self.shared.log_io.lock().stats().clone();
+        stats.merge(&self.scan_io);
         stats.merge(&self.checkpoint_io.lock());
         stats.merge(&self.shared.precreate.lock().stats);
         stats
