@@ -29,18 +29,28 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, CommandError> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!(
-            "{:<40} {:>7} {:>10} {:>10} {:>7} {:>7} {:>9}",
-            "Database", "Pages", "Messages", "LV chunks", "Depth", "LV dep", "Problems"
+            "{:<40} {:>7} {:>10} {:>10} {:>10} {:>7} {:>7} {:>7} {:>9}",
+            "Database",
+            "Pages",
+            "Messages",
+            "LV chunks",
+            "View ents",
+            "Depth",
+            "LV dep",
+            "View dep",
+            "Problems"
         );
         for r in &reports {
             println!(
-                "{:<40} {:>7} {:>10} {:>10} {:>7} {:>7} {:>9}",
+                "{:<40} {:>7} {:>10} {:>10} {:>10} {:>7} {:>7} {:>7} {:>9}",
                 r.path.display(),
                 r.pages_visited,
                 r.messages,
                 r.long_value_chunks,
+                r.view_entries,
                 r.table_depth,
                 r.long_value_depth,
+                r.view_index_depth,
                 r.problem_count
             );
             for p in &r.problems {

@@ -17,12 +17,13 @@ use std::process::ExitCode;
 
 use clap::Args;
 use edbstress_engine::log::{LogIdentity, is_log_file_name, is_our_log_file, log_dir_owners};
-use edbstress_engine::read_header;
 use edbstress_engine::{
     DatabaseLock, LOCK_SUFFIX, LockError, LockMode, ensure_not_held, is_lock_file_content,
 };
+use edbstress_engine::{HeaderReadError, read_header};
 use edbstress_engine::{LogDirLock, ensure_dir_not_held};
 use edbstress_engine::{discover_log_dirs, parse_db_file_name};
+use edbstress_format::header::HeaderError;
 use edbstress_io::IoMode;
 use edbstress_report::export::read_results;
 
@@ -204,7 +205,9 @@ fn plan_databases(
             continue;
         }
         match read_header(path, IoMode::Buffered) {
-            Ok(_) => {
+            // A database of an older format version is ours too (signature and
+            // checksum): clean is how it is removed before preparing again.
+            Ok(_) | Err(HeaderReadError::Header(HeaderError::UnsupportedVersion { .. })) => {
                 ensure_not_held(path).map_err(held_error)?;
                 plan.databases.push(path.clone());
             }
@@ -235,12 +238,20 @@ fn plan_log_dirs(
         for db_dir in db_paths {
             let db = db_dir.join(edbstress_engine::db_file_name(instance));
             ensure_db_not_held(&db)?;
-            let Ok(sel) = read_header(&db, IoMode::Buffered) else {
-                continue;
-            };
-            let ours = LogIdentity {
-                db_signature: sel.header.signature,
-                log_signature: sel.header.log_signature,
+            let ours = match read_header(&db, IoMode::Buffered) {
+                Ok(sel) => LogIdentity {
+                    db_signature: sel.header.signature,
+                    log_signature: sel.header.log_signature,
+                },
+                Err(HeaderReadError::Header(HeaderError::UnsupportedVersion {
+                    signature,
+                    log_signature,
+                    ..
+                })) => LogIdentity {
+                    db_signature: signature,
+                    log_signature,
+                },
+                Err(_) => continue,
             };
             if let Some(other) = owners.others(ours).first() {
                 plan.skip(

@@ -96,6 +96,7 @@ pub fn run(args: DurabilityProbeArgs) -> Result<ExitCode, CommandError> {
                                     key,
                                     props: &props,
                                     body: None,
+                                    resort: None,
                                 }],
                                 Durability::Durable,
                             )

@@ -165,6 +165,56 @@ fn clean_removes_empty_log_dirs_and_stale_lock_files() {
     assert_eq!(std::fs::read_dir(t.join("logs")).unwrap().count(), 0);
 }
 
+/// Rewrites both header copies of `db` (32 KiB pages) as format version `version`.
+fn set_format_version(db: &Path, version: u32) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(db)
+        .unwrap();
+    let mut slot = vec![0u8; 4096];
+    for offset in [0u64, 32768] {
+        file.read_exact_at(&mut slot, offset).unwrap();
+        slot[16..20].copy_from_slice(&version.to_le_bytes());
+        let sum = edbstress_format::checksum::block_checksum(&slot, 0, true);
+        slot[..8].copy_from_slice(&sum.to_le_bytes());
+        file.write_all_at(&slot, offset).unwrap();
+    }
+}
+
+#[test]
+fn a_database_of_the_previous_format_is_refused_by_check_and_removed_by_clean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    prepare(t);
+    set_format_version(&t.join("db/edbstress001.edb"), 1);
+    let out = run(
+        t,
+        &[
+            "check",
+            "--buffered",
+            "--db-path",
+            "db",
+            "--log-path",
+            "logs",
+        ],
+    );
+    assert!(!out.status.success());
+    let said = text(&out);
+    assert!(
+        said.contains("format version 1") && said.contains("--recreate"),
+        "{said}"
+    );
+    let out = run(
+        t,
+        &["clean", "--db-path", "db", "--log-path", "logs", "--yes"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read_dir(t.join("db")).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(t.join("logs")).unwrap().count(), 0);
+}
+
 #[test]
 fn clean_and_commands_refuse_a_database_another_process_holds() {
     let tmp = tempfile::tempdir().unwrap();

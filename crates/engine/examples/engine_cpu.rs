@@ -1,7 +1,8 @@
 //! Measures the engine's CPU cost per transactional I/O: prepares (once) a database
 //! much larger than the cache, runs sessions with the Exchange 2010 operation mix
-//! (40 % insert, 20 % delete, 5 % replace, 35 % read; 70 % of commits lazy) for a
-//! while, and divides the process's CPU time by the database reads and writes done.
+//! (40 % insert, 20 % delete, 5 % replace, 35 % read; 70 % of commits lazy; messages
+//! found through their mailbox's view, as the workload finds them) for a while, and
+//! divides the process's CPU time by the database reads and writes done.
 //!
 //! `cargo run --release -p edbstress-engine --example engine_cpu -- DIR [DB_GIB] [CACHE_MIB] [SECONDS] [SESSIONS]`
 //! (defaults: 4 GiB, 64 MiB, 20 s, 16 sessions). Used by `bench/engine_cpu.sh`.
@@ -68,7 +69,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let mut props = vec![0u8; 300];
                     while !stop.load(Ordering::Relaxed) {
                         let mailbox = rng.range(0..u64::from(mailboxes)) as u32;
-                        let probe = rng.range(0..instance.next_message_id());
+                        let view_position = rng.range(0..1 << 32) as u32;
                         let lazy = if rng.range(0..100) < 70 {
                             Durability::Lazy
                         } else {
@@ -92,7 +93,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                                 )
                                 .map(|_| ())
                         } else {
-                            match instance.seek_message(mailbox, probe) {
+                            // Found as a client finds it: through the mailbox's view.
+                            match instance.seek_view(mailbox, view_position) {
                                 Ok(Some(key)) if pick < 60 => {
                                     instance.commit(&[TxnOp::Delete { key }], lazy).map(|_| ())
                                 }
@@ -104,6 +106,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                                                 key,
                                                 props: &props,
                                                 body: None,
+                                                resort: None,
                                             }],
                                             lazy,
                                         )

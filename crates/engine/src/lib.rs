@@ -21,7 +21,7 @@
 //! - After a crash, [`recover`] replays the log from the checkpoint
 //!   ([`RecoveryOptions`] → [`RecoveryReport`], naming lost flushes by page).
 //! - Offline checks: [`scan_database`] / [`scan_log_dir`] verify every checksum
-//!   (`edbstress checksum`), [`deep_check`] the consistency of both trees, and
+//!   (`edbstress checksum`), [`deep_check`] the consistency of the three trees, and
 //!   [`fault`] injects the damage they must detect.
 //!
 //! Sources are grouped the same way: `runtime/` (instance, btree, redo, cache, log,
@@ -69,7 +69,7 @@ pub use runtime::lock::{
     is_lock_file_content,
 };
 pub use runtime::log;
-pub use runtime::schema::{MessageKey, MessageShape};
+pub use runtime::schema::{MessageKey, MessageShape, ViewKey};
 
 // Offline: creating, recovering, verifying and damaging databases.
 pub use offline::bulkload::BulkLoadError;

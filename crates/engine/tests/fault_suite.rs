@@ -46,6 +46,8 @@ fn prepared_with_transactions(dir: &Path, page_size: PageSize) -> InstanceLayout
                 key: keys[i as usize % keys.len()],
                 props: b"replaced properties",
                 body: None,
+                // Every other replace moves the message in its view.
+                resort: (i % 2 == 0).then_some(i.wrapping_mul(2_654_435_761)),
             },
             4 if keys.len() > 10 => TxnOp::Delete {
                 key: keys.swap_remove(i as usize % keys.len()),

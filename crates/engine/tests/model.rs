@@ -34,11 +34,23 @@ fn config(layout: &InstanceLayout) -> InstanceConfig {
     c
 }
 
+/// The messages and bodies, after checking that the view index holds exactly one
+/// entry per message, with its bookmark, and that a view seek finds each mailbox's
+/// messages.
 fn contents(instance: &Instance) -> Contents {
-    instance
-        .all_keys()
-        .unwrap()
-        .into_iter()
+    let keys = instance.all_keys().unwrap();
+    let mut viewed: Vec<MessageKey> = Vec::new();
+    for (view, bookmark) in instance.all_view_entries().unwrap() {
+        assert_eq!(bookmark, Some(view.message_key()), "bookmark of {view:?}");
+        viewed.push(view.message_key());
+    }
+    viewed.sort();
+    assert_eq!(viewed, keys, "view index entries against the table's rows");
+    if let Some(first) = keys.first() {
+        let found = instance.seek_view(first.mailbox, u32::MAX).unwrap();
+        assert_eq!(found.map(|k| k.mailbox), Some(first.mailbox));
+    }
+    keys.into_iter()
         .map(|k| {
             let m = instance
                 .read(k, true)
@@ -177,6 +189,8 @@ fn run_model(seed: u64, steps: usize) {
                             key,
                             props: &props,
                             body: new_body,
+                            // Half the replaces move the message in its view.
+                            resort: rng.random_bool(0.5).then(|| rng.random()),
                         }],
                         durability,
                     )

@@ -65,6 +65,7 @@ fn change_flush_change_crash(
         key,
         props: b"second version",
         body: None,
+        resort: None,
     };
     assert_eq!(
         instance

@@ -16,8 +16,10 @@ use crate::log::LogPosition;
 
 /// Magic at offset 8 of both header copies.
 pub const DB_MAGIC: [u8; 8] = *b"EDBSTRES";
-/// The header format version this crate reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The header format version this crate reads and writes. Version 2 added the view
+/// index tree (offset 164, root page 3; the first non-root page moved from 3 to 4);
+/// offsets 0..164 mean the same in both versions.
+pub const FORMAT_VERSION: u32 = 2;
 /// Length of the checksummed header region at the start of each header slot.
 pub const HEADER_REGION_LEN: usize = 4096;
 /// Length of the creator string field.
@@ -44,8 +46,9 @@ const NEXT_MESSAGE_ID: usize = 112;
 const LOG_SIGNATURE: usize = 120;
 const CREATOR: usize = 128;
 const LOG_REQUIRED: usize = 160;
+const VIEW_INDEX_TREE: usize = 164;
 /// First byte after the defined fields; everything from here to 4096 is zero.
-const FIELDS_END: usize = LOG_REQUIRED + 4;
+const FIELDS_END: usize = VIEW_INDEX_TREE + 8;
 
 /// Whether the database was shut down cleanly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -136,6 +139,8 @@ pub struct DatabaseHeader {
     /// can tell a log that ends early (the storage lost the newest files, or their
     /// whole body) from one that simply ended at a crash.
     pub log_required: u32,
+    /// The view index B+tree (offset 164; version 2).
+    pub view_index_tree: TreeRoot,
 }
 
 impl DatabaseHeader {
@@ -169,6 +174,7 @@ impl DatabaseHeader {
             log_signature: 0,
             creator: creator_field(creator),
             log_required: 0,
+            view_index_tree: TreeRoot::default(),
         }
     }
 
@@ -217,6 +223,8 @@ impl DatabaseHeader {
         put_u64(region, LOG_SIGNATURE, self.log_signature);
         region[CREATOR..CREATOR + CREATOR_LEN].copy_from_slice(&self.creator);
         put_u32(region, LOG_REQUIRED, self.log_required);
+        put_u32(region, VIEW_INDEX_TREE, self.view_index_tree.object_id);
+        put_u32(region, VIEW_INDEX_TREE + 4, self.view_index_tree.root);
         let sum = block_checksum(region, 0, true);
         put_u64(region, 0, sum);
     }
@@ -248,7 +256,13 @@ impl DatabaseHeader {
         }
         let version = get_u32(region, VERSION);
         if version != FORMAT_VERSION {
-            return Err(HeaderError::UnsupportedVersion { found: version });
+            // Signatures sit at the same offsets in every version: they identify the
+            // database (and its logs) so that prepare and clean can rebuild or remove it.
+            return Err(HeaderError::UnsupportedVersion {
+                found: version,
+                signature: get_u64(region, SIGNATURE),
+                log_signature: get_u64(region, LOG_SIGNATURE),
+            });
         }
         let raw_page_size = get_u32(region, PAGE_SIZE);
         let page_size = PageSize::from_bytes(raw_page_size as usize).ok_or_else(|| {
@@ -271,7 +285,7 @@ impl DatabaseHeader {
         }
         if !is_all_zero(&region[FIELDS_END..]) {
             return Err(HeaderError::Invalid(
-                "reserved header bytes 164..4096 are not zero".into(),
+                "reserved header bytes 172..4096 are not zero".into(),
             ));
         }
         let raw_state = get_u32(region, STATE);
@@ -306,6 +320,10 @@ impl DatabaseHeader {
             log_signature: get_u64(region, LOG_SIGNATURE),
             creator,
             log_required: get_u32(region, LOG_REQUIRED),
+            view_index_tree: TreeRoot {
+                object_id: get_u32(region, VIEW_INDEX_TREE),
+                root: get_u32(region, VIEW_INDEX_TREE + 4),
+            },
         })
     }
 }
@@ -344,13 +362,19 @@ pub enum HeaderError {
     BadChecksum,
     /// A valid header of another format version.
     #[error(
-        "database format version {found} is not supported (this build reads version {}); \
-         use a matching edbstress release or recreate the database",
+        "database format version {found} is not supported (this build reads version {}: \
+         version 2 added the view index); recreate the database: `edbstress prepare \
+         --recreate` with the same paths rebuilds it, or remove it with `edbstress clean` \
+         and prepare again (or use the edbstress release that created it)",
         FORMAT_VERSION
     )]
     UnsupportedVersion {
         /// Version found in the header.
         found: u32,
+        /// The database signature (offset 24 in every version).
+        signature: u64,
+        /// The log stream signature (offset 120 in every version).
+        log_signature: u64,
     },
     /// Checksum correct but a field is impossible.
     #[error("the database header is invalid: {0}; recreate the database")]

@@ -42,6 +42,10 @@ fn sample(update_seq: u64) -> DatabaseHeader {
         log_signature: 0xFEDC_BA98_7654_3210,
         creator: creator_field("edbstress 0.1.0"),
         log_required: 0x1B,
+        view_index_tree: TreeRoot {
+            object_id: 4,
+            root: 3,
+        },
     }
 }
 
@@ -84,7 +88,8 @@ fn round_trip_and_layout() {
     assert_eq!(&slot[128..143], b"edbstress 0.1.0");
     assert!(slot[143..160].iter().all(|&b| b == 0));
     assert_eq!(le32(160), 0x1B);
-    assert!(slot[164..].iter().all(|&b| b == 0));
+    assert_eq!((le32(164), le32(168)), (4, 3));
+    assert!(slot[172..].iter().all(|&b| b == 0));
     assert_eq!(header.creator_str(), "edbstress 0.1.0");
 }
 
@@ -109,12 +114,26 @@ fn error_kinds() {
         s[..8].copy_from_slice(&sum.to_le_bytes());
         s
     };
-    let mut newer = slot.clone();
-    newer[16] = 2;
-    assert_eq!(
-        DatabaseHeader::decode(&reseal(newer)),
-        Err(HeaderError::UnsupportedVersion { found: 2 })
-    );
+    // Another version (1: before the view index) is refused, naming the fix, with the
+    // signatures that identify the database and its logs.
+    for other in [1u8, 3] {
+        let mut older = slot.clone();
+        older[16] = other;
+        let err = DatabaseHeader::decode(&reseal(older)).unwrap_err();
+        assert_eq!(
+            err,
+            HeaderError::UnsupportedVersion {
+                found: u32::from(other),
+                signature: 0x0123_4567_89AB_CDEF,
+                log_signature: 0xFEDC_BA98_7654_3210,
+            }
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains("--recreate") && msg.contains("edbstress clean"),
+            "{msg}"
+        );
+    }
     let mut bad_state = slot.clone();
     bad_state[40] = 9;
     assert!(matches!(

@@ -3,9 +3,12 @@
 //!
 //! Every transaction touches one mailbox chosen uniformly. Inserts add a message with
 //! a Jetstress-sized body (the same distribution as prepared databases, ~4 KB on average
-//! with a quarter small enough to live in the row; docs/fidelity.md); deletes, replaces and reads pick an
-//! existing message by seeking to a random id in the mailbox. Replaces rewrite the
-//! properties, and one in five also the body (a draft saved again).
+//! with a quarter small enough to live in the row; docs/fidelity.md) and its view index
+//! entry; deletes, replaces and reads pick an existing message as a client does, by a
+//! seek to a random position of the mailbox's view, then follow the entry's bookmark to
+//! the row. Replaces rewrite the properties, one in five also the body (a draft saved
+//! again), and one in [`RESORT_ONE_IN`] changes the property the view sorts by, moving
+//! the message's view entry.
 
 use edbstress_engine::EngineError;
 use edbstress_engine::MessageShape;
@@ -14,6 +17,13 @@ use edbstress_engine::{Durability, Instance, TxnOp};
 use edbstress_report::OpMix;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+
+/// One replace in this many changes the view's sort property (its view entry moves).
+/// Exchange's views sort on properties a client rarely changes (subject, sender,
+/// received) and on ones it often does (read state, flag, categories); one in five
+/// stands for that mix. Not calibrated: replaces are 5–10 % of the profiles' mixes, so
+/// the share moves no fidelity row beyond its noise.
+pub const RESORT_ONE_IN: u32 = 5;
 
 /// The kind of a transaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -137,8 +147,7 @@ impl TransactionGenerator {
                 found: true,
             });
         }
-        let from = self.rng.random_range(0..instance.next_message_id().max(1));
-        let Some(key) = instance.seek_message(mailbox, from)? else {
+        let Some(key) = instance.seek_view(mailbox, self.rng.random())? else {
             return Ok(TxnOutcome {
                 kind,
                 lazy: false,
@@ -168,12 +177,15 @@ impl TransactionGenerator {
                     let shape = MessageShape::of(self.rng.random(), 0);
                     self.fill_body(shape.body_len as usize);
                 }
+                let resort =
+                    (self.rng.random_range(0..RESORT_ONE_IN) == 0).then(|| self.rng.random());
                 let durability = self.durability();
                 let outcome = instance.commit(
                     &[TxnOp::Replace {
                         key,
                         props: &self.props,
                         body: with_body.then_some(&self.body[..]),
+                        resort,
                     }],
                     durability,
                 )?;

@@ -1,28 +1,39 @@
-//! Bottom-up bulk load of a new database (engine.md §5, §8): the mailbox table and the
-//! long-value tree are planned first (how many messages fit, where every leaf and
-//! branch page goes), then every page is a pure function of the plan and its page
-//! number. That lets several threads build pages in parallel while one thread streams
-//! them to the file in large sequential writes, so creation runs at device speed.
+//! Bottom-up bulk load of a new database (engine.md §5, §8): the mailbox table, the
+//! long-value tree and the view index are planned first (how many messages fit, where
+//! every leaf and branch page goes), then every page is a pure function of the plan and
+//! its page number. That lets several threads build pages in parallel while one thread
+//! streams them to the file in large sequential writes, so creation runs at device
+//! speed.
+//!
+//! Leaves are filled as ESE's are after random inserts, not packed (docs/fidelity.md):
+//! table and view-index leaves to [`DEFAULT_LEAF_FILL`], long-value leaves to
+//! [`long_value_chunks_per_leaf`] chunks, so the first inserts of a run do not split
+//! every leaf they touch.
 //!
 //! File layout after a bulk load (page numbers):
-//! `1` mailbox-table root, `2` long-value root, then the table's leaves and branch
-//! levels, then the long-value tree's leaves and branch levels, then formatted empty
-//! pages up to the end of the file (room for the database to grow).
+//! `1` mailbox-table root, `2` long-value root, `3` view-index root, then the table's
+//! leaves and branch levels, the long-value tree's, the view index's, then formatted
+//! empty pages up to the end of the file (room for the database to grow).
 
 use edbstress_format::page::{PageMut, flags};
 use edbstress_format::{PAGE_HEADER_LEN, PageSize, checksum};
 
+use crate::offline::view_layout::ViewLayout;
 use crate::runtime::content::{Compressibility, ContentGenerator};
 use crate::runtime::schema::{
-    FIRST_NON_ROOT_PAGE, INLINE_BODY_MAX, KEY_LEN, LONG_VALUE_OBJECT_ID, LONG_VALUE_ROOT,
-    LongValueKey, MAILBOX_TABLE_OBJECT_ID, MAILBOX_TABLE_ROOT, MessageKey, MessageShape,
-    ROW_FIXED_LEN, RowHeader, chunk_len, record_footprint,
+    FIRST_NON_ROOT_PAGE, INLINE_BODY_MAX, LONG_VALUE_OBJECT_ID, LONG_VALUE_ROOT, LongValueKey,
+    MAILBOX_TABLE_OBJECT_ID, MAILBOX_TABLE_ROOT, MessageKey, MessageShape, ROW_FIXED_LEN,
+    RowHeader, VIEW_INDEX_OBJECT_ID, VIEW_INDEX_ROOT, VIEW_KEY_LEN, ViewKey, chunk_len,
+    record_footprint, view_entry_footprint,
 };
 
 /// The dbtime every bulk-loaded page carries; the engine continues from here.
 pub const BULK_LOAD_DBTIME: u64 = 1;
-/// Fill factor of table leaves and branches: room for inserts before pages split.
-pub const DEFAULT_LEAF_FILL: f64 = 0.9;
+/// Fill factor of table and view-index leaves and of branches: 70 %, the mean fill of
+/// B+tree leaves under random inserts (ln 2 ≈ 69 %, Yao 1978), where ESE's leaves settle
+/// in an aged database (50–100 % after splits, deletes in between); a packed (90 %)
+/// database splits every leaf a run first inserts into (docs/fidelity.md).
+pub const DEFAULT_LEAF_FILL: f64 = 0.7;
 /// Smallest database, in pages, a bulk load accepts.
 pub const MIN_PAGES: u32 = 64;
 /// Share of the file left as formatted empty pages for growth.
@@ -82,8 +93,9 @@ pub struct TreePlan {
     pub root: u32,
     /// First leaf page; leaves are contiguous.
     pub first_leaf: u32,
-    /// For every leaf, its first entry: a message id for the table, or
-    /// `message << 16 | chunk` for the long-value tree.
+    /// For every leaf, its first entry: a message id for the table,
+    /// `message << 16 | chunk` for the long-value tree, a position in key order for the
+    /// view index.
     pub leaf_firsts: Vec<u64>,
     /// Branch levels below the root, bottom-up: (first page, page count).
     pub levels: Vec<(u32, u32)>,
@@ -118,6 +130,9 @@ pub struct BulkLoadPlan {
     pub table: TreePlan,
     /// The long-value tree.
     pub long_values: TreePlan,
+    /// The view index.
+    pub view_index: TreePlan,
+    view: ViewLayout,
     /// First formatted empty page (the database's next unused page).
     pub first_free_page: u32,
     /// Entries per non-root branch page.
@@ -155,6 +170,77 @@ impl LeafPacker {
     }
 }
 
+/// Mean bytes a view index entry takes in a page (the sort column averages 72 bytes);
+/// the planner's estimate before the exact count.
+const MEAN_VIEW_ENTRY: usize = 2 + VIEW_KEY_LEN + 12 + 72 + 4;
+
+/// Long-value chunks per bulk-loaded leaf: ⌈70 % of what fits⌉ — 3 of 4 at 16 and 32 KiB
+/// pages, 2 of 2 at 4 and 8 KiB (chunks are whole; see [`DEFAULT_LEAF_FILL`]).
+pub fn long_value_chunks_per_leaf(page_size: PageSize) -> usize {
+    let per_page: usize = if page_size.bytes() >= 16 * 1024 { 4 } else { 2 };
+    (per_page * 7).div_ceil(10)
+}
+
+/// How many messages fit a page budget, with the table's and long-value tree's leaves.
+struct MessageFill {
+    messages: u64,
+    table: LeafPacker,
+    lvs: LeafPacker,
+    table_firsts: Vec<u64>,
+    lv_firsts: Vec<u64>,
+}
+
+impl MessageFill {
+    /// Adds messages while `pages(table leaves, long-value leaves, messages)` stays
+    /// within `budget`.
+    fn count(
+        spec: &BulkLoadSpec,
+        budget: u32,
+        pages: impl Fn(u32, u32, u64) -> u32,
+        table_limit: usize,
+        lv_limit: usize,
+        chunk_len: usize,
+    ) -> MessageFill {
+        let mut table = LeafPacker::new(table_limit);
+        let mut lvs = LeafPacker::new(lv_limit);
+        let mut table_firsts = Vec::new();
+        let mut lv_firsts = Vec::new();
+        let mut new_lv_firsts = Vec::new();
+        let mut message = 0u64;
+        loop {
+            let id = message + 1;
+            let shape = MessageShape::of(spec.signature, id);
+            let mut t = table;
+            let new_table_leaf = t.add(record_footprint(shape.row_len()));
+            let mut l = lvs;
+            new_lv_firsts.clear();
+            for chunk in 0..shape.chunk_count(chunk_len) {
+                let len = shape.chunk_data_len(chunk, chunk_len);
+                if l.add(record_footprint(len)) {
+                    new_lv_firsts.push(id << 16 | u64::from(chunk));
+                }
+            }
+            if pages(t.leaves, l.leaves, id) > budget {
+                break;
+            }
+            if new_table_leaf {
+                table_firsts.push(id);
+            }
+            lv_firsts.extend_from_slice(&new_lv_firsts);
+            table = t;
+            lvs = l;
+            message = id;
+        }
+        MessageFill {
+            messages: message,
+            table,
+            lvs,
+            table_firsts,
+            lv_firsts,
+        }
+    }
+}
+
 /// Where a page belongs in the plan.
 enum PageRole {
     Root(TreeKind),
@@ -167,6 +253,7 @@ enum PageRole {
 enum TreeKind {
     Table,
     LongValue,
+    ViewIndex,
 }
 
 impl BulkLoadPlan {
@@ -193,7 +280,8 @@ impl BulkLoadPlan {
         }
         let usable = spec.page_size.bytes() - PAGE_HEADER_LEN;
         let filled = (usable as f64 * spec.leaf_fill) as usize;
-        let branch_entry = record_footprint(4);
+        // Sized for the longest keys (the view index's), so every tree's branches fit.
+        let branch_entry = 2 + VIEW_KEY_LEN + 4 + 4;
         let branch_fanout = (filled / branch_entry) as u32;
         let root_fanout = (usable / branch_entry) as u32;
         let branch_pages = |leaves: u32| {
@@ -205,44 +293,49 @@ impl BulkLoadPlan {
             }
             total
         };
+        let tree_pages = |leaves: u32| leaves + branch_pages(leaves);
         let chunk_len = chunk_len(spec.page_size);
+        let lv_limit = long_value_chunks_per_leaf(spec.page_size) * record_footprint(chunk_len);
         let reserve = ((f64::from(spec.page_count) * GROWTH_RESERVE) as u32).max(1);
-        let budget = spec.page_count - 2 - reserve;
+        let budget = spec.page_count - 3 - reserve;
 
-        let mut table = LeafPacker::new(filled);
-        let mut lvs = LeafPacker::new(usable);
-        let mut table_firsts = Vec::new();
-        let mut lv_firsts = Vec::new();
-        let mut new_lv_firsts = Vec::new();
-        let mut message = 0u64;
-        loop {
-            let id = message + 1;
-            let shape = MessageShape::of(spec.signature, id);
-            let mut t = table;
-            let new_table_leaf = t.add(record_footprint(shape.row_len()));
-            let mut l = lvs;
-            new_lv_firsts.clear();
-            for chunk in 0..shape.chunk_count(chunk_len) {
-                let len = shape.chunk_data_len(chunk, chunk_len);
-                if l.add(record_footprint(len)) {
-                    new_lv_firsts.push(id << 16 | u64::from(chunk));
+        // The view index's exact size depends on the final message count (its order
+        // does): the messages are counted with an estimate of it, and counted again
+        // with a smaller budget in the rare case the exact index does not fit.
+        let mut margin = 0u32;
+        let (fill, view, per_mailbox, view_firsts, view_leaves) = loop {
+            let fill = MessageFill::count(
+                &spec,
+                budget.saturating_sub(margin),
+                |t, l, n| {
+                    let index_leaves = (n as usize * MEAN_VIEW_ENTRY).div_ceil(filled) as u32;
+                    tree_pages(t) + tree_pages(l) + tree_pages(index_leaves)
+                },
+                filled,
+                lv_limit,
+                chunk_len,
+            );
+            if fill.messages == 0 {
+                return Err(too_small());
+            }
+            let per_mailbox = fill.messages.div_ceil(u64::from(spec.mailboxes));
+            let view = ViewLayout::new(fill.messages, per_mailbox);
+            let mut packer = LeafPacker::new(filled);
+            let mut firsts = Vec::new();
+            for g in 0..fill.messages {
+                let (_, sort, _) = view.entry_at(g);
+                if packer.add(view_entry_footprint(sort)) {
+                    firsts.push(g);
                 }
             }
-            let total = t.leaves + l.leaves + branch_pages(t.leaves) + branch_pages(l.leaves);
-            if total > budget {
-                break;
+            let total = tree_pages(fill.table.leaves)
+                + tree_pages(fill.lvs.leaves)
+                + tree_pages(packer.leaves);
+            if total <= budget {
+                break (fill, view, per_mailbox, firsts, packer.leaves);
             }
-            if new_table_leaf {
-                table_firsts.push(id);
-            }
-            lv_firsts.extend_from_slice(&new_lv_firsts);
-            table = t;
-            lvs = l;
-            message = id;
-        }
-        if message == 0 {
-            return Err(too_small());
-        }
+            margin += total - budget;
+        };
 
         let levels_from = |first: u32, leaves: u32| {
             let mut levels = Vec::new();
@@ -255,13 +348,12 @@ impl BulkLoadPlan {
             }
             levels
         };
-        let table_levels = levels_from(FIRST_NON_ROOT_PAGE.get(), table.leaves);
         let table_plan = TreePlan {
             object_id: MAILBOX_TABLE_OBJECT_ID,
             root: MAILBOX_TABLE_ROOT.get(),
             first_leaf: FIRST_NON_ROOT_PAGE.get(),
-            leaf_firsts: table_firsts,
-            levels: table_levels,
+            levels: levels_from(FIRST_NON_ROOT_PAGE.get(), fill.table.leaves),
+            leaf_firsts: fill.table_firsts,
             long_value: false,
         };
         let lv_first = table_plan.end();
@@ -269,19 +361,29 @@ impl BulkLoadPlan {
             object_id: LONG_VALUE_OBJECT_ID,
             root: LONG_VALUE_ROOT.get(),
             first_leaf: lv_first,
-            levels: levels_from(lv_first, lvs.leaves),
-            leaf_firsts: lv_firsts,
+            levels: levels_from(lv_first, fill.lvs.leaves),
+            leaf_firsts: fill.lv_firsts,
             long_value: true,
         };
-        let first_free_page = lv_plan.end();
+        let view_first = lv_plan.end();
+        let view_plan = TreePlan {
+            object_id: VIEW_INDEX_OBJECT_ID,
+            root: VIEW_INDEX_ROOT.get(),
+            first_leaf: view_first,
+            levels: levels_from(view_first, view_leaves),
+            leaf_firsts: view_firsts,
+            long_value: false,
+        };
+        let first_free_page = view_plan.end();
         debug_assert!(first_free_page <= spec.page_count + 1);
-        let per_mailbox = message.div_ceil(u64::from(spec.mailboxes));
         Ok(BulkLoadPlan {
             spec,
-            messages: message,
+            messages: fill.messages,
             per_mailbox,
             table: table_plan,
             long_values: lv_plan,
+            view_index: view_plan,
+            view,
             first_free_page,
             branch_fanout,
             chunk_len,
@@ -302,6 +404,7 @@ impl BulkLoadPlan {
         match kind {
             TreeKind::Table => &self.table,
             TreeKind::LongValue => &self.long_values,
+            TreeKind::ViewIndex => &self.view_index,
         }
     }
 
@@ -312,7 +415,10 @@ impl BulkLoadPlan {
         if pgno == LONG_VALUE_ROOT.get() {
             return PageRole::Root(TreeKind::LongValue);
         }
-        for kind in [TreeKind::Table, TreeKind::LongValue] {
+        if pgno == VIEW_INDEX_ROOT.get() {
+            return PageRole::Root(TreeKind::ViewIndex);
+        }
+        for kind in [TreeKind::Table, TreeKind::LongValue, TreeKind::ViewIndex] {
             let tree = self.tree(kind);
             if (tree.first_leaf..tree.first_leaf + tree.leaf_count()).contains(&pgno) {
                 return PageRole::Leaf(kind, pgno - tree.first_leaf);
@@ -327,19 +433,22 @@ impl BulkLoadPlan {
     }
 
     /// The encoded key of the first entry of leaf `leaf` of a tree.
-    fn leaf_first_key(&self, kind: TreeKind, leaf: u32) -> [u8; KEY_LEN] {
+    fn leaf_first_key(&self, kind: TreeKind, leaf: u32) -> Vec<u8> {
         let first = self.tree(kind).leaf_firsts[leaf as usize];
         match kind {
             TreeKind::Table => MessageKey {
                 mailbox: self.mailbox_of(first),
                 message: first,
             }
-            .encode(),
+            .encode()
+            .to_vec(),
             TreeKind::LongValue => LongValueKey {
                 lvid: first >> 16,
                 chunk: (first & 0xFFFF) as u32,
             }
-            .encode(),
+            .encode()
+            .to_vec(),
+            TreeKind::ViewIndex => self.view_key_at(first).encode().to_vec(),
         }
     }
 
@@ -428,6 +537,7 @@ impl BulkLoadPlan {
                     TreeKind::LongValue => {
                         self.fill_long_value_leaf(&mut page, index, &mut content)
                     }
+                    TreeKind::ViewIndex => self.fill_view_leaf(&mut page, index),
                 }
                 .map_err(internal)?;
             }
@@ -474,7 +584,13 @@ impl BulkLoadPlan {
         for message in first..end {
             let shape = MessageShape::of(self.spec.signature, message);
             let row = &mut row[..shape.row_len()];
-            RowHeader::for_message(message, shape.body_len, 1_700_000_000 + message).write(row);
+            RowHeader::for_message(
+                message,
+                shape.body_len,
+                1_700_000_000 + message,
+                self.view.sort_of(message),
+            )
+            .write(row);
             content.fill(&mut row[ROW_FIXED_LEN..]);
             let key = MessageKey {
                 mailbox: self.mailbox_of(message),
@@ -483,6 +599,31 @@ impl BulkLoadPlan {
             .encode();
             page.append(&key, row)
                 .map_err(|_| format!("row of message {message} does not fit"))?;
+        }
+        Ok(())
+    }
+
+    /// The view index entry at position `g` in key order.
+    fn view_key_at(&self, g: u64) -> ViewKey {
+        let (mailbox, sort, message) = self.view.entry_at(g);
+        ViewKey {
+            mailbox,
+            sort,
+            message,
+        }
+    }
+
+    fn fill_view_leaf(&self, page: &mut PageMut<'_>, index: u32) -> Result<(), String> {
+        let firsts = &self.view_index.leaf_firsts;
+        let first = firsts[index as usize];
+        let end = firsts
+            .get(index as usize + 1)
+            .copied()
+            .unwrap_or(self.messages);
+        for g in first..end {
+            let key = self.view_key_at(g);
+            page.append(&key.encode(), &key.entry_data())
+                .map_err(|_| format!("view entry of message {} does not fit", key.message))?;
         }
         Ok(())
     }
@@ -619,6 +760,50 @@ mod tests {
                     assert!(lv.contains(&lk), "missing chunk {chunk} of {}", key.message);
                 }
             }
+            // The view index: one entry per row, under the row's sort key, with its
+            // bookmark; rows and entries agree.
+            let view_keys = walk(&pages, VIEW_INDEX_ROOT.get());
+            assert_eq!(view_keys.len() as u64, plan.messages);
+            let mut from_view: Vec<(MessageKey, u32)> = view_keys
+                .iter()
+                .map(|k| {
+                    let v = ViewKey::decode(k).unwrap();
+                    (v.message_key(), v.sort)
+                })
+                .collect();
+            from_view.sort();
+            let mut from_rows = Vec::new();
+            for pgno in plan.table.first_leaf..plan.table.first_leaf + plan.table.leaf_count() {
+                let page = Page::new(&pages[pgno as usize]).unwrap();
+                for r in 0..page.record_count() {
+                    let rec = page.record(r).unwrap();
+                    let header = RowHeader::decode(rec.data).unwrap();
+                    from_rows.push((MessageKey::decode(rec.key).unwrap(), header.sort));
+                }
+            }
+            assert_eq!(from_view, from_rows);
+            // Leaves at the realistic fill, not packed.
+            let fill = |first: u32, count: u32| {
+                let used: usize = (first..first + count)
+                    .map(|p| {
+                        ps.bytes()
+                            - PAGE_HEADER_LEN
+                            - Page::new(&pages[p as usize]).unwrap().free_space()
+                    })
+                    .sum();
+                used as f64 / (count as usize * (ps.bytes() - PAGE_HEADER_LEN)) as f64
+            };
+            for (tree, plan_tree) in [("table", &plan.table), ("view", &plan.view_index)] {
+                let f = fill(plan_tree.first_leaf, plan_tree.leaf_count());
+                assert!((0.6..=0.71).contains(&f), "{ps} {tree} leaves {f:.3} full");
+            }
+            let lv = fill(plan.long_values.first_leaf, plan.long_values.leaf_count());
+            // 3 of 4 chunks at 16/32 KiB pages; 2 of 2 (short last chunks included) below.
+            let most = if ps.bytes() >= 16 * 1024 { 0.76 } else { 1.0 };
+            assert!(
+                (0.55..=most).contains(&lv),
+                "{ps} long-value leaves {lv:.3} full"
+            );
             // Mostly full, with the growth reserve left as empty pages.
             let used = plan.first_free_page - 1;
             assert!(

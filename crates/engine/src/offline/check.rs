@@ -1,8 +1,9 @@
-//! Deep consistency check (`edbstress check`): walks both B+trees of a database from
-//! their roots and verifies what checksums cannot — key order within and across pages,
-//! separator bounds, equal leaf depth, sibling links, page structure and free-space
-//! accounting — and that every long value a row refers to exists, complete, and that no
-//! long value is orphaned.
+//! Deep consistency check (`edbstress check`): walks the three B+trees of a database
+//! from their roots and verifies what checksums cannot — key order within and across
+//! pages, separator bounds, equal leaf depth, sibling links, page structure and
+//! free-space accounting — that every long value a row refers to exists, complete, and
+//! that no long value is orphaned, and that the view index holds exactly one entry per
+//! row, under the row's sort key, with the row's bookmark, and no other.
 
 use std::path::{Path, PathBuf};
 
@@ -16,7 +17,8 @@ use crate::dbfile::read_verified_header;
 use crate::error::EngineError;
 use crate::runtime::schema::{
     FREE_LIST_ANCHOR, LONG_VALUE_OBJECT_ID, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_OBJECT_ID,
-    MAILBOX_TABLE_ROOT, MessageKey, RowHeader, chunk_len,
+    MAILBOX_TABLE_ROOT, MessageKey, RowHeader, VIEW_INDEX_OBJECT_ID, VIEW_INDEX_ROOT, ViewKey,
+    chunk_len,
 };
 
 /// Problems listed individually (all are counted).
@@ -39,6 +41,10 @@ pub struct CheckReport {
     pub table_depth: u32,
     /// Depth of the long-value tree.
     pub long_value_depth: u32,
+    /// Entries in the view index.
+    pub view_entries: u64,
+    /// Depth of the view index.
+    pub view_index_depth: u32,
     /// Pages on the free list.
     pub free_pages: u64,
     /// Problems found.
@@ -271,11 +277,17 @@ pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineErr
     let mut refs: Vec<(u64, u32)> = Vec::new();
     let mut bad_rows = Vec::new();
     let mut messages = 0u64;
+    // Every row's place in the view, in table key order.
+    let mut row_views: Vec<ViewKey> = Vec::new();
     let mut visit_row = |k: &[u8], row: &[u8]| {
         messages += 1;
         match (MessageKey::decode(k), RowHeader::decode(row)) {
-            (Some(_), Some(h)) if h.long => refs.push((h.lvid, h.body_len)),
-            (Some(_), Some(_)) => {}
+            (Some(key), Some(h)) => {
+                row_views.push(ViewKey::of(key, h.sort));
+                if h.long {
+                    refs.push((h.lvid, h.body_len));
+                }
+            }
             _ => bad_rows.push(k.to_vec()),
         }
     };
@@ -336,6 +348,45 @@ pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineErr
     lv.check_links("long-value tree");
     let lv_depth = lv.leaf_depth.unwrap_or(0);
 
+    // The view index: entries in key order, each with exactly the data a view entry
+    // of its key holds (bookmark and sort column).
+    let mut view_entries: Vec<ViewKey> = Vec::new();
+    let mut bad_entries: Vec<String> = Vec::new();
+    let mut visit_entry = |k: &[u8], data: &[u8]| match ViewKey::decode(k) {
+        Some(key) => {
+            if data != key.entry_data().as_slice() {
+                bad_entries.push(format!(
+                    "view entry of message {}:{} (sort key {:#x}) has the wrong bookmark or column",
+                    key.mailbox, key.message, key.sort
+                ));
+            }
+            view_entries.push(key);
+        }
+        None => bad_entries.push(format!("view entry key {k:02x?} is malformed")),
+    };
+    let mut view = TreeWalk {
+        file: &file,
+        page_size: ps,
+        page_count: header.page_count,
+        buf: AlignedBuf::new(ps.bytes()),
+        report: &mut report,
+        object_id: VIEW_INDEX_OBJECT_ID,
+        long_value: false,
+        leaves: Vec::new(),
+        leaf_depth: None,
+        seen: &mut seen,
+        visit: &mut visit_entry,
+    };
+    view.walk(VIEW_INDEX_ROOT.get(), 1, None, None, true)?;
+    view.check_links("view index");
+    let view_depth = view.leaf_depth.unwrap_or(0);
+    report.view_entries = view_entries.len() as u64;
+    report.view_index_depth = view_depth;
+    for problem in bad_entries {
+        report.problem(problem);
+    }
+    check_view_matches_rows(row_views, view_entries, &mut report);
+
     report.messages = messages;
     report.long_value_chunks = chunks;
     report.table_depth = table_depth;
@@ -376,6 +427,57 @@ pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineErr
     }
     check_free_list(&file, ps, header.page_count, &seen, &mut report)?;
     Ok(report)
+}
+
+/// Every row must have exactly one view entry, under its own sort key, and every entry
+/// a row (both lists are compared in table key order).
+fn check_view_matches_rows(
+    rows: Vec<ViewKey>,
+    mut entries: Vec<ViewKey>,
+    report: &mut CheckReport,
+) {
+    entries.sort_unstable_by_key(|e| (e.mailbox, e.message, e.sort));
+    let (mut i, mut j) = (0, 0);
+    while i < rows.len() || j < entries.len() {
+        let row = rows.get(i);
+        let entry = entries.get(j);
+        let order = |v: &ViewKey| (v.mailbox, v.message);
+        match (row, entry) {
+            (Some(r), Some(e)) if order(r) == order(e) => {
+                if r.sort != e.sort {
+                    report.problem(format!(
+                        "message {}:{}: its row sorts at {:#x}, its view entry at {:#x}",
+                        r.mailbox, r.message, r.sort, e.sort
+                    ));
+                }
+                if entries.get(j + 1).is_some_and(|n| order(n) == order(e)) {
+                    report.problem(format!(
+                        "message {}:{} has more than one view entry",
+                        e.mailbox, e.message
+                    ));
+                    j += 1;
+                    continue;
+                }
+                i += 1;
+                j += 1;
+            }
+            (Some(r), e) if e.is_none_or(|e| order(r) < order(e)) => {
+                report.problem(format!(
+                    "message {}:{} has no view index entry",
+                    r.mailbox, r.message
+                ));
+                i += 1;
+            }
+            (_, Some(e)) => {
+                report.problem(format!(
+                    "view entry of message {}:{} points at no row",
+                    e.mailbox, e.message
+                ));
+                j += 1;
+            }
+            (Some(_), None) | (None, None) => break,
+        }
+    }
 }
 
 /// Follows the free list from its anchor: every page on it must be a formatted empty

@@ -566,6 +566,7 @@ pub fn inject_lost_flush(config: &InstanceConfig, seed: u64) -> Result<InjectedF
         key,
         props: b"lost-flush fault: second version",
         body: None,
+        resort: None,
     };
     instance.commit(&[replace], Durability::Durable)?;
     instance.crash();

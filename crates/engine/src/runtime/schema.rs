@@ -1,6 +1,8 @@
 //! The data model every instance holds (engine.md §5): a mailbox table B+tree keyed by
-//! (mailbox, message) with rows of a few hundred bytes, and a long-value B+tree holding
-//! message bodies over [`INLINE_BODY_MAX`] bytes in chunks.
+//! (mailbox, message) with rows of a few hundred bytes, a long-value B+tree holding
+//! message bodies over [`INLINE_BODY_MAX`] bytes in chunks, and a view index B+tree —
+//! the secondary index Exchange keeps for a folder view — keyed by (mailbox, view sort
+//! key, message) whose entries hold the row's bookmark (its primary key).
 //!
 //! Keys are big-endian so that byte order is key order. Message sizes are a pure
 //! function of a seed and the message id, so a database can be described (and rebuilt,
@@ -19,20 +21,27 @@ pub const LONG_VALUE_OBJECT_ID: u32 = 101;
 pub const MAILBOX_TABLE_ROOT: Pgno = Pgno::new(1);
 /// Fixed root page of the long-value tree.
 pub const LONG_VALUE_ROOT: Pgno = Pgno::new(2);
+/// Object id of the view index B+tree.
+pub const VIEW_INDEX_OBJECT_ID: u32 = 102;
+/// Fixed root page of the view index.
+pub const VIEW_INDEX_ROOT: Pgno = Pgno::new(3);
 /// The page whose `next` field heads the list of free pages (roots have no siblings,
 /// so the field is free; keeping the head in a page makes every change to the list an
 /// ordinary logged page change). 0 = empty list; each free page (flag EMPTY) links to
 /// the next through its own `next` field.
 pub const FREE_LIST_ANCHOR: Pgno = MAILBOX_TABLE_ROOT;
 /// First page that is not a root.
-pub const FIRST_NON_ROOT_PAGE: Pgno = Pgno::new(3);
+pub const FIRST_NON_ROOT_PAGE: Pgno = Pgno::new(4);
 
-/// Length of both key kinds.
+/// Length of the mailbox-table and long-value keys.
 pub const KEY_LEN: usize = 12;
+/// Length of a view index key.
+pub const VIEW_KEY_LEN: usize = 16;
 /// Bodies up to this size live in the row itself.
 pub const INLINE_BODY_MAX: u32 = 1024;
-/// Bytes of a row before its properties: flags u8, body_len u32, lvid u64, received u64.
-pub const ROW_FIXED_LEN: usize = 21;
+/// Bytes of a row before its properties: flags u8, body_len u32, lvid u64, received
+/// u64, view sort key u32.
+pub const ROW_FIXED_LEN: usize = 25;
 /// Row flag: the body is stored in the long-value tree under the message id.
 pub const ROW_FLAG_LONG_VALUE: u8 = 1;
 
@@ -90,6 +99,94 @@ impl LongValueKey {
             chunk: u32::from_be_bytes(k[8..].try_into().ok()?),
         })
     }
+}
+
+/// Key of a view index entry: the mailbox, the message's view sort key (a hash standing
+/// for the normalized subject or sender a view sorts by: not monotonic in insertion
+/// order, so a new message lands at a random place of its mailbox's view), then the
+/// message id (unique keys, as ESE appends the bookmark to a secondary key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ViewKey {
+    /// Mailbox number.
+    pub mailbox: u32,
+    /// View sort key.
+    pub sort: u32,
+    /// Message id.
+    pub message: u64,
+}
+
+impl ViewKey {
+    /// The view key of the row `key` with view sort key `sort`.
+    pub fn of(key: MessageKey, sort: u32) -> ViewKey {
+        ViewKey {
+            mailbox: key.mailbox,
+            sort,
+            message: key.message,
+        }
+    }
+
+    /// The row this entry stands for.
+    pub fn message_key(self) -> MessageKey {
+        MessageKey {
+            mailbox: self.mailbox,
+            message: self.message,
+        }
+    }
+
+    /// Big-endian encoding: mailbox, sort key, message.
+    pub fn encode(self) -> [u8; VIEW_KEY_LEN] {
+        let mut k = [0u8; VIEW_KEY_LEN];
+        k[..4].copy_from_slice(&self.mailbox.to_be_bytes());
+        k[4..8].copy_from_slice(&self.sort.to_be_bytes());
+        k[8..].copy_from_slice(&self.message.to_be_bytes());
+        k
+    }
+
+    /// Decodes a key written by [`ViewKey::encode`].
+    pub fn decode(k: &[u8]) -> Option<ViewKey> {
+        let k: &[u8; VIEW_KEY_LEN] = k.try_into().ok()?;
+        Some(ViewKey {
+            mailbox: u32::from_be_bytes(k[..4].try_into().ok()?),
+            sort: u32::from_be_bytes(k[4..8].try_into().ok()?),
+            message: u64::from_be_bytes(k[8..].try_into().ok()?),
+        })
+    }
+
+    /// The entry's data: the bookmark (the row's [`MessageKey`], 12 bytes) then the
+    /// normalized sort column the view orders by ([`sort_column_len`] bytes, a pure
+    /// function of the sort key). ESE keeps that column in the index key; here the
+    /// 4-byte sort key orders the entries and the column rides in the data, so an entry
+    /// has a real index entry's size.
+    pub fn entry_data(self) -> Vec<u8> {
+        let len = sort_column_len(self.sort);
+        let mut data = Vec::with_capacity(KEY_LEN + len);
+        data.extend_from_slice(&self.message_key().encode());
+        let mut x = u64::from(self.sort) ^ 0x5157_0C01;
+        while data.len() < KEY_LEN + len {
+            x = splitmix64(x);
+            let take = (KEY_LEN + len - data.len()).min(8);
+            data.extend_from_slice(&x.to_le_bytes()[..take]);
+        }
+        data
+    }
+}
+
+/// Bytes of the normalized sort column a view entry carries: 16–128, ~72 on average
+/// (a subject of ~36 characters normalized to two bytes each, ESE's sort keys for
+/// Unicode text).
+pub fn sort_column_len(sort: u32) -> usize {
+    16 + (splitmix64(u64::from(sort) ^ 0xC01) % 113) as usize
+}
+
+/// Bytes a view index entry takes in a page.
+pub fn view_entry_footprint(sort: u32) -> usize {
+    2 + VIEW_KEY_LEN + KEY_LEN + sort_column_len(sort) + 4
+}
+
+/// The view sort key of a message inserted by a transaction: a hash of its id (it
+/// stands for a subject or sender, unrelated to arrival order).
+pub fn view_sort_key(message: u64) -> u32 {
+    (splitmix64(message ^ 0x7669_6577) >> 32) as u32
 }
 
 /// Sizes of one message: its row properties and its body.
@@ -159,7 +256,8 @@ impl MessageShape {
 }
 
 /// The fixed part of a mailbox-table row: flags u8, body_len u32, lvid u64, received
-/// u64 (little-endian), followed by the properties and, for small bodies, the body.
+/// u64, view sort key u32 (little-endian), followed by the properties and, for small
+/// bodies, the body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RowHeader {
     /// The body lives in the long-value tree under `lvid`.
@@ -170,17 +268,20 @@ pub struct RowHeader {
     pub lvid: u64,
     /// Received time (seconds), a property every message has.
     pub received: u64,
+    /// The message's place in its mailbox's view (the view index key's middle part).
+    pub sort: u32,
 }
 
 impl RowHeader {
     /// The header of a row for message `message` with a body of `body_len` bytes.
-    pub fn for_message(message: u64, body_len: u32, received: u64) -> RowHeader {
+    pub fn for_message(message: u64, body_len: u32, received: u64, sort: u32) -> RowHeader {
         let long = body_len > INLINE_BODY_MAX;
         RowHeader {
             long,
             body_len,
             lvid: if long { message } else { 0 },
             received,
+            sort,
         }
     }
 
@@ -195,6 +296,7 @@ impl RowHeader {
             body_len,
             lvid: u64::from_le_bytes(fixed[5..13].try_into().ok()?),
             received: u64::from_le_bytes(fixed[13..21].try_into().ok()?),
+            sort: u32::from_le_bytes(fixed[21..25].try_into().ok()?),
         };
         (long || ROW_FIXED_LEN + body_len as usize <= row.len()).then_some(header)
     }
@@ -205,6 +307,7 @@ impl RowHeader {
         row[1..5].copy_from_slice(&self.body_len.to_le_bytes());
         row[5..13].copy_from_slice(&self.lvid.to_le_bytes());
         row[13..21].copy_from_slice(&self.received.to_le_bytes());
+        row[21..25].copy_from_slice(&self.sort.to_le_bytes());
     }
 
     /// The inline body of `row` (empty for a long value).
@@ -289,8 +392,44 @@ mod tests {
     }
 
     #[test]
+    fn view_keys_sort_by_mailbox_then_sort_key() {
+        let a = ViewKey {
+            mailbox: 1,
+            sort: u32::MAX,
+            message: 1,
+        };
+        let b = ViewKey {
+            mailbox: 2,
+            sort: 0,
+            message: 0,
+        };
+        let c = ViewKey {
+            mailbox: 2,
+            sort: 1,
+            message: 0,
+        };
+        assert!(a.encode() < b.encode() && b.encode() < c.encode());
+        assert_eq!(ViewKey::decode(&c.encode()), Some(c));
+        assert_eq!(ViewKey::decode(&[0; 12]), None);
+        // The entry holds the bookmark, then a column whose length the sort key decides.
+        let data = a.entry_data();
+        assert_eq!(MessageKey::decode(&data[..KEY_LEN]), Some(a.message_key()));
+        assert_eq!(data.len(), KEY_LEN + sort_column_len(a.sort));
+        assert_eq!(data, a.entry_data());
+        let lens: Vec<usize> = (0..10_000u32)
+            .map(|s| sort_column_len(s.wrapping_mul(2_654_435_761)))
+            .collect();
+        let mean = lens.iter().sum::<usize>() as f64 / lens.len() as f64;
+        assert!((65.0..80.0).contains(&mean), "mean column {mean}");
+        assert!(lens.iter().all(|l| (16..=128).contains(l)));
+        // Sort keys of consecutive messages are not monotonic.
+        let sorts: Vec<u32> = (1..100).map(view_sort_key).collect();
+        assert!(sorts.windows(2).any(|w| w[0] > w[1]) && sorts.windows(2).any(|w| w[0] < w[1]));
+    }
+
+    #[test]
     fn rows_round_trip() {
-        let inline = RowHeader::for_message(7, 5, 99);
+        let inline = RowHeader::for_message(7, 5, 99, 0xDEAD_BEEF);
         let row = inline.encode(b"props", b"hello");
         let back = RowHeader::decode(&row).unwrap();
         assert_eq!(back, inline);
@@ -298,7 +437,7 @@ mod tests {
             (back.props(&row), back.inline_body(&row)),
             (&b"props"[..], &b"hello"[..])
         );
-        let long = RowHeader::for_message(8, 50_000, 1);
+        let long = RowHeader::for_message(8, 50_000, 1, 3);
         assert!(long.long && long.lvid == 8);
         let row = long.encode(b"p", &[]);
         let back = RowHeader::decode(&row).unwrap();

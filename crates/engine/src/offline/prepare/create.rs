@@ -172,6 +172,10 @@ pub(super) fn create_instance(
                 object_id: plan.long_values.object_id,
                 root: plan.long_values.root,
             },
+            view_index_tree: TreeRoot {
+                object_id: plan.view_index.object_id,
+                root: plan.view_index.root,
+            },
             mailbox_count: options.mailboxes,
             content_ratio_permille: options.compressibility.permille(),
             record_count: plan.messages,

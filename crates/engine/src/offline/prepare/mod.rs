@@ -129,6 +129,17 @@ pub enum PrepareError {
     /// an integrity problem, reported with exit code 1.
     #[error("{0}")]
     Damaged(String),
+    /// An edbstress database of another format version exists.
+    #[error(
+        "{path} is an edbstress database of format version {found}; this build uses version {} (it adds the view index), so the database cannot be used as it is: rebuild it with `edbstress prepare --recreate` and the same --db-path and --log-path, or remove it with `edbstress clean --db-path DIR --log-path DIR` and prepare again",
+        edbstress_format::header::FORMAT_VERSION
+    )]
+    OldFormat {
+        /// The database.
+        path: PathBuf,
+        /// Its format version.
+        found: u32,
+    },
     /// An edbstress database exists with another shape.
     #[error(
         "{path} is an edbstress database with {found}, but {wanted} was asked for; pass --recreate to rebuild it, or use another --db-path"
@@ -544,6 +555,30 @@ fn inspect_instance(
                 path.display()
             )));
         }
+        Err(crate::dbfile::HeaderReadError::Header(HeaderError::UnsupportedVersion {
+            found,
+            signature,
+            log_signature,
+        })) => {
+            // Ours (magic and checksum), made by another release: never used as it is.
+            let identity = LogIdentity {
+                db_signature: signature,
+                log_signature,
+            };
+            if options.recreate {
+                return Ok((
+                    InstanceAction::Rebuild(format!(
+                        "it has database format version {found}, this build uses {}",
+                        edbstress_format::header::FORMAT_VERSION
+                    )),
+                    Some(identity),
+                ));
+            }
+            return Err(PrepareError::OldFormat {
+                path: path.clone(),
+                found,
+            });
+        }
         Err(crate::dbfile::HeaderReadError::Header(e)) => {
             return Err(PrepareError::NotOurs {
                 path: path.clone(),
@@ -608,14 +643,24 @@ fn inspect_instance(
 
 /// The identity of the existing database at `path`.
 fn database_identity(path: &Path) -> Result<LogIdentity, PrepareError> {
-    let h = read_header(path, IoMode::Buffered)
-        .map_err(|e| match e {
-            crate::dbfile::HeaderReadError::Io(e) => PrepareError::Io(e),
-            crate::dbfile::HeaderReadError::Header(e) => {
-                PrepareError::Invalid(format!("{}: {e}", path.display()))
-            }
-        })?
-        .header;
+    let h = match read_header(path, IoMode::Buffered) {
+        Ok(sel) => sel.header,
+        // A database of another format version, being rebuilt.
+        Err(crate::dbfile::HeaderReadError::Header(HeaderError::UnsupportedVersion {
+            signature,
+            log_signature,
+            ..
+        })) => {
+            return Ok(LogIdentity {
+                db_signature: signature,
+                log_signature,
+            });
+        }
+        Err(crate::dbfile::HeaderReadError::Io(e)) => return Err(PrepareError::Io(e)),
+        Err(crate::dbfile::HeaderReadError::Header(e)) => {
+            return Err(PrepareError::Invalid(format!("{}: {e}", path.display())));
+        }
+    };
     Ok(LogIdentity {
         db_signature: h.signature,
         log_signature: h.log_signature,

@@ -123,6 +123,9 @@ pub enum TxnOp<'a> {
         props: &'a [u8],
         /// New body, or None to keep it.
         body: Option<&'a [u8]>,
+        /// A new view sort key (the property the view sorts by changed: its view
+        /// index entry moves), or None to keep it.
+        resort: Option<u32>,
     },
 }
 

@@ -1,6 +1,12 @@
 //! Transactions: an attempt runs under the instance lock with undo copies, misses and
 //! growth are resolved outside it and the attempt retried; commit, reads, seeks and the
 //! long-value chunks of message bodies.
+//!
+//! Each operation touches what an Exchange one does: an insert adds the row (its
+//! mailbox's last table leaf), the body's chunks (the long-value tree's right edge) and
+//! a view index entry at a random place of the mailbox's view; a delete removes all
+//! three; a replace rewrites the row and, when the view's sort property changes, moves
+//! the view entry; a message is found through the view ([`Instance::seek_view`]).
 
 use std::sync::atomic::Ordering;
 
@@ -10,8 +16,8 @@ use edbstress_format::{PageSize, Pgno};
 use crate::error::EngineError;
 use crate::runtime::btree::{self, ChangeSet, Guard, TreeError};
 use crate::runtime::schema::{
-    INLINE_BODY_MAX, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_ROOT, MessageKey, RowHeader,
-    chunk_len, record_footprint,
+    INLINE_BODY_MAX, KEY_LEN, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_ROOT, MessageKey,
+    RowHeader, VIEW_INDEX_ROOT, ViewKey, chunk_len, record_footprint, view_sort_key,
 };
 
 use super::*;
@@ -167,12 +173,15 @@ impl Instance {
                             s.next_message_id - 1
                         };
                         let key = MessageKey { mailbox, message };
-                        let header = RowHeader::for_message(message, body.len() as u32, unix_now());
+                        let sort = view_sort_key(message);
+                        let header =
+                            RowHeader::for_message(message, body.len() as u32, unix_now(), sort);
                         let row = header.encode(props, if header.long { &[][..] } else { body });
                         btree::insert(g, cs, MAILBOX_TABLE_ROOT, &key.encode(), &row)?;
                         if header.long {
                             insert_chunks(g, cs, message, body, chunk_len)?;
                         }
+                        insert_view_entry(g, cs, ViewKey::of(key, sort))?;
                         inserted.push(key);
                     }
                     TxnOp::Delete { key } => {
@@ -185,14 +194,21 @@ impl Instance {
                             delete_chunks(g, cs, fixed.lvid, fixed.body_len, chunk_len)?;
                         }
                         btree::delete(g, cs, MAILBOX_TABLE_ROOT, &key.encode())?;
+                        delete_view_entry(g, cs, ViewKey::of(key, fixed.sort))?;
                         found.push(true);
                     }
-                    TxnOp::Replace { key, props, body } => {
+                    TxnOp::Replace {
+                        key,
+                        props,
+                        body,
+                        resort,
+                    } => {
                         let Some(row) = btree::get(g, MAILBOX_TABLE_ROOT, &key.encode())? else {
                             found.push(false);
                             continue;
                         };
                         let fixed = RowHeader::decode(&row).ok_or_else(|| bad_row(key))?;
+                        let sort = resort.unwrap_or(fixed.sort);
                         let new_row = match body {
                             Some(body) => {
                                 if fixed.long {
@@ -202,6 +218,7 @@ impl Instance {
                                     key.message,
                                     body.len() as u32,
                                     fixed.received,
+                                    sort,
                                 );
                                 if header.long {
                                     insert_chunks(g, cs, key.message, body, chunk_len)?;
@@ -209,9 +226,15 @@ impl Instance {
                                 header.encode(props, if header.long { &[][..] } else { body })
                             }
                             // Properties only: the body (inline or long) stays as it was.
-                            None => fixed.encode(props, fixed.inline_body(&row)),
+                            None => {
+                                RowHeader { sort, ..fixed }.encode(props, fixed.inline_body(&row))
+                            }
                         };
                         btree::replace(g, cs, MAILBOX_TABLE_ROOT, &key.encode(), &new_row)?;
+                        if sort != fixed.sort {
+                            delete_view_entry(g, cs, ViewKey::of(key, fixed.sort))?;
+                            insert_view_entry(g, cs, ViewKey::of(key, sort))?;
+                        }
                         found.push(true);
                     }
                 }
@@ -323,6 +346,76 @@ impl Instance {
         Ok(found)
     }
 
+    /// The message at view position `sort` of `mailbox`'s view: the first view entry
+    /// with a sort key ≥ `sort` (wrapping to the view's first), through its bookmark;
+    /// None when the mailbox is empty. This is how Exchange finds a message a user
+    /// opens: a seek in a folder view, then the row the entry points to.
+    pub fn seek_view(&self, mailbox: u32, sort: u32) -> Result<Option<MessageKey>, EngineError> {
+        let (found, _, _) = self.run(Durability::Lazy, |g, _| {
+            for start in [sort, 0] {
+                let probe = ViewKey {
+                    mailbox,
+                    sort: start,
+                    message: 0,
+                }
+                .encode();
+                let mut first = None;
+                btree::scan_from(g, VIEW_INDEX_ROOT, &probe, &mut |k, data| {
+                    first = Some((
+                        ViewKey::decode(k),
+                        data.get(..KEY_LEN).and_then(MessageKey::decode),
+                    ));
+                    false
+                })?;
+                match first {
+                    Some((Some(view), Some(bookmark))) if view.mailbox == mailbox => {
+                        if bookmark != view.message_key() {
+                            return Err(TreeError::Corrupt {
+                                pgno: Pgno::NONE,
+                                what: format!(
+                                    "view entry of message {}:{} holds the bookmark of {}:{}",
+                                    view.mailbox, view.message, bookmark.mailbox, bookmark.message
+                                ),
+                            });
+                        }
+                        return Ok(Some(bookmark));
+                    }
+                    Some((None, _)) | Some((Some(_), None)) => {
+                        return Err(TreeError::Corrupt {
+                            pgno: Pgno::NONE,
+                            what: "malformed view index entry".into(),
+                        });
+                    }
+                    _ => {}
+                }
+                if start == 0 {
+                    break;
+                }
+            }
+            Ok(None)
+        })?;
+        Ok(found)
+    }
+
+    /// Every view index entry in key order with its bookmark (tests and checks).
+    pub fn all_view_entries(&self) -> Result<Vec<(ViewKey, Option<MessageKey>)>, EngineError> {
+        let mut entries: Vec<(ViewKey, Option<MessageKey>)> = Vec::new();
+        self.run(Durability::Lazy, |g, _| {
+            let start = entries
+                .last()
+                .map_or(Vec::new(), |(k, _)| k.encode().to_vec());
+            btree::scan_from(g, VIEW_INDEX_ROOT, &start, &mut |k, data| {
+                if let Some(key) =
+                    ViewKey::decode(k).filter(|key| entries.last().map(|e| e.0) < Some(*key))
+                {
+                    entries.push((key, data.get(..KEY_LEN).and_then(MessageKey::decode)));
+                }
+                true
+            })
+        })?;
+        Ok(entries)
+    }
+
     /// Every message key in key order (tests and checks; reads the whole table, a
     /// page at a time, resuming after the last key on every retry).
     pub fn all_keys(&self) -> Result<Vec<MessageKey>, EngineError> {
@@ -347,6 +440,24 @@ fn bad_row(key: MessageKey) -> TreeError {
             "row of message {}:{} is malformed",
             key.mailbox, key.message
         ),
+    }
+}
+
+fn insert_view_entry(g: &mut Guard<'_>, cs: &mut ChangeSet, key: ViewKey) -> Result<(), TreeError> {
+    btree::insert(g, cs, VIEW_INDEX_ROOT, &key.encode(), &key.entry_data())
+}
+
+fn delete_view_entry(g: &mut Guard<'_>, cs: &mut ChangeSet, key: ViewKey) -> Result<(), TreeError> {
+    if btree::delete(g, cs, VIEW_INDEX_ROOT, &key.encode())? {
+        Ok(())
+    } else {
+        Err(TreeError::Corrupt {
+            pgno: Pgno::NONE,
+            what: format!(
+                "message {}:{} has no view index entry (sort key {:#x})",
+                key.mailbox, key.message, key.sort
+            ),
+        })
     }
 }
 
