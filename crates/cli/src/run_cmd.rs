@@ -265,19 +265,27 @@ fn print_summary(outcome: &RunOutcome) {
         "  {:<24} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "I/O class", "per sec", "avg KiB", "avg ms", "p99 ms", "max ms"
     );
-    for (class, s) in &r.totals.io {
-        if s.count == 0 {
-            continue;
+    // The engine's bookkeeping (growth, headers, flushes, log creation, the checkpoint
+    // file) after the measured classes, under a heading of its own.
+    for bookkeeping in [false, true] {
+        let mut heading = bookkeeping;
+        for (class, s) in &r.totals.io {
+            if s.count == 0 || class.is_bookkeeping() != bookkeeping {
+                continue;
+            }
+            if std::mem::take(&mut heading) {
+                println!("  engine bookkeeping (not transactional I/O):");
+            }
+            println!(
+                "  {:<24} {:>10.1} {:>10.1} {:>10.2} {:>10.2} {:>10.2}",
+                class.label(),
+                s.per_sec,
+                s.avg_bytes / 1024.0,
+                s.avg_latency_ms,
+                s.p99_ms,
+                s.max_ms
+            );
         }
-        println!(
-            "  {:<24} {:>10.1} {:>10.1} {:>10.2} {:>10.2} {:>10.2}",
-            class.label(),
-            s.per_sec,
-            s.avg_bytes / 1024.0,
-            s.avg_latency_ms,
-            s.p99_ms,
-            s.max_ms
-        );
     }
     if let Some(mb) = r.totals.mb_per_sec {
         println!("  total throughput: {mb:.1} MiB/s");

@@ -3,12 +3,23 @@
 //!
 //! The header is written primary first, made durable, then the shadow, so a torn
 //! header write always leaves one valid copy (engine.md §1).
+//!
+//! [`DbFileIo`] carries the I/O an open database does on its file outside the page
+//! cache (header writes, growth, the checkpoint barrier's flush, recovery's torn-page
+//! rebuilds) through a backend of the run's kind, which times and counts it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use edbstress_format::PageSize;
 use edbstress_format::header::{DatabaseHeader, HeaderError, HeaderSelection, select_header};
-use edbstress_io::{Access, AlignedBuf, DataFile, IoError, IoMode};
+use edbstress_io::blocking::{self, Target};
+use edbstress_io::{
+    Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoError, IoMode,
+    IoStats, open_backend,
+};
 
 use crate::error::EngineError;
 
@@ -148,7 +159,124 @@ pub fn check_database_signature(path: &Path) -> Result<(), String> {
     }
 }
 
-/// Writes `header` to slot 0, makes it durable, then to slot 1 (the shadow).
+/// The database file registered with a backend of its own for the I/O an instance or
+/// recovery does on it outside the page cache, one request at a time, each timed and
+/// counted by the backend under the class the caller names. Not shared between threads
+/// by itself: put it behind a mutex.
+pub(crate) struct DbFileIo {
+    io: Box<dyn IoBackend>,
+    file: FileId,
+    path: PathBuf,
+    instance: u16,
+    /// The backend's counters as of the last request, readable while a request (a
+    /// growth write, a flush) is in progress.
+    published: Arc<Mutex<IoStats>>,
+}
+
+impl DbFileIo {
+    /// A backend of `kind` (one request deep) with `file` registered; its I/O is
+    /// accounted to `instance`.
+    pub(crate) fn open(
+        file: &DataFile,
+        kind: BackendKind,
+        instance: u16,
+    ) -> Result<DbFileIo, IoError> {
+        let mut io = open_backend(kind, 1)?;
+        let id = io.register(file)?;
+        Ok(DbFileIo {
+            io,
+            file: id,
+            path: file.path().to_path_buf(),
+            instance,
+            published: Arc::default(),
+        })
+    }
+
+    /// The backend and the request target of `class`, borrowed apart.
+    fn parts(&mut self, class: IoClass) -> (&mut dyn IoBackend, Target<'_>) {
+        let to = Target {
+            file: self.file,
+            path: &self.path,
+            class,
+            instance: self.instance,
+        };
+        (&mut *self.io, to)
+    }
+
+    /// Writes `header` to slot 0 and makes it durable, then slot 1 (the shadow): two
+    /// durable writes of class [`IoClass::DbHeader`].
+    pub(crate) fn write_header(&mut self, header: &DatabaseHeader) -> Result<(), IoError> {
+        let ps = header.page_size.bytes();
+        let mut slot = AlignedBuf::new(ps);
+        header.encode(&mut slot);
+        for offset in [0, ps as u64] {
+            let (io, to) = self.parts(IoClass::DbHeader);
+            let result = blocking::write_all(io, to, &mut slot, ps, offset, true);
+            self.publish(result)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `buf[..len]` at `offset` (not synced), counted under `class`.
+    pub(crate) fn write(
+        &mut self,
+        class: IoClass,
+        buf: &mut AlignedBuf,
+        len: usize,
+        offset: u64,
+    ) -> Result<(), IoError> {
+        let (io, to) = self.parts(class);
+        let result = blocking::write_all(io, to, buf, len, offset, false);
+        self.publish(result)
+    }
+
+    /// Reads up to `len` bytes at `offset` in one request, counted under `class`.
+    pub(crate) fn read(
+        &mut self,
+        class: IoClass,
+        buf: &mut AlignedBuf,
+        len: usize,
+        offset: u64,
+    ) -> Result<usize, IoError> {
+        let (io, to) = self.parts(class);
+        let result = blocking::read(io, to, buf, len, offset);
+        self.publish(result)
+    }
+
+    /// `fdatasync` of the file, counted under `class`.
+    pub(crate) fn sync(&mut self, class: IoClass) -> Result<(), IoError> {
+        let (io, to) = self.parts(class);
+        let result = blocking::sync(io, to);
+        self.publish(result)
+    }
+
+    /// "io_uring" or "threads".
+    pub(crate) fn backend_name(&self) -> &'static str {
+        self.io.name()
+    }
+
+    /// Makes the counters of the request just done readable through
+    /// [`DbFileIo::stats_handle`]; passes its result on.
+    fn publish<T>(&self, result: Result<T, IoError>) -> Result<T, IoError> {
+        self.published.lock().clone_from(self.io.stats());
+        result
+    }
+
+    /// What the backend carried so far.
+    pub(crate) fn stats(&self) -> &IoStats {
+        self.io.stats()
+    }
+
+    /// The counters as of the last request, updated after each: read them without
+    /// waiting for a request in progress.
+    pub(crate) fn stats_handle(&self) -> Arc<Mutex<IoStats>> {
+        Arc::clone(&self.published)
+    }
+}
+
+/// Writes `header` to slot 0, makes it durable, then to slot 1 (the shadow), directly
+/// through `file`, untimed: for the offline tools (prepare) that build a database
+/// before any run measures it. An open instance and recovery use [`DbFileIo`].
 pub fn write_header(file: &DataFile, header: &DatabaseHeader) -> Result<(), IoError> {
     let ps = header.page_size.bytes();
     let mut slot = AlignedBuf::new(ps);

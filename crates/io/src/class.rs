@@ -28,11 +28,27 @@ pub enum IoClass {
     RecoveryWrite,
     /// Read of the offline checksum verification.
     ChecksumRead,
+    /// Write extending the database file with formatted empty pages (growth), and the
+    /// `fdatasync` that makes them durable before the header counts them.
+    DbGrowth,
+    /// Write of the database header (each copy written and made durable in turn).
+    DbHeader,
+    /// `fdatasync` of the database file making completed page writes durable before a
+    /// checkpoint is written (the checkpoint barrier).
+    DbFlush,
+    /// Creation of a log file: the zero-fill of the next generation (`E00tmp.log`) and
+    /// its `fdatasync`, and each new generation's header segment.
+    LogCreate,
+    /// Write of the checkpoint file `E00.chk` (each copy written and made durable).
+    LogCheckpoint,
+    /// Reopening a log for writing: closing the segment that holds the start and
+    /// zeroing the stale slots after it.
+    LogReopen,
 }
 
 impl IoClass {
     /// Number of classes.
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 16;
 
     /// Every class, in `index()` order.
     pub const ALL: [IoClass; IoClass::COUNT] = [
@@ -46,9 +62,15 @@ impl IoClass {
         IoClass::RecoveryRead,
         IoClass::RecoveryWrite,
         IoClass::ChecksumRead,
+        IoClass::DbGrowth,
+        IoClass::DbHeader,
+        IoClass::DbFlush,
+        IoClass::LogCreate,
+        IoClass::LogCheckpoint,
+        IoClass::LogReopen,
     ];
 
-    /// Dense index 0..10, the position in [`IoClass::ALL`].
+    /// Dense index 0..16, the position in [`IoClass::ALL`].
     pub const fn index(self) -> usize {
         self as usize
     }
@@ -75,6 +97,12 @@ impl IoClass {
             IoClass::RecoveryRead => "recovery_read",
             IoClass::RecoveryWrite => "recovery_write",
             IoClass::ChecksumRead => "checksum_read",
+            IoClass::DbGrowth => "db_growth",
+            IoClass::DbHeader => "db_header",
+            IoClass::DbFlush => "db_flush",
+            IoClass::LogCreate => "log_create",
+            IoClass::LogCheckpoint => "log_checkpoint",
+            IoClass::LogReopen => "log_reopen",
         }
     }
 
@@ -91,14 +119,43 @@ impl IoClass {
             IoClass::RecoveryRead => "Recovery Reads",
             IoClass::RecoveryWrite => "Recovery Writes",
             IoClass::ChecksumRead => "Checksum Reads",
+            IoClass::DbGrowth => "Database Growth Writes",
+            IoClass::DbHeader => "Database Header Writes",
+            IoClass::DbFlush => "Database Flushes",
+            IoClass::LogCreate => "Log Creation Writes",
+            IoClass::LogCheckpoint => "Checkpoint File Writes",
+            IoClass::LogReopen => "Log Reopen Writes",
         }
     }
 
-    /// Whether the class writes.
+    /// Whether the class writes (a flush counts as a write: it makes writes durable).
     pub const fn is_write(self) -> bool {
         matches!(
             self,
-            IoClass::DbWrite | IoClass::LogWrite | IoClass::RecoveryWrite
+            IoClass::DbWrite
+                | IoClass::LogWrite
+                | IoClass::RecoveryWrite
+                | IoClass::DbGrowth
+                | IoClass::DbHeader
+                | IoClass::DbFlush
+                | IoClass::LogCreate
+                | IoClass::LogCheckpoint
+                | IoClass::LogReopen
+        )
+    }
+
+    /// Whether the class is the engine's bookkeeping (growth, headers, flushes, log file
+    /// creation, the checkpoint file, reopening the log) rather than I/O a Jetstress
+    /// report has a row for: reports show these classes apart from the measured ones.
+    pub const fn is_bookkeeping(self) -> bool {
+        matches!(
+            self,
+            IoClass::DbGrowth
+                | IoClass::DbHeader
+                | IoClass::DbFlush
+                | IoClass::LogCreate
+                | IoClass::LogCheckpoint
+                | IoClass::LogReopen
         )
     }
 }
@@ -128,7 +185,19 @@ mod tests {
         let writes: Vec<_> = IoClass::ALL.into_iter().filter(|c| c.is_write()).collect();
         assert_eq!(
             writes,
-            [IoClass::DbWrite, IoClass::LogWrite, IoClass::RecoveryWrite]
+            [
+                IoClass::DbWrite,
+                IoClass::LogWrite,
+                IoClass::RecoveryWrite,
+                IoClass::DbGrowth,
+                IoClass::DbHeader,
+                IoClass::DbFlush,
+                IoClass::LogCreate,
+                IoClass::LogCheckpoint,
+                IoClass::LogReopen,
+            ]
         );
+        assert!(IoClass::ALL[..10].iter().all(|c| !c.is_bookkeeping()));
+        assert!(IoClass::ALL[10..].iter().all(|c| c.is_bookkeeping()));
     }
 }

@@ -15,12 +15,15 @@
 //! reading a page they missed) share a [`BackendPool`] instead, which lends a backend
 //! to each for the length of its request. Every completion is counted in the backend's
 //! [`IoStats`] (per instance and [`IoClass`], with a [`LatencyHistogram`]); merge the
-//! stats of all backends for reports.
+//! stats of all backends for reports. I/O that must be done before its caller goes on
+//! and is too rare to batch (headers, file creation, background reads) goes through a
+//! backend too, one request at a time, with the helpers of [`blocking`].
 
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod backend;
+pub mod blocking;
 mod buf;
 mod class;
 mod error;

@@ -54,7 +54,7 @@ impl ClassStats {
     }
 }
 
-/// The ten classes of one instance; a class's slot is filled on its first record.
+/// The classes of one instance; a class's slot is filled on its first record.
 type InstanceStats = [Option<ClassStats>; IoClass::COUNT];
 
 /// Counters per (instance, class).

@@ -162,6 +162,34 @@ mod tests {
     }
 
     #[test]
+    fn bookkeeping_classes_are_listed_when_used_and_old_results_still_read() {
+        let mut stats = IoStats::new();
+        stats.record(0, IoClass::DbRead, 32768, 2_000_000, true);
+        stats.record(0, IoClass::DbGrowth, 1 << 20, 3_000_000, true);
+        stats.record(0, IoClass::DbFlush, 0, 1_000_000, true);
+        let io = io_summary(&stats, None, 1.0, &|_| 0.0);
+        assert_eq!(io.len(), 8, "the six main classes and the two used");
+        assert_eq!(io[&IoClass::DbGrowth].avg_bytes, (1 << 20) as f64);
+        assert_eq!(io[&IoClass::DbFlush].count, 1);
+        assert_eq!(
+            transactional_iops(&io),
+            1.0,
+            "bookkeeping is not transactional I/O"
+        );
+        assert!(!io.contains_key(&IoClass::LogCreate), "unused: left out");
+        let json = serde_json::to_value(&io).unwrap();
+        assert!(json.get("db_growth").is_some() && json.get("db_flush").is_some());
+        // An `io` object written before the bookkeeping classes existed reads as before.
+        let mut old = json.clone();
+        let map = old.as_object_mut().unwrap();
+        map.remove("db_growth");
+        map.remove("db_flush");
+        let back: IoSummary = serde_json::from_value(old).unwrap();
+        assert_eq!(back.len(), 6);
+        assert_eq!(back[&IoClass::DbRead], io[&IoClass::DbRead]);
+    }
+
+    #[test]
     fn combined_classes_weight_averages_by_count() {
         let mut stats = IoStats::new();
         for _ in 0..3 {

@@ -6,6 +6,9 @@
 //! engine may be writing a page while it is read (a torn read), a page that fails
 //! verification is read again on its own a few times; only a page that fails every
 //! time is reported.
+//!
+//! The reads go through a backend of the run's `--backend` kind (one request deep),
+//! which times and counts them as [`IoClass::BdmRead`]; the scan times nothing itself.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -14,11 +17,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use edbstress_io::blocking::{self, Target};
+
 use edbstress_engine::{HeaderReadError, read_header_from};
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_format::header::HeaderError;
 use edbstress_format::{PageSize, page_offset};
-use edbstress_io::{Access, AlignedBuf, DataFile, IoClass, IoError, IoMode, IoStats};
+use edbstress_io::{
+    Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoError, IoMode,
+    IoStats, open_backend,
+};
 use parking_lot::Mutex;
 
 /// Default bytes per BDM read.
@@ -48,6 +56,8 @@ pub struct BdmConfig {
     pub read_len: usize,
     /// Direct or buffered I/O (the instance's mode).
     pub io_mode: IoMode,
+    /// The io backend the scan reads through (`--backend`).
+    pub backend: BackendKind,
 }
 
 /// Why a scan could not be started.
@@ -251,11 +261,15 @@ impl BdmScanner {
         };
         let read_len = (config.read_len / page_size.bytes()).max(1) * page_size.bytes();
         let buf = AlignedBuf::try_new(read_len)?;
+        let mut io = open_backend(config.backend, 1)?;
+        let file_id = io.register(&file)?;
         let state = Arc::new(Mutex::new(ScanState::default()));
         let stop = StopSignal::new(stop);
         let scan = Scan {
             instance: config.instance,
             file,
+            io,
+            file_id,
             page_size,
             buf,
             page: AlignedBuf::new(page_size.bytes()),
@@ -339,10 +353,23 @@ enum PageOutcome {
     Bad(String),
 }
 
+/// Which of the scan's buffers a read fills.
+#[derive(Clone, Copy)]
+enum Buffer {
+    /// The large sequential read.
+    Scan,
+    /// A page read again on its own.
+    Page,
+}
+
 /// The scan thread's state.
 struct Scan {
     instance: u16,
     file: DataFile,
+    /// Carries, times and counts the reads (`file` registered as `file_id`); its
+    /// counters are moved into the shared state after each read.
+    io: Box<dyn IoBackend>,
+    file_id: FileId,
     page_size: PageSize,
     buf: AlignedBuf,
     page: AlignedBuf,
@@ -383,17 +410,10 @@ impl Scan {
             if !self.throttle.acquire(len, &self.stop) {
                 return false;
             }
-            let started = Instant::now();
-            let result = self.file.read_at(&mut self.buf[..len], offset);
-            let latency = started.elapsed().as_nanos() as u64;
+            let result = self.read(Buffer::Scan, len, offset);
             let got = match result {
                 Ok(n) => n - n % ps as usize,
                 Err(e) => {
-                    {
-                        let mut s = self.state.lock();
-                        s.stats
-                            .record(self.instance, IoClass::BdmRead, 0, latency, false);
-                    }
                     self.io_error(&e);
                     offset += len as u64;
                     if !self.stop.sleep(ERROR_DELAY) {
@@ -402,13 +422,6 @@ impl Scan {
                     continue;
                 }
             };
-            self.state.lock().stats.record(
-                self.instance,
-                IoClass::BdmRead,
-                got as u64,
-                latency,
-                true,
-            );
             if got == 0 {
                 // The file shrank under us: the pass ends here.
                 break;
@@ -461,26 +474,26 @@ impl Scan {
             {
                 return None;
             }
-            let started = Instant::now();
-            let result = self.file.read_exact_at(&mut self.page, offset);
-            let latency = started.elapsed().as_nanos() as u64;
-            let ok = result.is_ok();
-            {
-                let mut s = self.state.lock();
-                s.stats.record(
-                    self.instance,
-                    IoClass::BdmRead,
-                    self.page.len() as u64,
-                    latency,
-                    ok,
-                );
-                if ok {
-                    s.bytes_read += self.page.len() as u64;
+            let len = self.page.len();
+            match self.read(Buffer::Page, len, offset) {
+                Ok(n) if n == len => self.state.lock().bytes_read += len as u64,
+                Ok(n) => {
+                    let e = IoError::Io {
+                        path: self.file.path().to_path_buf(),
+                        op: "read",
+                        offset,
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::UnexpectedEof,
+                            format!("page {pgno} read back {n} of {len} bytes"),
+                        ),
+                    };
+                    self.io_error(&e);
+                    continue;
                 }
-            }
-            if let Err(e) = result {
-                self.io_error(&e);
-                continue;
+                Err(e) => {
+                    self.io_error(&e);
+                    continue;
+                }
             }
             verdict = verify_page(&self.page, pgno);
             if matches!(verdict, PageVerdict::Valid | PageVerdict::Uninitialized) {
@@ -495,6 +508,25 @@ impl Scan {
             }
             PageVerdict::Bad => PageOutcome::Bad("checksum mismatch".into()),
         })
+    }
+
+    /// One read of `len` bytes at `offset` into the scan or page buffer, through the
+    /// scan's backend; its counters join the shared state at once.
+    fn read(&mut self, into: Buffer, len: usize, offset: u64) -> Result<usize, IoError> {
+        let from = Target {
+            file: self.file_id,
+            path: self.file.path(),
+            class: IoClass::BdmRead,
+            instance: self.instance,
+        };
+        let buf = match into {
+            Buffer::Scan => &mut self.buf,
+            Buffer::Page => &mut self.page,
+        };
+        let result = blocking::read(&mut *self.io, from, buf, len, offset);
+        let counted = self.io.take_stats();
+        self.state.lock().stats.merge(&counted);
+        result
     }
 
     fn io_error(&self, e: &IoError) {

@@ -7,6 +7,9 @@
 //! and the rest once the generation is closed. Per 1 MiB file that is one 4 KiB header
 //! read and four 256 KiB reads (Jetstress: 213–233 KB per replication read).
 //!
+//! Each reader has a backend of the run's `--backend` kind (one request deep) that
+//! carries, times and counts its reads as [`IoClass::ReplicationRead`].
+//!
 //! Readers start at the generation being written when they are spawned (files of
 //! earlier runs are not shipped). With circular logging a file may be removed before a
 //! reader gets to it: it is counted as missed, which is what a passive copy falling
@@ -16,10 +19,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use edbstress_format::log::{LogPosition, SEGMENT_LEN, log_file_name, verify_log_file_header};
-use edbstress_io::{Access, AlignedBuf, DataFile, IoClass, IoError, IoMode, IoStats};
+use edbstress_io::blocking::{self, Target};
+use edbstress_io::{
+    Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoError, IoMode,
+    IoStats, open_backend,
+};
 use parking_lot::Mutex;
 
 use crate::bdm::StopSignal;
@@ -52,6 +59,8 @@ pub struct ReplicationConfig {
     /// Direct or buffered I/O; direct falls back to buffered on a filesystem that
     /// refuses it.
     pub io_mode: IoMode,
+    /// The io backend each reader reads through (`--backend`).
+    pub backend: BackendKind,
 }
 
 /// Why log replication could not be started.
@@ -67,7 +76,7 @@ pub enum ReplicationError {
         /// What is wrong with it.
         why: String,
     },
-    /// A read buffer could not be allocated.
+    /// A read buffer or a reader's backend could not be set up.
     #[error("log replication: {0}")]
     Io(#[from] IoError),
     /// A reader thread could not be started.
@@ -151,13 +160,17 @@ impl LogReplicator {
             stop: stop.clone(),
             durable_end: Arc::clone(&durable_end),
             readers: Vec::new(),
+            backend: None,
         };
         for reader in 0..config.readers {
+            let io = open_backend(config.backend, 1)?;
+            handle.backend = Some(io.name());
             let mut r = Reader {
                 instance: config.instance,
                 log_dir: config.log_dir.clone(),
                 io_mode: config.io_mode,
                 buf: AlignedBuf::try_new(read_len)?,
+                io,
                 next: first,
                 durable_end: Arc::clone(&durable_end),
                 stop: stop.clone(),
@@ -184,12 +197,20 @@ pub struct ReplicationHandle {
     durable_end: DurableEndSource,
     /// Each returns the generation it would have read next.
     readers: Vec<JoinHandle<u32>>,
+    /// "io_uring" or "threads": the kind of the readers' backends (None without readers).
+    backend: Option<&'static str>,
 }
 
 impl ReplicationHandle {
     /// The readers' I/O counters so far (cumulative).
     pub fn stats(&self) -> IoStats {
         self.state.lock().stats.clone()
+    }
+
+    /// "io_uring" or "threads": the backend kind that carries the reads (`None` when
+    /// there are no readers).
+    pub fn backend(&self) -> Option<&'static str> {
+        self.backend
     }
 
     /// Files read and missed so far.
@@ -247,6 +268,9 @@ struct Reader {
     log_dir: PathBuf,
     io_mode: IoMode,
     buf: AlignedBuf,
+    /// Carries, times and counts the reads; its counters are moved into the shared
+    /// state after each read.
+    io: Box<dyn IoBackend>,
     /// The next generation to read.
     next: u32,
     durable_end: DurableEndSource,
@@ -328,7 +352,25 @@ impl Reader {
                 return FileOutcome::Failed;
             }
         };
-        match self.read_at(&file, 0, SEGMENT_LEN) {
+        let id = match self.io.register(&file) {
+            Ok(id) => id,
+            Err(e) => {
+                self.io_error(&e);
+                return FileOutcome::Failed;
+            }
+        };
+        let outcome = self.read_registered(&file, id, len);
+        if let Err(e) = self.io.unregister(id) {
+            self.io_error(&e);
+        }
+        outcome
+    }
+
+    /// The reads of [`Reader::read_file`] once `file` (`len` bytes) is registered as
+    /// `id` with the reader's backend.
+    fn read_registered(&mut self, file: &DataFile, id: FileId, len: u64) -> FileOutcome {
+        let path = file.path();
+        match self.read_at(file, id, 0, SEGMENT_LEN) {
             Ok(_) => {
                 if let Err(e) = verify_log_file_header(&self.buf[..SEGMENT_LEN], self.next) {
                     let mut s = self.state.lock();
@@ -351,7 +393,7 @@ impl Reader {
                 self.stop.sleep(POLL_INTERVAL);
                 continue;
             }
-            match self.read_at(&file, offset, want as usize) {
+            match self.read_at(file, id, offset, want as usize) {
                 Ok(0) => break,
                 Ok(n) => offset += n as u64,
                 Err(outcome) => return outcome,
@@ -360,32 +402,34 @@ impl Reader {
         FileOutcome::Read
     }
 
-    /// One read of `want` bytes at `offset`, accounted for.
-    fn read_at(&mut self, file: &DataFile, offset: u64, want: usize) -> Result<usize, FileOutcome> {
+    /// One read of `want` bytes at `offset` through the reader's backend, which
+    /// times and counts it; its counters join the shared state at once.
+    fn read_at(
+        &mut self,
+        file: &DataFile,
+        id: FileId,
+        offset: u64,
+        want: usize,
+    ) -> Result<usize, FileOutcome> {
         // Direct I/O reads whole blocks; a tail shorter than that is read rounded up
         // and comes back short.
         let request = want.div_ceil(IO_ALIGN) * IO_ALIGN;
-        let started = Instant::now();
-        let result = file.read_at(&mut self.buf[..request], offset);
-        let latency = started.elapsed().as_nanos() as u64;
+        let from = Target {
+            file: id,
+            path: file.path(),
+            class: IoClass::ReplicationRead,
+            instance: self.instance,
+        };
+        let result = blocking::read(&mut *self.io, from, &mut self.buf, request, offset);
+        let counted = self.io.take_stats();
         let mut s = self.state.lock();
+        s.stats.merge(&counted);
         match result {
             Ok(n) => {
-                if n > 0 {
-                    s.stats.record(
-                        self.instance,
-                        IoClass::ReplicationRead,
-                        n as u64,
-                        latency,
-                        true,
-                    );
-                    s.bytes_read += n as u64;
-                }
+                s.bytes_read += n as u64;
                 Ok(n)
             }
             Err(e) => {
-                s.stats
-                    .record(self.instance, IoClass::ReplicationRead, 0, latency, false);
                 drop(s);
                 self.io_error(&e);
                 Err(FileOutcome::Failed)

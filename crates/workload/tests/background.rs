@@ -14,7 +14,7 @@ use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::{PrepareOptions, PreparePlan};
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN, log_file_name};
 use edbstress_format::{PageSize, page_offset};
-use edbstress_io::{IoClass, IoMode};
+use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::OpMix;
 use edbstress_workload::bdm::{BdmConfig, BdmError, BdmHandle, BdmScanner};
 use edbstress_workload::replication::{LogReplicator, ReplicationConfig, ReplicationError};
@@ -63,6 +63,7 @@ fn bdm_config(db_file: &Path, bytes_per_sec: f64) -> BdmConfig {
         bytes_per_sec,
         read_len: READ_LEN,
         io_mode: IoMode::Direct,
+        backend: BackendKind::Auto,
     }
 }
 
@@ -97,12 +98,34 @@ fn flip_bits(db_file: &Path, pgno: u32, bits: &[(usize, u8)]) {
 }
 
 #[test]
-fn bdm_scans_every_page_and_reports_damaged_ones() {
+fn bdm_scans_every_page_and_reports_damaged_ones_through_threads() {
+    bdm_scans_every_page_and_reports_damaged_ones(BackendKind::Threads);
+}
+
+#[test]
+fn bdm_scans_every_page_and_reports_damaged_ones_through_io_uring() {
+    if let Err(e) = edbstress_io::IoUringBackend::new(4) {
+        eprintln!("SKIP BDM through io_uring: io_uring is not usable here ({e})");
+        return;
+    }
+    bdm_scans_every_page_and_reports_damaged_ones(BackendKind::IoUring);
+}
+
+/// The scan reads through a backend of `backend`'s kind, which times and counts every
+/// read (the scan times nothing itself).
+fn bdm_scans_every_page_and_reports_damaged_ones(backend: BackendKind) {
     let dir = tempfile::tempdir().unwrap();
     let layout = prepare(dir.path());
     let stop = Arc::new(AtomicBool::new(false));
 
-    let handle = BdmScanner::spawn(bdm_config(&layout.db_file, 200e6), Arc::clone(&stop)).unwrap();
+    let handle = BdmScanner::spawn(
+        BdmConfig {
+            backend,
+            ..bdm_config(&layout.db_file, 200e6)
+        },
+        Arc::clone(&stop),
+    )
+    .unwrap();
     one_pass(&handle);
     let report = handle.stop_and_join();
     assert!(
@@ -124,11 +147,19 @@ fn bdm_scans_every_page_and_reports_damaged_ones() {
     );
     assert!(reads.ops >= DATA_PAGES * PS.bytes() as u64 / READ_LEN as u64);
     assert_eq!(report.stats.total(IoClass::BdmRead).ops, reads.ops);
+    assert_eq!((reads.errors, reads.latency.count()), (0, reads.ops));
 
     // Two flipped bits: damaged. One flipped bit elsewhere: correctable.
     flip_bits(&layout.db_file, 50, &[(1000, 3), (20000, 5)]);
     flip_bits(&layout.db_file, 60, &[(3000, 1)]);
-    let handle = BdmScanner::spawn(bdm_config(&layout.db_file, 200e6), Arc::clone(&stop)).unwrap();
+    let handle = BdmScanner::spawn(
+        BdmConfig {
+            backend,
+            ..bdm_config(&layout.db_file, 200e6)
+        },
+        Arc::clone(&stop),
+    )
+    .unwrap();
     one_pass(&handle);
     let progress = handle.progress();
     let report = handle.stop_and_join();
@@ -240,22 +271,43 @@ fn replication_config(log_dir: &Path, readers: u32) -> ReplicationConfig {
         readers,
         read_len: READ_LEN,
         io_mode: IoMode::Direct,
+        backend: BackendKind::Auto,
     }
 }
 
 #[test]
-fn replication_readers_follow_the_log_as_it_is_written() {
+fn replication_readers_follow_the_log_as_it_is_written_through_threads() {
+    replication_readers_follow_the_log(BackendKind::Threads);
+}
+
+#[test]
+fn replication_readers_follow_the_log_as_it_is_written_through_io_uring() {
+    if let Err(e) = edbstress_io::IoUringBackend::new(4) {
+        eprintln!("SKIP replication through io_uring: io_uring is not usable here ({e})");
+        return;
+    }
+    replication_readers_follow_the_log(BackendKind::IoUring);
+}
+
+/// Two readers follow a log rolling over several generations, reading through a
+/// backend of `backend`'s kind, which times and counts every read (the readers time
+/// nothing themselves).
+fn replication_readers_follow_the_log(backend: BackendKind) {
     let dir = tempfile::tempdir().unwrap();
     let layout = prepare(dir.path());
     let instance = Arc::new(open_instance(&layout, 4 << 20));
     let start = instance.log_generation();
     let source = Arc::clone(&instance);
     let handle = LogReplicator::spawn(
-        replication_config(&layout.log_dir, 2),
+        ReplicationConfig {
+            backend,
+            ..replication_config(&layout.log_dir, 2)
+        },
         Arc::new(move || source.log_durable()),
         Arc::new(AtomicBool::new(false)),
     )
     .unwrap();
+    assert_eq!(handle.backend(), Some(backend.name()));
     let body = vec![0x5a; 64 << 10];
     let mut i = 0u32;
     let mut commit = |instance: &Instance| {
@@ -303,6 +355,13 @@ fn replication_readers_follow_the_log_as_it_is_written() {
     assert_eq!(report.io_errors, 0, "{:?}", report.last_error);
     let reads = report.stats.get(1, IoClass::ReplicationRead).unwrap();
     assert_eq!(reads.bytes, report.bytes_read);
+    assert_eq!(reads.errors, 0);
+    assert_eq!(
+        reads.latency.count(),
+        reads.ops,
+        "each read timed once by the {} backend",
+        backend.name()
+    );
     // Closed files: 5 reads each; the open one: the header and whole 256 KiB reads.
     let open_bytes = reads.bytes - 2 * closed * per_file;
     let open_reads = reads.ops - 2 * closed * 5;

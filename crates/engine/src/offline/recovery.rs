@@ -24,10 +24,13 @@ use edbstress_format::log::{
     CHECKPOINT_FILE_NAME, CheckpointRecord, CheckpointState, LogPosition, LogRecord,
 };
 use edbstress_format::page::{PageHeader, flags};
-use edbstress_io::{Access, AlignedBuf, BackendKind, DataFile, IoClass, IoMode, IoStats};
+use edbstress_io::blocking::{self, Target};
+use edbstress_io::{
+    Access, AlignedBuf, BackendKind, DataFile, IoClass, IoMode, IoStats, open_backend,
+};
 use serde::Serialize;
 
-use crate::dbfile::{HeaderReadError, read_header_from, write_header};
+use crate::dbfile::{DbFileIo, HeaderReadError, read_header_from};
 use crate::error::EngineError;
 use crate::layout::InstanceLayout;
 use crate::runtime::btree::TreeState;
@@ -190,12 +193,16 @@ fn header_error(path: &std::path::Path, e: HeaderReadError) -> EngineError {
     }
 }
 
-/// Writes both copies of the checkpoint file (copy 0, made durable, then copy 1).
+/// Writes both copies of the checkpoint file (copy 0, made durable, then copy 1)
+/// through a backend of `backend`'s kind; returns what it counted (class
+/// [`IoClass::LogCheckpoint`] of `instance`).
 pub fn write_checkpoint(
     dir: &std::path::Path,
     record: &CheckpointRecord,
     io_mode: IoMode,
-) -> Result<(), EngineError> {
+    backend: BackendKind,
+    instance: u16,
+) -> Result<IoStats, EngineError> {
     let path = dir.join(CHECKPOINT_FILE_NAME);
     let file = match DataFile::open(&path, io_mode, Access::ReadWrite) {
         // Lost with both its copies: recovery started from the header's checkpoint
@@ -209,11 +216,18 @@ pub fn write_checkpoint(
     };
     let mut copy = AlignedBuf::new(4096);
     record.encode(&mut copy);
-    file.write_all_at(&copy, 0)?;
-    file.sync_data()?;
-    file.write_all_at(&copy, 4096)?;
-    file.sync_data()?;
-    Ok(())
+    let mut io = open_backend(backend, 1)?;
+    let id = io.register(&file)?;
+    let to = Target {
+        file: id,
+        path: &path,
+        class: IoClass::LogCheckpoint,
+        instance,
+    };
+    for offset in [0, 4096] {
+        blocking::write_all(&mut *io, to, &mut copy, 4096, offset, true)?;
+    }
+    Ok(io.take_stats())
 }
 
 /// Recovers one instance.
@@ -317,7 +331,8 @@ pub fn recover(
     let look_ahead = options.prefetch_records.max(1);
     let mut window: VecDeque<LogEntry> = VecDeque::with_capacity(look_ahead);
     let mut log_exhausted = false;
-    let mut torn_pages = TornPageRestorer::new(&file, page_size, &layout.log_dir);
+    let file_io = DbFileIo::open(&file, options.backend, layout.instance as u16)?;
+    let mut torn_pages = TornPageRestorer::new(file_io, page_size, &layout.log_dir);
     // Torn-write protection (the log holds page images): every page's first image is
     // handled before replay reads any page. A page may be changed after the checkpoint
     // before its first image there (a dirty period that began before the checkpoint
@@ -466,7 +481,7 @@ pub fn recover(
     report.transactions_rolled_back += pending.len() as u64;
     cache.flush_all()?;
     // Replayed pages must be durable before the checkpoint moves to the end of the log.
-    file.sync_data()?;
+    torn_pages.io.sync(IoClass::DbFlush)?;
     report.pages_prefetched = cache.counters().prefetched;
     report.io = cache.io_stats();
     report.io.merge(reader.stats());
@@ -480,7 +495,7 @@ pub fn recover(
         header.page_count = header.page_count.max(state.page_count);
         header.next_message_id = state.next_message_id;
         header.update_seq += 1;
-        write_checkpoint(
+        let checkpoint_io = write_checkpoint(
             &layout.log_dir,
             &CheckpointRecord {
                 update_seq: checkpoint_seq + 1,
@@ -490,9 +505,14 @@ pub fn recover(
                 state: state.checkpoint_state(),
             },
             options.io_mode,
+            options.backend,
+            layout.instance as u16,
         )?;
-        write_header(&file, &header)?;
+        report.io.merge(&checkpoint_io);
+        torn_pages.io.write_header(&header)?;
     }
+    // Torn-page checks and rebuilds, the final flush and the header writes.
+    report.io.merge(torn_pages.io.stats());
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }
@@ -520,7 +540,10 @@ pub fn recover(
 /// the log), a torn one is repaired. A whole page older than its image is left alone,
 /// so replay still reports it as a lost flush, not hidden.
 struct TornPageRestorer<'a> {
-    file: &'a DataFile,
+    /// The database file's I/O outside the cache: the checks read as
+    /// [`IoClass::RecoveryRead`], the rebuilds write as [`IoClass::RecoveryWrite`]
+    /// (recovery's flush and header writes use it too).
+    io: DbFileIo,
     page_size: edbstress_format::PageSize,
     log_dir: &'a std::path::Path,
     /// Pages whose first image was seen (checked, restored if needed).
@@ -540,12 +563,12 @@ struct TornPageRestorer<'a> {
 
 impl<'a> TornPageRestorer<'a> {
     fn new(
-        file: &'a DataFile,
+        io: DbFileIo,
         page_size: edbstress_format::PageSize,
         log_dir: &'a std::path::Path,
     ) -> Self {
         TornPageRestorer {
-            file,
+            io,
             page_size,
             log_dir,
             checked: HashSet::new(),
@@ -574,9 +597,12 @@ impl<'a> TornPageRestorer<'a> {
         if !self.checked.insert(pgno) {
             return Ok(());
         }
-        let page = &mut self.page;
         let offset = pgno.offset(self.page_size);
-        if self.file.read_at(page, offset)? < page.len() {
+        let read = self
+            .io
+            .read(IoClass::RecoveryRead, &mut self.page, page_len, offset)?;
+        let page = &mut self.page;
+        if read < page.len() {
             // Past the end of the file: never written, nothing torn.
             return Ok(());
         }
@@ -606,7 +632,8 @@ impl<'a> TornPageRestorer<'a> {
         } else {
             self.restored.push(pgno);
         }
-        self.file.write_all_at(rebuilt, offset)?;
+        self.io
+            .write(IoClass::RecoveryWrite, &mut self.rebuilt, page_len, offset)?;
         Ok(())
     }
 }

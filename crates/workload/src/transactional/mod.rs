@@ -329,6 +329,7 @@ impl<'a> Workbench<'a> {
                             bytes_per_sec: config.bdm_mb_per_sec * MB,
                             read_len: 256 << 10,
                             io_mode: config.io_mode,
+                            backend: config.backend,
                         },
                         background_stop.clone(),
                     )
@@ -350,6 +351,7 @@ impl<'a> Workbench<'a> {
                             readers: config.copies - 1,
                             read_len: 256 << 10,
                             io_mode: config.io_mode,
+                            backend: config.backend,
                         },
                         Arc::new(move || inst.log_durable()),
                         background_stop.clone(),

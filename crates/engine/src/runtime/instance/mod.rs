@@ -21,7 +21,7 @@ use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{Access, AlignedBuf, BackendKind, DataFile, IoClass, IoMode, IoStats};
 use parking_lot::Mutex;
 
-use crate::dbfile::{read_verified_header, write_header};
+use crate::dbfile::{DbFileIo, read_verified_header};
 use crate::error::EngineError;
 use crate::layout::InstanceLayout;
 use crate::runtime::btree::{self, TreeState};
@@ -168,6 +168,10 @@ pub struct InstanceCounters {
     pub retries: u64,
     /// Times the file was grown.
     pub growths: u64,
+    /// Pages added to the file by growth.
+    pub pages_grown: u64,
+    /// Times the database header was written (both copies, each made durable).
+    pub header_writes: u64,
 }
 
 #[derive(Default)]
@@ -177,6 +181,8 @@ struct AtomicCounters {
     reads: AtomicU64,
     retries: AtomicU64,
     growths: AtomicU64,
+    pages_grown: AtomicU64,
+    header_writes: AtomicU64,
 }
 
 impl WalSync for LogWriter {
@@ -216,10 +222,18 @@ pub struct Instance {
     /// Shared with the log writer's generation hook, which records log generations
     /// and the checkpoint in it.
     header: Arc<Mutex<DatabaseHeader>>,
+    /// The database file's I/O outside the cache (header writes, growth, the
+    /// checkpoint barrier), timed and counted by a backend of the configured kind;
+    /// shared with the log writer's generation hook and checkpoint barrier. Always
+    /// locked last (after `header`).
+    file_io: Arc<Mutex<DbFileIo>>,
+    /// `file_io`'s counters, readable while it is busy.
+    file_io_stats: Arc<Mutex<IoStats>>,
     growth: Mutex<()>,
     next_trx: AtomicU64,
     chunk_len: usize,
-    counters: AtomicCounters,
+    /// Shared with the generation hook, which counts its header writes.
+    counters: Arc<AtomicCounters>,
     /// Keeps other processes and instances off the database while this one is open.
     _lock: crate::runtime::lock::DatabaseLock,
     /// And off its log directory, whatever database path they were given.
@@ -230,7 +244,11 @@ pub struct Instance {
 /// `generation` holds data, with the checkpoint last written to `E00.chk` (so the
 /// header's checkpoint moves with the log and is a safe fallback when both checkpoint
 /// copies are lost).
-fn record_generation_in(header: Arc<Mutex<DatabaseHeader>>, file: Arc<DataFile>) -> GenerationHook {
+fn record_generation_in(
+    header: Arc<Mutex<DatabaseHeader>>,
+    file_io: Arc<Mutex<DbFileIo>>,
+    counters: Arc<AtomicCounters>,
+) -> GenerationHook {
     Box::new(move |r: GenerationRecord| {
         let mut h = header.lock();
         h.log_required = h.log_required.max(r.generation);
@@ -239,7 +257,8 @@ fn record_generation_in(header: Arc<Mutex<DatabaseHeader>>, file: Arc<DataFile>)
         h.next_unused_page = h.next_unused_page.max(r.state.next_unused_page);
         h.next_message_id = h.next_message_id.max(r.state.next_message_id);
         h.update_seq += 1;
-        write_header(&file, &h)?;
+        file_io.lock().write_header(&h)?;
+        counters.header_writes.fetch_add(1, Ordering::Relaxed);
         Ok(())
     })
 }
@@ -296,16 +315,30 @@ impl Instance {
                 next_message_id: header.next_message_id,
             },
         )?);
-        let barrier_file = Arc::clone(&file);
-        log.set_checkpoint_barrier(Box::new(move || Ok(barrier_file.sync_data()?)));
+        let file_io = Arc::new(Mutex::new(DbFileIo::open(
+            &file,
+            config.backend,
+            config.instance,
+        )?));
+        let file_io_stats = file_io.lock().stats_handle();
+        let barrier_io = Arc::clone(&file_io);
+        log.set_checkpoint_barrier(Box::new(move || {
+            Ok(barrier_io.lock().sync(IoClass::DbFlush)?)
+        }));
         // From here on the database may change: it needs recovery unless shut down cleanly.
         header.state = DbState::DirtyNeedsRecovery;
         header.update_seq += 1;
-        write_header(&file, &header)?;
+        file_io.lock().write_header(&header)?;
+        let counters = Arc::new(AtomicCounters::default());
+        counters.header_writes.fetch_add(1, Ordering::Relaxed);
         let recorded = header.log_required;
         let header = Arc::new(Mutex::new(header));
         log.set_generation_hook(
-            record_generation_in(Arc::clone(&header), Arc::clone(&file)),
+            record_generation_in(
+                Arc::clone(&header),
+                Arc::clone(&file_io),
+                Arc::clone(&counters),
+            ),
             recorded,
         );
         let header_now = header.lock().clone();
@@ -347,9 +380,11 @@ impl Instance {
             log,
             cache,
             header,
+            file_io_stats,
+            file_io,
             growth: Mutex::new(()),
             next_trx: AtomicU64::new(1),
-            counters: AtomicCounters::default(),
+            counters,
             _lock: lock,
             _log_lock: log_lock,
         })
@@ -439,23 +474,29 @@ impl Instance {
                 let page = &mut buf[i as usize * ps..(i as usize + 1) * ps];
                 crate::dbfile::format_unused_page(page, pgno + i);
             }
-            self.file
-                .write_all_at(
-                    &buf[..n as usize * ps],
+            self.file_io
+                .lock()
+                .write(
+                    IoClass::DbGrowth,
+                    &mut buf,
+                    n as usize * ps,
                     edbstress_format::page_offset(pgno, page_size),
                 )
                 .map_err(full)?;
             pgno += n;
         }
-        self.file.sync_data().map_err(full)?;
+        self.file_io.lock().sync(IoClass::DbGrowth).map_err(full)?;
         {
             let mut h = self.header.lock();
             h.page_count = new_count;
             h.update_seq += 1;
-            write_header(&self.file, &h)?;
+            self.file_io.lock().write_header(&h)?;
         }
         self.cache.lock().state().page_count = new_count;
-        self.counters.growths.fetch_add(1, Ordering::Relaxed);
+        let c = &self.counters;
+        c.growths.fetch_add(1, Ordering::Relaxed);
+        c.pages_grown.fetch_add(u64::from(add), Ordering::Relaxed);
+        c.header_writes.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -486,10 +527,13 @@ impl Instance {
         self.log.counters()
     }
 
-    /// I/O statistics of the database file and the log.
+    /// I/O statistics of the database file and the log: the cache's reads and writes,
+    /// the log writer's I/O, and the database file's bookkeeping (header writes,
+    /// growth, checkpoint barrier flushes).
     pub fn io_stats(&self) -> IoStats {
         let mut stats = self.cache.io_stats();
         stats.merge(&self.log.stats());
+        stats.merge(&self.file_io_stats.lock());
         stats
     }
 
@@ -504,6 +548,12 @@ impl Instance {
         self.log.backend_name()
     }
 
+    /// "io_uring" or "threads": the backend that carries the database file's
+    /// bookkeeping I/O (header writes, growth, checkpoint barrier flushes).
+    pub fn file_io_backend(&self) -> &'static str {
+        self.file_io.lock().backend_name()
+    }
+
     /// Transaction counters.
     pub fn counters(&self) -> InstanceCounters {
         let c = &self.counters;
@@ -513,6 +563,8 @@ impl Instance {
             reads: c.reads.load(Ordering::Relaxed),
             retries: c.retries.load(Ordering::Relaxed),
             growths: c.growths.load(Ordering::Relaxed),
+            pages_grown: c.pages_grown.load(Ordering::Relaxed),
+            header_writes: c.header_writes.load(Ordering::Relaxed),
         }
     }
 
@@ -550,10 +602,10 @@ impl Instance {
     pub fn shutdown(self) -> Result<ShutdownReport, EngineError> {
         let Instance {
             config,
-            file,
             log,
             cache,
             header,
+            file_io,
             ..
         } = self;
         cache.flush_all()?;
@@ -572,7 +624,7 @@ impl Instance {
         h.next_unused_page = state.next_unused_page.get();
         h.page_count = state.page_count;
         h.next_message_id = state.next_message_id;
-        write_header(&file, &h)?;
+        file_io.lock().write_header(&h)?;
         Ok(ShutdownReport {
             db_file: config.layout.db_file,
             log_end: end.to_string(),

@@ -1,12 +1,21 @@
-//! The checkpoint file `E00.chk`: reading it, and rewriting both copies in order.
+//! The checkpoint file `E00.chk`: reading it, and rewriting both copies in order
+//! through a backend of its own, which times and counts the writes as
+//! [`IoClass::LogCheckpoint`].
 
 use std::path::Path;
+use std::sync::Arc;
 
 use edbstress_format::log::{
     CHECKPOINT_COPY_LEN, CHECKPOINT_FILE_LEN, CHECKPOINT_FILE_NAME, CheckpointRecord,
     CheckpointState, LogFormatError, LogPosition, select_checkpoint,
 };
-use edbstress_io::{Access, AlignedBuf, DataFile, IoMode};
+use edbstress_io::blocking::{self, Target};
+use edbstress_io::{
+    Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoMode, IoStats,
+    open_backend,
+};
+
+use parking_lot::Mutex;
 
 use super::LogSignatures;
 use crate::error::EngineError;
@@ -32,9 +41,15 @@ pub fn read_checkpoint(dir: &Path, io_mode: IoMode) -> Result<CheckpointRecord, 
 }
 
 /// The checkpoint file of a log writer, open for rewriting.
-#[derive(Debug)]
 pub(crate) struct CheckpointFile {
     file: DataFile,
+    /// Carries, times and counts the writes (`file` registered as `file_id`).
+    io: Box<dyn IoBackend>,
+    file_id: FileId,
+    instance: u16,
+    /// The backend's counters as of the last write, readable without waiting for a
+    /// checkpoint in progress (its barrier may take a while).
+    published: Arc<Mutex<IoStats>>,
     copy: AlignedBuf,
     update_seq: u64,
     signatures: LogSignatures,
@@ -44,10 +59,13 @@ impl CheckpointFile {
     /// Opens (or creates) `E00.chk` in `dir`. An existing file must belong to the log
     /// stream `signatures`; a file whose copies are both damaged is taken over (it is
     /// about to be rewritten), one that is not a checkpoint file at all is refused.
+    /// Its writes go through a backend of `backend`'s kind, accounted to `instance`.
     pub(crate) fn open(
         dir: &Path,
         signatures: LogSignatures,
         io_mode: IoMode,
+        backend: BackendKind,
+        instance: u16,
     ) -> Result<CheckpointFile, EngineError> {
         let path = dir.join(CHECKPOINT_FILE_NAME);
         let (file, update_seq) = match DataFile::open(&path, io_mode, Access::ReadWrite) {
@@ -62,8 +80,14 @@ impl CheckpointFile {
             }
             Err(e) => return Err(e.into()),
         };
+        let mut io = open_backend(backend, 1)?;
+        let file_id = io.register(&file)?;
         Ok(CheckpointFile {
             file,
+            io,
+            file_id,
+            instance,
+            published: Arc::default(),
             copy: AlignedBuf::new(CHECKPOINT_COPY_LEN),
             update_seq,
             signatures,
@@ -129,11 +153,34 @@ impl CheckpointFile {
             state,
         }
         .encode(&mut self.copy);
+        let mut result = Ok(());
         for offset in [0, CHECKPOINT_COPY_LEN as u64] {
-            self.file.write_all_at(&self.copy, offset)?;
-            self.file.sync_data()?;
+            let to = Target {
+                file: self.file_id,
+                path: self.file.path(),
+                class: IoClass::LogCheckpoint,
+                instance: self.instance,
+            };
+            result = blocking::write_all(
+                &mut *self.io,
+                to,
+                &mut self.copy,
+                CHECKPOINT_COPY_LEN,
+                offset,
+                true,
+            );
+            if result.is_err() {
+                break;
+            }
         }
-        Ok(())
+        self.published.lock().clone_from(self.io.stats());
+        Ok(result?)
+    }
+
+    /// The checkpoint writes so far, as the backend counted them, updated after each
+    /// write: read it without locking the checkpoint file.
+    pub(crate) fn stats_handle(&self) -> Arc<Mutex<IoStats>> {
+        Arc::clone(&self.published)
     }
 }
 
@@ -154,7 +201,9 @@ mod tests {
             offset: 100,
         };
         {
-            let mut chk = CheckpointFile::open(dir.path(), sigs, IoMode::Direct).unwrap();
+            let mut chk =
+                CheckpointFile::open(dir.path(), sigs, IoMode::Direct, BackendKind::Auto, 0)
+                    .unwrap();
             chk.write(pos, CheckpointState::default()).unwrap();
             chk.write(pos, CheckpointState::default()).unwrap();
             assert!(dir.path().join(CHECKPOINT_FILE_NAME).exists());
@@ -163,8 +212,21 @@ mod tests {
         assert_eq!(record.checkpoint, pos);
         assert_eq!(record.update_seq, 2);
         // Reopening continues the sequence.
-        let mut chk = CheckpointFile::open(dir.path(), sigs, IoMode::Buffered).unwrap();
+        let mut chk =
+            CheckpointFile::open(dir.path(), sigs, IoMode::Buffered, BackendKind::Threads, 0)
+                .unwrap();
         chk.write(pos, CheckpointState::default()).unwrap();
+        let counted = chk
+            .stats_handle()
+            .lock()
+            .get(0, IoClass::LogCheckpoint)
+            .cloned()
+            .unwrap();
+        assert_eq!(
+            (counted.ops, counted.bytes),
+            (2, 2 * CHECKPOINT_COPY_LEN as u64),
+            "both copies written, each counted"
+        );
         assert_eq!(
             read_checkpoint(dir.path(), IoMode::Direct)
                 .unwrap()
@@ -176,7 +238,7 @@ mod tests {
             db_signature: 9,
         };
         assert!(matches!(
-            CheckpointFile::open(dir.path(), other, IoMode::Direct),
+            CheckpointFile::open(dir.path(), other, IoMode::Direct, BackendKind::Auto, 0),
             Err(EngineError::Mismatch { .. })
         ));
     }

@@ -8,7 +8,8 @@ use edbstress_format::log::{
     parse_log_file_name, repair_segment, seal_segment, segment_flags, verify_log_file_header,
     verify_segment,
 };
-use edbstress_io::{Access, AlignedBuf, DataFile, IoError, IoMode};
+use edbstress_io::blocking::{self, Target};
+use edbstress_io::{Access, AlignedBuf, DataFile, FileId, IoBackend, IoClass, IoError, IoMode};
 
 use super::LogSignatures;
 use crate::error::EngineError;
@@ -21,8 +22,30 @@ pub(crate) const CLOSED_MIN_USED: usize = SEGMENT_PAYLOAD_LEN - FRAGMENT_HEADER_
 /// Offset of the first payload byte in a segment (positions count the header).
 pub(crate) const FIRST_RECORD_OFFSET: u16 = SEGMENT_HEADER_LEN as u16;
 
-/// Zero-fill writes are issued in chunks of this size.
-const ZERO_CHUNK: usize = 256 * 1024;
+/// Zero-fill writes are issued in chunks of at most this size (one write for a log
+/// file of the default 1 MiB).
+pub(crate) const ZERO_CHUNK: usize = 1 << 20;
+
+/// A zeroed buffer for [`create_zeroed_file`] of files `len` bytes long: allocate it
+/// once and pass it to every creation (it stays all zero).
+pub(crate) fn zero_buffer(len: usize) -> Result<AlignedBuf, IoError> {
+    AlignedBuf::try_new(ZERO_CHUNK.min(len).next_multiple_of(4096))
+}
+
+/// Runs `f` with `file` registered with `io`, then unregisters it (also when `f`
+/// failed, unless the backend still holds a request on it).
+pub(crate) fn with_registered<T>(
+    io: &mut dyn IoBackend,
+    file: &DataFile,
+    f: impl FnOnce(&mut dyn IoBackend, FileId) -> Result<T, EngineError>,
+) -> Result<T, EngineError> {
+    let id = io.register(file)?;
+    let result = f(&mut *io, id);
+    let unregistered = io.unregister(id);
+    let value = result?;
+    unregistered?;
+    Ok(value)
+}
 
 /// Whether a data segment with `used` payload bytes is closed (nothing more will be
 /// appended to it; the next segment may hold data).
@@ -175,10 +198,67 @@ pub(crate) fn file_len_of(header: &LogFileHeader) -> usize {
     header.file_len as usize
 }
 
-/// Reads the whole generation file described by `header` into memory, checking that
-/// the file is as long as the header says.
-pub(crate) fn read_whole_file(
+/// Reads exactly `len` bytes at `offset` of `file` into `buf` through `io`, which
+/// times and counts them as [`IoClass::LogRead`] of `instance` (`file` registered for
+/// the duration). Reaching the end of the file first is an error.
+pub(crate) fn read_exact_via(
+    io: &mut dyn IoBackend,
     file: &DataFile,
+    instance: u16,
+    buf: &mut AlignedBuf,
+    len: usize,
+    offset: u64,
+) -> Result<(), EngineError> {
+    with_registered(io, file, |io, id| {
+        let from = Target {
+            file: id,
+            path: file.path(),
+            class: IoClass::LogRead,
+            instance,
+        };
+        let mut done = blocking::read(&mut *io, from, buf, len, offset)?;
+        while done < len {
+            // A short read (rare): the rest into a buffer of its own.
+            let mut rest = AlignedBuf::try_new(len - done)?;
+            let at = offset + done as u64;
+            let n = blocking::read(&mut *io, from, &mut rest, len - done, at)?;
+            if n == 0 {
+                return Err(EngineError::Io(IoError::Io {
+                    path: file.path().to_path_buf(),
+                    op: "read",
+                    offset: at,
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the file ends before the data read",
+                    ),
+                }));
+            }
+            buf[done..done + n].copy_from_slice(&rest[..n]);
+            done += n;
+        }
+        Ok(())
+    })
+}
+
+/// Like [`read_file_header`], through `io` (see [`read_exact_via`]).
+pub(crate) fn read_file_header_via(
+    io: &mut dyn IoBackend,
+    file: &DataFile,
+    instance: u16,
+    generation: u32,
+    signatures: LogSignatures,
+) -> Result<LogFileHeader, EngineError> {
+    let mut seg = AlignedBuf::new(SEGMENT_LEN);
+    read_exact_via(io, file, instance, &mut seg, SEGMENT_LEN, 0)?;
+    decode_file_header(&seg, file.path(), generation, signatures)
+}
+
+/// Reads the whole generation file described by `header` into memory through `io`
+/// (see [`read_exact_via`]), checking that the file is as long as the header says.
+pub(crate) fn read_whole_file_via(
+    io: &mut dyn IoBackend,
+    file: &DataFile,
+    instance: u16,
     header: &LogFileHeader,
 ) -> Result<AlignedBuf, EngineError> {
     let len = file_len_of(header);
@@ -191,7 +271,7 @@ pub(crate) fn read_whole_file(
         ));
     }
     let mut image = AlignedBuf::try_new(len)?;
-    file.read_exact_at(&mut image, 0)?;
+    read_exact_via(io, file, instance, &mut image, len, 0)?;
     Ok(image)
 }
 
@@ -337,11 +417,19 @@ pub(crate) fn unfinished_record_offset(payload: &[u8]) -> Option<usize> {
 }
 
 /// Creates `path` (replacing a leftover of an earlier attempt) as a file of `len`
-/// zero bytes written for real, and makes it durable.
+/// zero bytes written for real, and makes it durable: ESE zero-fills its log files, so
+/// that a later log write never needs the filesystem to allocate or convert an extent
+/// (which `fallocate` alone would leave it to do). The blocks are reserved first
+/// (`fallocate`, so that running out of space shows here, not in a log write), then
+/// the zeros are written from `zeros` (see [`zero_buffer`], which stays zero) and
+/// synced through `io`, which times and counts them as [`IoClass::LogCreate`].
 pub(crate) fn create_zeroed_file(
     path: &Path,
     len: usize,
     mode: IoMode,
+    io: &mut dyn IoBackend,
+    instance: u16,
+    zeros: &mut AlignedBuf,
 ) -> Result<DataFile, EngineError> {
     match std::fs::remove_file(path) {
         Ok(()) => {}
@@ -355,25 +443,32 @@ pub(crate) fn create_zeroed_file(
             }));
         }
     }
-    let fill = || -> Result<DataFile, IoError> {
+    let mut fill = |io: &mut dyn IoBackend| -> Result<DataFile, EngineError> {
         let file = DataFile::create_new(path, mode)?;
-        // Reserve the blocks first so later log writes cannot fail for lack of space,
-        // then write the zeros so those writes need no extent conversion either.
         file.allocate(len as u64)?;
-        let zeros = AlignedBuf::new(ZERO_CHUNK.min(len));
-        let mut offset = 0;
-        while offset < len {
-            let n = zeros.len().min(len - offset);
-            file.write_all_at(&zeros[..n], offset as u64)?;
-            offset += n;
-        }
-        file.sync_data()?;
+        with_registered(io, &file, |io, id| {
+            let to = Target {
+                file: id,
+                path,
+                class: IoClass::LogCreate,
+                instance,
+            };
+            let chunk = zeros.len().min(len);
+            let mut offset = 0;
+            while offset < len {
+                let n = chunk.min(len - offset);
+                blocking::write_all(&mut *io, to, zeros, n, offset as u64, false)?;
+                offset += n;
+            }
+            blocking::sync(io, to)?;
+            Ok(())
+        })?;
         Ok(file)
     };
     // A full log filesystem is the usual way a run fills its disk: say which directory
     // and how much the new file needs.
-    fill().map_err(|e| {
-        EngineError::Io(e).in_full_dir(
+    fill(io).map_err(|e| {
+        e.in_full_dir(
             "log directory",
             path.parent().unwrap_or(Path::new(".")),
             || {
@@ -387,13 +482,16 @@ pub(crate) fn create_zeroed_file(
 }
 
 /// Turns a zero-filled file into generation `header.generation`: writes the header
-/// segment, makes it durable, renames the file to its generation name and makes the
-/// directory entry durable. Returns the file reopened under its new name.
+/// segment through `io` (one durable write, class [`IoClass::LogCreate`]), renames the
+/// file to its generation name and makes the directory entry durable. Returns the file
+/// reopened under its new name.
 pub(crate) fn install_generation(
     dir: &Path,
     tmp: DataFile,
     header: &LogFileHeader,
     mode: IoMode,
+    io: &mut dyn IoBackend,
+    instance: u16,
 ) -> Result<DataFile, EngineError> {
     let target = generation_path(dir, header.generation);
     if target.exists() {
@@ -406,8 +504,15 @@ pub(crate) fn install_generation(
     }
     let mut seg = AlignedBuf::new(SEGMENT_LEN);
     header.encode(&mut seg);
-    tmp.write_all_at(&seg, 0)?;
-    tmp.sync_data()?;
+    with_registered(io, &tmp, |io, id| {
+        let to = Target {
+            file: id,
+            path: tmp.path(),
+            class: IoClass::LogCreate,
+            instance,
+        };
+        Ok(blocking::write_all(io, to, &mut seg, SEGMENT_LEN, 0, true)?)
+    })?;
     std::fs::rename(tmp.path(), &target).map_err(|source| {
         EngineError::Io(IoError::Io {
             path: tmp.path().to_path_buf(),

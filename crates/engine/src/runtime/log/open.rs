@@ -5,14 +5,16 @@
 use std::path::Path;
 
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_HEADER_LEN, SEGMENT_LEN};
-use edbstress_io::{Access, AlignedBuf, DataFile, IoClass, IoMode};
+use edbstress_io::blocking::{self, Target};
+use edbstress_io::{Access, AlignedBuf, DataFile, IoBackend, IoClass, IoMode, IoStats};
 
 use super::LogSignatures;
 use super::config::LogConfig;
 use super::files::{
     FIRST_RECORD_OFFSET, RunningChecksum, SlotState, choose_copy, classify_slot, corrupt,
     create_zeroed_file, generation_path, install_generation, is_closed, list_generations,
-    next_file_path, read_file_header, read_whole_file, seal_data_segment,
+    next_file_path, read_exact_via, read_file_header_via, read_whole_file_via, seal_data_segment,
+    with_registered, zero_buffer,
 };
 use super::reader::{LogReadOptions, LogReader};
 use crate::error::EngineError;
@@ -33,6 +35,9 @@ pub(crate) struct OpenedLog {
     pub(crate) write_seq: u64,
     /// The oldest generation with a file (for circular logging).
     pub(crate) oldest_generation: u32,
+    /// What the scan that checked the start position read, as its backend counted it
+    /// (class `LogRead`); what opening wrote is in the writer's backend.
+    pub(crate) scan_io: IoStats,
 }
 
 /// One generation file read completely, with every data slot classified.
@@ -45,16 +50,17 @@ struct GenerationImage {
 }
 
 impl GenerationImage {
+    /// Reads generation `generation` at `path` through `io` (class `LogRead`).
     fn read(
         path: &Path,
         generation: u32,
         signatures: LogSignatures,
-        mode: IoMode,
         access: Access,
+        io: &mut Reopen<'_>,
     ) -> Result<GenerationImage, EngineError> {
-        let file = DataFile::open(path, mode, access)?;
-        let header = read_file_header(&file, generation, signatures)?;
-        let mut image = read_whole_file(&file, &header)?;
+        let file = DataFile::open(path, io.mode, access)?;
+        let header = read_file_header_via(io.io, &file, io.instance, generation, signatures)?;
+        let mut image = read_whole_file_via(io.io, &file, io.instance, &header)?;
         let n = header.segment_count();
         let mut states = vec![SlotState::Unused; n];
         let mut max_seq = 0;
@@ -110,8 +116,14 @@ impl GenerationImage {
     }
 
     /// Zeroes every non-zero slot from `from` to the end of the file (stale data
-    /// beyond the end of the log would confuse a later reader) and makes it durable.
-    fn zero_from(&mut self, from: u32) -> Result<(), EngineError> {
+    /// beyond the end of the log would confuse a later reader) and makes it durable,
+    /// through `io` (class [`IoClass::LogReopen`]).
+    fn zero_from(
+        &mut self,
+        from: u32,
+        io: &mut dyn IoBackend,
+        instance: u16,
+    ) -> Result<(), EngineError> {
         let n = self.segments();
         let nonzero = |slot: u32| {
             let at = slot as usize * SEGMENT_LEN;
@@ -121,16 +133,24 @@ impl GenerationImage {
             return Ok(());
         };
         let last = (first..n).rev().find(|&s| nonzero(s)).unwrap_or(first);
-        let zeros = AlignedBuf::new(64 * SEGMENT_LEN);
-        let mut slot = first;
-        while slot <= last {
-            let count = (last + 1 - slot).min(64);
-            let len = count as usize * SEGMENT_LEN;
-            self.file
-                .write_all_at(&zeros[..len], u64::from(slot) * SEGMENT_LEN as u64)?;
-            slot += count;
-        }
-        self.file.sync_data()?;
+        let mut zeros = AlignedBuf::new(64 * SEGMENT_LEN);
+        with_registered(io, &self.file, |io, id| {
+            let to = Target {
+                file: id,
+                path: self.file.path(),
+                class: IoClass::LogReopen,
+                instance,
+            };
+            let mut slot = first;
+            while slot <= last {
+                let count = (last + 1 - slot).min(64);
+                let len = count as usize * SEGMENT_LEN;
+                let offset = u64::from(slot) * SEGMENT_LEN as u64;
+                blocking::write_all(&mut *io, to, &mut zeros, len, offset, false)?;
+                slot += count;
+            }
+            Ok(blocking::sync(io, to)?)
+        })?;
         let (a, b) = (
             first as usize * SEGMENT_LEN,
             (last as usize + 1) * SEGMENT_LEN,
@@ -149,11 +169,19 @@ fn describe(state: SlotState) -> &'static str {
     }
 }
 
+/// The backend opening the log reads and writes through (the writer's), with what it
+/// needs to open files and account the I/O.
+struct Reopen<'a> {
+    io: &'a mut dyn IoBackend,
+    instance: u16,
+    mode: IoMode,
+}
+
 /// Removes a leftover `E00tmp.log` (zero-filled, or with a header written by a roll
 /// that did not complete); refuses a file of that name that is not ours.
-fn remove_stale_next_file(dir: &Path, mode: IoMode) -> Result<(), EngineError> {
+fn remove_stale_next_file(dir: &Path, io: &mut Reopen<'_>) -> Result<(), EngineError> {
     let path = next_file_path(dir);
-    let file = match DataFile::open(&path, mode, Access::ReadOnly) {
+    let file = match DataFile::open(&path, io.mode, Access::ReadOnly) {
         Ok(file) => file,
         Err(edbstress_io::IoError::Io { source, .. })
             if source.kind() == std::io::ErrorKind::NotFound =>
@@ -167,7 +195,7 @@ fn remove_stale_next_file(dir: &Path, mode: IoMode) -> Result<(), EngineError> {
         true
     } else {
         let mut head = AlignedBuf::new(SEGMENT_LEN);
-        file.read_exact_at(&mut head, 0)?;
+        read_exact_via(io.io, &file, io.instance, &mut head, SEGMENT_LEN, 0)?;
         head.iter().all(|&b| b == 0) || crate::runtime::log::is_our_log_file(&path)
     };
     drop(file);
@@ -190,12 +218,16 @@ fn remove_stale_next_file(dir: &Path, mode: IoMode) -> Result<(), EngineError> {
 }
 
 /// Prepares the log directory of `config` for writing at `start` (see
-/// [`super::LogWriter::open`]).
+/// [`super::LogWriter::open`]). What it writes (closing the tail, zeroing stale slots,
+/// creating a generation) goes through `io`, the writer's backend, which times and
+/// counts it.
 pub(crate) fn open_for_writing(
     config: &LogConfig,
     start: LogPosition,
     checkpoint: LogPosition,
+    io: &mut dyn IoBackend,
 ) -> Result<OpenedLog, EngineError> {
+    let instance = config.instance;
     let dir = config.dir.as_path();
     let signatures = config.signatures();
     let mode = config.io_mode;
@@ -229,8 +261,14 @@ pub(crate) fn open_for_writing(
             dir.display()
         )));
     }
+    let scan_io = reader.stats().clone();
     drop(reader);
-    remove_stale_next_file(dir, mode)?;
+    let mut reopen = Reopen {
+        io: &mut *io,
+        instance,
+        mode,
+    };
+    remove_stale_next_file(dir, &mut reopen)?;
     let generations = list_generations(dir)?;
     let next_exists = generations.contains(&(g.wrapping_add(1)));
     if let Some(&beyond) = generations.iter().find(|&&x| x > g.saturating_add(1)) {
@@ -254,9 +292,20 @@ pub(crate) fn open_for_writing(
         checkpoint_at_creation: checkpoint,
         prev_generation_checksum: prev,
     };
-    let create = |header: LogFileHeader, write_seq: u64| -> Result<OpenedLog, EngineError> {
-        let tmp = create_zeroed_file(&next_file_path(dir), config.file_len, mode)?;
-        let file = install_generation(dir, tmp, &header, mode)?;
+    let create = |header: LogFileHeader,
+                  write_seq: u64,
+                  io: &mut dyn IoBackend|
+     -> Result<OpenedLog, EngineError> {
+        let mut zeros = zero_buffer(config.file_len)?;
+        let tmp = create_zeroed_file(
+            &next_file_path(dir),
+            config.file_len,
+            mode,
+            &mut *io,
+            instance,
+            &mut zeros,
+        )?;
+        let file = install_generation(dir, tmp, &header, mode, io, instance)?;
         Ok(OpenedLog {
             file,
             generation: header.generation,
@@ -265,6 +314,7 @@ pub(crate) fn open_for_writing(
             fold: RunningChecksum::seeded(header.prev_generation_checksum),
             write_seq,
             oldest_generation,
+            scan_io: scan_io.clone(),
         })
     };
 
@@ -276,11 +326,11 @@ pub(crate) fn open_for_writing(
                 path.display()
             )));
         }
-        let (prev, write_seq) = previous_generation_chain(dir, g, signatures, mode)?;
-        return create(new_header(g, prev), write_seq);
+        let (prev, write_seq) = previous_generation_chain(dir, g, signatures, &mut reopen)?;
+        return create(new_header(g, prev), write_seq, reopen.io);
     }
 
-    let mut current = GenerationImage::read(&path, g, signatures, mode, Access::ReadWrite)?;
+    let mut current = GenerationImage::read(&path, g, signatures, Access::ReadWrite, &mut reopen)?;
     let n = current.segments();
     let s0 = start.segment;
     if u32::from(s0) >= n {
@@ -306,10 +356,12 @@ pub(crate) fn open_for_writing(
     )?;
     // Keep write sequences increasing across the stream even if this file holds no
     // data yet.
-    let mut write_seq =
-        current
-            .max_seq
-            .max(last_write_seq_of(dir, g.wrapping_sub(1), signatures, mode));
+    let mut write_seq = current.max_seq.max(last_write_seq_of(
+        dir,
+        g.wrapping_sub(1),
+        signatures,
+        &mut reopen,
+    ));
     let next_index: u32 = if offset > FIRST_RECORD_OFFSET {
         let shadow = (u32::from(s0) + 1 < n).then(|| current.states[usize::from(s0) + 1]);
         let (slot, header, _) = choose_copy(current.states[usize::from(s0)], shadow, s0)
@@ -344,7 +396,7 @@ pub(crate) fn open_for_writing(
             // is the real one) and is made durable, then, if needed, to the real slot.
             let payload = copy[SEGMENT_HEADER_LEN..SEGMENT_HEADER_LEN + keep].to_vec();
             let newest_in_own_slot = slot == s0;
-            current.zero_from(u32::from(s0) + 2)?;
+            current.zero_from(u32::from(s0) + 2, &mut *reopen.io, instance)?;
             let mut seg = AlignedBuf::new(SEGMENT_LEN);
             let mut put = |current: &mut GenerationImage,
                            shadow: bool,
@@ -352,8 +404,23 @@ pub(crate) fn open_for_writing(
              -> Result<(), EngineError> {
                 seal_data_segment(&mut seg, g, s0, shadow, &payload, true, seq);
                 let slot = u64::from(s0) + u64::from(shadow);
-                current.file.write_all_at(&seg, slot * SEGMENT_LEN as u64)?;
-                current.file.sync_data()?;
+                with_registered(&mut *reopen.io, &current.file, |io, id| {
+                    let to = Target {
+                        file: id,
+                        path: current.file.path(),
+                        class: IoClass::LogReopen,
+                        instance,
+                    };
+                    let offset = slot * SEGMENT_LEN as u64;
+                    Ok(blocking::write_all(
+                        io,
+                        to,
+                        &mut seg,
+                        SEGMENT_LEN,
+                        offset,
+                        true,
+                    )?)
+                })?;
                 let at = slot as usize * SEGMENT_LEN;
                 current.image[at..at + SEGMENT_LEN].copy_from_slice(&seg);
                 Ok(())
@@ -370,7 +437,7 @@ pub(crate) fn open_for_writing(
     } else {
         u32::from(s0)
     };
-    current.zero_from(next_index)?;
+    current.zero_from(next_index, &mut *reopen.io, instance)?;
 
     if next_index < n {
         return Ok(OpenedLog {
@@ -381,6 +448,7 @@ pub(crate) fn open_for_writing(
             fold,
             write_seq,
             oldest_generation,
+            scan_io: scan_io.clone(),
         });
     }
 
@@ -389,11 +457,16 @@ pub(crate) fn open_for_writing(
         EngineError::Invalid("log generation numbers are exhausted (2^32 generations)".into())
     })?;
     if !next_exists {
-        return create(new_header(next_gen, fold.value()), write_seq);
+        return create(new_header(next_gen, fold.value()), write_seq, reopen.io);
     }
     let next_path = generation_path(dir, next_gen);
-    let mut next =
-        GenerationImage::read(&next_path, next_gen, signatures, mode, Access::ReadWrite)?;
+    let mut next = GenerationImage::read(
+        &next_path,
+        next_gen,
+        signatures,
+        Access::ReadWrite,
+        &mut reopen,
+    )?;
     if next.header.prev_generation_checksum != fold.value() {
         return Err(corrupt(
             &next_path,
@@ -404,7 +477,7 @@ pub(crate) fn open_for_writing(
             ),
         ));
     }
-    next.zero_from(1)?;
+    next.zero_from(1, reopen.io, instance)?;
     Ok(OpenedLog {
         segments: next.segments(),
         next_index: 1,
@@ -413,22 +486,29 @@ pub(crate) fn open_for_writing(
         generation: next_gen,
         file: next.file,
         oldest_generation,
+        scan_io,
     })
 }
 
 /// The write sequence of the last slot of generation `generation` (its last write),
 /// or 0 if it cannot be read.
-fn last_write_seq_of(dir: &Path, generation: u32, signatures: LogSignatures, mode: IoMode) -> u64 {
+fn last_write_seq_of(
+    dir: &Path,
+    generation: u32,
+    signatures: LogSignatures,
+    io: &mut Reopen<'_>,
+) -> u64 {
     let path = generation_path(dir, generation);
     if generation == 0 || !path.exists() {
         return 0;
     }
-    let read = || -> Result<u64, EngineError> {
-        let file = DataFile::open(&path, mode, Access::ReadOnly)?;
-        let header = read_file_header(&file, generation, signatures)?;
+    let mut read = || -> Result<u64, EngineError> {
+        let file = DataFile::open(&path, io.mode, Access::ReadOnly)?;
+        let header = read_file_header_via(io.io, &file, io.instance, generation, signatures)?;
         let last = header.segment_count() - 1;
         let mut seg = AlignedBuf::new(SEGMENT_LEN);
-        file.read_exact_at(&mut seg, (last * SEGMENT_LEN) as u64)?;
+        let offset = (last * SEGMENT_LEN) as u64;
+        read_exact_via(io.io, &file, io.instance, &mut seg, SEGMENT_LEN, offset)?;
         Ok(classify_slot(&mut seg, generation, last as u16)
             .header()
             .map_or(0, |h| h.write_seq))
@@ -442,7 +522,7 @@ fn previous_generation_chain(
     dir: &Path,
     g: u32,
     signatures: LogSignatures,
-    mode: IoMode,
+    io: &mut Reopen<'_>,
 ) -> Result<(u64, u64), EngineError> {
     let Some(prev) = g.checked_sub(1).filter(|&p| p > 0) else {
         return Ok((0, 0));
@@ -451,7 +531,7 @@ fn previous_generation_chain(
     if !path.exists() {
         return Ok((0, 0));
     }
-    let image = GenerationImage::read(&path, prev, signatures, mode, Access::ReadOnly)?;
+    let image = GenerationImage::read(&path, prev, signatures, Access::ReadOnly, io)?;
     let fold = image.fold_final_slots(
         image.segments(),
         "the previous generation must be complete before the next one starts",
@@ -468,14 +548,27 @@ mod tests {
     fn log_stale_next_file_is_removed_but_a_foreign_one_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(NEXT_LOG_FILE_NAME);
+        let mut backend =
+            edbstress_io::open_backend(edbstress_io::BackendKind::Threads, 1).unwrap();
+        let mut io = Reopen {
+            io: &mut *backend,
+            instance: 2,
+            mode: IoMode::Buffered,
+        };
         std::fs::write(&path, vec![0u8; 8192]).unwrap();
-        remove_stale_next_file(dir.path(), IoMode::Buffered).unwrap();
+        remove_stale_next_file(dir.path(), &mut io).unwrap();
         assert!(!path.exists());
         std::fs::write(&path, vec![0x55u8; 8192]).unwrap();
         assert!(matches!(
-            remove_stale_next_file(dir.path(), IoMode::Buffered),
+            remove_stale_next_file(dir.path(), &mut io),
             Err(EngineError::Mismatch { .. })
         ));
         assert!(path.exists());
+        let read = backend.stats().get(2, IoClass::LogRead).unwrap();
+        assert_eq!(
+            (read.ops, read.bytes),
+            (2, 2 * SEGMENT_LEN as u64),
+            "each check read the first segment through the backend"
+        );
     }
 }

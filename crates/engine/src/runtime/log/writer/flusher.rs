@@ -267,13 +267,20 @@ impl FlusherIo {
             checkpoint_at_creation: shared.checkpoint_to_write(),
             prev_generation_checksum: self.fold.value(),
         };
-        let file = install_generation(&shared.dir, tmp, &header, shared.io_mode)?;
         {
             let mut io = shared.log_io.lock();
+            let file = install_generation(
+                &shared.dir,
+                tmp,
+                &header,
+                shared.io_mode,
+                &mut **io,
+                shared.instance,
+            )?;
             io.unregister(self.file_id)?;
             self.file_id = io.register(&file)?;
+            self.file = file;
         }
-        self.file = file;
         self.generation = generation;
         self.segments = shared.geometry.segments_in(generation);
         self.next_index = 1;

@@ -63,6 +63,10 @@ pub type GenerationHook = Box<dyn Fn(GenerationRecord) -> Result<(), EngineError
 /// through an `Arc`. See [`crate::runtime::log`] for positions and the on-disk protocol.
 pub struct LogWriter {
     shared: Arc<Shared>,
+    /// The checkpoint file's I/O counters (see `CheckpointFile::stats_handle`).
+    checkpoint_io: Arc<Mutex<IoStats>>,
+    /// What the scan that checked the start position read at open.
+    scan_io: IoStats,
     flusher: Option<JoinHandle<()>>,
     precreator: Option<JoinHandle<()>>,
 }
@@ -96,6 +100,9 @@ impl LogWriter {
     ) -> Result<LogWriter, EngineError> {
         config.validate()?;
         let signatures = config.signatures();
+        // One write outstanding at a time: the flusher waits for each (and its sync).
+        // Opening the log (closing its tail, creating a generation) writes through it too.
+        let mut log_io = open_backend(config.backend, 1)?;
         let OpenedLog {
             file,
             generation,
@@ -104,8 +111,19 @@ impl LogWriter {
             fold,
             write_seq,
             oldest_generation,
-        } = open_for_writing(&config, start, checkpoint)?;
-        let checkpoint_file = CheckpointFile::open(&config.dir, signatures, config.io_mode)?;
+            scan_io,
+        } = open_for_writing(&config, start, checkpoint, &mut *log_io)?;
+        let checkpoint_file = CheckpointFile::open(
+            &config.dir,
+            signatures,
+            config.io_mode,
+            config.backend,
+            config.instance,
+        )?;
+        let checkpoint_io = checkpoint_file.stats_handle();
+        // The pre-creation thread's zero-fill has a backend of its own: it must not
+        // hold up log writes.
+        let precreate_io = open_backend(config.backend, 1)?;
         let geometry = Geometry {
             first_generation: generation,
             first_segments: segments,
@@ -117,8 +135,6 @@ impl LogWriter {
         };
         let start_pos = tail.at(FIRST_RECORD_OFFSET);
         let capacity = (config.buffer_len / SEGMENT_LEN).max(4);
-        // One write outstanding at a time: the flusher waits for each (and its sync).
-        let mut log_io = open_backend(config.backend, 1)?;
         let file_id = log_io.register(&file)?;
         let log_io_name = log_io.name();
         let shared = Arc::new(Shared {
@@ -189,11 +205,13 @@ impl LogWriter {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name(format!("log-precreate-{}", config.instance))
-                .spawn(move || run_precreator(shared))
+                .spawn(move || run_precreator(shared, precreate_io))
                 .map_err(spawn_err)?
         };
         let mut writer = LogWriter {
             shared: Arc::clone(&shared),
+            checkpoint_io,
+            scan_io,
             flusher: None,
             precreator: Some(precreator),
         };
@@ -406,11 +424,18 @@ impl LogWriter {
             .store(generation, Ordering::Release);
     }
 
-    /// A snapshot of this writer's log write I/O (class `LogWrite`), as the backend
-    /// that carried it counted it: one operation per write, its latency from submission
-    /// to the end of the `fdatasync` that makes it durable.
+    /// A snapshot of this writer's I/O as the backends that carried it counted it: log
+    /// writes (class `LogWrite`: one operation per write, its latency from submission
+    /// to the end of the `fdatasync` that makes it durable), and the bookkeeping —
+    /// log file creation (`LogCreate`), checkpoint file writes (`LogCheckpoint`), what
+    /// opening the log wrote (`LogReopen`) and read (`LogRead`: the scan that checked
+    /// the start position and the generation files it reopened).
     pub fn stats(&self) -> IoStats {
-        self.shared.log_io.lock().stats().clone()
+        let mut stats = self.shared.log_io.lock().stats().clone();
+        stats.merge(&self.scan_io);
+        stats.merge(&self.checkpoint_io.lock());
+        stats.merge(&self.shared.precreate.lock().stats);
+        stats
     }
 
     /// "io_uring" or "threads": the backend that carries the log writes.

@@ -1,14 +1,16 @@
 //! The pre-creation thread: makes the zero-filled, synced `E00tmp.log` in the
-//! background so that a roll to the next generation only writes its header.
+//! background so that a roll to the next generation only writes its header. Its
+//! zero-fill goes through a backend of its own (of the log's `--backend` kind), which
+//! times and counts it as [`IoClass::LogCreate`](edbstress_io::IoClass::LogCreate).
 
 use std::sync::Arc;
 
-use edbstress_io::DataFile;
+use edbstress_io::{AlignedBuf, DataFile, IoBackend, IoStats};
 
 use super::counters::bump;
 use super::shared::{PanicGuard, Shared};
 use crate::error::EngineError;
-use crate::runtime::log::files::{create_zeroed_file, next_file_path};
+use crate::runtime::log::files::{create_zeroed_file, next_file_path, zero_buffer};
 
 /// State of the background creation of `E00tmp.log`.
 #[derive(Default)]
@@ -20,6 +22,8 @@ pub(super) struct PrecreateState {
     pub(super) creating: bool,
     pub(super) stop: bool,
     pub(super) error: Option<String>,
+    /// The pre-creation backend's counters as of its last creation.
+    pub(super) stats: IoStats,
 }
 
 impl Shared {
@@ -29,7 +33,8 @@ impl Shared {
         self.precreate_cv.notify_all();
     }
 
-    /// The zero-filled next file: the pre-created one, or one made now.
+    /// The zero-filled next file: the pre-created one, or one made now (through the
+    /// log's backend, by the flusher that needs it).
     pub(super) fn take_next_file(&self) -> Result<DataFile, EngineError> {
         let path = next_file_path(&self.dir);
         {
@@ -60,13 +65,25 @@ impl Shared {
             p.wanted = false;
         }
         bump(&self.counters.roll_waits, 1);
-        create_zeroed_file(&path, self.file_len, self.io_mode)
+        let mut zeros = zero_buffer(self.file_len)?;
+        let mut io = self.log_io.lock();
+        create_zeroed_file(
+            &path,
+            self.file_len,
+            self.io_mode,
+            &mut **io,
+            self.instance,
+            &mut zeros,
+        )
     }
 }
 
-pub(super) fn run_precreator(shared: Arc<Shared>) {
+/// The pre-creation thread: makes `E00tmp.log` whenever the flusher asks, through
+/// `io`, with one zero buffer for every file.
+pub(super) fn run_precreator(shared: Arc<Shared>, mut io: Box<dyn IoBackend>) {
     let _guard = PanicGuard(&shared);
     let path = next_file_path(&shared.dir);
+    let mut zeros: Option<AlignedBuf> = None;
     loop {
         {
             let mut p = shared.precreate.lock();
@@ -79,9 +96,25 @@ pub(super) fn run_precreator(shared: Arc<Shared>) {
             p.wanted = false;
             p.creating = true;
         }
-        let result = create_zeroed_file(&path, shared.file_len, shared.io_mode);
+        let result = match &mut zeros {
+            Some(zeros) => Ok(zeros),
+            None => zero_buffer(shared.file_len)
+                .map(|buf| zeros.insert(buf))
+                .map_err(EngineError::from),
+        }
+        .and_then(|zeros| {
+            create_zeroed_file(
+                &path,
+                shared.file_len,
+                shared.io_mode,
+                &mut *io,
+                shared.instance,
+                zeros,
+            )
+        });
         let mut p = shared.precreate.lock();
         p.creating = false;
+        p.stats = io.stats().clone();
         match result {
             Ok(_) => {
                 p.ready = true;
