@@ -11,26 +11,31 @@
 #   PROFILES  exchange2007 exchange2010 exchange2013 (default: all three)
 #
 # What is kept from each reference run, per database (docs/fidelity.md, "Bench setup"):
-#   exchange2013  Dell PS6210E: 1056.7 IOPS / 6 = 176 IOPS, 833 mailboxes, 26/6 sessions
-#   exchange2010  Cisco C210:    651.7 IOPS / 8 =  81 IOPS, 312 mailboxes,  3 sessions
-#   exchange2007  (no report here): 100 IOPS, 400 mailboxes, 4 sessions
+#   exchange2013  Dell PS6210E: 1056.7 IOPS / 6 = 176 IOPS, 26/6 sessions
+#   exchange2010  Cisco C210:    651.7 IOPS / 8 =  81 IOPS,  3 sessions
+#   exchange2007  (no report here): 100 IOPS, 4 sessions
 # The runs are open loop at that rate (log write sizes and counts depend on the commit
-# rate per database). What is scaled, by one factor k = 1/4: both reports ran 256 MB of
-# cache per database; the profile's checkpoint depth is 20 MB (2007, 2010) or 100 MB
-# (2013). Cache and depth scale together, so the two time constants that decide why a
-# page is written keep their ratio (turnover = cache pages / reads/s, window = depth /
-# log bytes/s; reference: Dell 66 s vs 410 s, Cisco 177 s vs 145 s):
-#   cache 64 MiB per database (2048 pages of 32 KiB); depth 25 MiB (2013), 5 MiB (2010,
-#   2007). Reference time constants × k: Dell 16.5 s / 102 s, Cisco 44 s / 36 s.
-# k = 1/4 because the run must pass both windows before it counts: Dell's depth fills in
-# ~100–190 s (at the reference's / edbstress's log bytes per second), and 2 profiles
-# must fit in ~16 minutes. The databases (2 GiB each, 32 × the cache) dwarf the cache.
-# The Performance run lasts RAMP + MEASURE; compare.py computes the I/O rows from the
-# samples after RAMP (growth: the whole run), and prints both time constants and the
-# checkpoint depth reached.
+# rate per database). What is scaled, by one factor k = 1/4 (FIDELITY_SCALE=4), is
+# every *size* that sets why a page is written, so that the rates stay the report's:
+#   cache: 256 MB per database in both reports (1.5 GB / 6, 2 GB / 8) -> 64 MiB;
+#   checkpoint depth: the profile's, 100 MB (2013) / 20 MB (2010, 2007) -> 25 / 5 MiB;
+#   mailboxes per database: 833 (Dell) / 312 (Cisco) / 400 -> 208 / 78 / 100.
+# Then the two time constants keep their ratio — cache turnover = cache pages /
+# reads/s, checkpoint window = depth / log bytes/s (reference: Dell 66 s vs 410 s,
+# Cisco 177 s vs 145 s; × k: 16.5 / 102 s, 44 / 36 s) — and so does the hot set (each
+# mailbox's last leaves) against the cache and against the window: hot pages are never
+# evicted, only written for checkpoint depth, once per window each, so keeping the
+# report's mailboxes with a window k times shorter writes them 1/k times too often.
+# k = 1/4 because the run must pass both windows before it counts (Dell's depth fills
+# in ~100–130 s) and 2 profiles must fit in ~16 minutes. The databases (2 GiB each,
+# 32 × the cache) dwarf the cache. The Performance run lasts RAMP + MEASURE;
+# compare.py computes the I/O rows from the samples after RAMP (growth: the whole
+# run) and prints both time constants and the checkpoint depth reached.
 #
-# Environment: FIDELITY_DB_SIZE (2GiB), FIDELITY_CACHE (64MiB per database),
-#   FIDELITY_CHECKPOINT_DEPTH (the profile's depth × 1/4), FIDELITY_RAMP (180s),
+# Environment: FIDELITY_SCALE (4: k = 1/4), FIDELITY_DB_SIZE (2GiB), FIDELITY_CACHE
+#   (256MiB / FIDELITY_SCALE per database), FIDELITY_CHECKPOINT_DEPTH (the profile's
+#   depth / FIDELITY_SCALE), FIDELITY_MAILBOXES (per database: the report's /
+#   FIDELITY_SCALE), FIDELITY_RAMP (180s),
 #   FIDELITY_DURATION (measured part, 150s), FIDELITY_LOGS (20 log files per instance)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,8 +43,10 @@ dir=${1:-target/bench-fidelity}
 shift || true
 profiles=("$@")
 [ ${#profiles[@]} -eq 0 ] && profiles=(exchange2007 exchange2010 exchange2013)
+scale=${FIDELITY_SCALE:-4}
+[[ $scale =~ ^[1-9][0-9]*$ ]] || { echo "FIDELITY_SCALE must be a whole number (k = 1/FIDELITY_SCALE)" >&2; exit 2; }
 db_size=${FIDELITY_DB_SIZE:-2GiB}
-cache_per_db=${FIDELITY_CACHE:-64MiB}
+cache_per_db=${FIDELITY_CACHE:-$(( 256 / scale ))MiB}
 ramp=${FIDELITY_RAMP:-180s}
 measure=${FIDELITY_DURATION:-150s}
 logs=${FIDELITY_LOGS:-20}
@@ -56,11 +63,12 @@ cargo build --release -q -p edbstress-cli
 bin=./target/release/edbstress
 for profile in "${profiles[@]}"; do
   case $profile in
-    exchange2013) iops_per_db=176; mailboxes_per_db=833; threads=9; depth=25MiB ;;
-    exchange2010) iops_per_db=81; mailboxes_per_db=312; threads=6; depth=5MiB ;;
-    *) iops_per_db=100; mailboxes_per_db=400; threads=8; depth=5MiB ;;
+    exchange2013) iops_per_db=176; report_mailboxes=833; threads=9; depth_mib=100 ;;
+    exchange2010) iops_per_db=81; report_mailboxes=312; threads=6; depth_mib=20 ;;
+    *) iops_per_db=100; report_mailboxes=400; threads=8; depth_mib=20 ;;
   esac
-  depth=${FIDELITY_CHECKPOINT_DEPTH:-$depth}
+  depth=${FIDELITY_CHECKPOINT_DEPTH:-$(( depth_mib * 1024 / scale ))KiB}
+  mailboxes_per_db=${FIDELITY_MAILBOXES:-$(( report_mailboxes / scale ))}
   work="$dir/$profile"
   # Only a directory this script made (its marker file inside) is ever removed.
   if [ -e "$work" ]; then
