@@ -3,7 +3,7 @@
 # Jetstress reference run it is compared with (a Performance run, then a SoftRecovery
 # run) and prints the workload-shape rows next to the reference figures of
 # docs/fidelity.md with the relative difference. Not part of the test suite; about
-# 7–8 minutes per profile.
+# 6 minutes per profile.
 #
 # Usage: bench/fidelity/run.sh [DIR] [PROFILES...]
 #   DIR       scratch directory (default target/bench-fidelity); each profile's
