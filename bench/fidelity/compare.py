@@ -2,6 +2,14 @@
 """Prints one profile's workload-shape rows next to the Jetstress reference figures.
 
 Usage: compare.py PROFILE PERFORMANCE_RESULTS.json SOFT_RECOVERY_RESULTS.json
+                  [--measure-from SECONDS] [--checkpoint-depth SIZE]
+
+--measure-from: the I/O rows come from the samples after this many seconds of the
+measured period (the ramp before them lets the cache and the checkpoint reach their
+steady state); growth per I/O is over the whole run. --checkpoint-depth (e.g. 25MiB):
+prints the checkpoint window (depth / log bytes per second per database) next to the
+cache turnover (cache pages / database reads per second per database), the two time
+constants that decide why a page is written.
 
 The reference figures and the arithmetic behind each are in docs/fidelity.md
 (per database, averaged over the instances of the report's Performance and SoftRecovery
@@ -10,6 +18,7 @@ exchange2013 with the Dell PS6210E ESRP (Jetstress 2013); exchange2007 with the
 figures publicly known of Exchange 2007 (docs/fidelity.md), where one is known.
 """
 import json
+import re
 import sys
 
 # row key -> (label, tolerance)
@@ -61,11 +70,55 @@ def io(node, cls):
     return node.get("io", {}).get(cls, {}) or {}
 
 
-def measure(perf, sr):
+def totals_after(perf, start):
+    """The Total scope's I/O classes over the samples ending after `start` seconds:
+    per_sec the mean over those intervals, avg_bytes weighted by per_sec, count the
+    operations in them. None when the run has no such samples."""
+    rows = [s for s in perf.get("samples", [])
+            if s.get("scope") == "Total" and s.get("elapsed_s", 0) > start + 1e-6
+            and s.get("per_sec") is not None]
+    if not rows:
+        return None
+    interval = perf.get("parameters", {}).get("sample_interval_seconds") or 1
+    out = {}
+    for fam in {r["family"] for r in rows}:
+        fr = [r for r in rows if r["family"] == fam]
+        ops = sum(r["per_sec"] for r in fr)
+        out[fam] = {
+            "per_sec": ops / len(fr),
+            "avg_bytes": (sum(r["per_sec"] * (r.get("avg_bytes") or 0) for r in fr) / ops
+                          if ops else 0),
+            "count": ops * interval,
+        }
+    return {"io": out, "seconds": len(fr) * interval}
+
+
+def engine_after(perf, start):
+    """Per-instance engine samples after `start`: mean cache hit %, highest checkpoint
+    depth (MB) reached, over the whole run too."""
+    eng = [s for s in perf.get("samples", []) if s.get("family") == "engine"
+           and s.get("scope", "").startswith("Instance")]
+    late = [s for s in eng if s.get("elapsed_s", 0) > start + 1e-6]
+    hits = [s["cache_hit_pct"] for s in late if s.get("cache_hit_pct") is not None]
+    depth = [s["checkpoint_depth_mb"] for s in eng if s.get("checkpoint_depth_mb") is not None]
+    depth_late = [s["checkpoint_depth_mb"] for s in late
+                  if s.get("checkpoint_depth_mb") is not None]
+    return {
+        "hit_pct": sum(hits) / len(hits) if hits else None,
+        "depth_max_mb": max(depth) if depth else None,
+        "depth_late_mean_mb": sum(depth_late) / len(depth_late) if depth_late else None,
+    }
+
+
+def measure(perf, sr, start=None):
     m = {}
     insts = perf.get("instances", []) if perf else []
     n = max(len(insts), 1)
     tot = perf.get("totals", {}) if perf else {}
+    if perf and start is not None:
+        late = totals_after(perf, start)
+        if late is not None:
+            tot = late
     dr, dw = io(tot, "db_read"), io(tot, "db_write")
     lw, rr, bdm = io(tot, "log_write"), io(tot, "replication_read"), io(tot, "bdm_read")
     ios = dr.get("per_sec", 0) + dw.get("per_sec", 0)
@@ -87,7 +140,8 @@ def measure(perf, sr):
         m["bdm_reads_per_sec"] = bdm.get("per_sec", 0) / n
         m["bdm_read_bytes"] = bdm.get("avg_bytes")
         sizing = perf.get("sizing", {})
-        count = dr.get("count", 0) + dw.get("count", 0)
+        whole = perf.get("totals", {})
+        count = io(whole, "db_read").get("count", 0) + io(whole, "db_write").get("count", 0)
         # Pages taken from the end of the files (exact); older results: file sizes,
         # which grow in steps of ~1 % of the file.
         allocated = [(i.get("engine") or {}).get("allocated_bytes") for i in insts]
@@ -117,10 +171,63 @@ def load(path):
         return None
 
 
+def size_bytes(text):
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|KB|MB|GB)?", text.strip())
+    if not m:
+        sys.exit(f"compare.py: size {text!r} not understood; give e.g. 25MiB")
+    unit = {"B": 1, None: 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
+            "KB": 10**3, "MB": 10**6, "GB": 10**9}[m[2]]
+    return float(m[1]) * unit
+
+
+def time_constants(perf, start, depth):
+    """Cache turnover and checkpoint window of the measured part, per database."""
+    p = perf.get("parameters", {})
+    dbs = max(p.get("databases") or 1, 1)
+    page = p.get("page_size") or p.get("page_bytes") or 32768
+    cache_pages = (p.get("cache_max_bytes") or 0) / page  # per instance
+    late = totals_after(perf, start) if start is not None else None
+    tot = late if late is not None else perf.get("totals", {})
+    reads = io(tot, "db_read").get("per_sec", 0) / dbs
+    lw = io(tot, "log_write")
+    log_bps = lw.get("per_sec", 0) * lw.get("avg_bytes", 0) / dbs
+    eng = engine_after(perf, start or 0)
+    turnover = cache_pages / reads if reads else None
+    window = depth / log_bps if depth and log_bps else None
+    line = f"   cache {cache_pages:,.0f} pages per database, turnover "
+    line += f"{turnover:.0f} s" if turnover else "n/a"
+    if depth:
+        line += f"; checkpoint depth {depth / 2**20:.1f} MiB, window "
+        line += f"{window:.0f} s" if window else "n/a"
+    if eng["depth_max_mb"] is not None:
+        line += f"; depth reached {eng['depth_max_mb']:.1f} MB"
+        if eng["depth_late_mean_mb"] is not None:
+            line += f" (mean {eng['depth_late_mean_mb']:.1f} MB measured)"
+    if eng["hit_pct"] is not None:
+        line += f"; cache hits {eng['hit_pct']:.1f} %"
+    print(line)
+    if start is not None:
+        print(f"   rows from the samples after {start:.0f} s"
+              + ("" if late is not None else " (none: whole run)")
+              + "; growth over the whole run")
+
+
 def main():
-    profile, perf_path, sr_path = sys.argv[1:4]
+    args = sys.argv[1:]
+    start = depth = None
+    if "--measure-from" in args:
+        i = args.index("--measure-from")
+        start = float(args[i + 1].rstrip("s"))
+        del args[i:i + 2]
+    if "--checkpoint-depth" in args:
+        i = args.index("--checkpoint-depth")
+        depth = size_bytes(args[i + 1])
+        del args[i:i + 2]
+    if len(args) != 3:
+        sys.exit(__doc__)
+    profile, perf_path, sr_path = args
     perf, sr = load(perf_path), load(sr_path)
-    m = measure(perf, sr)
+    m = measure(perf, sr, start)
     ref = REFERENCE.get(profile, {})
     print(f"\n== {profile} ==")
     if perf:
@@ -129,6 +236,7 @@ def main():
               f"cache {p.get('cache_max_bytes', 0) >> 20} MiB each, {p.get('threads')} threads, "
               f"{p.get('copies')} copies, BDM {p.get('bdm')}, {perf.get('measured_seconds', 0):.0f} s; "
               f"{perf.get('achieved_transactional_iops', 0):.1f} transactional IOPS")
+        time_constants(perf, start, depth)
     print(f"   {'row':<52} {'edbstress':>11} {'reference':>11} {'diff':>8}  verdict")
     failed = 0
     for key, label, tol in ROWS:
