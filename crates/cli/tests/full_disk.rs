@@ -174,7 +174,7 @@ fn a_run_whose_expected_database_growth_does_not_fit_is_refused_before_writing()
     let db = fs.path().join("db");
     let logs = fs.path().join("logs");
     // 8 MiB database and ~28 MiB of log fit in 64 MiB; 1,050 IOPS for 60 s at the
-    // budgeted growth per I/O (~250 MiB) does not.
+    // budgeted growth per I/O (~100 MiB) does not.
     let out = command(tmp.path())
         .args(["run", "--profile", "exchange2010", "--databases", "1"])
         .args(["--database-size", "8MiB", "--mailboxes", "1000"])

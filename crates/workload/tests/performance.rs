@@ -61,7 +61,7 @@ fn open_loop_overload_fails_with_high_latency_instead_of_passing_at_lower_iops()
     let tmp = tempfile::tempdir().unwrap();
     let mut config = common::small_config(tmp.path(), TestType::Performance);
     // 200,000 transactional IOPS: far beyond this engine on any device here (and this
-    // CPU), yet a database growth budget (~2.5 GiB for 3 s) the free-space check allows.
+    // CPU), yet a database growth budget (~1 GB for 3 s) the free-space check allows.
     config.mailboxes = Some(200_000);
     config.iops_per_mailbox = 1.0;
     config.bdm = false;
