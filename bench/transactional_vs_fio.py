@@ -114,9 +114,11 @@ def edbstress_round(work, args, round_no, binary=EDB, label=""):
            "--no-verify", "--results-dir", res, "--backend", args.backend,
            "--metrics-listen", f"127.0.0.1:{port}"]
     cmd += ["--auto-tune"] if args.threads == "auto" else ["--threads", args.threads]
-    # Every round starts from the same database: a fresh copy of the prepared one.
+    # Every round starts from the same database: a fresh copy of the one this binary
+    # prepared (`ref`, or `ref-before` for --before: builds of two database format
+    # versions cannot share one).
     shutil.rmtree(os.path.join(work, "run"), ignore_errors=True)
-    shutil.copytree(os.path.join(work, "ref"), os.path.join(work, "run"))
+    shutil.copytree(os.path.join(work, "ref" + label), os.path.join(work, "run"))
     out_path = os.path.join(work, f"edbstress-round{round_no}{label}.out")
     with open(out_path, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
@@ -297,7 +299,7 @@ def main():
     # with the inserts of a run (up to ~50 MB/s on the 2-core VM: 64 MiB/s allowed) and
     # fio's file following it, and the logs (edbstress's and fio's).
     growth = args.seconds * 64 * MIB
-    check_space(base, 3 * db_bytes + 2 * growth + args.log_file_mib * MIB + 2 * (1 << 30))
+    check_space(base, (4 if args.before else 3) * db_bytes + 2 * growth + args.log_file_mib * MIB + 2 * (1 << 30))
     goal_mib = size_bytes(args.cache) / MIB * 1.1 + 64
     work = tempfile.mkdtemp(prefix="edbstress-txn-vs-fio-", dir=base)
     load_before = load()
@@ -313,8 +315,11 @@ def main():
     try:
         for d in ("ref/db", "ref/logs", "fio", "results"):
             os.makedirs(os.path.join(work, d))
-        run([EDB, "prepare", "--databases", "1", "--database-size", args.database_size,
-             "--db-path", os.path.join(work, "ref", "db"), "--log-path", os.path.join(work, "ref", "logs")])
+        for binary, ref in [(EDB, "ref")] + ([(args.before, "ref-before")] if args.before else []):
+            for d in ("db", "logs"):
+                os.makedirs(os.path.join(work, ref, d), exist_ok=True)
+            run([binary, "prepare", "--databases", "1", "--database-size", args.database_size,
+                 "--db-path", os.path.join(work, ref, "db"), "--log-path", os.path.join(work, ref, "logs")])
         mix = None
         for i in range(1, args.rounds + 1):
             # Room for a fresh copy to grow and for fio's file to follow it.
