@@ -155,12 +155,17 @@ pub fn sync(io: &mut dyn IoBackend, file: Target<'_>) -> Result<(), IoError> {
 /// (a full filesystem, a misaligned direct I/O) when it gave one, else the operating
 /// system's error with the file and offset.
 fn error(path: &Path, op: &'static str, offset: u64, source: io::Error) -> IoError {
-    if source.get_ref().is_some_and(|inner| inner.is::<IoError>()) {
-        if let Some(Ok(inner)) = source.into_inner().map(|b| b.downcast::<IoError>()) {
-            return *inner;
+    // Only an error with a payload can carry an IoError; a raw OS error is kept whole.
+    let source = if source.get_ref().is_some() {
+        let kind = source.kind();
+        match source.into_inner().map(|inner| inner.downcast::<IoError>()) {
+            Some(Ok(inner)) => return *inner,
+            Some(Err(other)) => io::Error::new(kind, other),
+            None => io::Error::from(kind),
         }
-        unreachable!("checked to hold an IoError");
-    }
+    } else {
+        source
+    };
     IoError::Io {
         path: path.to_path_buf(),
         op,
