@@ -97,6 +97,17 @@ fn flip_bits(db_file: &Path, pgno: u32, bits: &[(usize, u8)]) {
     file.sync_all().unwrap();
 }
 
+/// Whether io_uring works here; says loudly that `what` is skipped when it does not.
+fn io_uring_usable(what: &str) -> bool {
+    match edbstress_io::IoUringBackend::new(4) {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("SKIP {what} through io_uring: io_uring is not usable here ({e})");
+            false
+        }
+    }
+}
+
 #[test]
 fn bdm_scans_every_page_and_reports_damaged_ones_through_threads() {
     bdm_scans_every_page_and_reports_damaged_ones(BackendKind::Threads);
@@ -104,8 +115,7 @@ fn bdm_scans_every_page_and_reports_damaged_ones_through_threads() {
 
 #[test]
 fn bdm_scans_every_page_and_reports_damaged_ones_through_io_uring() {
-    if let Err(e) = edbstress_io::IoUringBackend::new(4) {
-        eprintln!("SKIP BDM through io_uring: io_uring is not usable here ({e})");
+    if !io_uring_usable("BDM") {
         return;
     }
     bdm_scans_every_page_and_reports_damaged_ones(BackendKind::IoUring);
@@ -282,8 +292,7 @@ fn replication_readers_follow_the_log_as_it_is_written_through_threads() {
 
 #[test]
 fn replication_readers_follow_the_log_as_it_is_written_through_io_uring() {
-    if let Err(e) = edbstress_io::IoUringBackend::new(4) {
-        eprintln!("SKIP replication through io_uring: io_uring is not usable here ({e})");
+    if !io_uring_usable("replication") {
         return;
     }
     replication_readers_follow_the_log(BackendKind::IoUring);
