@@ -174,6 +174,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let before_retries = instance.counters().retries;
     let before_cache = instance.cache_counters();
     let before_log = instance.log_counters();
+    let before_space = instance.space_counters();
     let before_cpu = cpu_split();
     let before_ops = ops.load(Ordering::Relaxed);
     let started = Instant::now();
@@ -210,6 +211,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         reads as f64 / elapsed,
         writes as f64 / elapsed,
         log_writes as f64 / elapsed
+    );
+    let space = instance.space_counters();
+    let per_txn = |now: u64, then: u64| (now - then) as f64 / ops.max(1) as f64;
+    println!(
+        "space per transaction: {:.4} pages from the file's end, {:.4} reused, {:.4} freed ({:.4} merges); leaf splits {:.4} halving, {:.4} right edge, {:.4} hotpoint",
+        per_txn(space.pages_from_end, before_space.pages_from_end),
+        per_txn(space.pages_reused, before_space.pages_reused),
+        per_txn(space.pages_freed, before_space.pages_freed),
+        per_txn(space.merges, before_space.merges),
+        per_txn(space.splits_halving, before_space.splits_halving),
+        per_txn(space.splits_right_edge, before_space.splits_right_edge),
+        per_txn(space.splits_hotpoint, before_space.splits_hotpoint),
     );
     let log = instance.log_counters();
     println!(
