@@ -9,7 +9,10 @@
 //! Seeking a random id in a random mailbox, as this bench did before 2026-11-26, found
 //! that mailbox's first message almost every time, so nearly every transaction touched
 //! the same few hundred hot pages (a 96 % hit ratio on a 2 GiB database with a 64 MiB
-//! cache). The hit ratio printed is the measured phase's.
+//! cache). The hit ratio printed is the measured phase's. It also prints where the
+//! database's pages came from and went per transaction (`Instance::space_counters`:
+//! the file's end, the free list, merges, splits by kind), the instrument of
+//! docs/fidelity.md's growth breakdown.
 //!
 //! `cargo run --release -p edbstress-engine --example engine_cpu -- DIR [DB_GIB] [CACHE_MIB] [SECONDS] [SESSIONS]`
 //! (defaults: 4 GiB, 64 MiB, 20 s, 16 sessions). Used by `bench/engine_cpu.sh`.
