@@ -11,7 +11,8 @@
 //! a new child and becomes a branch above it); leaves carry sibling links, branches do
 //! not; a branch entry is (separator key, child page number) and a key is routed to the
 //! last entry whose separator is ≤ the key (the first entry also takes smaller keys);
-//! leaves may become empty after deletes (no merges).
+//! a leaf emptied by a delete, or left under a quarter full and merged into its
+//! sibling, goes to the free-page list (branches are never merged).
 
 //!
 //! - this file: the tree state, errors, the change set (redo records and undo copies)

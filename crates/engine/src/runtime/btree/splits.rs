@@ -1,6 +1,8 @@
-//! Page splits: the upper half moves to a new page, its separator goes into the
-//! parent branch (which may split in turn), and a full root moves its records to a new
-//! child and becomes a branch above it.
+//! Page splits: the upper half moves to a new page (at the tree's right edge nothing
+//! moves and the new record starts the page; at the end of a mailbox's rows only the
+//! rows after it move, ESE's hotpoint split), its separator goes into the parent branch
+//! (which may split in turn), and a full root moves its records to a new child and
+//! becomes a branch above it.
 
 use edbstress_format::Pgno;
 use edbstress_format::page::{PageHeader, Record, flags};
@@ -195,16 +197,17 @@ fn hotpoint_split(
     data_len: usize,
     usable: usize,
 ) -> Option<usize> {
-    let mailbox = |k: &[u8]| k.get(..MAILBOX_PREFIX).map(<[u8]>::to_vec);
+    let mailbox = key.get(..MAILBOX_PREFIX)?;
+    let same_mailbox = |k: &[u8]| k.get(..MAILBOX_PREFIX) == Some(mailbox);
     let n = records.len();
     let prev = records.get(insert_at.checked_sub(1)?)?;
-    if mailbox(prev.key) != mailbox(key) {
+    if !same_mailbox(prev.key) {
         return None;
     }
     if insert_at == n {
         return Some(n);
     }
-    if mailbox(records[insert_at].key) == mailbox(key) {
+    if same_mailbox(records[insert_at].key) {
         return None;
     }
     let kept: usize = records[..insert_at]
@@ -396,4 +399,46 @@ pub(super) fn split_root(
         records: BuildRecords::Pairs(&[(&[], &child.to_le_bytes())]),
     };
     modify(g, cs, root, build)
+}
+
+#[cfg(test)]
+mod tests {
+    use edbstress_format::page::Record;
+
+    use super::hotpoint_split;
+    use crate::runtime::schema::MessageKey;
+
+    fn key(mailbox: u32, message: u64) -> [u8; 12] {
+        MessageKey { mailbox, message }.encode()
+    }
+
+    #[test]
+    fn hotpoint_splits_only_at_the_end_of_a_mailboxs_rows() {
+        let keys = [key(1, 5), key(1, 9), key(2, 3), key(2, 4)];
+        let data = [0u8; 100];
+        let records: Vec<Record<'_>> = keys
+            .iter()
+            .map(|k| Record {
+                key: k,
+                data: &data,
+            })
+            .collect();
+        let usable = 4096;
+        // After mailbox 1's last row: its rows and the new one stay, mailbox 2's move.
+        assert_eq!(
+            hotpoint_split(&records, 2, &key(1, 10), 100, usable),
+            Some(3)
+        );
+        // After the page's last row, of the same mailbox: nothing moves.
+        assert_eq!(
+            hotpoint_split(&records, 4, &key(2, 8), 100, usable),
+            Some(4)
+        );
+        // Between two rows of one mailbox, or first of its mailbox on the page: halve.
+        assert_eq!(hotpoint_split(&records, 1, &key(1, 7), 100, usable), None);
+        assert_eq!(hotpoint_split(&records, 0, &key(1, 1), 100, usable), None);
+        assert_eq!(hotpoint_split(&records, 2, &key(2, 1), 100, usable), None);
+        // The kept rows and the new one must fit the page.
+        assert_eq!(hotpoint_split(&records, 2, &key(1, 10), 100, 300), None);
+    }
 }
