@@ -9,7 +9,10 @@
 //! Seeking a random id in a random mailbox, as this bench did before 2026-11-26, found
 //! that mailbox's first message almost every time, so nearly every transaction touched
 //! the same few hundred hot pages (a 96 % hit ratio on a 2 GiB database with a 64 MiB
-//! cache). The hit ratio printed is the measured phase's.
+//! cache). The hit ratio printed is the measured phase's. It also prints where the
+//! database's pages came from and went per transaction (`Instance::space_counters`:
+//! the file's end, the free list, merges, splits by kind), the instrument of
+//! docs/fidelity.md's growth breakdown.
 //!
 //! `cargo run --release -p edbstress-engine --example engine_cpu -- DIR [DB_GIB] [CACHE_MIB] [SECONDS] [SESSIONS]`
 //! (defaults: 4 GiB, 64 MiB, 20 s, 16 sessions). Used by `bench/engine_cpu.sh`.
@@ -174,6 +177,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let before_retries = instance.counters().retries;
     let before_cache = instance.cache_counters();
     let before_log = instance.log_counters();
+    let before_space = instance.space_counters();
     let before_cpu = cpu_split();
     let before_ops = ops.load(Ordering::Relaxed);
     let started = Instant::now();
@@ -210,6 +214,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         reads as f64 / elapsed,
         writes as f64 / elapsed,
         log_writes as f64 / elapsed
+    );
+    let space = instance.space_counters();
+    let per_txn = |now: u64, then: u64| (now - then) as f64 / ops.max(1) as f64;
+    println!(
+        "space per transaction: {:.4} pages from the file's end, {:.4} reused, {:.4} freed ({:.4} merges); leaf splits {:.4} halving, {:.4} right edge, {:.4} hotpoint",
+        per_txn(space.pages_from_end, before_space.pages_from_end),
+        per_txn(space.pages_reused, before_space.pages_reused),
+        per_txn(space.pages_freed, before_space.pages_freed),
+        per_txn(space.merges, before_space.merges),
+        per_txn(space.splits_halving, before_space.splits_halving),
+        per_txn(space.splits_right_edge, before_space.splits_right_edge),
+        per_txn(space.splits_hotpoint, before_space.splits_hotpoint),
     );
     let log = instance.log_counters();
     println!(

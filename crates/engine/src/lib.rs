@@ -57,6 +57,7 @@ pub use layout::{
 };
 
 // Runtime: an open instance and what it is built of.
+pub use runtime::btree::SpaceCounters;
 pub use runtime::cache::{CacheConfig, CacheCounters, CacheGuard, FrameId, PageCache, WalSync};
 pub use runtime::content::{Compressibility, ContentGenerator};
 pub use runtime::dirlock::{LogDirLock, ensure_dir_not_held};
@@ -73,7 +74,7 @@ pub use runtime::schema::{MessageKey, MessageShape, ViewKey};
 
 // Offline: creating, recovering, verifying and damaging databases.
 pub use offline::bulkload::BulkLoadError;
-pub use offline::check::{CheckReport, deep_check};
+pub use offline::check::{CheckReport, LeafFill, deep_check};
 pub use offline::fault;
 pub use offline::prepare::{
     InstanceAction, PrepareError, PrepareOptions, PreparePlan, PrepareProgress, PrepareReport,

@@ -47,10 +47,39 @@ pub struct CheckReport {
     pub view_index_depth: u32,
     /// Pages on the free list.
     pub free_pages: u64,
+    /// Leaves of the mailbox table and how full they are.
+    pub table_leaves: LeafFill,
+    /// Leaves of the long-value tree and how full they are.
+    pub long_value_leaves: LeafFill,
+    /// Leaves of the view index and how full they are.
+    pub view_leaves: LeafFill,
     /// Problems found.
     pub problem_count: u64,
     /// The first problems.
     pub problems: Vec<String>,
+}
+
+/// How full a tree's leaves are: where a database's space goes (docs/fidelity.md,
+/// growth per transactional I/O).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct LeafFill {
+    /// Leaf pages (a root that is a leaf included).
+    pub pages: u64,
+    /// Bytes their records and tags take (page headers excluded).
+    pub used_bytes: u64,
+    /// Bytes they could hold (page size less the header, per page).
+    pub usable_bytes: u64,
+}
+
+impl LeafFill {
+    /// Used bytes as a percentage of usable bytes (0 for no leaves).
+    pub fn fill_pct(&self) -> f64 {
+        if self.usable_bytes == 0 {
+            0.0
+        } else {
+            100.0 * self.used_bytes as f64 / self.usable_bytes as f64
+        }
+    }
 }
 
 impl CheckReport {
@@ -76,6 +105,7 @@ struct TreeWalk<'a> {
     object_id: u32,
     long_value: bool,
     leaves: Vec<(u32, u32, u32)>,
+    fill: LeafFill,
     leaf_depth: Option<u32>,
     /// One bit per page: reached by a tree walk (shared by both walks).
     seen: &'a mut Vec<u64>,
@@ -207,6 +237,10 @@ impl TreeWalk<'_> {
             if records.is_empty() && !is_root {
                 self.report.empty_leaves += 1;
             }
+            let usable = self.page_size.bytes() - edbstress_format::PAGE_HEADER_LEN;
+            self.fill.pages += 1;
+            self.fill.usable_bytes += usable as u64;
+            self.fill.used_bytes += usable.saturating_sub(page.free_space()) as u64;
             // A root has no siblings (the mailbox root's `next` heads the free list).
             let (prev, next) = if is_root { (0, 0) } else { (h.prev, h.next) };
             self.leaves.push((pgno, prev, next));
@@ -300,6 +334,7 @@ pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineErr
         object_id: MAILBOX_TABLE_OBJECT_ID,
         long_value: false,
         leaves: Vec::new(),
+        fill: LeafFill::default(),
         leaf_depth: None,
         seen: &mut seen,
         visit: &mut visit_row,
@@ -307,6 +342,7 @@ pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineErr
     table.walk(MAILBOX_TABLE_ROOT.get(), 1, None, None, true)?;
     table.check_links("mailbox table");
     let table_depth = table.leaf_depth.unwrap_or(0);
+    let table_fill = table.fill;
 
     // Long values in key order: (lvid, chunks seen, bytes, chunk numbering ok).
     let mut values: Vec<(u64, u32, u64, bool)> = Vec::new();
@@ -340,6 +376,7 @@ pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineErr
         object_id: LONG_VALUE_OBJECT_ID,
         long_value: true,
         leaves: Vec::new(),
+        fill: LeafFill::default(),
         leaf_depth: None,
         seen: &mut seen,
         visit: &mut visit_chunk,
@@ -347,6 +384,7 @@ pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineErr
     lv.walk(LONG_VALUE_ROOT.get(), 1, None, None, true)?;
     lv.check_links("long-value tree");
     let lv_depth = lv.leaf_depth.unwrap_or(0);
+    let lv_fill = lv.fill;
 
     // The view index: entries in key order, each with exactly the data a view entry
     // of its key holds (bookmark and sort column).
@@ -373,6 +411,7 @@ pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineErr
         object_id: VIEW_INDEX_OBJECT_ID,
         long_value: false,
         leaves: Vec::new(),
+        fill: LeafFill::default(),
         leaf_depth: None,
         seen: &mut seen,
         visit: &mut visit_entry,
@@ -380,6 +419,10 @@ pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineErr
     view.walk(VIEW_INDEX_ROOT.get(), 1, None, None, true)?;
     view.check_links("view index");
     let view_depth = view.leaf_depth.unwrap_or(0);
+    let view_fill = view.fill;
+    report.table_leaves = table_fill;
+    report.long_value_leaves = lv_fill;
+    report.view_leaves = view_fill;
     report.view_entries = view_entries.len() as u64;
     report.view_index_depth = view_depth;
     for problem in bad_entries {

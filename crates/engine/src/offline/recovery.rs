@@ -325,6 +325,7 @@ pub fn recover(
             next_unused_page: Pgno::new(header.next_unused_page.max(saved.next_unused_page)),
             page_count: header.page_count,
             next_message_id: header.next_message_id.max(saved.next_message_id),
+            space: Default::default(),
         },
     )?;
 

@@ -165,8 +165,8 @@ impl RunConfig {
 /// Database growth per transactional I/O budgeted before a run, bytes: the engine's
 /// measured growth with the Exchange 2010/2013 mix since the view index and the
 /// realistic prepare fill, ~2 KB per transaction: 525–570 B per I/O in 60 s runs and
-/// 946–1,032 B at the reference runs' steady state, where a warm cache makes fewer I/Os
-/// per transaction (bench/fidelity; docs/fidelity.md), with a margin of ~1.5× over the
+/// 946–1,072 B at the reference runs' steady state, where a warm cache makes fewer I/Os
+/// per transaction (bench/fidelity; docs/fidelity.md), with a margin of ~1.45× over the
 /// latter. Jetstress grows its databases by ~330–520 B per transactional I/O; the
 /// check budgets what this engine does.
 pub const GROWTH_PER_TRANSACTIONAL_IO: u64 = 1536;

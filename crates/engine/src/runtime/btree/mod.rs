@@ -11,7 +11,8 @@
 //! a new child and becomes a branch above it); leaves carry sibling links, branches do
 //! not; a branch entry is (separator key, child page number) and a key is routed to the
 //! last entry whose separator is ≤ the key (the first entry also takes smaller keys);
-//! leaves may become empty after deletes (no merges).
+//! a leaf emptied by a delete, or left under a quarter full and merged into its
+//! sibling, goes to the free-page list (branches are never merged).
 
 //!
 //! - this file: the tree state, errors, the change set (redo records and undo copies)
@@ -53,6 +54,29 @@ pub struct TreeState {
     pub page_count: u32,
     /// Next message id.
     pub next_message_id: u64,
+    /// What the trees did with space since the instance opened (kept here, under the
+    /// lock and restored by an attempt's undo, so only committed changes count).
+    pub space: SpaceCounters,
+}
+
+/// Where pages came from and went, and how leaves split (instrumentation of the
+/// database's growth: docs/fidelity.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpaceCounters {
+    /// Pages taken from the end of the file (never used before).
+    pub pages_from_end: u64,
+    /// Pages taken from the free-page list.
+    pub pages_reused: u64,
+    /// Pages put on the free-page list (emptied or merged leaves).
+    pub pages_freed: u64,
+    /// Sparse leaves merged into a sibling.
+    pub merges: u64,
+    /// Leaf splits that halved the page by bytes.
+    pub splits_halving: u64,
+    /// Leaf splits at the tree's right edge (the new record starts a page).
+    pub splits_right_edge: u64,
+    /// Hotpoint splits of the mailbox table (a mailbox's appends keep its page full).
+    pub splits_hotpoint: u64,
 }
 
 impl TreeState {

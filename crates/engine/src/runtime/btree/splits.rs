@@ -1,11 +1,14 @@
-//! Page splits: the upper half moves to a new page, its separator goes into the
-//! parent branch (which may split in turn), and a full root moves its records to a new
-//! child and becomes a branch above it.
+//! Page splits: the upper half moves to a new page (at the tree's right edge nothing
+//! moves and the new record starts the page; at the end of a mailbox's rows only the
+//! rows after it move, ESE's hotpoint split), its separator goes into the parent branch
+//! (which may split in turn), and a full root moves its records to a new child and
+//! becomes a branch above it.
 
 use edbstress_format::Pgno;
 use edbstress_format::page::{PageHeader, Record, flags};
 
 use super::*;
+use crate::runtime::schema::MAILBOX_TABLE_OBJECT_ID;
 
 /// Splits page `pgno` (reached through `path`) to make room for a record with `key`
 /// and `data_len` bytes of data, which the caller then inserts by descending again.
@@ -64,14 +67,22 @@ pub(super) fn split(
     };
     // The records are read in place (no copies): the separator is copied, the moved
     // records are encoded straight into the new page's Build payload.
-    let (keep, separator, build) = {
+    let (keep, separator, build, hotpoint) = {
         let records = records_of(g, frame, pgno)?;
         // Choose the split over the combined sequence C = old[..insert_at] + new + old[insert_at..]:
         // C[..s] stays, C[s..] moves, and C[s]'s key separates the halves.
+        let hotpoint = if is_leaf && h.object_id == MAILBOX_TABLE_OBJECT_ID {
+            let usable = g.state_ref().page_size.bytes() - edbstress_format::PAGE_HEADER_LEN;
+            hotpoint_split(&records, insert_at, key, data_len, usable)
+        } else {
+            None
+        };
         let split_at = if right_edge {
             // Appending at the right edge (new messages, new long values): keep this page
             // full and start a new one with just the new record.
             n
+        } else if let Some(s) = hotpoint {
+            s
         } else {
             // Halve by bytes, at least one record on each side.
             let size = |k: &[u8], d: usize| 2 + k.len() + d + 4;
@@ -110,10 +121,18 @@ pub(super) fn split(
             next,
             records: BuildRecords::Pairs(&moved),
         };
-        (keep, separator, (build.code(), build.encode()))
+        (keep, separator, (build.code(), build.encode()), hotpoint)
     };
     let (new_pgno, new_frame, fresh) = allocate(g, cs)?;
     apply(g, cs, new_frame, new_pgno, build.0, build.1, fresh)?;
+    if is_leaf {
+        let space = &mut g.state().space;
+        match (right_edge, hotpoint.is_some()) {
+            (true, _) => space.splits_right_edge += 1,
+            (false, true) => space.splits_hotpoint += 1,
+            (false, false) => space.splits_halving += 1,
+        }
+    }
     if keep < n {
         modify(g, cs, pgno, RedoRef::Truncate { keep: keep as u16 })?;
     }
@@ -151,6 +170,53 @@ pub(super) fn split(
         new_pgno,
         pgno,
     )
+}
+
+/// Bytes a record takes in a page, its tag included (split arithmetic).
+fn split_size(key_len: usize, data_len: usize) -> usize {
+    2 + key_len + data_len + 4
+}
+
+/// Bytes of the key prefix that names a mailbox-table row's mailbox.
+const MAILBOX_PREFIX: usize = 4;
+
+/// ESE's hotpoint split (its split selection detects an insert point that keeps taking
+/// the inserts): a mailbox-table key that goes right after the last row of its mailbox
+/// on the page is a new message appended to that mailbox, and the next ones will follow
+/// it. Halving such a page would leave its lower half, the mailbox's older rows, at
+/// ~50 % for good (no insert ever lands there again); instead the page keeps everything
+/// up to the insert point, full, and only the rows after it (the next mailbox's) move,
+/// once. At the page's end nothing moves and the new row starts a page of its own.
+///
+/// Returns the split point over the combined sequence (see [`split`]), or None when
+/// the insert is not at the end of its mailbox's rows or the kept part would not fit.
+fn hotpoint_split(
+    records: &[Record<'_>],
+    insert_at: usize,
+    key: &[u8],
+    data_len: usize,
+    usable: usize,
+) -> Option<usize> {
+    let mailbox = key.get(..MAILBOX_PREFIX)?;
+    let same_mailbox = |k: &[u8]| k.get(..MAILBOX_PREFIX) == Some(mailbox);
+    let n = records.len();
+    let prev = records.get(insert_at.checked_sub(1)?)?;
+    if !same_mailbox(prev.key) {
+        return None;
+    }
+    if insert_at == n {
+        return Some(n);
+    }
+    if same_mailbox(records[insert_at].key) {
+        return None;
+    }
+    let kept: usize = records[..insert_at]
+        .iter()
+        .map(|r| split_size(r.key.len(), r.data.len()))
+        .sum::<usize>()
+        + split_size(key.len(), data_len);
+    // The new row stays with its mailbox's rows; the next mailbox's rows move.
+    (kept <= usable).then_some(insert_at + 1)
 }
 
 /// The records of a cached page, borrowed from it.
@@ -333,4 +399,46 @@ pub(super) fn split_root(
         records: BuildRecords::Pairs(&[(&[], &child.to_le_bytes())]),
     };
     modify(g, cs, root, build)
+}
+
+#[cfg(test)]
+mod tests {
+    use edbstress_format::page::Record;
+
+    use super::hotpoint_split;
+    use crate::runtime::schema::MessageKey;
+
+    fn key(mailbox: u32, message: u64) -> [u8; 12] {
+        MessageKey { mailbox, message }.encode()
+    }
+
+    #[test]
+    fn hotpoint_splits_only_at_the_end_of_a_mailboxs_rows() {
+        let keys = [key(1, 5), key(1, 9), key(2, 3), key(2, 4)];
+        let data = [0u8; 100];
+        let records: Vec<Record<'_>> = keys
+            .iter()
+            .map(|k| Record {
+                key: k,
+                data: &data,
+            })
+            .collect();
+        let usable = 4096;
+        // After mailbox 1's last row: its rows and the new one stay, mailbox 2's move.
+        assert_eq!(
+            hotpoint_split(&records, 2, &key(1, 10), 100, usable),
+            Some(3)
+        );
+        // After the page's last row, of the same mailbox: nothing moves.
+        assert_eq!(
+            hotpoint_split(&records, 4, &key(2, 8), 100, usable),
+            Some(4)
+        );
+        // Between two rows of one mailbox, or first of its mailbox on the page: halve.
+        assert_eq!(hotpoint_split(&records, 1, &key(1, 7), 100, usable), None);
+        assert_eq!(hotpoint_split(&records, 0, &key(1, 1), 100, usable), None);
+        assert_eq!(hotpoint_split(&records, 2, &key(2, 1), 100, usable), None);
+        // The kept rows and the new one must fit the page.
+        assert_eq!(hotpoint_split(&records, 2, &key(1, 10), 100, 300), None);
+    }
 }

@@ -76,6 +76,7 @@ pub(super) fn allocate(g: &mut Guard<'_>, cs: &mut ChangeSet) -> TreeResult<(Pgn
             next: h.next,
         };
         modify(g, cs, FREE_LIST_ANCHOR, links)?;
+        g.state().space.pages_reused += 1;
         return Ok((pgno, frame, false));
     }
     let pgno = g.state_ref().next_unused_page;
@@ -86,6 +87,7 @@ pub(super) fn allocate(g: &mut Guard<'_>, cs: &mut ChangeSet) -> TreeResult<(Pgn
     let frame = g.new_page_to_format(pgno).ok_or(TreeError::NoFrame)?;
     cs.created.push(frame);
     g.state().next_unused_page = pgno + 1;
+    g.state().space.pages_from_end += 1;
     Ok((pgno, frame, true))
 }
 
@@ -101,6 +103,7 @@ pub(super) fn free_page(g: &mut Guard<'_>, cs: &mut ChangeSet, pgno: Pgno) -> Tr
         records: BuildRecords::Pairs(&[]),
     };
     modify(g, cs, pgno, empty)?;
+    g.state().space.pages_freed += 1;
     modify(
         g,
         cs,
@@ -229,6 +232,7 @@ fn merge_sparse_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition) 
     for i in (0..count).rev() {
         modify(g, cs, pos.leaf, RedoRef::Delete { index: i as u16 })?;
     }
+    g.state().space.merges += 1;
     release_empty_leaf(g, cs, pos)
 }
 

@@ -24,7 +24,7 @@ use parking_lot::Mutex;
 use crate::dbfile::{DbFileIo, read_verified_header};
 use crate::error::EngineError;
 use crate::layout::InstanceLayout;
-use crate::runtime::btree::{self, TreeState};
+use crate::runtime::btree::{self, SpaceCounters, TreeState};
 use crate::runtime::cache::{CacheConfig, CacheCounters, PageCache, WalSync};
 use crate::runtime::log::{GenerationHook, GenerationRecord, LogConfig, LogCounters, LogWriter};
 use crate::runtime::schema::{MAILBOX_TABLE_ROOT, MessageKey, chunk_len};
@@ -371,6 +371,7 @@ impl Instance {
                 next_unused_page: Pgno::new(header_ref.next_unused_page),
                 page_count: header_ref.page_count,
                 next_message_id: header_ref.next_message_id,
+                space: Default::default(),
             },
         )?;
         Ok(Instance {
@@ -403,6 +404,12 @@ impl Instance {
     /// The next message id to be handed out (ids below it exist or were deleted).
     pub fn next_message_id(&self) -> u64 {
         self.cache.lock().state_ref().next_message_id
+    }
+
+    /// What the trees did with space since the instance opened: pages from the end of
+    /// the file and from the free list, pages freed, merges and splits by kind.
+    pub fn space_counters(&self) -> SpaceCounters {
+        self.cache.lock().state_ref().space
     }
 
     /// Pages allocated from the end of the file so far (the high-water mark of pages in
