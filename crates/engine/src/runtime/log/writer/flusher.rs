@@ -354,7 +354,7 @@ pub(super) fn unix_now() -> u64 {
 }
 
 /// Why the flusher started a round.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum FlushReason {
     Commit,
     Capacity,
@@ -365,6 +365,9 @@ pub(super) enum FlushReason {
 pub(super) fn run_flusher(shared: Arc<Shared>, mut io: FlusherIo) {
     let _guard = PanicGuard(&shared);
     let mut batch = Batch::default();
+    // The last round wrote only closed segments and left the tail: the next round
+    // takes everything (so a waiter for the tail is never passed over twice).
+    let mut tail_deferred = false;
     loop {
         let reason = {
             let mut st = shared.state.lock();
@@ -395,11 +398,23 @@ pub(super) fn run_flusher(shared: Arc<Shared>, mut io: FlusherIo) {
                 }
                 shared.work.wait_until(&mut st, deadline);
             };
+            // With `split_tail_write`, a round that finds closed segments and a
+            // partially filled tail writes the closed segments alone, as ESE writes
+            // its full sectors first; the tail follows in the next round, which runs
+            // at once when a commit waits for it or its lazy-flush time has come
+            // (`first_unflushed` keeps its records' age), and takes what was
+            // appended during the first write too (ESE's deferred partial write).
+            let defer_tail = shared.split_tail_write
+                && !tail_deferred
+                && !matches!(reason, FlushReason::Shutdown)
+                && !st.staged.is_empty()
+                && !st.packer.pending().is_empty();
+            tail_deferred = defer_tail;
             // The partially filled tail is closed (padded) and written once: the next
             // records start in the next segment, so no later write rewrites a segment
             // holding acknowledged commits and a torn write can only lose what it
             // was writing (docs/format.md §6.3).
-            if !st.packer.pending().is_empty() {
+            if !defer_tail && !st.packer.pending().is_empty() {
                 if let Err(e) = st.close_tail(&shared.geometry) {
                     fail(&shared, &mut st, &e);
                     return;
@@ -407,11 +422,19 @@ pub(super) fn run_flusher(shared: Arc<Shared>, mut io: FlusherIo) {
                 let here = st.next_record_position();
                 shared.current.store(here.pack(), Ordering::Release);
             }
+            let tail_since = st.first_unflushed;
             st.take_batch(&mut batch);
-            reason
+            if defer_tail {
+                st.first_unflushed = tail_since;
+            }
+            (reason, defer_tail)
         };
+        let (reason, defer_tail) = reason;
         let counters = &shared.counters;
         bump(&counters.flush_batches, 1);
+        if defer_tail {
+            bump(&counters.tail_deferrals, 1);
+        }
         match reason {
             FlushReason::Commit => bump(&counters.commit_flushes, 1),
             FlushReason::Capacity => bump(&counters.capacity_flushes, 1),
