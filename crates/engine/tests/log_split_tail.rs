@@ -75,7 +75,10 @@ fn a_commit_in_the_closed_segments_leaves_the_tail_in_the_buffer() {
     assert_eq!(end_b.segment, 2);
     writer.flush_to(end_a).unwrap();
     assert!(writer.durable() >= end_a);
-    assert!(writer.durable() < end_b, "the tail was written with nobody waiting");
+    assert!(
+        writer.durable() < end_b,
+        "the tail was written with nobody waiting"
+    );
     let c = writer.counters();
     assert_eq!((c.writes, c.tail_deferrals, c.segments_written), (1, 1, 1));
 
