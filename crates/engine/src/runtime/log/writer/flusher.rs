@@ -1,6 +1,7 @@
 //! The flusher thread and its I/O: each round takes what was appended (group commit),
 //! closes the partially filled tail segment and writes it with the closed segments
-//! before it, each once; when a file fills it rolls to the
+//! before it, each once (with `split_tail_write`, the closed segments first and the
+//! tail in the next round, when something needs it); when a file fills it rolls to the
 //! next generation, records it in the database, rewrites the checkpoint file and, with
 //! circular logging, deletes old generations.
 
@@ -354,7 +355,7 @@ pub(super) fn unix_now() -> u64 {
 }
 
 /// Why the flusher started a round.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub(super) enum FlushReason {
     Commit,
     Capacity,
@@ -369,7 +370,7 @@ pub(super) fn run_flusher(shared: Arc<Shared>, mut io: FlusherIo) {
     // takes everything (so a waiter for the tail is never passed over twice).
     let mut tail_deferred = false;
     loop {
-        let reason = {
+        let (reason, defer_tail) = {
             let mut st = shared.state.lock();
             let reason = loop {
                 if st.stop == StopMode::Abandon || st.error.is_some() {
@@ -429,7 +430,6 @@ pub(super) fn run_flusher(shared: Arc<Shared>, mut io: FlusherIo) {
             }
             (reason, defer_tail)
         };
-        let (reason, defer_tail) = reason;
         let counters = &shared.counters;
         bump(&counters.flush_batches, 1);
         if defer_tail {
