@@ -50,9 +50,12 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-fn config(layout: &InstanceLayout, torn_write_protection: bool) -> InstanceConfig {
+/// Even seeds write the log with the split tail write (the exchange2007/2010
+/// profiles), odd seeds with one write per flush (exchange2013): both under every model.
+fn config(layout: &InstanceLayout, torn_write_protection: bool, seed: u64) -> InstanceConfig {
     let mut c = buffered_config(layout);
     c.torn_write_protection = torn_write_protection;
+    c.split_tail_write = seed % 2 == 0;
     // A small cache and a shallow checkpoint: pages are written, evicted and the
     // checkpoint advances all the time, so cuts land amid page writes too.
     c.cache_min_bytes = 96 * 8192;
@@ -173,7 +176,7 @@ fn commit_until_cut(
     let mut rng = SmallRng::seed_from_u64(seed);
     let target = rng.random_range(20..300u64);
     power_cut::arm();
-    let instance = Instance::open(config(layout, setup.torn_write_protection)).unwrap();
+    let instance = Instance::open(config(layout, setup.torn_write_protection, seed)).unwrap();
     std::thread::scope(|s| {
         for session in 0..2u64 {
             let (instance, acknowledged, count, stop) = (&instance, &acknowledged, &count, &stop);
@@ -317,7 +320,7 @@ fn run_cuts(
             }
         };
         figures.pages_restored += report.pages_restored.len() as u64;
-        let instance = Instance::open(config(&layout, setup.torn_write_protection)).unwrap();
+        let instance = Instance::open(config(&layout, setup.torn_write_protection, seed)).unwrap();
         let mut lost = 0;
         for (key, (props, body)) in &acknowledged {
             match instance.read(*key, true) {

@@ -590,10 +590,16 @@ impl<S: Send> PageCache<S> {
     /// more; fault_in, prefetch, flush_all and shutdown return
     /// [`EngineError::ShutDown`] with this message.
     pub fn failed(&self) -> Option<String> {
-        if !self.shared.failed.load(Ordering::Acquire) {
+        if !self.has_failed() {
             return None;
         }
         self.shared.core.lock().failed.clone()
+    }
+
+    /// Whether the page writer failed, without taking the cache lock (a caller that
+    /// holds it must release it before [`PageCache::failed`]).
+    pub fn has_failed(&self) -> bool {
+        self.shared.failed.load(Ordering::Acquire)
     }
 
     /// The database file.

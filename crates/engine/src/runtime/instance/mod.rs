@@ -46,6 +46,9 @@ pub struct InstanceConfig {
     pub log_buffer: usize,
     /// How long lazy commits may wait for a log write.
     pub lazy_flush_interval: Duration,
+    /// Write a flush's closed log segments and its partially filled tail in two
+    /// writes (see `LogConfig::split_tail_write`).
+    pub split_tail_write: bool,
     /// Remove log generations behind the checkpoint.
     pub circular_logging: bool,
     /// Direct or buffered I/O.
@@ -79,6 +82,7 @@ impl InstanceConfig {
             checkpoint_depth: 20 << 20,
             log_buffer: 9000 * 512,
             lazy_flush_interval: Duration::from_millis(10),
+            split_tail_write: true,
             circular_logging: false,
             io_mode: IoMode::Direct,
             backend: BackendKind::Auto,
@@ -303,6 +307,7 @@ impl Instance {
                 file_len: edbstress_format::log::DEFAULT_LOG_FILE_LEN,
                 buffer_len: config.log_buffer,
                 lazy_flush_interval: config.lazy_flush_interval,
+                split_tail_write: config.split_tail_write,
                 circular: config.circular_logging,
                 io_mode: config.io_mode,
                 backend: config.backend,

@@ -60,8 +60,12 @@ impl Instance {
         // cores, each take of a contended lock can cost a sleep).
         let mut held = None;
         loop {
-            if let Some(msg) = self.cache.failed() {
-                return Err(EngineError::ShutDown(Some(msg)));
+            if self.cache.has_failed() {
+                // `failed` takes the cache lock: let go of the one a miss handed back.
+                drop(held.take());
+                if let Some(msg) = self.cache.failed() {
+                    return Err(EngineError::ShutDown(Some(msg)));
+                }
             }
             let mut g = match held.take() {
                 Some(g) => g,

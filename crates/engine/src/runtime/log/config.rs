@@ -33,6 +33,13 @@ pub struct LogConfig {
     pub buffer_len: usize,
     /// Appended records are written at the latest this long after the first of them.
     pub lazy_flush_interval: Duration,
+    /// A flush that finds closed segments and a partially filled tail writes the
+    /// closed segments first and the tail (closed) in a second write, when a commit
+    /// still waits for it or the lazy-flush time of its records has come (ESE's full
+    /// sectors, then its deferred partial-sector write: records appended meanwhile
+    /// join the second write). Off: one write takes both. The exchange2007/2010
+    /// profiles set it (docs/fidelity.md: Jetstress 2010's ~4.7 KB log writes).
+    pub split_tail_write: bool,
     /// Delete generations wholly before the checkpoint (and the retention floor).
     pub circular: bool,
     /// Direct (`O_DIRECT`) or buffered; every write is followed by `fdatasync` either way.
@@ -42,8 +49,9 @@ pub struct LogConfig {
 }
 
 impl LogConfig {
-    /// The defaults: 1 MiB files, a 9000 × 512-byte buffer, 10 ms lazy flush, no
-    /// circular logging, direct I/O, the `auto` backend.
+    /// The defaults: 1 MiB files, a 9000 × 512-byte buffer, 10 ms lazy flush, the
+    /// tail written with the closed segments before it, no circular logging, direct
+    /// I/O, the `auto` backend.
     pub fn new(
         dir: impl Into<PathBuf>,
         instance: u16,
@@ -58,6 +66,7 @@ impl LogConfig {
             file_len: DEFAULT_LOG_FILE_LEN,
             buffer_len: DEFAULT_LOG_BUFFER_LEN,
             lazy_flush_interval: DEFAULT_LAZY_FLUSH_INTERVAL,
+            split_tail_write: false,
             circular: false,
             io_mode: IoMode::Direct,
             backend: BackendKind::Auto,

@@ -30,6 +30,9 @@ pub struct LogCounters {
     pub capacity_flushes: u64,
     /// Rounds started by the lazy-flush timer.
     pub lazy_flushes: u64,
+    /// Rounds that wrote only the closed segments and left the partially filled tail
+    /// for a second write (`LogConfig::split_tail_write`).
+    pub tail_deferrals: u64,
     /// `flush_to` calls that had to wait.
     pub flush_waits: u64,
     /// Times an `append` waited for buffer space.
@@ -61,6 +64,7 @@ pub(super) struct AtomicCounters {
     pub(super) commit_flushes: AtomicU64,
     pub(super) capacity_flushes: AtomicU64,
     pub(super) lazy_flushes: AtomicU64,
+    pub(super) tail_deferrals: AtomicU64,
     pub(super) flush_waits: AtomicU64,
     pub(super) buffer_waits: AtomicU64,
     pub(super) generations_rolled: AtomicU64,
@@ -89,6 +93,7 @@ impl AtomicCounters {
             commit_flushes: get(&self.commit_flushes),
             capacity_flushes: get(&self.capacity_flushes),
             lazy_flushes: get(&self.lazy_flushes),
+            tail_deferrals: get(&self.tail_deferrals),
             flush_waits: get(&self.flush_waits),
             buffer_waits: get(&self.buffer_waits),
             generations_rolled: get(&self.generations_rolled),

@@ -1,6 +1,7 @@
 //! The flusher thread and its I/O: each round takes what was appended (group commit),
 //! closes the partially filled tail segment and writes it with the closed segments
-//! before it, each once; when a file fills it rolls to the
+//! before it, each once (with `split_tail_write`, the closed segments first and the
+//! tail in the next round, when something needs it); when a file fills it rolls to the
 //! next generation, records it in the database, rewrites the checkpoint file and, with
 //! circular logging, deletes old generations.
 
@@ -365,8 +366,11 @@ pub(super) enum FlushReason {
 pub(super) fn run_flusher(shared: Arc<Shared>, mut io: FlusherIo) {
     let _guard = PanicGuard(&shared);
     let mut batch = Batch::default();
+    // The last round wrote only closed segments and left the tail: the next round
+    // takes everything (so a waiter for the tail is never passed over twice).
+    let mut tail_deferred = false;
     loop {
-        let reason = {
+        let (reason, defer_tail) = {
             let mut st = shared.state.lock();
             let reason = loop {
                 if st.stop == StopMode::Abandon || st.error.is_some() {
@@ -395,11 +399,23 @@ pub(super) fn run_flusher(shared: Arc<Shared>, mut io: FlusherIo) {
                 }
                 shared.work.wait_until(&mut st, deadline);
             };
+            // With `split_tail_write`, a round that finds closed segments and a
+            // partially filled tail writes the closed segments alone, as ESE writes
+            // its full sectors first; the tail follows in the next round, which runs
+            // at once when a commit waits for it or its lazy-flush time has come
+            // (`first_unflushed` keeps its records' age), and takes what was
+            // appended during the first write too (ESE's deferred partial write).
+            let defer_tail = shared.split_tail_write
+                && !tail_deferred
+                && !matches!(reason, FlushReason::Shutdown)
+                && !st.staged.is_empty()
+                && !st.packer.pending().is_empty();
+            tail_deferred = defer_tail;
             // The partially filled tail is closed (padded) and written once: the next
             // records start in the next segment, so no later write rewrites a segment
             // holding acknowledged commits and a torn write can only lose what it
             // was writing (docs/format.md §6.3).
-            if !st.packer.pending().is_empty() {
+            if !defer_tail && !st.packer.pending().is_empty() {
                 if let Err(e) = st.close_tail(&shared.geometry) {
                     fail(&shared, &mut st, &e);
                     return;
@@ -407,11 +423,18 @@ pub(super) fn run_flusher(shared: Arc<Shared>, mut io: FlusherIo) {
                 let here = st.next_record_position();
                 shared.current.store(here.pack(), Ordering::Release);
             }
+            let tail_since = st.first_unflushed;
             st.take_batch(&mut batch);
-            reason
+            if defer_tail {
+                st.first_unflushed = tail_since;
+            }
+            (reason, defer_tail)
         };
         let counters = &shared.counters;
         bump(&counters.flush_batches, 1);
+        if defer_tail {
+            bump(&counters.tail_deferrals, 1);
+        }
         match reason {
             FlushReason::Commit => bump(&counters.commit_flushes, 1),
             FlushReason::Capacity => bump(&counters.capacity_flushes, 1),

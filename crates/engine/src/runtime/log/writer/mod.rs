@@ -145,6 +145,7 @@ impl LogWriter {
             file_len: config.file_len,
             circular: config.circular,
             lazy_flush_interval: config.lazy_flush_interval,
+            split_tail_write: config.split_tail_write,
             geometry,
             max_record_body: (segments.min(geometry.segments).saturating_sub(1) as usize
                 * CLOSED_MIN_USED)

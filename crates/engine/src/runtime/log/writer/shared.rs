@@ -160,6 +160,8 @@ pub(super) struct Shared {
     pub(super) file_len: usize,
     pub(super) circular: bool,
     pub(super) lazy_flush_interval: Duration,
+    /// Write closed segments and the partially filled tail in two writes.
+    pub(super) split_tail_write: bool,
     pub(super) geometry: Geometry,
     /// Largest record body: it must fit in one file.
     pub(super) max_record_body: usize,
