@@ -181,6 +181,20 @@ def measure(perf, sr, start=None):
     return m
 
 
+def by_volume(perf):
+    return perf.get("achieved_iops_basis") == "database_volume_transfers"
+
+
+def own_iops(perf):
+    """The run's transactional IOPS: the report's figure, except under exchange2007's
+    volume-based one (Jetstress 2007 counts every transfer on the database volume),
+    where it is this run's own database reads and writes per second."""
+    if not by_volume(perf):
+        return perf.get("achieved_transactional_iops", 0)
+    tot = perf.get("totals", {})
+    return io(tot, "db_read").get("per_sec", 0) + io(tot, "db_write").get("per_sec", 0)
+
+
 def load(path):
     try:
         with open(path) as f:
@@ -254,7 +268,12 @@ def main():
         print(f"   {p.get('databases')} databases of {p.get('database_bytes', 0) >> 20} MiB, "
               f"cache {p.get('cache_max_bytes', 0) >> 20} MiB each, {p.get('threads')} threads, "
               f"{p.get('copies')} copies, BDM {p.get('bdm')}, {perf.get('measured_seconds', 0):.0f} s; "
-              f"{perf.get('achieved_transactional_iops', 0):.1f} transactional IOPS")
+              f"{own_iops(perf):.1f} transactional IOPS")
+        if by_volume(perf):
+            # exchange2007 judges as Jetstress 2007: transfers on the database
+            # volume, which on a shared VM include other work's I/O.
+            print(f"   (the report's achieved IOPS, transfers on the database volume: "
+                  f"{perf.get('achieved_transactional_iops', 0):.1f})")
         time_constants(perf, start, depth)
     print(f"   {'row':<52} {'edbstress':>11} {'reference':>11} {'diff':>8}  verdict")
     failed = 0
