@@ -15,8 +15,9 @@ The reference figures and the arithmetic behind each are in docs/fidelity.md
 (per database, averaged over the instances of the report's Performance and SoftRecovery
 appendices). exchange2010 is compared with the Cisco UCS C210 ESRP (Jetstress 2010),
 exchange2013 with the Dell PS6210E ESRP (Jetstress 2013); exchange2007 with the
-bands Jetstress 2007's tuning aims at (docs/fidelity.md), where one is published:
-those rows are judged in or out of the band.
+bands the Jetstress of the 2003/2007 generation tunes its mix towards (docs/fidelity.md,
+no 2007 ESRP table was readable), where one is published: those rows are judged in or
+out of the band.
 """
 import json
 import re
