@@ -13,7 +13,8 @@
 # What is kept from each reference run, per database (docs/fidelity.md, "Bench setup"):
 #   exchange2013  Dell PS6210E: 1056.7 IOPS / 6 = 176 IOPS, 26/6 sessions
 #   exchange2010  Cisco C210:    651.7 IOPS / 8 =  81 IOPS,  3 sessions
-#   exchange2007  (no report here): 100 IOPS, 4 sessions
+#   exchange2007  (no 2007 report readable here): 100 IOPS, 4 sessions, 400 mailboxes;
+#                 compared with the bands Jetstress tunes towards (docs/fidelity.md)
 # The runs are open loop at that rate (log write sizes and counts depend on the commit
 # rate per database). What is scaled, by one factor k = 1/4 (FIDELITY_SCALE=4), is
 # every *size* that sets why a page is written, so that the rates stay the report's:

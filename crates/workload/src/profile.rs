@@ -61,7 +61,7 @@ pub struct ProfileDefaults {
     /// Checkpoint depth, bytes.
     pub checkpoint_depth: u64,
     /// Largest database write of contiguous dirty pages, bytes: one page for ESE 2007
-    /// (its ESRP reports show ~8 KB transfers), ESE's documented default
+    /// (Exchange 2007 transfers its 8 KB page; docs/fidelity.md), ESE's documented default
     /// `JET_paramMaxCoalesceWriteSize` (384 KiB) for 2010/2013. How large writes are on
     /// average follows from which neighbours are dirty and durable when a page is
     /// written (docs/fidelity.md: ~36 KB in the 2010 and 2013 reports).
