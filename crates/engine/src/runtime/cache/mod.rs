@@ -196,6 +196,9 @@ pub struct PageCache<S: Send> {
 pub struct CacheGuard<'a, S> {
     core: MutexGuard<'a, Core<S>>,
     shared: &'a Shared<S>,
+    /// A page `new_page` could not create because it was being read or written out:
+    /// the next wait for frames with this guard first waits for that to end.
+    blocked_on: Option<Pgno>,
 }
 
 impl<S: Send + 'static> PageCache<S> {
@@ -265,6 +268,7 @@ impl<S: Send + 'static> PageCache<S> {
         CacheGuard {
             core: self.shared.core.lock(),
             shared: &self.shared,
+            blocked_on: None,
         }
     }
 
@@ -306,6 +310,13 @@ impl<S: Send + 'static> PageCache<S> {
                 core.counts.misses += 1;
             }
             if core.reading.contains(&pgno) {
+                shared.read_done.wait(core);
+                continue;
+            }
+            if let Some(out) = core.writing_out.iter_mut().find(|w| w.pgno == pgno) {
+                // Its eviction write carries the frame's buffer: the write's end puts
+                // the page back in the map for us, and no read is needed.
+                out.wanted = true;
                 shared.read_done.wait(core);
                 continue;
             }
@@ -421,7 +432,16 @@ impl<S: Send + 'static> PageCache<S> {
 
     fn wait_frames(&self, guard: &mut CacheGuard<'_, S>, count: usize) -> Result<(), EngineError> {
         let shared = &*self.shared;
+        let blocked_on = guard.blocked_on.take();
         let core = &mut guard.core;
+        if let Some(pgno) = blocked_on {
+            // new_page refused this page while it was read or written out: retrying
+            // before that ends would only find it in transit again.
+            while core.in_transit(pgno) {
+                shared.check(core)?;
+                shared.read_done.wait(core);
+            }
+        }
         let mut stalled: Option<Instant> = None;
         let result = loop {
             if let Err(e) = shared.check(core) {
@@ -730,7 +750,9 @@ impl<S> CacheGuard<'_, S> {
 
     /// A frame for page `pgno`, which is being created: zero-filled and not read (the
     /// caller formats it and marks it dirty), or the cached page if there is one. `None`
-    /// when no frame is free: call [`PageCache::wait_for_frame`] and retry.
+    /// when no frame is free, or while the page is being read or written out of its
+    /// frame: call [`PageCache::wait_for_frame`] with this guard (it waits for either)
+    /// and retry.
     pub fn new_page(&mut self, pgno: Pgno) -> Option<FrameId> {
         self.create_page(pgno, true)
     }
@@ -746,7 +768,14 @@ impl<S> CacheGuard<'_, S> {
         if let Some(f) = self.lookup(pgno) {
             return Some(f);
         }
-        if pgno == Pgno::NONE || self.core.reading.contains(&pgno) {
+        if pgno == Pgno::NONE {
+            return None;
+        }
+        if self.core.in_transit(pgno) {
+            if let Some(out) = self.core.writing_out.iter_mut().find(|w| w.pgno == pgno) {
+                out.wanted = true;
+            }
+            self.blocked_on = Some(pgno);
             return None;
         }
         let f = self.core.take_frame()?;

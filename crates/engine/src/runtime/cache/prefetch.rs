@@ -112,7 +112,7 @@ impl Prefetcher {
                     let pgno = pgnos[next];
                     if pgno == Pgno::NONE
                         || core.map.contains_key(&pgno)
-                        || core.reading.contains(&pgno)
+                        || core.in_transit(pgno)
                     {
                         next += 1;
                         continue;
