@@ -49,7 +49,8 @@ use edbstress_format::Pgno;
 use edbstress_format::checksum::{PageVerdict, repair_page, verify_page};
 use edbstress_format::log::LogPosition;
 use edbstress_io::{
-    AlignedBuf, BackendPool, DataFile, FileId, IoBackend, IoOp, IoRequest, IoStats, open_backend,
+    AlignedBuf, BackendPool, DataFile, FileId, IoBackend, IoMode, IoOp, IoRequest, IoStats,
+    open_backend,
 };
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
@@ -211,6 +212,11 @@ impl<S: Send + 'static> PageCache<S> {
         state: S,
     ) -> Result<Self, EngineError> {
         config.validate()?;
+        if file.mode() == IoMode::Direct {
+            // Cached pages of the database (a copy made just before the run) would make
+            // each first write of a page a write-back-and-invalidate in a kernel worker.
+            file.drop_cached_pages();
+        }
         let page_len = config.page_size.bytes();
         // Short against the residence time of an unreferenced page (at least a cache's
         // worth of misses) yet longer than a transaction's burst of references.
