@@ -211,6 +211,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         writes as f64 / elapsed,
         log_writes as f64 / elapsed
     );
+    println!(
+        "pages written per second: {:.0} to refill the available pool (evictions), {:.0} for checkpoint depth; {:.2} pages per write",
+        (c.pool_flushes - before_cache.pool_flushes) as f64 / elapsed,
+        (c.checkpoint_flushes - before_cache.checkpoint_flushes) as f64 / elapsed,
+        (c.pages_written - before_cache.pages_written) as f64
+            / (c.writes - before_cache.writes).max(1) as f64
+    );
     let log = instance.log_counters();
     println!(
         "log per second: {:.0} flush batches, {:.0} writes with fdatasync, {:.1} MB, {:.1} files rolled",
