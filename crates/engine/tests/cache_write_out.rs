@@ -196,7 +196,11 @@ fn pages_in_flight<'scope>(
     assert!(!out.is_empty(), "no page is being written out of its frame");
     let c = cache.counters();
     assert_eq!(c.dirty, FRAMES, "pages in flight are still dirty: {c:?}");
-    assert_eq!(cache.checkpoint(), checkpoint, "the checkpoint passed unwritten pages");
+    assert_eq!(
+        cache.checkpoint(),
+        checkpoint,
+        "the checkpoint passed unwritten pages"
+    );
     for &p in &out {
         let on_disk = marker(&disk_page(cache.file().path(), p));
         assert_ne!(on_disk, markers[p as usize - 1], "page {p} written early");
@@ -218,15 +222,23 @@ fn a_page_faulted_during_its_eviction_write_comes_back_without_a_read() {
             let cache = &cache;
             let reader = s.spawn(move || read_through(cache, p));
             // Counted under the instance lock in the same hold that registers the wait.
-            wait_until("the fault to wait", || cache.counters().misses == before.misses + 1);
+            wait_until("the fault to wait", || {
+                cache.counters().misses == before.misses + 1
+            });
             wal.release();
             let page = reader.join().expect("join");
-            assert_eq!(marker(&page), markers[p as usize - 1], "page {p} ({backend:?})");
+            assert_eq!(
+                marker(&page),
+                markers[p as usize - 1],
+                "page {p} ({backend:?})"
+            );
             assert!(cache.lock().contains(Pgno::new(p)), "page {p} was evicted");
             (markers, before.reads)
         });
         // Page 1000's read is the only one: page p came back from its own frame.
-        assert_eq!(cache.counters().reads, reads_before + 1, "{backend:?}");
+        let c = cache.counters();
+        assert_eq!(c.reads, reads_before + 1, "{backend:?}");
+        assert_eq!(c.write_out_waits, 1, "{backend:?}");
         cache.shutdown().expect("shutdown");
         for p in 1..=FRAMES as u32 {
             let on_disk = marker(&disk_page(&path, p));
@@ -261,7 +273,10 @@ fn new_page_of_a_page_being_written_out_waits_and_finds_it() {
             (refused, guard.page(f).to_vec())
         });
         thread::sleep(Duration::from_millis(100));
-        assert!(!creator.is_finished(), "new_page went on while page {p} was in flight");
+        assert!(
+            !creator.is_finished(),
+            "new_page went on while page {p} was in flight"
+        );
         wal.release();
         let (refused, page) = creator.join().expect("join");
         // Refused while in flight, then the written page itself: not a zeroed frame.

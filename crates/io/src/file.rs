@@ -232,9 +232,8 @@ impl DataFile {
     pub fn drop_cached_pages(&self) -> bool {
         // SAFETY: posix_fadvise takes no pointers; the descriptor is owned by self.file
         // and open for the duration of the call.
-        let rc = unsafe {
-            libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED)
-        };
+        let rc =
+            unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
         rc == 0
     }
 

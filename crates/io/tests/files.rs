@@ -259,7 +259,10 @@ fn drop_cached_pages_empties_the_page_cache_of_a_file() {
     let plain = std::fs::File::open(&path).unwrap();
     let before = resident_pages(&plain, len);
     if before == 0 {
-        eprintln!("SKIPPED: the filesystem of {} keeps no written pages cached", path.display());
+        eprintln!(
+            "SKIPPED: the filesystem of {} keeps no written pages cached",
+            path.display()
+        );
         return;
     }
     let file = DataFile::open(&path, IoMode::Buffered, Access::ReadOnly).unwrap();
@@ -267,7 +270,10 @@ fn drop_cached_pages_empties_the_page_cache_of_a_file() {
     let after = resident_pages(&plain, len);
     // tmpfs keeps them (its pages are the file); any disk filesystem drops clean pages.
     if filesystem_is_tmpfs(dir.path()) {
-        eprintln!("SKIPPED: {} is on tmpfs, whose pages cannot be dropped", path.display());
+        eprintln!(
+            "SKIPPED: {} is on tmpfs, whose pages cannot be dropped",
+            path.display()
+        );
         return;
     }
     assert_eq!(after, 0, "{before} pages cached before, {after} after");
@@ -283,7 +289,8 @@ fn filesystem_is_tmpfs(dir: &Path) -> bool {
             .filter_map(|l| {
                 let mut f = l.split_whitespace();
                 let (_, point, kind) = (f.next()?, f.next()?, f.next()?);
-                dir.starts_with(point).then(|| (point.len(), kind == "tmpfs"))
+                dir.starts_with(point)
+                    .then(|| (point.len(), kind == "tmpfs"))
             })
             .max()
             .is_some_and(|(_, tmpfs)| tmpfs)

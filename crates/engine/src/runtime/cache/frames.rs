@@ -196,6 +196,7 @@ pub(crate) struct Counts {
     pub(crate) stalls: u64,
     pub(crate) stall_ns: u64,
     pub(crate) reads: u64,
+    pub(crate) write_out_waits: u64,
     pub(crate) prefetched: u64,
     pub(crate) pages_written: u64,
     pub(crate) writes: u64,

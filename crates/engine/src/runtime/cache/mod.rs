@@ -30,8 +30,9 @@
 //! writer snapshots pages under the lock, seals their checksums outside it, calls
 //! [`WalSync::flush_to`] for the newest change of the batch, and writes runs of
 //! contiguous dirty pages (up to `coalesce_max` bytes) with up to `write_depth` writes
-//! in flight. A page changed while being written stays dirty. A dirty page is never
-//! evicted unwritten. A failed write is recorded and reported by every later
+//! in flight. A page changed while being written stays dirty. A lone page chosen for
+//! eviction is written from its frame's own buffer instead, out of the page map until
+//! the write ends (see `frames::WriteOut`). A dirty page is never evicted unwritten. A failed write is recorded and reported by every later
 //! [`PageCache::fault_in`], [`PageCache::flush_all`], [`PageCache::prefetch`] and
 //! [`PageCache::try_wait_for_frame`], and by [`PageCache::failed`].
 
@@ -322,7 +323,10 @@ impl<S: Send + 'static> PageCache<S> {
             if let Some(out) = core.writing_out.iter_mut().find(|w| w.pgno == pgno) {
                 // Its eviction write carries the frame's buffer: the write's end puts
                 // the page back in the map for us, and no read is needed.
-                out.wanted = true;
+                if !out.wanted {
+                    out.wanted = true;
+                    core.counts.write_out_waits += 1;
+                }
                 shared.read_done.wait(core);
                 continue;
             }
@@ -567,6 +571,7 @@ impl<S: Send> PageCache<S> {
             stalls: c.stalls,
             stall_ns: c.stall_ns,
             reads: c.reads,
+            write_out_waits: c.write_out_waits,
             prefetched: c.prefetched,
             pages_written: c.pages_written,
             writes: c.writes,

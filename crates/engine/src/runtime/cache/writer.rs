@@ -3,8 +3,9 @@
 //! log (checkpoint depth), and serves `flush_all`.
 //!
 //! Each round it plans writes under the instance lock (choosing pages, coalescing
-//! contiguous dirty neighbours, copying snapshots into write buffers), then without the
-//! lock seals the snapshots' checksums, makes the log durable up to the newest change in
+//! contiguous dirty neighbours, copying snapshots into write buffers, or, for a lone
+//! page being evicted, taking the frame's own buffer), then without the lock seals the
+//! snapshots' checksums, makes the log durable up to the newest change in
 //! the batch (WAL), submits the writes to its I/O backend and reaps completions; the
 //! next round, under the lock, marks pages clean whose version did not move meanwhile.
 
@@ -714,8 +715,7 @@ impl<S> Writer<S> {
                                     continue;
                                 }
                             } else {
-                                let sealed =
-                                    &fin.buf[i * self.page_len..(i + 1) * self.page_len];
+                                let sealed = &fin.buf[i * self.page_len..(i + 1) * self.page_len];
                                 let page = &mut core.pages[f as usize];
                                 for range in SEALED_FIELDS {
                                     page[range.clone()].copy_from_slice(&sealed[range]);
