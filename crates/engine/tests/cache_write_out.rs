@@ -189,6 +189,9 @@ fn pages_in_flight<'scope>(
     }
     let checkpoint = cache.checkpoint();
     scope.spawn(move || read_through(cache, 1000));
+    // The writer may have chosen its pages already (the frames ran low while they were
+    // filled), so wait for the reader's stall too: its miss is counted by then.
+    wait_until("the reader's stall", || cache.counters().stalls == 1);
     wait_until("the page writer's log flush", || wal.waiting() == 1);
     let out: Vec<u32> = (1..=FRAMES as u32)
         .filter(|&p| !cache.lock().contains(Pgno::new(p)))
