@@ -710,7 +710,9 @@ impl<S> Writer<S> {
                                 if wanted {
                                     // Faulted in meanwhile: cached again, not evicted.
                                     let pgno = core.frames[f as usize].pgno;
-                                    core.pending_evictions -= 1;
+                                    if chosen {
+                                        core.pending_evictions -= 1;
+                                    }
                                     core.install(f, pgno, lru, true);
                                     continue;
                                 }
