@@ -227,6 +227,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         per_txn(space.splits_right_edge, before_space.splits_right_edge),
         per_txn(space.splits_hotpoint, before_space.splits_hotpoint),
     );
+    println!(
+        "pages written per second: {:.0} to refill the available pool (evictions), {:.0} for checkpoint depth; {:.2} pages per write; {:.0} faults/s waited for an eviction write",
+        (c.pool_flushes - before_cache.pool_flushes) as f64 / elapsed,
+        (c.checkpoint_flushes - before_cache.checkpoint_flushes) as f64 / elapsed,
+        (c.pages_written - before_cache.pages_written) as f64
+            / (c.writes - before_cache.writes).max(1) as f64,
+        (c.write_out_waits - before_cache.write_out_waits) as f64 / elapsed
+    );
     let log = instance.log_counters();
     println!(
         "log per second: {:.0} flush batches, {:.0} writes with fdatasync, {:.1} MB, {:.1} files rolled",

@@ -222,6 +222,21 @@ impl DataFile {
         }
     }
 
+    /// Asks the kernel to drop the file's clean pages from the page cache
+    /// (`posix_fadvise(POSIX_FADV_DONTNEED)`; dirty ones are queued for writeback and
+    /// stay). For a file used with direct I/O those pages are pure cost: every direct
+    /// write to a range that has some must write back and invalidate them first, and
+    /// io_uring hands such writes to a kernel worker thread instead of issuing them
+    /// inline (a database copied with `cp` just before a run has all of them). Best
+    /// effort: returns whether the kernel took the advice.
+    pub fn drop_cached_pages(&self) -> bool {
+        // SAFETY: posix_fadvise takes no pointers; the descriptor is owned by self.file
+        // and open for the duration of the call.
+        let rc =
+            unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        rc == 0
+    }
+
     /// Truncates or extends the file to exactly `len` bytes (extension is sparse).
     pub fn set_len(&self, len: u64) -> Result<(), IoError> {
         self.file

@@ -221,3 +221,78 @@ fn available_space_and_filesystem_id() {
     ));
     assert!(filesystem_id(&missing).is_err());
 }
+
+/// Pages of `file`'s first `len` bytes resident in the page cache (mmap + mincore).
+fn resident_pages(file: &std::fs::File, len: usize) -> usize {
+    use std::os::fd::AsRawFd;
+    let page = 4096;
+    // SAFETY: a shared read-only mapping of `len` bytes of an open file of at least that
+    // size; it is only passed to mincore and unmapped before returning.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    assert_ne!(addr, libc::MAP_FAILED, "mmap");
+    let mut vec = vec![0u8; len.div_ceil(page)];
+    // SAFETY: addr is a live mapping of len bytes; vec has one byte per page of it.
+    let rc = unsafe { libc::mincore(addr, len, vec.as_mut_ptr()) };
+    // SAFETY: addr and len are the mapping made above.
+    unsafe { libc::munmap(addr, len) };
+    assert_eq!(rc, 0, "mincore");
+    vec.iter().filter(|&&b| b & 1 != 0).count()
+}
+
+#[test]
+fn drop_cached_pages_empties_the_page_cache_of_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("copied.edb");
+    let len = 1 << 20;
+    // Written through the page cache, as `cp` does, and made clean.
+    std::fs::write(&path, vec![0x5Au8; len]).unwrap();
+    std::fs::File::open(&path).unwrap().sync_all().unwrap();
+    let plain = std::fs::File::open(&path).unwrap();
+    let before = resident_pages(&plain, len);
+    if before == 0 {
+        eprintln!(
+            "SKIPPED: the filesystem of {} keeps no written pages cached",
+            path.display()
+        );
+        return;
+    }
+    let file = DataFile::open(&path, IoMode::Buffered, Access::ReadOnly).unwrap();
+    assert!(file.drop_cached_pages(), "posix_fadvise refused");
+    let after = resident_pages(&plain, len);
+    // tmpfs keeps them (its pages are the file); any disk filesystem drops clean pages.
+    if filesystem_is_tmpfs(dir.path()) {
+        eprintln!(
+            "SKIPPED: {} is on tmpfs, whose pages cannot be dropped",
+            path.display()
+        );
+        return;
+    }
+    assert_eq!(after, 0, "{before} pages cached before, {after} after");
+    // The contents are untouched.
+    assert!(std::fs::read(&path).unwrap().iter().all(|&b| b == 0x5A));
+}
+
+fn filesystem_is_tmpfs(dir: &Path) -> bool {
+    std::fs::read_to_string("/proc/self/mounts").is_ok_and(|mounts| {
+        // The longest mount point that prefixes dir.
+        mounts
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let (_, point, kind) = (f.next()?, f.next()?, f.next()?);
+                dir.starts_with(point)
+                    .then(|| (point.len(), kind == "tmpfs"))
+            })
+            .max()
+            .is_some_and(|(_, tmpfs)| tmpfs)
+    })
+}

@@ -127,6 +127,9 @@ pub struct CacheCounters {
     pub stall_ns: u64,
     /// Pages read by `fault_in`.
     pub reads: u64,
+    /// Eviction writes (from the frame's own buffer) that a fault waited for: the page
+    /// went back into the cache when the write ended, without a read.
+    pub write_out_waits: u64,
     /// Pages read and installed by `prefetch`.
     pub prefetched: u64,
     /// Pages written.

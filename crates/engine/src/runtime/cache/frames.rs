@@ -196,6 +196,7 @@ pub(crate) struct Counts {
     pub(crate) stalls: u64,
     pub(crate) stall_ns: u64,
     pub(crate) reads: u64,
+    pub(crate) write_out_waits: u64,
     pub(crate) prefetched: u64,
     pub(crate) pages_written: u64,
     pub(crate) writes: u64,
@@ -209,6 +210,19 @@ pub(crate) struct Counts {
     pub(crate) wal_waits: u64,
 }
 
+/// A page chosen for eviction whose single-page write carries the frame's own buffer
+/// instead of a snapshot copy. Until the write ends the page is out of the map (no
+/// session can see or change it), its frame stays `Resident` and in flight (so the
+/// dirty list, the checkpoint and `flush_all` still see it unwritten), and a session
+/// that faults it in waits for the write as for a read in progress; the write's end
+/// then installs it again instead of evicting it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WriteOut {
+    pub(crate) pgno: Pgno,
+    /// A session waited for it: keep it cached once written.
+    pub(crate) wanted: bool,
+}
+
 /// The cache contents and the engine state, all behind the instance lock.
 pub(crate) struct Core<S> {
     pub(crate) state: S,
@@ -219,6 +233,9 @@ pub(crate) struct Core<S> {
     pub(crate) available: Vec<u32>,
     /// Pages being read by a session or prefetch (few: one per reading session).
     pub(crate) reading: Vec<Pgno>,
+    /// Pages being written straight from their frame's buffer before eviction (see
+    /// [`WriteOut`]): out of the map until the write ends.
+    pub(crate) writing_out: Vec<WriteOut>,
     /// Dirty frames by `(first_dirty.pack(), frame)`: the first is the checkpoint.
     pub(crate) dirty: BTreeSet<(u64, u32)>,
     pub(crate) max_frames: usize,
@@ -268,6 +285,7 @@ impl<S> Core<S> {
             map: PgnoMap::default(),
             available: Vec::new(),
             reading: Vec::new(),
+            writing_out: Vec::new(),
             dirty: BTreeSet::new(),
             max_frames,
             page_len,
@@ -342,6 +360,12 @@ impl<S> Core<S> {
         let end = self.frames.len() as u32;
         self.available.extend((end - count as u32..end).rev());
         Ok(())
+    }
+
+    /// Whether `pgno` is being read, or written out of its frame: not in the map, and
+    /// neither to be read from disk nor created until that ends.
+    pub(crate) fn in_transit(&self, pgno: Pgno) -> bool {
+        self.reading.contains(&pgno) || self.writing_out.iter().any(|w| w.pgno == pgno)
     }
 
     /// Puts a frame that holds no page back in the pool.

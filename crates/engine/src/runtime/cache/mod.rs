@@ -30,8 +30,9 @@
 //! writer snapshots pages under the lock, seals their checksums outside it, calls
 //! [`WalSync::flush_to`] for the newest change of the batch, and writes runs of
 //! contiguous dirty pages (up to `coalesce_max` bytes) with up to `write_depth` writes
-//! in flight. A page changed while being written stays dirty. A dirty page is never
-//! evicted unwritten. A failed write is recorded and reported by every later
+//! in flight. A page changed while being written stays dirty. A lone page chosen for
+//! eviction is written from its frame's own buffer instead, out of the page map until
+//! the write ends (see `frames::WriteOut`). A dirty page is never evicted unwritten. A failed write is recorded and reported by every later
 //! [`PageCache::fault_in`], [`PageCache::flush_all`], [`PageCache::prefetch`] and
 //! [`PageCache::try_wait_for_frame`], and by [`PageCache::failed`].
 
@@ -49,7 +50,8 @@ use edbstress_format::Pgno;
 use edbstress_format::checksum::{PageVerdict, repair_page, verify_page};
 use edbstress_format::log::LogPosition;
 use edbstress_io::{
-    AlignedBuf, BackendPool, DataFile, FileId, IoBackend, IoOp, IoRequest, IoStats, open_backend,
+    AlignedBuf, BackendPool, DataFile, FileId, IoBackend, IoMode, IoOp, IoRequest, IoStats,
+    open_backend,
 };
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
@@ -196,6 +198,9 @@ pub struct PageCache<S: Send> {
 pub struct CacheGuard<'a, S> {
     core: MutexGuard<'a, Core<S>>,
     shared: &'a Shared<S>,
+    /// A page `new_page` could not create because it was being read or written out:
+    /// the next wait for frames with this guard first waits for that to end.
+    blocked_on: Option<Pgno>,
 }
 
 impl<S: Send + 'static> PageCache<S> {
@@ -208,6 +213,11 @@ impl<S: Send + 'static> PageCache<S> {
         state: S,
     ) -> Result<Self, EngineError> {
         config.validate()?;
+        if file.mode() == IoMode::Direct {
+            // Cached pages of the database (a copy made just before the run) would make
+            // each first write of a page a write-back-and-invalidate in a kernel worker.
+            file.drop_cached_pages();
+        }
         let page_len = config.page_size.bytes();
         // Short against the residence time of an unreferenced page (at least a cache's
         // worth of misses) yet longer than a transaction's burst of references.
@@ -265,6 +275,7 @@ impl<S: Send + 'static> PageCache<S> {
         CacheGuard {
             core: self.shared.core.lock(),
             shared: &self.shared,
+            blocked_on: None,
         }
     }
 
@@ -306,6 +317,16 @@ impl<S: Send + 'static> PageCache<S> {
                 core.counts.misses += 1;
             }
             if core.reading.contains(&pgno) {
+                shared.read_done.wait(core);
+                continue;
+            }
+            if let Some(out) = core.writing_out.iter_mut().find(|w| w.pgno == pgno) {
+                // Its eviction write carries the frame's buffer: the write's end puts
+                // the page back in the map for us, and no read is needed.
+                if !out.wanted {
+                    out.wanted = true;
+                    core.counts.write_out_waits += 1;
+                }
                 shared.read_done.wait(core);
                 continue;
             }
@@ -421,7 +442,16 @@ impl<S: Send + 'static> PageCache<S> {
 
     fn wait_frames(&self, guard: &mut CacheGuard<'_, S>, count: usize) -> Result<(), EngineError> {
         let shared = &*self.shared;
+        let blocked_on = guard.blocked_on.take();
         let core = &mut guard.core;
+        if let Some(pgno) = blocked_on {
+            // new_page refused this page while it was read or written out: retrying
+            // before that ends would only find it in transit again.
+            while core.in_transit(pgno) {
+                shared.check(core)?;
+                shared.read_done.wait(core);
+            }
+        }
         let mut stalled: Option<Instant> = None;
         let result = loop {
             if let Err(e) = shared.check(core) {
@@ -541,6 +571,7 @@ impl<S: Send> PageCache<S> {
             stalls: c.stalls,
             stall_ns: c.stall_ns,
             reads: c.reads,
+            write_out_waits: c.write_out_waits,
             prefetched: c.prefetched,
             pages_written: c.pages_written,
             writes: c.writes,
@@ -736,7 +767,9 @@ impl<S> CacheGuard<'_, S> {
 
     /// A frame for page `pgno`, which is being created: zero-filled and not read (the
     /// caller formats it and marks it dirty), or the cached page if there is one. `None`
-    /// when no frame is free: call [`PageCache::wait_for_frame`] and retry.
+    /// when no frame is free, or while the page is being read or written out of its
+    /// frame: call [`PageCache::wait_for_frame`] with this guard (it waits for either)
+    /// and retry.
     pub fn new_page(&mut self, pgno: Pgno) -> Option<FrameId> {
         self.create_page(pgno, true)
     }
@@ -752,7 +785,14 @@ impl<S> CacheGuard<'_, S> {
         if let Some(f) = self.lookup(pgno) {
             return Some(f);
         }
-        if pgno == Pgno::NONE || self.core.reading.contains(&pgno) {
+        if pgno == Pgno::NONE {
+            return None;
+        }
+        if self.core.in_transit(pgno) {
+            if let Some(out) = self.core.writing_out.iter_mut().find(|w| w.pgno == pgno) {
+                out.wanted = true;
+            }
+            self.blocked_on = Some(pgno);
             return None;
         }
         let f = self.core.take_frame()?;

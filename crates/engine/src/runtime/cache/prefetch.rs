@@ -110,10 +110,7 @@ impl Prefetcher {
                         break;
                     };
                     let pgno = pgnos[next];
-                    if pgno == Pgno::NONE
-                        || core.map.contains_key(&pgno)
-                        || core.reading.contains(&pgno)
-                    {
+                    if pgno == Pgno::NONE || core.map.contains_key(&pgno) || core.in_transit(pgno) {
                         next += 1;
                         continue;
                     }

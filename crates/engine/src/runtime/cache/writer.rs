@@ -3,8 +3,9 @@
 //! log (checkpoint depth), and serves `flush_all`.
 //!
 //! Each round it plans writes under the instance lock (choosing pages, coalescing
-//! contiguous dirty neighbours, copying snapshots into write buffers), then without the
-//! lock seals the snapshots' checksums, makes the log durable up to the newest change in
+//! contiguous dirty neighbours, copying snapshots into write buffers, or, for a lone
+//! page being evicted, taking the frame's own buffer), then without the lock seals the
+//! snapshots' checksums, makes the log durable up to the newest change in
 //! the batch (WAL), submits the writes to its I/O backend and reaps completions; the
 //! next round, under the lock, marks pages clean whose version did not move meanwhile.
 
@@ -21,7 +22,9 @@ use edbstress_io::{AlignedBuf, FileId, IoCompletion, IoOp, IoRequest};
 use parking_lot::MutexGuard;
 
 use super::Shared;
-use super::frames::{Core, EXCLUDED, EvictionKey, FlushReason, FrameState, StopMode, eviction_key};
+use super::frames::{
+    Core, EXCLUDED, EvictionKey, FlushReason, FrameState, StopMode, WriteOut, eviction_key,
+};
 
 /// How often the writer looks at the checkpoint depth when nothing wakes it.
 const MAINTENANCE_INTERVAL: Duration = Duration::from_millis(50);
@@ -43,6 +46,9 @@ struct WriteJob {
     dropped: bool,
     /// Handed to the backend and not yet reaped.
     submitted: bool,
+    /// A single page chosen for eviction, written from its frame's own buffer (no
+    /// snapshot copy): the page is out of the map meanwhile ([`super::frames::WriteOut`]).
+    write_out: bool,
     /// Newest change among the snapshots: the log must be durable to here first.
     last_change: LogPosition,
 }
@@ -110,6 +116,7 @@ impl<S> Writer<S> {
                     reason: FlushReason::Pool,
                     dropped: false,
                     submitted: false,
+                    write_out: false,
                     last_change: LogPosition::default(),
                 })
                 .collect(),
@@ -452,7 +459,18 @@ impl<S> Writer<S> {
             }
         };
         let pages = (hi.pages_since(lo) + 1) as usize;
-        let mut buf = self.take_buffer(pages);
+        // A lone page on its way out of the cache (the writer's most common write) needs
+        // no snapshot: nobody may see it until its write ends, so the write can carry
+        // the frame's own buffer. That spares a page copy under the instance lock.
+        let write_out = reason == FlushReason::Pool
+            && pages == 1
+            && !dropped
+            && core.frames[seed as usize].pins == 0;
+        let mut buf = if write_out {
+            AlignedBuf::empty()
+        } else {
+            self.take_buffer(pages)
+        };
         let job = &mut self.jobs[slot];
         job.pages.clear();
         job.last_change = LogPosition::default();
@@ -462,9 +480,20 @@ impl<S> Writer<S> {
             meta.in_flight = true;
             job.pages.push((f, meta.version));
             job.last_change = job.last_change.max(meta.last_change);
-            buf[i * self.page_len..(i + 1) * self.page_len]
-                .copy_from_slice(&core.pages[f as usize]);
+            if !write_out {
+                buf[i * self.page_len..(i + 1) * self.page_len]
+                    .copy_from_slice(&core.pages[f as usize]);
+            }
         }
+        if write_out {
+            core.map.remove(&pgno);
+            core.writing_out.push(WriteOut {
+                pgno,
+                wanted: false,
+            });
+            buf = std::mem::take(&mut core.pages[seed as usize]);
+        }
+        job.write_out = write_out;
         job.first_pgno = lo;
         job.buf = buf;
         job.len = pages * self.page_len;
@@ -637,9 +666,26 @@ impl<S> Writer<S> {
         core.counts.wal_waits += std::mem::take(&mut self.wal_waits);
         let mut freed = 0;
         let mut finished = std::mem::take(&mut self.finished);
-        for fin in finished.drain(..) {
+        for mut fin in finished.drain(..) {
             let job = &mut self.jobs[fin.slot];
             let pages = job.pages.len() as u64;
+            // A page written out of its frame: its buffer goes home and it is mapped
+            // again (dirty and in flight until accounted for below), whatever the outcome.
+            let mut wanted = false;
+            if job.write_out && !fin.buf.is_empty() {
+                let f = job.pages[0].0;
+                let pgno = core.frames[f as usize].pgno;
+                if let Some(i) = core.writing_out.iter().position(|w| w.pgno == pgno) {
+                    wanted = core.writing_out.swap_remove(i).wanted;
+                }
+                core.pages[f as usize] = std::mem::take(&mut fin.buf);
+                core.map.insert(pgno, f);
+                if wanted {
+                    shared.read_done.notify_all();
+                }
+            }
+            // (A write-out whose buffer the backend lost on a failed submission stays out
+            // of the map: the cache has failed, and the page's bytes are gone.)
             match &fin.result {
                 Ok(()) => {
                     let counts = &mut core.counts;
@@ -659,10 +705,23 @@ impl<S> Writer<S> {
                         let lru = &shared.lru[f as usize];
                         let chosen = lru.last.load(Relaxed) & EXCLUDED != 0;
                         if core.mark_written(f, version) {
-                            let sealed = &fin.buf[i * self.page_len..(i + 1) * self.page_len];
-                            let page = &mut core.pages[f as usize];
-                            for range in SEALED_FIELDS {
-                                page[range.clone()].copy_from_slice(&sealed[range]);
+                            if job.write_out {
+                                // The frame's own buffer was written: sealed already.
+                                if wanted {
+                                    // Faulted in meanwhile: cached again, not evicted.
+                                    let pgno = core.frames[f as usize].pgno;
+                                    if chosen {
+                                        core.pending_evictions -= 1;
+                                    }
+                                    core.install(f, pgno, lru, true);
+                                    continue;
+                                }
+                            } else {
+                                let sealed = &fin.buf[i * self.page_len..(i + 1) * self.page_len];
+                                let page = &mut core.pages[f as usize];
+                                for range in SEALED_FIELDS {
+                                    page[range.clone()].copy_from_slice(&sealed[range]);
+                                }
                             }
                             if chosen {
                                 core.pending_evictions -= 1;
