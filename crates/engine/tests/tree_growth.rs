@@ -10,10 +10,18 @@ mod instance_common;
 use instance_common::*;
 
 use edbstress_engine::deep_check;
-use edbstress_engine::{Durability, Instance, TxnOp};
+use edbstress_engine::{Durability, Instance, InstanceConfig, InstanceLayout, TxnOp};
 use edbstress_engine::{RecoveryOptions, recover};
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
+
+/// A 4 MiB cache, so that thousands of inserts into 4 KiB pages evict and re-read.
+fn small_cache_config(layout: &InstanceLayout) -> InstanceConfig {
+    let mut config = buffered_config(layout);
+    config.cache_min_bytes = 4 << 20;
+    config.cache_max_bytes = 4 << 20;
+    config
+}
 
 fn body(i: u64) -> Vec<u8> {
     let len = 1500 + (i * 7919 % 9000) as usize;
@@ -26,9 +34,7 @@ fn body(i: u64) -> Vec<u8> {
 fn many_inserts_split_root_branches_and_survive_recovery() {
     let dir = tempfile::tempdir().unwrap();
     let layout = prepare_small(dir.path(), PageSize::K4, 1 << 20, 8, 7);
-    let mut config = buffered_config(&layout);
-    config.cache_min_bytes = 4 << 20;
-    config.cache_max_bytes = 4 << 20;
+    let config = small_cache_config(&layout);
     let instance = Instance::open(config.clone()).unwrap();
     let mut keys = Vec::new();
     for i in 0..3000u64 {
@@ -160,9 +166,7 @@ fn many_inserts_split_root_branches_and_survive_recovery() {
 fn thinned_leaves_merge_and_free_their_pages() {
     let dir = tempfile::tempdir().unwrap();
     let layout = prepare_small(dir.path(), PageSize::K4, 1 << 20, 1, 7);
-    let mut config = buffered_config(&layout);
-    config.cache_min_bytes = 4 << 20;
-    config.cache_max_bytes = 4 << 20;
+    let config = small_cache_config(&layout);
     let instance = Instance::open(config.clone()).unwrap();
     // Inline bodies: only the mailbox table is involved (~12 rows per 4 KiB leaf).
     let props = [7u8; 200];
@@ -244,9 +248,7 @@ fn appends_to_each_mailbox_fill_their_pages() {
     let layout = prepare_small(dir.path(), PageSize::K4, 1 << 20, 16, 7);
     let prepared = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
     assert!(prepared.is_clean(), "{:?}", prepared.problems);
-    let mut config = buffered_config(&layout);
-    config.cache_min_bytes = 4 << 20;
-    config.cache_max_bytes = 4 << 20;
+    let config = small_cache_config(&layout);
     let instance = Instance::open(config.clone()).unwrap();
     // Inline bodies: the rows alone (~330 bytes, a dozen per 4 KiB leaf).
     let props = [7u8; 200];
