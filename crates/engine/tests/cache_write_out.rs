@@ -5,164 +5,44 @@
 //! On real database files made by `prepare`, with a log whose durability the test
 //! holds back, so that the writes stay in flight as long as the test needs.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use edbstress_engine::{CacheConfig, EngineError, InstanceLayout, PageCache, WalSync};
-use edbstress_engine::{PrepareOptions, PreparePlan};
-use edbstress_format::log::LogPosition;
-use edbstress_format::{PageSize, Pgno, page_offset};
-use edbstress_io::{Access, BackendKind, DataFile, IoClass, IoMode};
-use parking_lot::{Condvar, Mutex};
+use edbstress_engine::{CacheConfig, PageCache};
+use edbstress_format::Pgno;
+use edbstress_io::{Access, BackendKind};
 
-const PAGE: PageSize = PageSize::K8;
-const PAGE_LEN: usize = 8192;
-/// Where the tests write their marker: inside the page body, away from the header.
-const MARK: usize = 4000;
+mod cache_common;
+use cache_common::*;
+
 const FRAMES: usize = 16;
 
-fn pos(n: u64) -> LogPosition {
-    LogPosition::unpack(n)
-}
-
-/// A log whose flushes block while the test says so.
-struct HeldWal {
-    /// (current, durable, blocked, flush_to calls waiting)
-    state: Mutex<(u64, u64, bool, usize)>,
-    changed: Condvar,
-}
-
-impl HeldWal {
-    fn new(start: u64) -> Arc<HeldWal> {
-        Arc::new(HeldWal {
-            state: Mutex::new((start, start, true, 0)),
-            changed: Condvar::new(),
-        })
-    }
-
-    fn append(&self, bytes: u64) -> u64 {
-        let mut s = self.state.lock();
-        s.0 += bytes;
-        s.0
-    }
-
-    fn release(&self) {
-        self.state.lock().2 = false;
-        self.changed.notify_all();
-    }
-
-    fn waiting(&self) -> usize {
-        self.state.lock().3
-    }
-}
-
-impl WalSync for HeldWal {
-    fn current(&self) -> LogPosition {
-        pos(self.state.lock().0)
-    }
-
-    fn durable(&self) -> LogPosition {
-        pos(self.state.lock().1)
-    }
-
-    fn flush_to(&self, target: LogPosition) -> Result<(), EngineError> {
-        let mut s = self.state.lock();
-        s.3 += 1;
-        while s.2 {
-            self.changed.wait(&mut s);
-        }
-        s.3 -= 1;
-        s.1 = s.1.max(target.pack());
-        s.0 = s.0.max(s.1);
-        Ok(())
-    }
-
-    fn bytes_between(&self, older: LogPosition, newer: LogPosition) -> u64 {
-        newer.pack().saturating_sub(older.pack())
-    }
+/// A log whose flushes block until the test releases it.
+fn held_wal() -> Arc<FakeWal> {
+    let wal = FakeWal::new(1000);
+    wal.block(true);
+    wal
 }
 
 /// Lets the log flush again when dropped: a failed assertion must not leave the page
 /// writer (and the scope joining the test's threads) blocked for ever.
-struct ReleaseOnDrop<'a>(&'a HeldWal);
+struct ReleaseOnDrop<'a>(&'a FakeWal);
 
 impl Drop for ReleaseOnDrop<'_> {
     fn drop(&mut self) {
-        self.0.release();
+        self.0.block(false);
     }
 }
 
-/// A prepared 16 MiB database of 8 KiB pages in a temporary directory.
-fn database() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let layout = InstanceLayout::new(1, dir.path(), &dir.path().join("logs"));
-    let options = PrepareOptions {
-        page_size: PAGE,
-        database_bytes: 16 << 20,
-        mailboxes: 10,
-        io_mode: IoMode::Buffered,
-        backend: BackendKind::Threads,
-        threads: 1,
-        ..PrepareOptions::default()
-    };
-    let plan = PreparePlan::check(vec![layout.clone()], options).expect("plan");
-    plan.execute(&mut |_| {}).expect("prepare");
-    (dir, layout.db_file)
-}
-
-fn open(path: &Path) -> Arc<DataFile> {
-    let file = match DataFile::open(path, IoMode::Direct, Access::ReadWrite) {
-        Ok(file) => file,
-        Err(_) => DataFile::open(path, IoMode::Buffered, Access::ReadWrite).expect("open"),
-    };
-    Arc::new(file)
-}
-
-fn config(backend: BackendKind) -> CacheConfig {
+/// Every frame in use from the start (`min_frames` = `max_frames`), so that a miss
+/// needs an eviction at once.
+fn write_out_config(backend: BackendKind) -> CacheConfig {
     CacheConfig {
-        page_size: PAGE,
         min_frames: FRAMES,
-        max_frames: FRAMES,
-        checkpoint_depth: 1 << 40,
-        coalesce_max: 512 << 10,
-        write_depth: 8,
         instance: 1,
         backend,
-        verify_structure: false,
-        read_class: IoClass::DbRead,
-        write_class: IoClass::DbWrite,
-    }
-}
-
-fn marker(page: &[u8]) -> u64 {
-    u64::from_le_bytes(page[MARK..MARK + 8].try_into().expect("8 bytes"))
-}
-
-fn disk_page(path: &Path, pgno: u32) -> Vec<u8> {
-    use std::os::unix::fs::FileExt;
-    let file = std::fs::File::open(path).expect("open");
-    let mut buf = vec![0u8; PAGE_LEN];
-    file.read_exact_at(&mut buf, page_offset(pgno, PAGE))
-        .expect("read page");
-    buf
-}
-
-fn read_through(cache: &PageCache<()>, pgno: u32) -> Vec<u8> {
-    let mut guard = cache.lock();
-    if guard.lookup(Pgno::new(pgno)).is_none() {
-        guard = cache.fault_in(guard, Pgno::new(pgno)).expect("fault_in");
-    }
-    let f = guard.lookup(Pgno::new(pgno)).expect("resident");
-    guard.page(f).to_vec()
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(2));
+        ..config(FRAMES)
     }
 }
 
@@ -172,7 +52,7 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 /// needs. Returns the pages out of the map, with the markers of all 16.
 fn pages_in_flight<'scope>(
     cache: &'scope PageCache<()>,
-    wal: &HeldWal,
+    wal: &FakeWal,
     scope: &'scope thread::Scope<'scope, '_>,
 ) -> (Vec<u32>, Vec<u64>) {
     let mut markers = Vec::new();
@@ -214,9 +94,15 @@ fn pages_in_flight<'scope>(
 #[test]
 fn a_page_faulted_during_its_eviction_write_comes_back_without_a_read() {
     for backend in [BackendKind::Auto, BackendKind::Threads] {
-        let (_dir, path) = database();
-        let wal = HeldWal::new(1000);
-        let cache = PageCache::new(config(backend), open(&path), wal.clone(), ()).expect("cache");
+        let db = database();
+        let wal = held_wal();
+        let cache = PageCache::new(
+            write_out_config(backend),
+            open(&db.path, Access::ReadWrite),
+            wal.clone(),
+            (),
+        )
+        .expect("cache");
         let (markers, reads_before) = thread::scope(|s| {
             let _release = ReleaseOnDrop(&wal);
             let (out, markers) = pages_in_flight(&cache, &wal, s);
@@ -228,7 +114,7 @@ fn a_page_faulted_during_its_eviction_write_comes_back_without_a_read() {
             wait_until("the fault to wait", || {
                 cache.counters().misses == before.misses + 1
             });
-            wal.release();
+            wal.block(false);
             let page = reader.join().expect("join");
             assert_eq!(
                 marker(&page),
@@ -244,7 +130,7 @@ fn a_page_faulted_during_its_eviction_write_comes_back_without_a_read() {
         assert_eq!(c.write_out_waits, 1, "{backend:?}");
         cache.shutdown().expect("shutdown");
         for p in 1..=FRAMES as u32 {
-            let on_disk = marker(&disk_page(&path, p));
+            let on_disk = marker(&disk_page(&db.path, p));
             assert_eq!(on_disk, markers[p as usize - 1], "page {p} ({backend:?})");
         }
     }
@@ -252,10 +138,15 @@ fn a_page_faulted_during_its_eviction_write_comes_back_without_a_read() {
 
 #[test]
 fn new_page_of_a_page_being_written_out_waits_and_finds_it() {
-    let (_dir, path) = database();
-    let wal = HeldWal::new(1000);
-    let cache =
-        PageCache::new(config(BackendKind::Auto), open(&path), wal.clone(), ()).expect("cache");
+    let db = database();
+    let wal = held_wal();
+    let cache = PageCache::new(
+        write_out_config(BackendKind::Auto),
+        open(&db.path, Access::ReadWrite),
+        wal.clone(),
+        (),
+    )
+    .expect("cache");
     thread::scope(|s| {
         let _release = ReleaseOnDrop(&wal);
         let (out, markers) = pages_in_flight(&cache, &wal, s);
@@ -280,7 +171,7 @@ fn new_page_of_a_page_being_written_out_waits_and_finds_it() {
             !creator.is_finished(),
             "new_page went on while page {p} was in flight"
         );
-        wal.release();
+        wal.block(false);
         let (refused, page) = creator.join().expect("join");
         // Refused while in flight, then the written page itself: not a zeroed frame.
         assert_eq!(refused, 1);
