@@ -8,10 +8,10 @@ use std::thread;
 use std::time::Duration;
 
 use edbstress_engine::EngineError;
-use edbstress_engine::{PageCache, WalSync};
+use edbstress_engine::WalSync;
 use edbstress_format::Pgno;
 use edbstress_format::checksum::{PageVerdict, verify_page};
-use edbstress_io::{Access, IoClass};
+use edbstress_io::IoClass;
 
 mod cache_common;
 use cache_common::*;
@@ -19,13 +19,7 @@ use cache_common::*;
 #[test]
 fn fault_in_returns_disk_bytes_then_hits() {
     let db = database();
-    let cache = PageCache::new(
-        config(64),
-        open(&db.path, Access::ReadWrite),
-        FakeWal::new(1000),
-        (),
-    )
-    .expect("cache");
+    let cache = new_cache(&db, config(64), &FakeWal::new(1000));
     for pgno in 1..=10 {
         let mut guard = cache.lock();
         assert!(guard.lookup(Pgno::new(pgno)).is_none());
@@ -81,13 +75,7 @@ fn fault_in_returns_disk_bytes_then_hits() {
 #[test]
 fn random_reads_stay_within_max_frames() {
     let db = database();
-    let cache = PageCache::new(
-        config(64),
-        open(&db.path, Access::ReadWrite),
-        FakeWal::new(1000),
-        (),
-    )
-    .expect("cache");
+    let cache = new_cache(&db, config(64), &FakeWal::new(1000));
     let mut rng = 0x1234_5678_9abc_def0u64;
     for i in 0..3000 {
         rng ^= rng << 13;
@@ -120,13 +108,7 @@ fn a_small_cache_reaches_its_maximum_before_it_evicts() {
     let config = config(128);
     let reserve = config.available_start();
     assert!(reserve * 10 > 128, "the reserve is over a tenth: {reserve}");
-    let cache = PageCache::new(
-        config,
-        open(&db.path, Access::ReadWrite),
-        FakeWal::new(1000),
-        (),
-    )
-    .expect("cache");
+    let cache = new_cache(&db, config, &FakeWal::new(1000));
     for pgno in 10..600 {
         read_through(&cache, pgno);
         wait_until("the pool refilled", || {
@@ -147,13 +129,7 @@ fn a_small_cache_reaches_its_maximum_before_it_evicts() {
 #[test]
 fn lru2_keeps_a_twice_referenced_page_through_a_scan() {
     let db = database();
-    let cache = PageCache::new(
-        config(32),
-        open(&db.path, Access::ReadWrite),
-        FakeWal::new(1000),
-        (),
-    )
-    .expect("cache");
+    let cache = new_cache(&db, config(32), &FakeWal::new(1000));
     cache.set_correlation_window(4);
     let hot = 100;
     read_through(&cache, hot);
@@ -196,13 +172,7 @@ fn flush_all_writes_sealed_pages_after_the_log() {
     let db = database();
     let pages: Vec<u32> = (0..60).map(|i| 7 + i * 31).collect();
     let wal = FakeWal::with_audit(1000, Some((db.path.clone(), pages.clone())));
-    let cache = PageCache::new(
-        config(128),
-        open(&db.path, Access::ReadWrite),
-        wal.clone(),
-        (),
-    )
-    .expect("cache");
+    let cache = new_cache(&db, config(128), &wal);
     let mut last = 0;
     for &p in &pages {
         last = modify(&cache, &wal, p);
@@ -244,13 +214,7 @@ fn no_page_is_written_before_the_log_is_durable() {
     let db = database();
     let wal = FakeWal::new(1000);
     wal.block(true);
-    let cache = PageCache::new(
-        config(64),
-        open(&db.path, Access::ReadWrite),
-        wal.clone(),
-        (),
-    )
-    .expect("cache");
+    let cache = new_cache(&db, config(64), &wal);
     let before: Vec<Vec<u8>> = (1..=5).map(|p| disk_page(&db.path, p)).collect();
     for p in 1..=5 {
         modify(&cache, &wal, p);
@@ -281,13 +245,7 @@ fn no_page_is_written_before_the_log_is_durable() {
 fn contiguous_dirty_pages_are_coalesced() {
     let db = database();
     let wal = FakeWal::new(1000);
-    let cache = PageCache::new(
-        config(64),
-        open(&db.path, Access::ReadWrite),
-        wal.clone(),
-        (),
-    )
-    .expect("cache");
+    let cache = new_cache(&db, config(64), &wal);
     for p in 500..516 {
         modify(&cache, &wal, p);
     }
@@ -323,8 +281,7 @@ fn neighbours_join_a_write_only_when_their_log_is_durable() {
     let wal = FakeWal::new(1000);
     let mut cfg = config(64);
     cfg.checkpoint_depth = 1;
-    let cache =
-        PageCache::new(cfg, open(&db.path, Access::ReadWrite), wal.clone(), ()).expect("cache");
+    let cache = new_cache(&db, cfg, &wal);
     // Four contiguous pages changed in one hold of the lock (so the writer plans them
     // together), each by its own log append; `durable`: make the log durable to the
     // last change before releasing the lock.
@@ -374,8 +331,7 @@ fn coalescing_stops_at_coalesce_max() {
     let wal = FakeWal::new(1000);
     let mut cfg = config(64);
     cfg.coalesce_max = 4 * PAGE_LEN;
-    let cache =
-        PageCache::new(cfg, open(&db.path, Access::ReadWrite), wal.clone(), ()).expect("cache");
+    let cache = new_cache(&db, cfg, &wal);
     for p in 500..520 {
         modify(&cache, &wal, p);
     }
@@ -393,8 +349,7 @@ fn fault_stalls_while_every_frame_is_dirty_and_the_log_is_not_durable() {
     wal.block(true);
     let mut cfg = config(16);
     cfg.min_frames = 16;
-    let cache =
-        PageCache::new(cfg, open(&db.path, Access::ReadWrite), wal.clone(), ()).expect("cache");
+    let cache = new_cache(&db, cfg, &wal);
     for p in 1..=16 {
         modify(&cache, &wal, p);
     }
@@ -441,8 +396,7 @@ fn wait_for_frame_and_new_page() {
     let wal = FakeWal::new(1000);
     let mut cfg = config(8);
     cfg.min_frames = 0;
-    let cache =
-        PageCache::new(cfg, open(&db.path, Access::ReadWrite), wal.clone(), ()).expect("cache");
+    let cache = new_cache(&db, cfg, &wal);
     let mut created = Vec::new();
     for p in 900..940 {
         let mut guard = cache.lock();
@@ -477,8 +431,7 @@ fn checkpoint_depth_flushes_old_pages_only() {
     let wal = FakeWal::new(1000);
     let mut cfg = config(64);
     cfg.checkpoint_depth = 10_000;
-    let cache =
-        PageCache::new(cfg, open(&db.path, Access::ReadWrite), wal.clone(), ()).expect("cache");
+    let cache = new_cache(&db, cfg, &wal);
     for p in 1..=5 {
         modify(&cache, &wal, p * 3);
     }
@@ -520,13 +473,7 @@ fn checkpoint_depth_flushes_old_pages_only() {
 fn abandon_leaves_dirty_pages_unwritten() {
     let db = database();
     let wal = FakeWal::new(1000);
-    let cache = PageCache::new(
-        config(64),
-        open(&db.path, Access::ReadWrite),
-        wal.clone(),
-        (),
-    )
-    .expect("cache");
+    let cache = new_cache(&db, config(64), &wal);
     let flushed = modify(&cache, &wal, 10);
     cache.flush_all().expect("flush_all");
     let before: Vec<Vec<u8>> = (20..30).map(|p| disk_page(&db.path, p)).collect();

@@ -92,13 +92,7 @@ fn a_page_changed_while_being_written_stays_dirty() {
     let db = database();
     let wal = FakeWal::new(1000);
     wal.block(true);
-    let cache = PageCache::new(
-        config(64),
-        open(&db.path, Access::ReadWrite),
-        wal.clone(),
-        (),
-    )
-    .expect("cache");
+    let cache = new_cache(&db, config(64), &wal);
     let first = modify(&cache, &wal, 77);
     let second = thread::scope(|s| {
         let flusher = s.spawn(|| cache.flush_all());
@@ -143,13 +137,7 @@ fn corrupt_pages_are_reported_and_single_bits_repaired() {
     write_disk_page(&db.path, 51, &bad);
     write_disk_page(&db.path, 52, &disk_page(&db.path, 60));
     write_disk_page(&db.path, 53, &[0u8; PAGE_LEN]);
-    let cache = PageCache::new(
-        config(64),
-        open(&db.path, Access::ReadWrite),
-        FakeWal::new(1000),
-        (),
-    )
-    .expect("cache");
+    let cache = new_cache(&db, config(64), &FakeWal::new(1000));
     assert_eq!(read_through(&cache, 50), good, "repaired in memory");
     assert_eq!(cache.counters().correctable_repaired, 1);
     for (pgno, what) in [
@@ -227,13 +215,7 @@ fn log_failures_hold_pages_back_and_are_reported() {
     let wal = FakeWal::new(1000);
     wal.state.lock().broken = true;
     let before = disk_page(&db.path, 9);
-    let cache = PageCache::new(
-        config(64),
-        open(&db.path, Access::ReadWrite),
-        wal.clone(),
-        (),
-    )
-    .expect("cache");
+    let cache = new_cache(&db, config(64), &wal);
     modify(&cache, &wal, 9);
     let err = cache.flush_all().expect_err("the log failed");
     assert!(err.to_string().contains("log device failed"), "{err}");
@@ -247,8 +229,7 @@ fn prefetch_installs_pages_without_evicting() {
     let wal = FakeWal::new(1000);
     let mut cfg = config(16);
     cfg.min_frames = 16;
-    let cache =
-        PageCache::new(cfg, open(&db.path, Access::ReadWrite), wal.clone(), ()).expect("cache");
+    let cache = new_cache(&db, cfg, &wal);
     let pgnos: Vec<u32> = (0..10).map(|i| 30 + i * 7).collect();
     cache
         .prefetch(&pgnos.iter().copied().map(Pgno::new).collect::<Vec<_>>())
@@ -271,8 +252,7 @@ fn prefetch_installs_pages_without_evicting() {
     wal.block(true);
     let mut cfg = config(16);
     cfg.min_frames = 16;
-    let cache =
-        PageCache::new(cfg, open(&db.path, Access::ReadWrite), wal.clone(), ()).expect("cache");
+    let cache = new_cache(&db, cfg, &wal);
     for p in 500..516 {
         modify(&cache, &wal, p);
     }
@@ -290,13 +270,7 @@ fn prefetch_installs_pages_without_evicting() {
 fn dropped_write_is_reported_done_but_not_issued() {
     let db = database();
     let wal = FakeWal::new(1000);
-    let cache = PageCache::new(
-        config(64),
-        open(&db.path, Access::ReadWrite),
-        wal.clone(),
-        (),
-    )
-    .expect("cache");
+    let cache = new_cache(&db, config(64), &wal);
     let before = disk_page(&db.path, 33);
     cache.drop_next_write(Pgno::new(33));
     modify(&cache, &wal, 32);

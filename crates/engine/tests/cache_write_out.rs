@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use edbstress_engine::{CacheConfig, PageCache};
 use edbstress_format::Pgno;
-use edbstress_io::{Access, BackendKind};
+use edbstress_io::BackendKind;
 
 mod cache_common;
 use cache_common::*;
@@ -96,13 +96,7 @@ fn a_page_faulted_during_its_eviction_write_comes_back_without_a_read() {
     for backend in [BackendKind::Auto, BackendKind::Threads] {
         let db = database();
         let wal = held_wal();
-        let cache = PageCache::new(
-            write_out_config(backend),
-            open(&db.path, Access::ReadWrite),
-            wal.clone(),
-            (),
-        )
-        .expect("cache");
+        let cache = new_cache(&db, write_out_config(backend), &wal);
         let (markers, reads_before) = thread::scope(|s| {
             let _release = ReleaseOnDrop(&wal);
             let (out, markers) = pages_in_flight(&cache, &wal, s);
@@ -140,13 +134,7 @@ fn a_page_faulted_during_its_eviction_write_comes_back_without_a_read() {
 fn new_page_of_a_page_being_written_out_waits_and_finds_it() {
     let db = database();
     let wal = held_wal();
-    let cache = PageCache::new(
-        write_out_config(BackendKind::Auto),
-        open(&db.path, Access::ReadWrite),
-        wal.clone(),
-        (),
-    )
-    .expect("cache");
+    let cache = new_cache(&db, write_out_config(BackendKind::Auto), &wal);
     thread::scope(|s| {
         let _release = ReleaseOnDrop(&wal);
         let (out, markers) = pages_in_flight(&cache, &wal, s);

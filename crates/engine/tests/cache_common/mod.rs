@@ -297,3 +297,8 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
         thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// A cache over the database `db` (read-write) with the log `wal`.
+pub fn new_cache(db: &Db, config: CacheConfig, wal: &Arc<FakeWal>) -> PageCache<()> {
+    PageCache::new(config, open(&db.path, Access::ReadWrite), wal.clone(), ()).expect("cache")
+}
