@@ -346,6 +346,12 @@ fn appends_to_each_mailbox_fill_their_pages() {
     }
     let space = instance.space_counters();
     assert!(space.splits_hotpoint > 100, "hotpoint splits: {space:?}");
+    // A hotpoint split in the middle of a page moves the next mailbox's rows: logged
+    // with the split page's before image (op 7), which recovery replays below.
+    assert!(
+        space.splits_with_image > 50,
+        "splits with an image: {space:?}"
+    );
     instance.crash();
     let report = recover(
         &layout,

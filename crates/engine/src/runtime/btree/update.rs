@@ -160,7 +160,12 @@ fn release_empty_leaf_at(
 
 /// Links the neighbours of `leaf` (header `h`, already out of its parent) to each
 /// other and puts it on the free list.
-fn unlink_and_free(g: &mut Guard<'_>, cs: &mut ChangeSet, leaf: Pgno, h: PageHeader) -> TreeResult<()> {
+fn unlink_and_free(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    leaf: Pgno,
+    h: PageHeader,
+) -> TreeResult<()> {
     for (neighbour, is_prev) in [(h.prev, true), (h.next, false)] {
         if neighbour == 0 {
             continue;
@@ -254,7 +259,9 @@ fn merge_thinned_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition)
         } else {
             sibling_page.record_count()
         };
-        return move_leaf_into(g, cs, pos.leaf, h, count, sibling, base, parent, index, into_right);
+        return move_leaf_into(
+            g, cs, pos.leaf, h, count, sibling, base, parent, index, into_right,
+        );
     }
     Ok(())
 }
