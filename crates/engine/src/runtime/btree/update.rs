@@ -217,7 +217,10 @@ fn merge_thinned_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition)
     };
     let page_bytes = g.state_ref().page_size.bytes();
     let usable = page_bytes - edbstress_format::PAGE_HEADER_LEN;
-    let leaf_frame = frame_of(g, pos.leaf)?;
+    // Just changed by the delete: cached.
+    let Some(leaf_frame) = g.peek(pos.leaf) else {
+        return Ok(());
+    };
     let leaf = view(g, leaf_frame, pos.leaf)?;
     let count = leaf.record_count();
     let h = leaf.header();
@@ -228,7 +231,15 @@ fn merge_thinned_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition)
     let needed = usable.saturating_sub(leaf.free_space());
     let nearly_empty = needed * 100 < usable * MERGE_READS_SIBLING_BELOW_PCT;
     let reserve = page_bytes * MERGE_FREE_DENSITY_PCT / 100;
-    let parent_frame = frame_of(g, parent)?;
+    if needed + reserve > usable {
+        return Ok(());
+    }
+    // The check looks at the parent (just descended through) and the sibling without
+    // counting a reference to either, as ESE latches them with `bflfNoTouch`: a check
+    // that merges nothing leaves the cache's replacement order as it was.
+    let Some(parent_frame) = g.peek(parent) else {
+        return Ok(());
+    };
     let parent_page = view(g, parent_frame, parent)?;
     let entries = parent_page.record_count();
     let right = if index + 1 < entries {
@@ -243,11 +254,13 @@ fn merge_thinned_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition)
     };
     for (sibling, into_right) in [(right, true), (left, false)] {
         let Some(sibling) = sibling else { continue };
-        // Looking at a sibling that is not cached would cost a read.
-        if !nearly_empty && !g.contains(sibling) {
-            continue;
-        }
-        let sibling_frame = frame_of(g, sibling)?;
+        // Looking at a sibling that is not cached costs a read: only for a nearly
+        // empty leaf.
+        let sibling_frame = match g.peek(sibling) {
+            Some(f) => f,
+            None if nearly_empty => frame_of(g, sibling)?,
+            None => continue,
+        };
         let sibling_page = view(g, sibling_frame, sibling)?;
         if sibling_page.header().flags & flags::LEAF == 0
             || sibling_page.free_space() < needed + reserve
