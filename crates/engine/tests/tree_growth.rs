@@ -159,8 +159,8 @@ fn many_inserts_split_root_branches_and_survive_recovery() {
 }
 
 /// Deleting four messages in five thins every mailbox-table leaf without emptying any:
-/// leaves left under a quarter full merge into their siblings and go to the free list
-/// (ESE reuses space the same way), and the merges, logged as the moved inserts, replay
+/// leaves left a fifth full merge into their siblings and go to the free list (ESE
+/// reuses space the same way), and the merges, logged as the moved inserts, replay
 /// after a crash into a tree that passes the deep check with every kept message.
 #[test]
 fn thinned_leaves_merge_and_free_their_pages() {
