@@ -218,7 +218,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let space = instance.space_counters();
     let per_txn = |now: u64, then: u64| (now - then) as f64 / ops.max(1) as f64;
     println!(
-        "space per transaction: {:.4} pages from the file's end, {:.4} reused, {:.4} freed ({:.4} merges); leaf splits {:.4} halving, {:.4} right edge, {:.4} hotpoint",
+        "space per transaction: {:.4} pages from the file's end, {:.4} reused, {:.4} freed ({:.4} merges); leaf splits {:.4} halving, {:.4} right edge, {:.4} hotpoint; {:.4} splits logged with a before image",
         per_txn(space.pages_from_end, before_space.pages_from_end),
         per_txn(space.pages_reused, before_space.pages_reused),
         per_txn(space.pages_freed, before_space.pages_freed),
@@ -226,6 +226,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         per_txn(space.splits_halving, before_space.splits_halving),
         per_txn(space.splits_right_edge, before_space.splits_right_edge),
         per_txn(space.splits_hotpoint, before_space.splits_hotpoint),
+        per_txn(space.splits_with_image, before_space.splits_with_image),
     );
     println!(
         "pages written per second: {:.0} to refill the available pool (evictions), {:.0} for checkpoint depth; {:.2} pages per write; {:.0} faults/s waited for an eviction write",

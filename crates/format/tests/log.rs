@@ -408,6 +408,40 @@ fn log_file_header_round_trip_and_errors() {
     assert!(verify_log_file_header(&data, 0x1A).is_err());
 }
 
+/// Version 2 is written; a version 1 log (no split images) is still read, and a
+/// version from a newer release is refused with the fix named.
+#[test]
+fn log_file_header_versions() {
+    let header = LogFileHeader {
+        generation: 3,
+        segment_len: SEGMENT_LEN as u32,
+        file_len: DEFAULT_LOG_FILE_LEN as u32,
+        log_signature: 1,
+        db_signature: 2,
+        created_unix: 3,
+        checkpoint_at_creation: LogPosition::default(),
+        prev_generation_checksum: 0,
+    };
+    let mut seg = vec![0u8; SEGMENT_LEN];
+    header.encode(&mut seg);
+    assert_eq!(u32::from_le_bytes(seg[16..20].try_into().unwrap()), 2);
+    let with_version = |version: u32| {
+        let mut s = seg.clone();
+        s[16..20].copy_from_slice(&version.to_le_bytes());
+        let sum = edbstress_format::block_checksum(&s, segment_check_id(3, 0), true);
+        s[0..8].copy_from_slice(&sum.to_le_bytes());
+        s
+    };
+    assert_eq!(verify_log_file_header(&with_version(1), 3), Ok(header));
+    let err = verify_log_file_header(&with_version(3), 3).unwrap_err();
+    assert_eq!(err, LogFormatError::UnsupportedVersion { found: 3 });
+    let message = err.to_string();
+    assert!(
+        message.contains("versions 1 to 2") && message.contains("matching edbstress release"),
+        "{message}"
+    );
+}
+
 #[test]
 fn checkpoint_copies() {
     let older = CheckpointRecord {

@@ -12,6 +12,7 @@
 //! | 4 | Build | object_id u32, flags u32, prev u32, next u32, count u16, then per record key_len u16, data_len u16, key, data |
 //! | 5 | SetLinks | prev u32, next u32 |
 //! | 6 | Truncate | keep u16 (records from `keep` on are removed) |
+//! | 7 | BuildFromSplit | object_id u32, flags u32, prev u32, next u32, first u16, count u16, then the `count` records of the split page's before image as in Build; the page gets records `first..` (log format version 2) |
 
 use edbstress_format::Pgno;
 use edbstress_format::page::{PageHeader, PageMut};
@@ -65,6 +66,24 @@ pub enum RedoOp {
         /// Records kept.
         keep: u16,
     },
+    /// Format the page afresh with the records `first..` of `image`: the new page of a
+    /// split that moves records, logged as ESE logs such a split — with the split
+    /// page's before image (its records, without free space) — so the new page is
+    /// rebuilt from the log alone.
+    BuildFromSplit {
+        /// B+tree the page belongs to.
+        object_id: u32,
+        /// Page flags.
+        flags: u32,
+        /// Previous leaf (0 for none).
+        prev: u32,
+        /// Next leaf (0 for none).
+        next: u32,
+        /// First record of the image that moves to this page.
+        first: u16,
+        /// Every record of the split page before the split, in key order.
+        image: Vec<(Vec<u8>, Vec<u8>)>,
+    },
 }
 
 /// Why a redo record cannot be decoded or applied.
@@ -95,6 +114,46 @@ pub enum BuildRecords<'a> {
 }
 
 impl BuildRecords<'_> {
+    /// Bytes of the records in their payload encoding.
+    fn encoded_len(&self) -> usize {
+        match self {
+            BuildRecords::Encoded { bytes, .. } => bytes.len(),
+            _ => {
+                let mut len = 0;
+                let _ = self.try_for_each(|k, d| {
+                    len += 4 + k.len() + d.len();
+                    Ok::<(), ()>(())
+                });
+                len
+            }
+        }
+    }
+
+    /// Appends the records in their payload encoding to `out`.
+    fn encode_into(&self, out: &mut Vec<u8>) {
+        if let BuildRecords::Encoded { bytes, .. } = self {
+            out.extend_from_slice(bytes);
+            return;
+        }
+        let _ = self.try_for_each(|key, data| {
+            out.extend_from_slice(&(key.len() as u16).to_le_bytes());
+            out.extend_from_slice(&(data.len() as u16).to_le_bytes());
+            out.extend_from_slice(key);
+            out.extend_from_slice(data);
+            Ok::<(), ()>(())
+        });
+    }
+
+    /// Owned copies of the records.
+    fn to_owned_records(self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut owned = Vec::with_capacity(self.len());
+        let _ = self.try_for_each(|k, d| {
+            owned.push((k.to_vec(), d.to_vec()));
+            Ok::<(), ()>(())
+        });
+        owned
+    }
+
     fn len(&self) -> usize {
         match self {
             BuildRecords::Pairs(pairs) => pairs.len(),
@@ -134,6 +193,16 @@ fn split_record(bytes: &[u8], at: usize) -> Option<(&[u8], &[u8], usize)> {
     let data_at = at + 4 + key_len;
     let data = bytes.get(data_at..data_at + data_len)?;
     Some((key, data, data_at + data_len))
+}
+
+/// Length of the first `count` encoded Build records of `bytes`, or None when they
+/// run past its end.
+fn encoded_records_len(bytes: &[u8], count: usize) -> Option<usize> {
+    let mut at = 0;
+    for _ in 0..count {
+        at = split_record(bytes, at)?.2;
+    }
+    Some(at)
 }
 
 /// A redo operation whose byte fields are borrowed: what the commit path encodes
@@ -188,6 +257,21 @@ pub enum RedoRef<'a> {
         /// Records kept.
         keep: u16,
     },
+    /// See [`RedoOp::BuildFromSplit`].
+    BuildFromSplit {
+        /// B+tree the page belongs to.
+        object_id: u32,
+        /// Page flags.
+        flags: u32,
+        /// Previous leaf (0 for none).
+        prev: u32,
+        /// Next leaf (0 for none).
+        next: u32,
+        /// First record of the image that moves to this page.
+        first: u16,
+        /// Every record of the split page before the split.
+        image: BuildRecords<'a>,
+    },
 }
 
 impl<'a> RedoRef<'a> {
@@ -200,6 +284,7 @@ impl<'a> RedoRef<'a> {
             RedoRef::Build { .. } => 4,
             RedoRef::SetLinks { .. } => 5,
             RedoRef::Truncate { .. } => 6,
+            RedoRef::BuildFromSplit { .. } => 7,
         }
     }
 
@@ -209,17 +294,8 @@ impl<'a> RedoRef<'a> {
             RedoRef::Insert { key, data, .. } => 4 + key.len() + data.len(),
             RedoRef::Delete { .. } | RedoRef::Truncate { .. } => 2,
             RedoRef::ReplaceData { data, .. } => 2 + data.len(),
-            RedoRef::Build { records, .. } => match records {
-                BuildRecords::Encoded { bytes, .. } => 18 + bytes.len(),
-                _ => {
-                    let mut len = 18;
-                    let _ = records.try_for_each(|k, d| {
-                        len += 4 + k.len() + d.len();
-                        Ok::<(), ()>(())
-                    });
-                    len
-                }
-            },
+            RedoRef::Build { records, .. } => 18 + records.encoded_len(),
+            RedoRef::BuildFromSplit { image, .. } => 20 + image.encoded_len(),
             RedoRef::SetLinks { .. } => 8,
         }
     }
@@ -250,17 +326,22 @@ impl<'a> RedoRef<'a> {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
                 out.extend_from_slice(&(records.len() as u16).to_le_bytes());
-                if let BuildRecords::Encoded { bytes, .. } = records {
-                    out.extend_from_slice(bytes);
-                } else {
-                    let _ = records.try_for_each(|key, data| {
-                        out.extend_from_slice(&(key.len() as u16).to_le_bytes());
-                        out.extend_from_slice(&(data.len() as u16).to_le_bytes());
-                        out.extend_from_slice(key);
-                        out.extend_from_slice(data);
-                        Ok::<(), ()>(())
-                    });
+                records.encode_into(out);
+            }
+            RedoRef::BuildFromSplit {
+                object_id,
+                flags,
+                prev,
+                next,
+                first,
+                image,
+            } => {
+                for v in [object_id, flags, prev, next] {
+                    out.extend_from_slice(&v.to_le_bytes());
                 }
+                out.extend_from_slice(&first.to_le_bytes());
+                out.extend_from_slice(&(image.len() as u16).to_le_bytes());
+                image.encode_into(out);
             }
             RedoRef::SetLinks { prev, next } => {
                 out.extend_from_slice(&prev.to_le_bytes());
@@ -316,12 +397,8 @@ impl<'a> RedoRef<'a> {
             4 => {
                 let count = u16_at(16)? as usize;
                 let bytes = &payload[18..];
-                let mut at = 0;
-                for _ in 0..count {
-                    at = split_record(bytes, at)
-                        .ok_or_else(|| err("record beyond payload"))?
-                        .2;
-                }
+                let at = encoded_records_len(bytes, count)
+                    .ok_or_else(|| err("record beyond payload"))?;
                 RedoRef::Build {
                     object_id: u32_at(0)?,
                     flags: u32_at(4)?,
@@ -339,7 +416,32 @@ impl<'a> RedoRef<'a> {
                 next: u32_at(4)?,
             },
             6 => RedoRef::Truncate { keep: u16_at(0)? },
-            _ => return Err(err("unknown op code")),
+            7 => {
+                let first = u16_at(16)?;
+                let count = u16_at(18)? as usize;
+                if usize::from(first) > count {
+                    return Err(err("first moved record beyond the image"));
+                }
+                let bytes = &payload[20..];
+                let at = encoded_records_len(bytes, count)
+                    .ok_or_else(|| err("record beyond payload"))?;
+                RedoRef::BuildFromSplit {
+                    object_id: u32_at(0)?,
+                    flags: u32_at(4)?,
+                    prev: u32_at(8)?,
+                    next: u32_at(12)?,
+                    first,
+                    image: BuildRecords::Encoded {
+                        count,
+                        bytes: &bytes[..at],
+                    },
+                }
+            }
+            _ => {
+                return Err(err(
+                    "unknown op code (a log written by a newer edbstress? use a matching release)",
+                ));
+            }
         })
     }
 
@@ -362,22 +464,30 @@ impl<'a> RedoRef<'a> {
                 prev,
                 next,
                 records,
-            } => {
-                let mut owned = Vec::with_capacity(records.len());
-                let _ = records.try_for_each(|k, d| {
-                    owned.push((k.to_vec(), d.to_vec()));
-                    Ok::<(), ()>(())
-                });
-                RedoOp::Build {
-                    object_id,
-                    flags,
-                    prev,
-                    next,
-                    records: owned,
-                }
-            }
+            } => RedoOp::Build {
+                object_id,
+                flags,
+                prev,
+                next,
+                records: records.to_owned_records(),
+            },
             RedoRef::SetLinks { prev, next } => RedoOp::SetLinks { prev, next },
             RedoRef::Truncate { keep } => RedoOp::Truncate { keep },
+            RedoRef::BuildFromSplit {
+                object_id,
+                flags,
+                prev,
+                next,
+                first,
+                image,
+            } => RedoOp::BuildFromSplit {
+                object_id,
+                flags,
+                prev,
+                next,
+                first,
+                image: image.to_owned_records(),
+            },
         }
     }
 
@@ -409,19 +519,35 @@ impl<'a> RedoRef<'a> {
             op: self.code(),
             what,
         };
-        if let RedoRef::Build {
-            object_id,
-            flags,
-            prev,
-            next,
-            records,
-        } = self
-        {
-            let mut p = PageMut::try_format(page, pgno.get(), *object_id, *flags, dbtime)
+        let build = match *self {
+            RedoRef::Build {
+                object_id,
+                flags,
+                prev,
+                next,
+                records,
+            } => Some((object_id, flags, prev, next, 0, records)),
+            RedoRef::BuildFromSplit {
+                object_id,
+                flags,
+                prev,
+                next,
+                first,
+                image,
+            } => Some((object_id, flags, prev, next, usize::from(first), image)),
+            _ => None,
+        };
+        if let Some((object_id, flags, prev, next, first, records)) = build {
+            let mut p = PageMut::try_format(page, pgno.get(), object_id, flags, dbtime)
                 .map_err(|e| err(format!("cannot format page {pgno}: {e}")))?;
-            p.set_prev(*prev);
-            p.set_next(*next);
+            p.set_prev(prev);
+            p.set_next(next);
+            let mut i = 0;
             records.try_for_each(|key, data| {
+                i += 1;
+                if i <= first {
+                    return Ok(());
+                }
                 p.append(key, data)
                     .map_err(|e| err(format!("records do not fit: {e}")))
             })?;
@@ -464,7 +590,9 @@ impl<'a> RedoRef<'a> {
                 in_range(keep, count + 1)?;
                 p.truncate(usize::from(keep));
             }
-            RedoRef::Build { .. } => unreachable!("handled above"),
+            RedoRef::Build { .. } | RedoRef::BuildFromSplit { .. } => {
+                unreachable!("handled above")
+            }
         }
         p.set_dbtime(dbtime);
         Ok(())
@@ -503,6 +631,21 @@ impl RedoOp {
                 next: *next,
             },
             RedoOp::Truncate { keep } => RedoRef::Truncate { keep: *keep },
+            RedoOp::BuildFromSplit {
+                object_id,
+                flags,
+                prev,
+                next,
+                first,
+                image,
+            } => RedoRef::BuildFromSplit {
+                object_id: *object_id,
+                flags: *flags,
+                prev: *prev,
+                next: *next,
+                first: *first,
+                image: BuildRecords::Owned(image),
+            },
         }
     }
 
@@ -642,6 +785,70 @@ mod tests {
         );
     }
 
+    /// A split logged with the split page's before image formats the new page exactly
+    /// as a Build of the moved records would, from the log record alone.
+    #[test]
+    fn build_from_split_takes_the_moved_records_of_the_image() {
+        let image: [(&[u8], &[u8]); 4] = [
+            (b"a", &[1; 40]),
+            (b"b", &[]),
+            (b"c", b"xyz"),
+            (b"d", &[4; 900]),
+        ];
+        let split = RedoRef::BuildFromSplit {
+            object_id: 7,
+            flags: flags::LEAF,
+            prev: 3,
+            next: 9,
+            first: 2,
+            image: BuildRecords::Pairs(&image),
+        };
+        let payload = split.encode();
+        assert_eq!(payload.len(), split.encoded_len());
+        assert_eq!(
+            payload.len(),
+            20 + (4 + 1 + 40) + (4 + 1) + (4 + 1 + 3) + (4 + 1 + 900)
+        );
+        let owned = RedoOp::decode(7, &payload).unwrap();
+        assert_eq!(owned.as_ref().encode(), payload);
+        let mut from_split = vec![0xEEu8; 8192];
+        owned.apply(&mut from_split, Pgno::new(6), 40).unwrap();
+        let moved = &image[2..];
+        let build = RedoRef::Build {
+            object_id: 7,
+            flags: flags::LEAF,
+            prev: 3,
+            next: 9,
+            records: BuildRecords::Pairs(moved),
+        };
+        let mut from_build = vec![0u8; 8192];
+        build.apply(&mut from_build, Pgno::new(6), 40).unwrap();
+        assert_eq!(from_split, from_build, "the same page, byte for byte");
+        let p = Page::new(&from_split).unwrap();
+        assert_eq!(p.record_count(), 2);
+        assert_eq!(p.record(0).unwrap().key, b"c");
+        // All of the image may stay (nothing moves) or move.
+        for first in [0u16, 4] {
+            let op = RedoRef::BuildFromSplit {
+                object_id: 7,
+                flags: flags::LEAF,
+                prev: 3,
+                next: 9,
+                first,
+                image: BuildRecords::Pairs(&image),
+            };
+            let mut page = vec![0u8; 8192];
+            RedoRef::decode(7, &op.encode())
+                .unwrap()
+                .apply_to_checked_page(&mut page, Pgno::new(6), 41)
+                .unwrap();
+            assert_eq!(
+                Page::new(&page).unwrap().record_count(),
+                4 - usize::from(first)
+            );
+        }
+    }
+
     #[test]
     fn bad_ops_are_errors_not_panics() {
         let mut page = vec![0u8; 8192];
@@ -654,6 +861,22 @@ mod tests {
         assert!(RedoOp::decode(1, &[0, 0, 50, 0, 1]).is_err());
         assert!(RedoOp::decode(99, &[]).is_err());
         assert!(RedoOp::decode(4, &[0; 17]).is_err());
+        // A split image: cut short, or a first moved record past its records.
+        let image: [(&[u8], &[u8]); 2] = [(b"a", &[1; 10]), (b"b", &[2; 10])];
+        let split = RedoRef::BuildFromSplit {
+            object_id: 1,
+            flags: flags::LEAF,
+            prev: 0,
+            next: 0,
+            first: 1,
+            image: BuildRecords::Pairs(&image),
+        }
+        .encode();
+        assert!(RedoOp::decode(7, &split[..split.len() - 1]).is_err());
+        assert!(RedoOp::decode(7, &split[..19]).is_err());
+        let mut past = split.clone();
+        past[16] = 3;
+        assert!(RedoOp::decode(7, &past).is_err());
         let mut garbage = vec![0xFFu8; 8192];
         assert!(
             RedoOp::Delete { index: 0 }

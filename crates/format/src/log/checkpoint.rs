@@ -1,7 +1,7 @@
 //! The checkpoint file `E00.chk`: two 4096-byte copies of a [`CheckpointRecord`],
 //! written one after the other, so a torn write leaves one valid copy.
 
-use super::{LOG_FORMAT_VERSION, LogFormatError, LogPosition};
+use super::{CHECKPOINT_FORMAT_VERSION, LogFormatError, LogPosition};
 use crate::bytes::{get_u32, get_u64, is_all_zero, put_u32, put_u64};
 use crate::checksum::block_checksum;
 
@@ -65,7 +65,7 @@ impl CheckpointRecord {
         let copy = &mut copy[..CHECKPOINT_COPY_LEN];
         copy.fill(0);
         copy[MAGIC..MAGIC + 8].copy_from_slice(&CHECKPOINT_MAGIC);
-        put_u32(copy, VERSION, LOG_FORMAT_VERSION);
+        put_u32(copy, VERSION, CHECKPOINT_FORMAT_VERSION);
         put_u64(copy, UPDATE_SEQ, self.update_seq);
         put_u64(copy, CHECKPOINT, self.checkpoint.pack());
         put_u64(copy, LOG_SIGNATURE, self.log_signature);
@@ -114,8 +114,8 @@ impl CheckpointRecord {
             return Err(LogFormatError::BadMagic { what: WHAT });
         }
         let version = get_u32(copy, VERSION);
-        if version != LOG_FORMAT_VERSION {
-            return Err(LogFormatError::UnsupportedVersion { found: version });
+        if version != CHECKPOINT_FORMAT_VERSION {
+            return Err(LogFormatError::UnsupportedCheckpointVersion { found: version });
         }
         if get_u32(copy, RESERVED) != 0
             || get_u32(copy, RESERVED_68) != 0

@@ -36,8 +36,14 @@ pub const DEFAULT_LOG_FILE_LEN: usize = 1 << 20;
 pub const SEGMENT_HEADER_LEN: usize = 32;
 /// Payload bytes per data segment.
 pub const SEGMENT_PAYLOAD_LEN: usize = SEGMENT_LEN - SEGMENT_HEADER_LEN;
-/// Version of the log file, segment and checkpoint formats.
-pub const LOG_FORMAT_VERSION: u32 = 1;
+/// Version of the log file and segment formats written. Version 2 adds the redo op
+/// `BuildFromSplit` (a split logged with the split page's before image); records and
+/// framing are otherwise those of version 1, which is still read.
+pub const LOG_FORMAT_VERSION: u32 = 2;
+/// Oldest log format version read.
+pub const OLDEST_LOG_FORMAT_VERSION: u32 = 1;
+/// Version of the checkpoint file format.
+pub const CHECKPOINT_FORMAT_VERSION: u32 = 1;
 /// Name of the pre-created, zero-filled next log file before it is renamed.
 pub const NEXT_LOG_FILE_NAME: &str = "E00tmp.log";
 /// Name of the checkpoint file.
@@ -131,11 +137,22 @@ pub enum LogFormatError {
     },
     /// Another format version.
     #[error(
-        "log format version {found} is not supported (this build reads version {}); use a \
-         matching edbstress release",
+        "log format version {found} is not supported (this build reads versions {} to {}); \
+         use a matching edbstress release",
+        OLDEST_LOG_FORMAT_VERSION,
         LOG_FORMAT_VERSION
     )]
     UnsupportedVersion {
+        /// Version found.
+        found: u32,
+    },
+    /// Another checkpoint file format version.
+    #[error(
+        "checkpoint file format version {found} is not supported (this build reads version \
+         {}); use a matching edbstress release",
+        CHECKPOINT_FORMAT_VERSION
+    )]
+    UnsupportedCheckpointVersion {
         /// Version found.
         found: u32,
     },

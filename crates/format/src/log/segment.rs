@@ -1,8 +1,8 @@
 //! Log file header (segment 0) and data segments (1..), with their checksums.
 
 use super::{
-    LOG_FORMAT_VERSION, LogFormatError, LogPosition, SEGMENT_HEADER_LEN, SEGMENT_LEN,
-    SEGMENT_PAYLOAD_LEN, segment_check_id,
+    LOG_FORMAT_VERSION, LogFormatError, LogPosition, OLDEST_LOG_FORMAT_VERSION, SEGMENT_HEADER_LEN,
+    SEGMENT_LEN, SEGMENT_PAYLOAD_LEN, segment_check_id,
 };
 use crate::bytes::{get_u16, get_u32, get_u64, is_all_zero, put_u16, put_u32, put_u64};
 use crate::checksum::{BlockDiff, block_checksum, classify, flip_bit};
@@ -132,7 +132,7 @@ impl LogFileHeader {
             });
         }
         let version = get_u32(seg, H_VERSION);
-        if version != LOG_FORMAT_VERSION {
+        if !(OLDEST_LOG_FORMAT_VERSION..=LOG_FORMAT_VERSION).contains(&version) {
             return Err(LogFormatError::UnsupportedVersion { found: version });
         }
         let segment_len = get_u32(seg, H_SEGMENT_LEN);

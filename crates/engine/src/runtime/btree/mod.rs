@@ -11,8 +11,9 @@
 //! a new child and becomes a branch above it); leaves carry sibling links, branches do
 //! not; a branch entry is (separator key, child page number) and a key is routed to the
 //! last entry whose separator is ≤ the key (the first entry also takes smaller keys);
-//! a leaf emptied by a delete, or left under a quarter full and merged into its
-//! sibling, goes to the free-page list (branches are never merged).
+//! a leaf emptied by a delete, or merged into a sibling by ESE's rule (its records fit
+//! there with the free density to spare), goes to the free-page list (branches are
+//! never merged). A split that moves records logs the split page's before image.
 
 //!
 //! - this file: the tree state, errors, the change set (redo records and undo copies)
@@ -77,6 +78,9 @@ pub struct SpaceCounters {
     pub splits_right_edge: u64,
     /// Hotpoint splits of the mailbox table (a mailbox's appends keep its page full).
     pub splits_hotpoint: u64,
+    /// Splits (leaves and branches) that moved records and so logged the split page's
+    /// before image (redo op 7).
+    pub splits_with_image: u64,
 }
 
 impl TreeState {

@@ -2,7 +2,8 @@
 //! moves and the new record starts the page; at the end of a mailbox's rows only the
 //! rows after it move, ESE's hotpoint split), its separator goes into the parent branch
 //! (which may split in turn), and a full root moves its records to a new child and
-//! becomes a branch above it.
+//! becomes a branch above it. A split that moves records logs the split page's before
+//! image (its records) with the new page, as ESE does (docs/format.md, op 7).
 
 use edbstress_format::Pgno;
 use edbstress_format::page::{PageHeader, Record, flags};
@@ -113,18 +114,38 @@ pub(super) fn split(
             std::cmp::Ordering::Equal => (split_at, key.to_vec()),
             std::cmp::Ordering::Greater => (split_at - 1, records[split_at - 1].key.to_vec()),
         };
-        let moved: Vec<(&[u8], &[u8])> = records[keep..].iter().map(|r| (r.key, r.data)).collect();
-        let build = RedoRef::Build {
-            object_id: h.object_id,
-            flags: h.flags & !flags::ROOT,
-            prev,
-            next,
-            records: BuildRecords::Pairs(&moved),
+        // As ESE logs a split (its `FBTISplitPageBeforeImageRequired`): when records
+        // move, the new page is built from the split page's before image — every
+        // record, without the free space — so the log alone rebuilds it; when nothing
+        // moves (the right edge, a hotpoint at the page's end) the new page starts empty.
+        let build = if keep < n {
+            let image: Vec<(&[u8], &[u8])> = records.iter().map(|r| (r.key, r.data)).collect();
+            let op = RedoRef::BuildFromSplit {
+                object_id: h.object_id,
+                flags: h.flags & !flags::ROOT,
+                prev,
+                next,
+                first: keep as u16,
+                image: BuildRecords::Pairs(&image),
+            };
+            (op.code(), op.encode())
+        } else {
+            let op = RedoRef::Build {
+                object_id: h.object_id,
+                flags: h.flags & !flags::ROOT,
+                prev,
+                next,
+                records: BuildRecords::Pairs(&[]),
+            };
+            (op.code(), op.encode())
         };
-        (keep, separator, (build.code(), build.encode()), hotpoint)
+        (keep, separator, build, hotpoint)
     };
     let (new_pgno, new_frame, fresh) = allocate(g, cs)?;
     apply(g, cs, new_frame, new_pgno, build.0, build.1, fresh)?;
+    if keep < n {
+        g.state().space.splits_with_image += 1;
+    }
     if is_leaf {
         let space = &mut g.state().space;
         match (right_edge, hotpoint.is_some()) {

@@ -117,7 +117,7 @@ pub(super) fn free_page(g: &mut Guard<'_>, cs: &mut ChangeSet, pgno: Pgno) -> Tr
 
 /// A leaf emptied by a delete leaves its tree for the free list: its parent's entry is
 /// removed and its neighbours are linked to each other. Only when the parent keeps at
-/// least one other entry (no branch ever becomes empty; no merges).
+/// least one other entry (no branch ever becomes empty).
 pub(super) fn release_empty_leaf(
     g: &mut Guard<'_>,
     cs: &mut ChangeSet,
@@ -126,16 +126,46 @@ pub(super) fn release_empty_leaf(
     let Some(&(parent, index)) = pos.path.last() else {
         return Ok(());
     };
-    let leaf_frame = frame_of(g, pos.leaf)?;
-    let leaf = view(g, leaf_frame, pos.leaf)?;
-    if leaf.record_count() != 0 {
+    release_empty_leaf_at(g, cs, pos.leaf, parent, index)
+}
+
+/// [`release_empty_leaf`] for `leaf`, entry `index` of `parent`.
+fn release_empty_leaf_at(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    leaf: Pgno,
+    parent: Pgno,
+    index: usize,
+) -> TreeResult<()> {
+    let leaf_frame = frame_of(g, leaf)?;
+    let page = view(g, leaf_frame, leaf)?;
+    if page.record_count() != 0 {
         return Ok(());
     }
-    let h = leaf.header();
+    let h = page.header();
     let parent_frame = frame_of(g, parent)?;
     if view(g, parent_frame, parent)?.record_count() < 2 {
         return Ok(());
     }
+    modify(
+        g,
+        cs,
+        parent,
+        RedoRef::Delete {
+            index: index as u16,
+        },
+    )?;
+    unlink_and_free(g, cs, leaf, h)
+}
+
+/// Links the neighbours of `leaf` (header `h`, already out of its parent) to each
+/// other and puts it on the free list.
+fn unlink_and_free(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    leaf: Pgno,
+    h: PageHeader,
+) -> TreeResult<()> {
     for (neighbour, is_prev) in [(h.prev, true), (h.next, false)] {
         if neighbour == 0 {
             continue;
@@ -155,71 +185,127 @@ pub(super) fn release_empty_leaf(
         };
         modify(g, cs, Pgno::new(neighbour), links)?;
     }
-    modify(
-        g,
-        cs,
-        parent,
-        RedoRef::Delete {
-            index: index as u16,
-        },
-    )?;
-    free_page(g, cs, pos.leaf)
+    free_page(g, cs, leaf)
 }
 
-/// After a delete: a leaf left less than a quarter full moves its records into its
-/// sibling under the same parent when they fit there, and is released like an emptied
-/// leaf. ESE merges sparse pages the same way; without it the space deletes free stays
+/// A merge never reads a sibling from disk only to look at it unless the leaf is
+/// under this share of its page (percent): ESE's version cleanup checks an uncached
+/// sibling only for nearly empty pages (bt.cxx, `FBTICheckSibling`: 30 % less the
+/// table's free density; one third in older versions).
+const MERGE_READS_SIBLING_BELOW_PCT: usize = 30;
+
+/// Share of a page (percent) a merge leaves free in the sibling it fills: ESE keeps a
+/// table's free density there (`FBTISPCCheckMergeable` adds `CbBTIFreeDensity`), 20 %
+/// at the default table density of 80 %.
+const MERGE_FREE_DENSITY_PCT: usize = 20;
+
+/// After a delete, ESE's merge at version cleanup (bt.cxx, `ErrBTICheckForMultipageOLC`
+/// and `FBTISPCCheckMergeable`): a leaf whose records all fit in a sibling, with the
+/// table's free density still free there, moves them into it and leaves the tree —
+/// whatever its own fill, as long as the sibling is cached; a nearly empty leaf also
+/// reads an uncached sibling. The right sibling is tried first; the left one only when
+/// the leaf is neither the first nor the last of its tree (merging the last page into
+/// its left sibling would undo the appends that fill it). Only siblings under the same
+/// parent (branches are never merged). Without it the space deletes free stays
 /// scattered in thinned-out leaves (long-value leaves above all: chunks are only ever
 /// appended at the tree's right edge) and the file grows instead (docs/fidelity.md,
-/// growth per transactional I/O). The moved records are logged as inserts, as ESE logs
-/// a merge's moved nodes.
-fn merge_sparse_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition) -> TreeResult<()> {
+/// growth per transactional I/O). The moved records are logged as inserts into the
+/// sibling (ESE logs the merged page's before image: the same bytes).
+fn merge_thinned_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition) -> TreeResult<()> {
     let Some(&(parent, index)) = pos.path.last() else {
         return Ok(());
     };
-    let usable = g.state_ref().page_size.bytes() - edbstress_format::PAGE_HEADER_LEN;
-    let leaf_frame = frame_of(g, pos.leaf)?;
+    let page_bytes = g.state_ref().page_size.bytes();
+    let usable = page_bytes - edbstress_format::PAGE_HEADER_LEN;
+    // Just changed by the delete: cached.
+    let Some(leaf_frame) = g.peek(pos.leaf) else {
+        return Ok(());
+    };
     let leaf = view(g, leaf_frame, pos.leaf)?;
     let count = leaf.record_count();
-    if count == 0 || leaf.header().flags & flags::LEAF == 0 {
+    let h = leaf.header();
+    if count == 0 || h.flags & flags::LEAF == 0 {
         return Ok(());
     }
-    let used = usable.saturating_sub(leaf.free_space());
-    if used * 4 > usable {
+    // Record bytes and tags: what the records take in the sibling.
+    let needed = usable.saturating_sub(leaf.free_space());
+    let nearly_empty = needed * 100 < usable * MERGE_READS_SIBLING_BELOW_PCT;
+    let reserve = page_bytes * MERGE_FREE_DENSITY_PCT / 100;
+    if needed + reserve > usable {
         return Ok(());
     }
-    let mut moved = Vec::with_capacity(count);
-    for i in 0..count {
-        let r = leaf
-            .record(i)
-            .map_err(|e| corrupt(pos.leaf, e.to_string()))?;
-        moved.push((r.key.to_vec(), r.data.to_vec()));
-    }
-    let parent_frame = frame_of(g, parent)?;
+    // The check looks at the parent (just descended through) and the sibling without
+    // counting a reference to either, as ESE latches them with `bflfNoTouch`: a check
+    // that merges nothing leaves the cache's replacement order as it was.
+    let Some(parent_frame) = g.peek(parent) else {
+        return Ok(());
+    };
     let parent_page = view(g, parent_frame, parent)?;
     let entries = parent_page.record_count();
-    if entries < 2 {
-        return Ok(());
-    }
-    // The left sibling takes the records (they sort after its own); the leftmost
-    // child gives them to its right sibling (before its own).
-    let into_left = index > 0;
-    let sibling = child_of(&parent_page, parent, if into_left { index - 1 } else { 1 })?;
-    let sibling_frame = frame_of(g, sibling)?;
-    let sibling_page = view(g, sibling_frame, sibling)?;
-    let needed: usize = moved
-        .iter()
-        .map(|(k, d)| {
-            edbstress_format::page::record_len(k.len(), d.len()) + edbstress_format::page::TAG_LEN
-        })
-        .sum();
-    if sibling_page.header().flags & flags::LEAF == 0 || sibling_page.free_space() < needed {
-        return Ok(());
-    }
-    let base = if into_left {
-        sibling_page.record_count()
+    let right = if index + 1 < entries {
+        Some(child_of(&parent_page, parent, index + 1)?)
     } else {
-        0
+        None
+    };
+    let left = if index > 0 && h.prev != 0 && h.next != 0 {
+        Some(child_of(&parent_page, parent, index - 1)?)
+    } else {
+        None
+    };
+    for (sibling, into_right) in [(right, true), (left, false)] {
+        let Some(sibling) = sibling else { continue };
+        // Looking at a sibling that is not cached costs a read: only for a nearly
+        // empty leaf.
+        let sibling_frame = match g.peek(sibling) {
+            Some(f) => f,
+            None if nearly_empty => frame_of(g, sibling)?,
+            None => continue,
+        };
+        let sibling_page = view(g, sibling_frame, sibling)?;
+        if sibling_page.header().flags & flags::LEAF == 0
+            || sibling_page.free_space() < needed + reserve
+        {
+            continue;
+        }
+        let base = if into_right {
+            0
+        } else {
+            sibling_page.record_count()
+        };
+        return move_leaf_into(
+            g, cs, pos.leaf, h, count, sibling, base, parent, index, into_right,
+        );
+    }
+    Ok(())
+}
+
+/// Moves the `count` records of `leaf` (entry `index` of `parent`) into `sibling` from
+/// its record `base` on, then takes `leaf` out of the tree onto the free list. A right
+/// sibling takes over the leaf's parent entry (its separator bounds the moved keys from
+/// below), and its own entry goes; a left sibling's entry already routes them.
+#[allow(clippy::too_many_arguments)]
+fn move_leaf_into(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    leaf: Pgno,
+    h: PageHeader,
+    count: usize,
+    sibling: Pgno,
+    base: usize,
+    parent: Pgno,
+    index: usize,
+    into_right: bool,
+) -> TreeResult<()> {
+    let moved: Vec<(Vec<u8>, Vec<u8>)> = {
+        let frame = frame_of(g, leaf)?;
+        let page = view(g, frame, leaf)?;
+        (0..count)
+            .map(|i| {
+                page.record(i)
+                    .map(|r| (r.key.to_vec(), r.data.to_vec()))
+                    .map_err(|e| corrupt(leaf, e.to_string()))
+            })
+            .collect::<TreeResult<_>>()?
     };
     for (i, (key, data)) in moved.iter().enumerate() {
         let op = RedoRef::Insert {
@@ -230,10 +316,32 @@ fn merge_sparse_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition) 
         modify(g, cs, sibling, op)?;
     }
     for i in (0..count).rev() {
-        modify(g, cs, pos.leaf, RedoRef::Delete { index: i as u16 })?;
+        modify(g, cs, leaf, RedoRef::Delete { index: i as u16 })?;
     }
     g.state().space.merges += 1;
-    release_empty_leaf(g, cs, pos)
+    if !into_right {
+        return release_empty_leaf_at(g, cs, leaf, parent, index);
+    }
+    // The right sibling's records now start at the leaf's separator: its pointer moves
+    // into the leaf's entry and its own entry goes.
+    modify(
+        g,
+        cs,
+        parent,
+        RedoRef::ReplaceData {
+            index: index as u16,
+            data: &sibling.to_le_bytes(),
+        },
+    )?;
+    modify(
+        g,
+        cs,
+        parent,
+        RedoRef::Delete {
+            index: (index + 1) as u16,
+        },
+    )?;
+    unlink_and_free(g, cs, leaf, h)
 }
 
 /// Largest key + data an insert accepts: half of what fits an empty page, so that two
@@ -287,7 +395,7 @@ pub fn delete(g: &mut Guard<'_>, cs: &mut ChangeSet, root: Pgno, key: &[u8]) -> 
         Ok(i) => {
             modify(g, cs, pos.leaf, RedoRef::Delete { index: i as u16 })?;
             release_empty_leaf(g, cs, &pos)?;
-            merge_sparse_leaf(g, cs, &pos)?;
+            merge_thinned_leaf(g, cs, &pos)?;
             Ok(true)
         }
         Err(_) => Ok(false),
