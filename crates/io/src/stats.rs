@@ -9,7 +9,7 @@ use crate::{IoClass, LatencyHistogram};
 /// `ops`, `bytes` and `latency` cover I/Os that succeeded; `errors` counts the ones that
 /// failed (their latency is not recorded, so an error returned at once cannot make a
 /// device look fast).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClassStats {
     /// Successful I/Os.
     pub ops: u64,
@@ -19,6 +19,25 @@ pub struct ClassStats {
     pub errors: u64,
     /// Latency of successful I/Os, from submission to completion.
     pub latency: LatencyHistogram,
+}
+
+impl Clone for ClassStats {
+    fn clone(&self) -> ClassStats {
+        ClassStats {
+            ops: self.ops,
+            bytes: self.bytes,
+            errors: self.errors,
+            latency: self.latency.clone(),
+        }
+    }
+
+    /// In place, without allocating (see [`LatencyHistogram`]'s `clone_from`).
+    fn clone_from(&mut self, source: &ClassStats) {
+        self.ops = source.ops;
+        self.bytes = source.bytes;
+        self.errors = source.errors;
+        self.latency.clone_from(&source.latency);
+    }
 }
 
 impl ClassStats {
