@@ -84,9 +84,26 @@ type InstanceStats = [Option<ClassStats>; IoClass::COUNT];
 /// to be small dense numbers (0, 1, 2, ...): memory grows with the largest one.
 ///
 /// Serialised as a list of `{instance, class, stats}` entries.
-#[derive(Clone, Debug, Default, PartialEq)]
+///
+/// `clone_from` reuses the counters already allocated (see [`ClassStats`]): a copy
+/// published after every request costs no allocation once every class exists.
+#[derive(Debug, Default, PartialEq)]
 pub struct IoStats {
     by_instance: Vec<Option<Box<InstanceStats>>>,
+}
+
+impl Clone for IoStats {
+    fn clone(&self) -> IoStats {
+        IoStats {
+            by_instance: self.by_instance.clone(),
+        }
+    }
+
+    /// Vec, Option, Box and arrays all forward `clone_from` to their elements, so
+    /// every class present on both sides is overwritten in place.
+    fn clone_from(&mut self, source: &IoStats) {
+        self.by_instance.clone_from(&source.by_instance);
+    }
 }
 
 impl IoStats {
