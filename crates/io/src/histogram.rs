@@ -31,7 +31,10 @@ const FIRST_EXPORT_BUCKET_NS: u64 = 1_000;
 ///
 /// Serialised as `{sum_ns, min_ns, max_ns, counts: [[value_ns, count], ...]}` listing
 /// non-empty buckets only, which re-merges exactly.
-#[derive(Clone, PartialEq)]
+///
+/// `clone_from` copies into the existing counters (no allocation): the engine
+/// publishes its bookkeeping backends' counters after every request that way.
+#[derive(PartialEq)]
 pub struct LatencyHistogram {
     hist: Histogram<u64>,
     sum_ns: u64,
@@ -194,6 +197,32 @@ impl LatencyHistogram {
     }
 }
 
+impl Clone for LatencyHistogram {
+    fn clone(&self) -> LatencyHistogram {
+        LatencyHistogram {
+            hist: self.hist.clone(),
+            sum_ns: self.sum_ns,
+            min_ns: self.min_ns,
+            max_ns: self.max_ns,
+        }
+    }
+
+    /// Overwrites these counters with `source`'s in place: the ~200 KB counter array is
+    /// reset and copied, not freed and allocated again (a fresh one is mmapped, and
+    /// every page of it faulted in and zeroed).
+    fn clone_from(&mut self, source: &LatencyHistogram) {
+        // An empty source is copied whole: hdrhistogram's `reset` leaves a maximum that
+        // compares unequal to a new histogram's. A failed `set_to` is unreachable with
+        // equal bounds; a copy is always right.
+        if source.is_empty() || self.hist.set_to(&source.hist).is_err() {
+            self.hist = source.hist.clone();
+        }
+        self.sum_ns = source.sum_ns;
+        self.min_ns = source.min_ns;
+        self.max_ns = source.max_ns;
+    }
+}
+
 impl Default for LatencyHistogram {
     fn default() -> LatencyHistogram {
         LatencyHistogram::new()
@@ -283,6 +312,29 @@ mod tests {
         assert_eq!(d.max_ns(), 70_000_000);
         assert!(h.since(&h).is_empty());
         assert_eq!(h.since(&LatencyHistogram::new()).count(), 5);
+    }
+
+    #[test]
+    fn clone_from_overwrites_in_place() {
+        let mut source = LatencyHistogram::new();
+        for v in [2_000u64, 40_000, 5_000_000, 5_000_000] {
+            source.record(v);
+        }
+        // A target holding other values (more, fewer, larger) ends equal to the source.
+        let mut target = LatencyHistogram::new();
+        for v in [1_000u64, 9_000_000_000, 77_000] {
+            target.record(v);
+        }
+        target.clone_from(&source);
+        assert!(target == source);
+        assert_eq!(target.count(), 4);
+        assert_eq!(target.sum_ns(), 10_042_000);
+        assert_eq!(target.min_ns(), 2_000);
+        assert_eq!(target.max_ns(), 5_000_000);
+        // And from an empty one: empty, with the empty histogram's minimum and maximum.
+        target.clone_from(&LatencyHistogram::new());
+        assert!(target == LatencyHistogram::new());
+        assert_eq!(target.min_ns(), 0);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::{IoClass, LatencyHistogram};
 /// `ops`, `bytes` and `latency` cover I/Os that succeeded; `errors` counts the ones that
 /// failed (their latency is not recorded, so an error returned at once cannot make a
 /// device look fast).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClassStats {
     /// Successful I/Os.
     pub ops: u64,
@@ -19,6 +19,25 @@ pub struct ClassStats {
     pub errors: u64,
     /// Latency of successful I/Os, from submission to completion.
     pub latency: LatencyHistogram,
+}
+
+impl Clone for ClassStats {
+    fn clone(&self) -> ClassStats {
+        ClassStats {
+            ops: self.ops,
+            bytes: self.bytes,
+            errors: self.errors,
+            latency: self.latency.clone(),
+        }
+    }
+
+    /// In place, without allocating (see [`LatencyHistogram`]'s `clone_from`).
+    fn clone_from(&mut self, source: &ClassStats) {
+        self.ops = source.ops;
+        self.bytes = source.bytes;
+        self.errors = source.errors;
+        self.latency.clone_from(&source.latency);
+    }
 }
 
 impl ClassStats {
@@ -65,9 +84,26 @@ type InstanceStats = [Option<ClassStats>; IoClass::COUNT];
 /// to be small dense numbers (0, 1, 2, ...): memory grows with the largest one.
 ///
 /// Serialised as a list of `{instance, class, stats}` entries.
-#[derive(Clone, Debug, Default, PartialEq)]
+///
+/// `clone_from` reuses the counters already allocated (see [`ClassStats`]): a copy
+/// published after every request costs no allocation once every class exists.
+#[derive(Debug, Default, PartialEq)]
 pub struct IoStats {
     by_instance: Vec<Option<Box<InstanceStats>>>,
+}
+
+impl Clone for IoStats {
+    fn clone(&self) -> IoStats {
+        IoStats {
+            by_instance: self.by_instance.clone(),
+        }
+    }
+
+    /// Vec, Option, Box and arrays all forward `clone_from` to their elements, so
+    /// every class present on both sides is overwritten in place.
+    fn clone_from(&mut self, source: &IoStats) {
+        self.by_instance.clone_from(&source.by_instance);
+    }
 }
 
 impl IoStats {

@@ -184,6 +184,31 @@ fn io_stats_record_get_total_merge_take() {
 }
 
 #[test]
+fn io_stats_clone_from_equals_the_source_whatever_the_target_held() {
+    let mut source = IoStats::new();
+    source.record(1, IoClass::DbHeader, 32_768, 3 * MS, true);
+    source.record(1, IoClass::DbFlush, 0, 900 * US, true);
+    source.record(3, IoClass::DbGrowth, 1 << 20, 5 * MS, false);
+    // A target with a class the source lacks, one it shares with other values, and
+    // fewer instances; then one with more instances than the source.
+    let mut target = IoStats::new();
+    target.record(1, IoClass::DbHeader, 4_096, 70 * MS, true);
+    target.record(1, IoClass::DbRead, 4_096, 70 * MS, true);
+    target.clone_from(&source);
+    assert_eq!(target, source);
+    let mut wider = IoStats::new();
+    wider.record(7, IoClass::LogWrite, 512, US, true);
+    wider.clone_from(&source);
+    assert_eq!(wider, source);
+    // Publishing after each request: the source moves on, the copy follows.
+    source.record(1, IoClass::DbHeader, 32_768, 4 * MS, true);
+    target.clone_from(&source);
+    assert_eq!(target, source);
+    assert_eq!(target.get(1, IoClass::DbHeader).map(|c| c.ops), Some(2));
+    assert_eq!(target.get(3, IoClass::DbGrowth).map(|c| c.errors), Some(1));
+}
+
+#[test]
 fn io_stats_serialisation_round_trip() {
     let mut s = IoStats::new();
     for i in 0..100u64 {
