@@ -8,11 +8,8 @@
 mod instance_common;
 use instance_common::*;
 
-use edbstress_engine::deep_check;
 use edbstress_engine::{Durability, Instance, TxnOp};
-use edbstress_engine::{RecoveryOptions, recover};
 use edbstress_format::PageSize;
-use edbstress_io::IoMode;
 
 /// 20–60 KB: 10 to 30 chunks of a 4 KiB-page database, 5 to 15 pages.
 fn body(i: u64) -> Vec<u8> {
@@ -88,18 +85,7 @@ fn long_values_deleted_and_reinserted_through_a_small_cache() {
         .commit(&[TxnOp::Delete { key: live[0].0 }], Durability::Durable)
         .unwrap();
     let (gone, _) = live.remove(0);
-    instance.crash();
-    let report = recover(
-        &layout,
-        &RecoveryOptions {
-            io_mode: IoMode::Buffered,
-            ..RecoveryOptions::default()
-        },
-    )
-    .unwrap();
-    assert!(report.succeeded(), "{report:?}");
-    let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
-    assert!(check.is_clean(), "{:?}", check.problems);
+    crash_recover_and_check(instance, &layout);
     let instance = Instance::open(config).unwrap();
     assert!(instance.read(gone, false).unwrap().is_none());
     for &(key, i) in &live {

@@ -10,8 +10,7 @@ mod instance_common;
 use instance_common::*;
 
 use edbstress_engine::deep_check;
-use edbstress_engine::{Durability, Instance, InstanceConfig, InstanceLayout, TxnOp};
-use edbstress_engine::{RecoveryOptions, recover};
+use edbstress_engine::{Durability, Instance, InstanceConfig, InstanceLayout, MessageKey, TxnOp};
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
 
@@ -65,18 +64,7 @@ fn many_inserts_split_root_branches_and_survive_recovery() {
     instance
         .commit(&[TxnOp::Delete { key: keys[0].0 }], Durability::Durable)
         .unwrap();
-    instance.crash();
-    let report = recover(
-        &layout,
-        &RecoveryOptions {
-            io_mode: IoMode::Buffered,
-            ..RecoveryOptions::default()
-        },
-    )
-    .unwrap();
-    assert!(report.succeeded(), "{report:?}");
-    let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
-    assert!(check.is_clean(), "{:?}", check.problems);
+    let check = crash_recover_and_check(instance, &layout);
     assert!(
         check.long_value_depth >= 3,
         "long-value tree depth {}",
@@ -168,23 +156,7 @@ fn thinned_leaves_merge_and_free_their_pages() {
     let layout = prepare_small(dir.path(), PageSize::K4, 1 << 20, 1, 7);
     let config = small_cache_config(&layout);
     let instance = Instance::open(config.clone()).unwrap();
-    // Inline bodies: only the mailbox table is involved (~12 rows per 4 KiB leaf).
-    let props = [7u8; 200];
-    let inline = [9u8; 100];
-    let mut keys = Vec::new();
-    for _ in 0..2000u64 {
-        let out = instance
-            .commit(
-                &[TxnOp::Insert {
-                    mailbox: 0,
-                    props: &props,
-                    body: &inline,
-                }],
-                Durability::Lazy,
-            )
-            .unwrap();
-        keys.push(out.inserted[0]);
-    }
+    let keys = insert_small_messages(&instance, 2000);
     let before = deep_check_after_shutdown(instance, &layout);
     let instance = Instance::open(config.clone()).unwrap();
     for (n, &key) in keys.iter().enumerate().filter(|(n, _)| n % 5 != 0) {
@@ -197,18 +169,7 @@ fn thinned_leaves_merge_and_free_their_pages() {
     instance
         .commit(&[TxnOp::Delete { key: keys[0] }], Durability::Durable)
         .unwrap();
-    instance.crash();
-    let report = recover(
-        &layout,
-        &RecoveryOptions {
-            io_mode: IoMode::Buffered,
-            ..RecoveryOptions::default()
-        },
-    )
-    .unwrap();
-    assert!(report.succeeded(), "{report:?}");
-    let after = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
-    assert!(after.is_clean(), "{:?}", after.problems);
+    let after = crash_recover_and_check(instance, &layout);
     // 1,600 deleted in the loop and the first message at the end.
     assert_eq!(after.messages, before.messages - 1601);
     assert!(
@@ -218,13 +179,7 @@ fn thinned_leaves_merge_and_free_their_pages() {
         before.pages_visited
     );
     let instance = Instance::open(config).unwrap();
-    for &key in keys.iter().step_by(5).skip(1) {
-        let m = instance.read(key, true).unwrap().expect("kept message");
-        assert_eq!(
-            (m.props.as_slice(), m.body.as_deref()),
-            (&props[..], Some(&inline[..]))
-        );
-    }
+    assert_small_messages(&instance, keys.iter().step_by(5).skip(1));
     instance.shutdown().unwrap();
 }
 
@@ -240,22 +195,7 @@ fn leaves_a_third_full_merge_into_cached_siblings() {
     let layout = prepare_small(dir.path(), PageSize::K4, 1 << 20, 1, 7);
     let config = small_cache_config(&layout);
     let instance = Instance::open(config.clone()).unwrap();
-    let props = [7u8; 200];
-    let inline = [9u8; 100];
-    let mut keys = Vec::new();
-    for _ in 0..1500u64 {
-        let out = instance
-            .commit(
-                &[TxnOp::Insert {
-                    mailbox: 0,
-                    props: &props,
-                    body: &inline,
-                }],
-                Durability::Lazy,
-            )
-            .unwrap();
-        keys.push(out.inserted[0]);
-    }
+    let keys = insert_small_messages(&instance, 1500);
     let before = deep_check_after_shutdown(instance, &layout);
     let instance = Instance::open(config.clone()).unwrap();
     // Back to front, so that each leaf's right sibling has already been thinned.
@@ -269,18 +209,7 @@ fn leaves_a_third_full_merge_into_cached_siblings() {
     instance
         .commit(&[TxnOp::Delete { key: keys[0] }], Durability::Durable)
         .unwrap();
-    instance.crash();
-    let report = recover(
-        &layout,
-        &RecoveryOptions {
-            io_mode: IoMode::Buffered,
-            ..RecoveryOptions::default()
-        },
-    )
-    .unwrap();
-    assert!(report.succeeded(), "{report:?}");
-    let after = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
-    assert!(after.is_clean(), "{:?}", after.problems);
+    let after = crash_recover_and_check(instance, &layout);
     assert_eq!(after.messages, before.messages - 1001);
     // ~12 rows per leaf, ~125 leaves: at a third full most of them merge (103 here;
     // the old rule, under a quarter full only, made 23).
@@ -291,14 +220,39 @@ fn leaves_a_third_full_merge_into_cached_siblings() {
         before.pages_visited
     );
     let instance = Instance::open(config).unwrap();
-    for &key in keys.iter().step_by(3).skip(1) {
+    assert_small_messages(&instance, keys.iter().step_by(3).skip(1));
+    instance.shutdown().unwrap();
+}
+
+/// Row properties and inline body of the merge tests' messages: only the mailbox table
+/// is involved (~12 rows per 4 KiB leaf).
+const PROPS: [u8; 200] = [7; 200];
+const INLINE: [u8; 100] = [9; 100];
+
+/// Inserts `count` messages of [`PROPS`] and [`INLINE`] into mailbox 0, lazily;
+/// returns their keys in insertion order.
+fn insert_small_messages(instance: &Instance, count: usize) -> Vec<MessageKey> {
+    (0..count)
+        .map(|_| {
+            let op = TxnOp::Insert {
+                mailbox: 0,
+                props: &PROPS,
+                body: &INLINE,
+            };
+            instance.commit(&[op], Durability::Lazy).unwrap().inserted[0]
+        })
+        .collect()
+}
+
+/// Every message of `keys` is there, whole.
+fn assert_small_messages<'a>(instance: &Instance, keys: impl Iterator<Item = &'a MessageKey>) {
+    for &key in keys {
         let m = instance.read(key, true).unwrap().expect("kept message");
         assert_eq!(
             (m.props.as_slice(), m.body.as_deref()),
-            (&props[..], Some(&inline[..]))
+            (&PROPS[..], Some(&INLINE[..]))
         );
     }
-    instance.shutdown().unwrap();
 }
 
 fn deep_check_after_shutdown(
@@ -352,18 +306,7 @@ fn appends_to_each_mailbox_fill_their_pages() {
         space.splits_with_image > 50,
         "splits with an image: {space:?}"
     );
-    instance.crash();
-    let report = recover(
-        &layout,
-        &RecoveryOptions {
-            io_mode: IoMode::Buffered,
-            ..RecoveryOptions::default()
-        },
-    )
-    .unwrap();
-    assert!(report.succeeded(), "{report:?}");
-    let after = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
-    assert!(after.is_clean(), "{:?}", after.problems);
+    let after = crash_recover_and_check(instance, &layout);
     assert_eq!(after.messages, prepared.messages + 2400);
     let (before, now) = (prepared.table_leaves, after.table_leaves);
     let added_fill = (now.used_bytes - before.used_bytes) as f64

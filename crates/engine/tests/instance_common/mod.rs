@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use edbstress_engine::InstanceConfig;
 use edbstress_engine::InstanceLayout;
-use edbstress_engine::{PrepareOptions, PreparePlan};
+use edbstress_engine::{CheckReport, Instance, InstanceConfig, deep_check};
+use edbstress_engine::{PrepareOptions, PreparePlan, RecoveryOptions, recover};
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
 
@@ -58,4 +58,23 @@ pub fn buffered_config(layout: &InstanceLayout) -> InstanceConfig {
     let mut config = InstanceConfig::new(layout.clone());
     config.io_mode = IoMode::Buffered;
     config
+}
+
+/// Crashes `instance` (nothing flushed, nothing shut down), recovers `layout` with
+/// buffered I/O and deep-checks the database: recovery must succeed and the check
+/// find nothing. Returns the check.
+pub fn crash_recover_and_check(instance: Instance, layout: &InstanceLayout) -> CheckReport {
+    instance.crash();
+    let report = recover(
+        layout,
+        &RecoveryOptions {
+            io_mode: IoMode::Buffered,
+            ..RecoveryOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(report.succeeded(), "{report:?}");
+    let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
+    assert!(check.is_clean(), "{:?}", check.problems);
+    check
 }
