@@ -9,12 +9,12 @@ use instance_common::*;
 use edbstress_engine::MessageKey;
 use edbstress_engine::deep_check;
 use edbstress_engine::log::read_checkpoint;
-use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
+use edbstress_engine::{Instance, InstanceConfig};
 use edbstress_engine::{RecoveryOptions, recover};
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
+use rand::SeedableRng;
 use rand::rngs::SmallRng;
-use rand::{RngCore, SeedableRng};
 
 /// Generations to write past the one the instance opened in.
 const GENERATIONS: u32 = 3;
@@ -38,20 +38,7 @@ fn write_generations(instance: &Instance, start: u32) -> Vec<(MessageKey, Vec<u8
     let mut written = Vec::new();
     let mut flushed = false;
     while instance.log_durable().generation < start + GENERATIONS {
-        let mut body = vec![0u8; 20_000];
-        rng.fill_bytes(&mut body);
-        let props = (written.len() as u64).to_le_bytes();
-        let out = instance
-            .commit(
-                &[TxnOp::Insert {
-                    mailbox: (written.len() % 4) as u32,
-                    props: &props,
-                    body: &body,
-                }],
-                Durability::Durable,
-            )
-            .unwrap();
-        written.push((out.inserted[0], body));
+        insert_incompressible(&instance, &mut rng, &mut written);
         if !flushed && instance.log_durable().generation > start {
             instance.checkpoint_now().unwrap();
             flushed = true;

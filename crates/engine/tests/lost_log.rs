@@ -23,8 +23,8 @@ use edbstress_format::PageSize;
 use edbstress_format::header::{DatabaseHeader, DbState};
 use edbstress_format::log::log_file_name;
 use edbstress_io::IoMode;
+use rand::SeedableRng;
 use rand::rngs::SmallRng;
-use rand::{RngCore, SeedableRng};
 
 /// Generations written past the one the instance opened in.
 const GENERATIONS: u32 = 5;
@@ -54,20 +54,7 @@ fn crashed(dir: &Path, seed: u64, circular: bool, checkpoint_depth: u64) -> Cras
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut written = Vec::new();
     while instance.log_durable().generation < start + GENERATIONS {
-        let mut body = vec![0u8; 20_000];
-        rng.fill_bytes(&mut body);
-        let props = (written.len() as u64).to_le_bytes();
-        let out = instance
-            .commit(
-                &[TxnOp::Insert {
-                    mailbox: (written.len() % 4) as u32,
-                    props: &props,
-                    body: &body,
-                }],
-                Durability::Durable,
-            )
-            .unwrap();
-        written.push((out.inserted[0], body));
+        insert_incompressible(&instance, &mut rng, &mut written);
     }
     // A few more in the newest generation, so its loss loses acknowledged commits.
     for _ in 0..3 {

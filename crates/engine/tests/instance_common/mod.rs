@@ -6,11 +6,13 @@
 
 use std::path::Path;
 
-use edbstress_engine::InstanceLayout;
 use edbstress_engine::{CheckReport, Instance, InstanceConfig, deep_check};
+use edbstress_engine::{Durability, InstanceLayout, MessageKey, TxnOp};
 use edbstress_engine::{PrepareOptions, PreparePlan, RecoveryOptions, recover};
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
+use rand::RngCore;
+use rand::rngs::SmallRng;
 
 /// Prepare options of a small buffered database; the same seed gives the same bytes.
 pub fn small_options(
@@ -77,4 +79,28 @@ pub fn crash_recover_and_check(instance: Instance, layout: &InstanceLayout) -> C
     let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
     assert!(check.is_clean(), "{:?}", check.problems);
     check
+}
+
+/// Durably inserts one message of 20,000 incompressible bytes into mailbox
+/// `written.len() % 4` (its props: that count) and records its key and body in
+/// `written`: each call moves the log by about three segments.
+pub fn insert_incompressible(
+    instance: &Instance,
+    rng: &mut SmallRng,
+    written: &mut Vec<(MessageKey, Vec<u8>)>,
+) {
+    let mut body = vec![0u8; 20_000];
+    rng.fill_bytes(&mut body);
+    let props = (written.len() as u64).to_le_bytes();
+    let out = instance
+        .commit(
+            &[TxnOp::Insert {
+                mailbox: (written.len() % 4) as u32,
+                props: &props,
+                body: &body,
+            }],
+            Durability::Durable,
+        )
+        .unwrap();
+    written.push((out.inserted[0], body));
 }
