@@ -32,6 +32,21 @@ fn prepare(dir: &Path, extra: &[&str]) -> Output {
     edbstress(&args, dir)
 }
 
+/// `checksum --json` over every database and log stream under `dir`.
+fn checksum_all(dir: &Path) -> Output {
+    edbstress(
+        &[
+            "checksum",
+            "--json",
+            "--db-path",
+            "db",
+            "--log-path",
+            "logs",
+        ],
+        dir,
+    )
+}
+
 fn page_offset(pgno: u64) -> u64 {
     (pgno + 1) * PAGE
 }
@@ -61,17 +76,7 @@ fn prepare_checksum_detects_each_fault_kind_and_repairs() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("MiB/s"));
 
-    let out = edbstress(
-        &[
-            "checksum",
-            "--json",
-            "--db-path",
-            "db",
-            "--log-path",
-            "logs",
-        ],
-        dir.path(),
-    );
+    let out = checksum_all(dir.path());
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -108,17 +113,7 @@ fn prepare_checksum_detects_each_fault_kind_and_repairs() {
         .unwrap(); // uninitialized
     file.sync_all().unwrap();
 
-    let out = edbstress(
-        &[
-            "checksum",
-            "--json",
-            "--db-path",
-            "db",
-            "--log-path",
-            "logs",
-        ],
-        dir.path(),
-    );
+    let out = checksum_all(dir.path());
     assert_eq!(out.status.code(), Some(1));
     let v = json(&out);
     assert_eq!(v["result"], "fail");
@@ -191,17 +186,7 @@ fn damaged_log_segment_and_header_copy_fail_the_check() {
         .open(dir.path().join("logs/edbstress001/E0000000001.log"))
         .unwrap();
     log.write_all_at(&[0x11], 70).unwrap();
-    let out = edbstress(
-        &[
-            "checksum",
-            "--json",
-            "--db-path",
-            "db",
-            "--log-path",
-            "logs",
-        ],
-        dir.path(),
-    );
+    let out = checksum_all(dir.path());
     assert_eq!(
         out.status.code(),
         Some(1),
