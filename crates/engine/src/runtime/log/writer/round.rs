@@ -20,12 +20,12 @@ use super::GenerationRecord;
 use super::counters::bump;
 use super::geometry::SegAddr;
 use super::shared::{Batch, PanicGuard, Shared, State, StopMode};
-use parking_lot::MutexGuard;
 use crate::error::EngineError;
 use crate::runtime::log::files::{
     FIRST_RECORD_OFFSET, RunningChecksum, generation_path, install_generation, read_file_header,
     seal_data_segment,
 };
+use parking_lot::MutexGuard;
 
 /// One segment image of a write (written to its own slot, closed).
 pub(super) struct SegImage<'a> {
@@ -59,8 +59,9 @@ impl RoundIo {
     /// Writes a batch of closed segments: one write per generation file they fall in,
     /// rolling to the next generation whenever a file fills. Every segment is written
     /// once, closed, to a slot that held nothing: no write covers acknowledged data.
-    /// Acknowledges the writes before a roll as each completes; returns the durable end
-    /// of the last one, for the round's end to acknowledge (`None` if abandoned first).
+    /// Acknowledges a write that fills its file before rolling; returns the durable end
+    /// of a last write that did not, for the round's end to acknowledge (`None` if
+    /// there is none, or the round was abandoned).
     pub(super) fn write_batch(
         &mut self,
         shared: &Shared,
@@ -72,9 +73,6 @@ impl RoundIo {
         while i < count {
             if shared.abandoned() {
                 return Ok(None);
-            }
-            if let Some(pos) = last_durable.take() {
-                shared.advance_durable(pos);
             }
             let generation = self.generation;
             let mut j = i;
@@ -97,14 +95,18 @@ impl RoundIo {
                 })
                 .collect();
             self.write_segments(shared, items[0].logical, &items)?;
-            last_durable = Some(self.after(batch.segments[j - 1].addr));
+            let durable = self.after(batch.segments[j - 1].addr);
             i = j;
             if self.next_index >= self.segments {
+                // Released before the roll (its syncs and the checkpoint file's).
+                shared.advance_durable(durable);
                 self.roll(shared)?;
             } else if i < count {
                 return Err(internal(format!(
                     "log batch continues beyond generation {generation:#x} before it is full"
                 )));
+            } else {
+                last_durable = Some(durable);
             }
         }
         Ok(last_durable)
