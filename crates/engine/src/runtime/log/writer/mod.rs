@@ -175,6 +175,8 @@ impl LogWriter {
                 writing: false,
                 tail_deferred: false,
                 flusher_waits_for_round: false,
+                rounds: 0,
+                in_flight_end: start_pos,
                 appended_end: start_pos,
                 durable: start_pos,
                 first_unflushed: None,
@@ -184,7 +186,7 @@ impl LogWriter {
             }),
             round_io: Mutex::new(round_io),
             work: Condvar::new(),
-            durable_cv: Condvar::new(),
+            round_cv: [Condvar::new(), Condvar::new()],
             space_cv: Condvar::new(),
             current: AtomicU64::new(start_pos.pack()),
             durable: AtomicU64::new(start_pos.pack()),
@@ -365,7 +367,9 @@ impl LogWriter {
                 return Ok(());
             }
             if st.writing {
-                shared.durable_cv.wait(&mut st);
+                // The round in progress covers `target`, or the next one will.
+                let covering = st.rounds + u64::from(target > st.in_flight_end);
+                shared.round_cv[(covering % 2) as usize].wait(&mut st);
             } else if st.has_unflushed() {
                 // A failed round is recorded in the state: the loop returns it.
                 let _ = shared.run_round(&mut st, FlushReason::Commit);
@@ -507,7 +511,7 @@ impl LogWriter {
                 st.stop = mode;
             }
             self.shared.work.notify_all();
-            self.shared.durable_cv.notify_all();
+            self.shared.wake_all_committers();
             self.shared.space_cv.notify_all();
         }
         if let Some(flusher) = self.flusher.take() {
@@ -520,7 +524,8 @@ impl LogWriter {
             // (one already writing when the writer is abandoned included).
             let mut st = self.shared.state.lock();
             while st.writing && st.error.is_none() {
-                self.shared.durable_cv.wait(&mut st);
+                let round = (st.rounds % 2) as usize;
+                self.shared.round_cv[round].wait(&mut st);
             }
         }
         {

@@ -425,6 +425,12 @@ impl Shared {
             st.first_unflushed = tail_since;
         }
         st.writing = true;
+        st.rounds += 1;
+        st.in_flight_end = batch
+            .segments
+            .last()
+            .and_then(|last| self.geometry.next(last.addr))
+            .map_or(st.durable, |next| next.at(FIRST_RECORD_OFFSET));
         let counters = &self.counters;
         bump(&counters.flush_batches, 1);
         if defer_tail {
@@ -454,11 +460,15 @@ impl Shared {
         }
         match result {
             Ok(durable) => {
+                // This round's waiters (released: it covered them), and one of the
+                // next round's, which leads it if no one else has started it.
+                let round = st.rounds;
                 if let Some(pos) = durable {
                     self.mark_durable(st, pos);
                 } else {
-                    self.durable_cv.notify_all();
+                    self.round_cv[(round % 2) as usize].notify_all();
                 }
+                self.round_cv[((round + 1) % 2) as usize].notify_one();
                 Ok(())
             }
             Err(e) => {
@@ -518,7 +528,7 @@ pub(super) fn fail(shared: &Shared, st: &mut State, e: &EngineError) {
         shared.instance
     );
     st.error = Some(e.to_string());
-    shared.durable_cv.notify_all();
+    shared.wake_all_committers();
     shared.space_cv.notify_all();
     shared.work.notify_all();
 }

@@ -57,6 +57,10 @@ pub(super) struct State {
     pub(super) tail_deferred: bool,
     /// The flusher waits for the round in progress to end (it is woken when it does).
     pub(super) flusher_waits_for_round: bool,
+    /// Rounds started: the one in progress, if any, is number `rounds`.
+    pub(super) rounds: u64,
+    /// Where `durable` will be when the round in progress has ended.
+    pub(super) in_flight_end: LogPosition,
     /// End of the last appended record.
     pub(super) appended_end: LogPosition,
     /// End of durable data.
@@ -185,9 +189,12 @@ pub(super) struct Shared {
     pub(super) round_io: Mutex<RoundIo>,
     /// The flusher waits here for work (and for a round in progress to end).
     pub(super) work: Condvar,
-    /// `flush_to` waits here for durability or for the round in progress to end;
-    /// `LogWriter`'s stop waits here for that round too.
-    pub(super) durable_cv: Condvar,
+    /// `flush_to` waits here, on the variable of the round that will cover its
+    /// position: round `n`'s is `round_cv[n % 2]`. A round's end wakes all of its own
+    /// waiters (released) and one of the next round's (to lead it), so a committer that
+    /// arrived during a round sleeps once, not once per round. `LogWriter`'s stop
+    /// waits on the round in progress's variable.
+    pub(super) round_cv: [Condvar; 2],
     /// `append` waits here for buffer space.
     pub(super) space_cv: Condvar,
 
@@ -252,13 +259,21 @@ impl Shared {
         self.mark_durable(&mut st, pos);
     }
 
-    /// [`Shared::advance_durable`] with the state already locked.
+    /// [`Shared::advance_durable`] with the state already locked: wakes the waiters
+    /// of the round in progress (those it covers).
     pub(super) fn mark_durable(&self, st: &mut State, pos: LogPosition) {
         if pos > st.durable {
             st.durable = pos;
             self.durable.store(pos.pack(), Ordering::Release);
         }
-        self.durable_cv.notify_all();
+        self.round_cv[(st.rounds % 2) as usize].notify_all();
+    }
+
+    /// Wakes every committer waiting in `flush_to` (an error, a stop).
+    pub(super) fn wake_all_committers(&self) {
+        for cv in &self.round_cv {
+            cv.notify_all();
+        }
     }
 
     pub(super) fn abandoned(&self) -> bool {
@@ -282,7 +297,7 @@ impl Drop for PanicGuard<'_> {
             }
             let mut st = shared.state.lock();
             st.error = Some("a transaction log thread panicked".into());
-            shared.durable_cv.notify_all();
+            shared.wake_all_committers();
             shared.space_cv.notify_all();
             shared.work.notify_all();
         }
