@@ -33,18 +33,21 @@
 //! Writes happen in rounds, one at a time. A committer in [`LogWriter::flush_to`]
 //! whose position is not durable and that finds no round in progress **leads** the
 //! next round itself, on its own thread (no hand-off to another thread); committers
-//! arriving during a round wait for it, and when it ends the first of them to run
-//! leads the next one if its position is still not durable. The flusher thread runs
+//! arriving during a round wait for the round that will cover them, and when a round
+//! ends it wakes its own waiters and one of the next round's, which leads it. The
+//! flusher thread runs
 //! the rounds nobody waits for: when the buffer passes a quarter full or an append
 //! waits for space, when the oldest unwritten record is `lazy_flush_interval` old, and
 //! at shutdown. Each round takes everything appended so far (group commit: every
 //! waiter whose position it covers is released by one round), and whoever runs it
 //! follows the same rules below; a failed round poisons the log for everyone, and an
-//! abandoned writer starts no round and waits for the one in progress to end. The sectors of one write may reach the medium in any order and any subset
+//! abandoned writer starts no round and waits for the one in progress to end.
+//!
+//! The sectors of one write may reach the medium in any order and any subset
 //! of them may be lost in a crash, so no write ever covers every durable copy of
 //! acknowledged data. Per generation file, a round writes:
 //!
-//! 1. Before writing, the flusher **closes the partially filled tail segment**: it is
+//! 1. Before writing, the round **closes the partially filled tail segment**: it is
 //!    padded with zeros to the full payload length (as any segment closed early) and
 //!    the next record starts in the next segment. A round therefore writes only closed
 //!    segments, each once, to slots that held nothing (zero-filled), in one write and

@@ -342,8 +342,9 @@ impl LogWriter {
     /// Waits until everything up to `pos` is durable (written and `fdatasync`ed).
     /// Concurrent callers share one write (group commit): a caller that finds no
     /// round in progress runs one itself, taking everything appended so far; callers
-    /// arriving during a round wait for it, and the first of them to run leads the
-    /// next. A `pos` beyond the appended data waits for all appended data.
+    /// arriving during a round wait for the round that covers them, and one of those
+    /// the round in progress does not cover is woken at its end to lead the next. A
+    /// `pos` beyond the appended data waits for all appended data.
     pub fn flush_to(&self, pos: LogPosition) -> Result<(), EngineError> {
         let shared = &*self.shared;
         if shared.durable_position() >= pos {

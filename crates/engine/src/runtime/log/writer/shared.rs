@@ -37,7 +37,7 @@ pub(super) enum StopMode {
     Abandon,
 }
 
-/// Everything appenders and the flusher share, under one mutex.
+/// Everything appenders, committers and the flusher share, under one mutex.
 pub(super) struct State {
     pub(super) packer: SegmentPacker,
     /// The segment `packer.pending()` belongs to.
