@@ -14,8 +14,11 @@
 //! the file's end, the free list, merges, splits by kind), the instrument of
 //! docs/fidelity.md's growth breakdown.
 //!
-//! `cargo run --release -p edbstress-engine --example engine_cpu -- DIR [DB_GIB] [CACHE_MIB] [SECONDS] [SESSIONS]`
-//! (defaults: 4 GiB, 64 MiB, 20 s, 16 sessions). Used by `bench/engine_cpu.sh`.
+//! `cargo run --release -p edbstress-engine --example engine_cpu -- DIR [DB_GIB] [CACHE_MIB] [SECONDS] [SESSIONS] [no-split-tail]`
+//! (defaults: 4 GiB, 64 MiB, 20 s, 16 sessions, the log's split tail write on). Used by
+//! `bench/engine_cpu.sh`. It also prints the group commit's counters: durable commits
+//! per flush batch, the share of batches a committer led and of those that left the
+//! tail for a second write.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -73,6 +76,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cache_mib: u64 = args.get(3).map_or(Ok(64), |s| s.parse())?;
     let seconds: f64 = args.get(4).map_or(Ok(20.0), |s| s.parse())?;
     let sessions: u32 = args.get(5).map_or(Ok(16), |s| s.parse())?;
+    // The log's split tail write (on, as in `InstanceConfig::new`), or "no-split-tail".
+    let split_tail_write = args.get(6).is_none_or(|s| s != "no-split-tail");
 
     let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
     let options = PrepareOptions {
@@ -85,6 +90,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut config = InstanceConfig::new(layout);
     config.cache_min_bytes = cache_mib << 20;
     config.cache_max_bytes = cache_mib << 20;
+    config.split_tail_write = split_tail_write;
     let instance = Instance::open(config)?;
     let mailboxes = instance.mailbox_count();
     // Warm the cache to its maximum first, as a test run does before measuring.
@@ -177,6 +183,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let before_retries = instance.counters().retries;
     let before_cache = instance.cache_counters();
     let before_log = instance.log_counters();
+    let before_durable = instance.counters().durable_commits;
     let before_space = instance.space_counters();
     let before_cpu = cpu_split();
     let before_ops = ops.load(Ordering::Relaxed);
@@ -243,6 +250,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (log.fsyncs - before_log.fsyncs) as f64 / elapsed,
         (log.bytes_written - before_log.bytes_written) as f64 / elapsed / 1e6,
         (log.generations_rolled - before_log.generations_rolled) as f64 / elapsed
+    );
+    let durable_commits = instance.counters().durable_commits - before_durable;
+    println!(
+        "group commit: {:.0} durable commits/s, {:.2} per flush batch; batches {:.0} % led by a committer, {:.0} % leaving the tail for a second write",
+        durable_commits as f64 / elapsed,
+        durable_commits as f64 / (log.flush_batches - before_log.flush_batches).max(1) as f64,
+        100.0 * (log.commit_flushes - before_log.commit_flushes) as f64
+            / (log.flush_batches - before_log.flush_batches).max(1) as f64,
+        100.0 * (log.tail_deferrals - before_log.tail_deferrals) as f64
+            / (log.flush_batches - before_log.flush_batches).max(1) as f64
     );
     println!(
         "CPU {cpu:.2} s (user {user:.2} s, system {sys:.2} s; {:.0} % of one core): {:.1} µs of CPU per transactional I/O (database read or write)",

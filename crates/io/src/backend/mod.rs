@@ -51,9 +51,12 @@ pub enum IoOp {
     Write,
     /// Write as [`IoOp::Write`], completed only once the data written is durable: one
     /// request timed from submission to the end of its sync (a log write and its
-    /// `fdatasync`). The threads backend does `pwrite` then `fdatasync` (the latter skipped
-    /// when the write failed); io_uring writes with `RWF_DSYNC`, the per-write
-    /// `fdatasync` of the range written (the same guarantee, one system call).
+    /// `fdatasync`). Both backends write with `RWF_DSYNC`, the per-write `fdatasync` of
+    /// the range written (the same guarantee as `pwrite` then `fdatasync`, one system
+    /// call): io_uring in its write, the threads backend with `pwritev2`. The threads
+    /// backend does `pwrite` then `fdatasync` (the latter skipped when the write failed)
+    /// where `pwritev2`'s flag is unsupported and while the power-cut simulation is
+    /// armed (it journals the write and the sync apart).
     WriteSync,
     /// `fdatasync` of the whole file (offset, buffer and length are ignored).
     Fsync,

@@ -30,15 +30,24 @@
 //! never reports a position durable before that, and after a failed write or sync it
 //! stops acknowledging anything ([`crate::EngineError::ShutDown`]).
 //!
-//! One flusher thread writes; it wakes for a waiting [`LogWriter::flush_to`], when the
-//! buffer passes a quarter full or an append waits for space, or when the oldest
-//! unwritten record is `lazy_flush_interval` old. Each round takes everything appended
-//! so far (group commit: every waiter whose position it covers is released by one
-//! round). The sectors of one write may reach the medium in any order and any subset
+//! Writes happen in rounds, one at a time. A committer in [`LogWriter::flush_to`]
+//! whose position is not durable and that finds no round in progress **leads** the
+//! next round itself, on its own thread (no hand-off to another thread); committers
+//! arriving during a round wait for the round that will cover them, and when a round
+//! ends it wakes its own waiters and one of the next round's, which leads it. The
+//! flusher thread runs
+//! the rounds nobody waits for: when the buffer passes a quarter full or an append
+//! waits for space, when the oldest unwritten record is `lazy_flush_interval` old, and
+//! at shutdown. Each round takes everything appended so far (group commit: every
+//! waiter whose position it covers is released by one round), and whoever runs it
+//! follows the same rules below; a failed round poisons the log for everyone, and an
+//! abandoned writer starts no round and waits for the one in progress to end.
+//!
+//! The sectors of one write may reach the medium in any order and any subset
 //! of them may be lost in a crash, so no write ever covers every durable copy of
 //! acknowledged data. Per generation file, a round writes:
 //!
-//! 1. Before writing, the flusher **closes the partially filled tail segment**: it is
+//! 1. Before writing, the round **closes the partially filled tail segment**: it is
 //!    padded with zeros to the full payload length (as any segment closed early) and
 //!    the next record starts in the next segment. A round therefore writes only closed
 //!    segments, each once, to slots that held nothing (zero-filled), in one write and
@@ -49,7 +58,10 @@
 //!    devices); the price is log space: each round starts a new segment.
 //! 2. When a round fills a file, the next records go to the next generation (a roll).
 //! 3. `durable` advances after each sync, to the start of the segment after the last
-//!    one written; waiters are woken.
+//!    one written (a write that fills its file before the roll; the round's last write
+//!    together with the round's end, so a waiter wakes once, released or to lead); the
+//!    generation hook has recorded a new generation before anything written into it
+//!    is acknowledged.
 //!
 //! So a round costs one write and sync (two across a roll). Logs written by earlier
 //! versions may hold SHADOW copies of a partially filled tail (docs/format.md §6.3):

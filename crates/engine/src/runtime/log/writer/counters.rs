@@ -21,10 +21,11 @@ pub struct LogCounters {
     /// after its `fdatasync`, see `IoOp::WriteSync`; its time is in the backend's
     /// `LogWrite` latency).
     pub fsyncs: u64,
-    /// Flush rounds of the flusher thread (group-commit batches); a round is one write
-    /// and sync, two across a roll.
+    /// Flush rounds (group-commit batches), whoever ran them; a round is one write and
+    /// sync, two across a roll.
     pub flush_batches: u64,
-    /// Rounds started because a commit waited in `flush_to`.
+    /// Rounds a committer waiting in `flush_to` led, on its own thread (the flusher
+    /// thread runs the capacity, lazy and shutdown rounds).
     pub commit_flushes: u64,
     /// Rounds started because the buffer passed a quarter full.
     pub capacity_flushes: u64,

@@ -1,19 +1,20 @@
-//! The log writer: a log buffer filled by committing sessions, a flusher thread that
-//! makes it durable with group commit, generation rolls, the checkpoint file and
-//! circular logging. See the module documentation of [`crate::runtime::log`] for the protocol.
+//! The log writer: a log buffer filled by committing sessions, made durable in group
+//! commit rounds (led by a waiting committer, or run by the flusher thread when nobody
+//! waits), generation rolls, the checkpoint file and circular logging. See the module
+//! documentation of [`crate::runtime::log`] for the protocol.
 //!
 //! - [`LogWriter`] (this file): the public API — open, append, flush, checkpoint,
 //!   shutdown — used by the instance and by recovery;
 //! - `shared`: the state appenders and threads share (log buffer, positions);
-//! - `flusher`: the flusher thread's I/O (writes, rolls, the checkpoint file,
-//!   circular deletion);
+//! - `round`: a round and its I/O (writes, rolls, the checkpoint file, circular
+//!   deletion), and the flusher thread;
 //! - `precreate`: the thread that makes the next generation file in advance;
 //! - `geometry`, `counters`: segment addresses and file lengths; the counters.
 
 mod counters;
-mod flusher;
 mod geometry;
 mod precreate;
+mod round;
 mod shared;
 
 use std::sync::Arc;
@@ -30,9 +31,9 @@ use parking_lot::{Condvar, Mutex};
 
 pub use self::counters::LogCounters;
 use self::counters::{AtomicCounters, bump};
-use self::flusher::{FlusherIo, run_flusher};
 use self::geometry::{Geometry, SegAddr};
 use self::precreate::{PrecreateState, run_precreator};
+use self::round::{FlushReason, RoundIo, internal, run_flusher};
 use self::shared::{Shared, State, StopMode, stage};
 use super::checkpoint::CheckpointFile;
 use super::config::LogConfig;
@@ -100,7 +101,7 @@ impl LogWriter {
     ) -> Result<LogWriter, EngineError> {
         config.validate()?;
         let signatures = config.signatures();
-        // One write outstanding at a time: the flusher waits for each (and its sync).
+        // One write outstanding at a time: a round waits for each (and its sync).
         // Opening the log (closing its tail, creating a generation) writes through it too.
         let mut log_io = open_backend(config.backend, 1)?;
         let OpenedLog {
@@ -137,6 +138,19 @@ impl LogWriter {
         let capacity = (config.buffer_len / SEGMENT_LEN).max(4);
         let file_id = log_io.register(&file)?;
         let log_io_name = log_io.name();
+        let round_io = RoundIo {
+            file,
+            file_id,
+            generation,
+            segments,
+            next_index: u32::from(next_index),
+            write_seq,
+            fold,
+            oldest_generation,
+            delete_pending: false,
+            image: AlignedBuf::try_new(64 * SEGMENT_LEN)?,
+            batch: Default::default(),
+        };
         let shared = Arc::new(Shared {
             dir: config.dir.clone(),
             instance: config.instance,
@@ -158,16 +172,21 @@ impl LogWriter {
                 staged: Vec::new(),
                 staged_payload: Vec::new(),
                 in_flight: 0,
+                writing: false,
+                tail_deferred: false,
+                flusher_waits_for_round: false,
+                rounds: 0,
+                in_flight_end: start_pos,
                 appended_end: start_pos,
                 durable: start_pos,
-                requested: start_pos,
                 first_unflushed: None,
                 space_waiters: 0,
                 error: None,
                 stop: StopMode::Run,
             }),
+            round_io: Mutex::new(round_io),
             work: Condvar::new(),
-            durable_cv: Condvar::new(),
+            round_cv: [Condvar::new(), Condvar::new()],
             space_cv: Condvar::new(),
             current: AtomicU64::new(start_pos.pack()),
             durable: AtomicU64::new(start_pos.pack()),
@@ -187,18 +206,6 @@ impl LogWriter {
             }),
             precreate_cv: Condvar::new(),
         });
-        let io = FlusherIo {
-            file,
-            file_id,
-            generation,
-            segments,
-            next_index: u32::from(next_index),
-            write_seq,
-            fold,
-            oldest_generation,
-            delete_pending: false,
-            image: AlignedBuf::try_new(64 * SEGMENT_LEN)?,
-        };
         let spawn_err = |e: std::io::Error| {
             EngineError::Invalid(format!("cannot start a log writer thread: {e}"))
         };
@@ -218,7 +225,7 @@ impl LogWriter {
         };
         let flusher = std::thread::Builder::new()
             .name(format!("log-flush-{}", config.instance))
-            .spawn(move || run_flusher(shared, io))
+            .spawn(move || run_flusher(shared))
             .map_err(spawn_err)?;
         writer.flusher = Some(flusher);
         Ok(writer)
@@ -333,8 +340,11 @@ impl LogWriter {
     }
 
     /// Waits until everything up to `pos` is durable (written and `fdatasync`ed).
-    /// Concurrent callers share one write (group commit). A `pos` beyond the
-    /// appended data waits for all appended data.
+    /// Concurrent callers share one write (group commit): a caller that finds no
+    /// round in progress runs one itself, taking everything appended so far; callers
+    /// arriving during a round wait for the round that covers them, and one of those
+    /// the round in progress does not cover is woken at its end to lead the next. A
+    /// `pos` beyond the appended data waits for all appended data.
     pub fn flush_to(&self, pos: LogPosition) -> Result<(), EngineError> {
         let shared = &*self.shared;
         if shared.durable_position() >= pos {
@@ -346,21 +356,31 @@ impl LogWriter {
             return Ok(());
         }
         st.usable()?;
-        if st.requested < target {
-            st.requested = target;
-            shared.work.notify_one();
-        }
         bump(&shared.counters.flush_waits, 1);
-        while st.durable < target {
+        loop {
             if let Some(e) = &st.error {
                 return Err(EngineError::ShutDown(Some(e.clone())));
             }
             if st.stop == StopMode::Abandon {
                 return Err(EngineError::ShutDown(None));
             }
-            shared.durable_cv.wait(&mut st);
+            if st.durable >= target {
+                return Ok(());
+            }
+            if st.writing {
+                // The round in progress covers `target`, or the next one will.
+                let covering = st.rounds + u64::from(target > st.in_flight_end);
+                shared.round_cv[(covering % 2) as usize].wait(&mut st);
+            } else if st.has_unflushed() {
+                // A failed round is recorded in the state: the loop returns it.
+                let _ = shared.run_round(&mut st, FlushReason::Commit);
+            } else {
+                return Err(internal(format!(
+                    "a commit waits for {target} with nothing to write (durable to {})",
+                    st.durable
+                )));
+            }
         }
-        Ok(())
     }
 
     /// Where the next record will start: at or after the end of every appended record.
@@ -492,12 +512,21 @@ impl LogWriter {
                 st.stop = mode;
             }
             self.shared.work.notify_all();
-            self.shared.durable_cv.notify_all();
+            self.shared.wake_all_committers();
             self.shared.space_cv.notify_all();
         }
         if let Some(flusher) = self.flusher.take() {
             if flusher.join().is_err() {
                 tracing::error!("the log flusher thread panicked");
+            }
+        }
+        {
+            // A round a committer leads completes before the writer counts as stopped
+            // (one already writing when the writer is abandoned included).
+            let mut st = self.shared.state.lock();
+            while st.writing && st.error.is_none() {
+                let round = (st.rounds % 2) as usize;
+                self.shared.round_cv[round].wait(&mut st);
             }
         }
         {

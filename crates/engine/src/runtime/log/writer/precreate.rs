@@ -17,7 +17,7 @@ use crate::runtime::log::files::{create_zeroed_file, next_file_path, zero_buffer
 pub(super) struct PrecreateState {
     /// A zero-filled, durable `E00tmp.log` is waiting.
     pub(super) ready: bool,
-    /// The flusher asked for one.
+    /// A roll asked for one.
     pub(super) wanted: bool,
     pub(super) creating: bool,
     pub(super) stop: bool,
@@ -34,7 +34,7 @@ impl Shared {
     }
 
     /// The zero-filled next file: the pre-created one, or one made now (through the
-    /// log's backend, by the flusher that needs it).
+    /// log's backend, by the round that rolls and needs it).
     pub(super) fn take_next_file(&self) -> Result<DataFile, EngineError> {
         let path = next_file_path(&self.dir);
         {
@@ -78,7 +78,7 @@ impl Shared {
     }
 }
 
-/// The pre-creation thread: makes `E00tmp.log` whenever the flusher asks, through
+/// The pre-creation thread: makes `E00tmp.log` whenever a roll asks, through
 /// `io`, with one zero buffer for every file.
 pub(super) fn run_precreator(shared: Arc<Shared>, mut io: Box<dyn IoBackend>) {
     let _guard = PanicGuard(&shared);
@@ -114,7 +114,9 @@ pub(super) fn run_precreator(shared: Arc<Shared>, mut io: Box<dyn IoBackend>) {
         });
         let mut p = shared.precreate.lock();
         p.creating = false;
-        p.stats = io.stats().clone();
+        // In place: the counters hold ~200 KB histograms per class, and a clone would
+        // allocate (and fault in) fresh ones for every file.
+        p.stats.clone_from(io.stats());
         match result {
             Ok(_) => {
                 p.ready = true;

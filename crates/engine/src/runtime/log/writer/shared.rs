@@ -1,6 +1,7 @@
-//! What appenders, the flusher and the pre-creation thread share: the log buffer
-//! ([`State`], under one mutex), the durable and checkpoint positions, and the
-//! condition variables they wait on.
+//! What appenders, committers, the flusher and the pre-creation thread share: the log
+//! buffer ([`State`], under one mutex), the round's I/O (held by whoever runs the
+//! round), the durable and checkpoint positions, and the condition variables they
+//! wait on.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -13,6 +14,7 @@ use parking_lot::{Condvar, Mutex};
 use super::counters::{AtomicCounters, bump};
 use super::geometry::{Geometry, SegAddr};
 use super::precreate::PrecreateState;
+use super::round::RoundIo;
 use super::{CheckpointBarrier, GenerationHook};
 use crate::error::EngineError;
 use crate::runtime::log::LogSignatures;
@@ -35,24 +37,35 @@ pub(super) enum StopMode {
     Abandon,
 }
 
-/// Everything appenders and the flusher share, under one mutex.
+/// Everything appenders, committers and the flusher share, under one mutex.
 pub(super) struct State {
     pub(super) packer: SegmentPacker,
     /// The segment `packer.pending()` belongs to.
     pub(super) tail: SegAddr,
-    /// Closed segments not yet taken by the flusher, in log order.
+    /// Closed segments not yet taken by a round, in log order.
     pub(super) staged: Vec<StagedSegment>,
     /// Their payloads, `SEGMENT_PAYLOAD_LEN` bytes each (zero padded).
     pub(super) staged_payload: Vec<u8>,
-    /// Segments taken by the flusher and not yet durable.
+    /// Segments taken by the round in progress and not yet durable.
     pub(super) in_flight: usize,
+    /// A round is in progress: its runner (the flusher thread or a committer leading
+    /// it) holds [`Shared::round_io`]; nobody else starts one until it ends.
+    pub(super) writing: bool,
+    /// The last round wrote only closed segments and left the partially filled tail
+    /// (`split_tail_write`): the next round, whoever runs it, takes everything, so a
+    /// commit in the tail is never passed over twice.
+    pub(super) tail_deferred: bool,
+    /// The flusher waits for the round in progress to end (it is woken when it does).
+    pub(super) flusher_waits_for_round: bool,
+    /// Rounds started: the one in progress, if any, is number `rounds`.
+    pub(super) rounds: u64,
+    /// Where `durable` will be when the round in progress has ended.
+    pub(super) in_flight_end: LogPosition,
     /// End of the last appended record.
     pub(super) appended_end: LogPosition,
     /// End of durable data.
     pub(super) durable: LogPosition,
-    /// The highest position a `flush_to` is waiting for.
-    pub(super) requested: LogPosition,
-    /// When the oldest record not yet taken by the flusher was appended.
+    /// When the oldest record not yet taken by a round was appended.
     pub(super) first_unflushed: Option<Instant>,
     /// Appends waiting for buffer space (the flusher writes at once for them).
     pub(super) space_waiters: usize,
@@ -145,7 +158,7 @@ pub(super) fn stage(
     Ok(())
 }
 
-/// What the flusher writes in one round.
+/// What one round writes.
 #[derive(Default)]
 pub(super) struct Batch {
     pub(super) segments: Vec<StagedSegment>,
@@ -171,10 +184,17 @@ pub(super) struct Shared {
     pub(super) wake_segments: usize,
 
     pub(super) state: Mutex<State>,
-    /// The flusher waits here for work.
+    /// The open generation file and what is on disk: locked only by the runner of the
+    /// round in progress (`State::writing`), so never contended.
+    pub(super) round_io: Mutex<RoundIo>,
+    /// The flusher waits here for work (and for a round in progress to end).
     pub(super) work: Condvar,
-    /// `flush_to` waits here for durability.
-    pub(super) durable_cv: Condvar,
+    /// `flush_to` waits here, on the variable of the round that will cover its
+    /// position: round `n`'s is `round_cv[n % 2]`. A round's end wakes all of its own
+    /// waiters (released) and one of the next round's (to lead it), so a committer that
+    /// arrived during a round sleeps once, not once per round. `LogWriter`'s stop
+    /// waits on the round in progress's variable.
+    pub(super) round_cv: [Condvar; 2],
     /// `append` waits here for buffer space.
     pub(super) space_cv: Condvar,
 
@@ -194,9 +214,9 @@ pub(super) struct Shared {
     pub(super) generation_hook: Mutex<Option<GenerationHook>>,
     /// Highest generation the hook recorded (or the database had recorded at open).
     pub(super) recorded_generation: AtomicU32,
-    /// Carries, times and counts the flusher's log writes (the current generation
+    /// Carries, times and counts the rounds' log writes (the current generation
     /// registered); here so that [`super::LogWriter::stats`] reads its counters. Only
-    /// the flusher submits, locking it for one write at a time.
+    /// the runner of a round submits, locking it for one write at a time.
     pub(super) log_io: Mutex<Box<dyn IoBackend>>,
     pub(super) log_io_name: &'static str,
     pub(super) counters: AtomicCounters,
@@ -233,13 +253,27 @@ impl Shared {
         Ok(checkpoint)
     }
 
+    /// Acknowledges everything before `pos` (written and synced) and wakes the waiters.
     pub(super) fn advance_durable(&self, pos: LogPosition) {
         let mut st = self.state.lock();
+        self.mark_durable(&mut st, pos);
+    }
+
+    /// [`Shared::advance_durable`] with the state already locked: wakes the waiters
+    /// of the round in progress (those it covers).
+    pub(super) fn mark_durable(&self, st: &mut State, pos: LogPosition) {
         if pos > st.durable {
             st.durable = pos;
             self.durable.store(pos.pack(), Ordering::Release);
         }
-        self.durable_cv.notify_all();
+        self.round_cv[(st.rounds % 2) as usize].notify_all();
+    }
+
+    /// Wakes every committer waiting in `flush_to` (an error, a stop).
+    pub(super) fn wake_all_committers(&self) {
+        for cv in &self.round_cv {
+            cv.notify_all();
+        }
     }
 
     pub(super) fn abandoned(&self) -> bool {
@@ -247,8 +281,8 @@ impl Shared {
     }
 }
 
-/// Stops everything waiting on a log thread if that thread panics (a bug): waiters
-/// get an error instead of hanging.
+/// Stops everything waiting on a log thread, or on a round a committer was leading, if
+/// it panics (a bug): waiters get an error instead of hanging.
 pub(super) struct PanicGuard<'a>(pub(super) &'a Shared);
 
 impl Drop for PanicGuard<'_> {
@@ -263,8 +297,9 @@ impl Drop for PanicGuard<'_> {
             }
             let mut st = shared.state.lock();
             st.error = Some("a transaction log thread panicked".into());
-            shared.durable_cv.notify_all();
+            shared.wake_all_committers();
             shared.space_cv.notify_all();
+            shared.work.notify_all();
         }
     }
 }

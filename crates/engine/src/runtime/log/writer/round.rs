@@ -1,10 +1,14 @@
-//! The flusher thread and its I/O: each round takes what was appended (group commit),
+//! A flush round and its I/O. Each round takes what was appended (group commit),
 //! closes the partially filled tail segment and writes it with the closed segments
 //! before it, each once (with `split_tail_write`, the closed segments first and the
 //! tail in the next round, when something needs it); when a file fills it rolls to the
 //! next generation, records it in the database, rewrites the checkpoint file and, with
 //! circular logging, deletes old generations.
-
+//!
+//! Rounds run one at a time ([`State::writing`]), on whichever thread starts one: a
+//! committer in `LogWriter::flush_to` whose position is not durable and finds no round
+//! in progress leads the round itself (no hand-off to another thread); the flusher
+//! thread runs the rounds nobody waits for (lazy flush, buffer capacity, shutdown).
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -21,6 +25,7 @@ use crate::runtime::log::files::{
     FIRST_RECORD_OFFSET, RunningChecksum, generation_path, install_generation, read_file_header,
     seal_data_segment,
 };
+use parking_lot::MutexGuard;
 
 /// One segment image of a write (written to its own slot, closed).
 pub(super) struct SegImage<'a> {
@@ -28,8 +33,9 @@ pub(super) struct SegImage<'a> {
     pub(super) payload: &'a [u8],
 }
 
-/// The flusher thread's own state: the open generation file and what is on disk.
-pub(super) struct FlusherIo {
+/// The rounds' I/O state: the open generation file and what is on disk. Held by the
+/// runner of the round in progress (`Shared::round_io`).
+pub(super) struct RoundIo {
     pub(super) file: DataFile,
     /// `file` as registered with the log's backend (`Shared::log_io`).
     pub(super) file_id: FileId,
@@ -45,22 +51,28 @@ pub(super) struct FlusherIo {
     /// the deletion): the header's checkpoint must never point at a deleted file.
     pub(super) delete_pending: bool,
     pub(super) image: AlignedBuf,
+    /// The segments of the round in progress (kept to reuse its allocations).
+    pub(super) batch: Batch,
 }
 
-impl FlusherIo {
+impl RoundIo {
     /// Writes a batch of closed segments: one write per generation file they fall in,
     /// rolling to the next generation whenever a file fills. Every segment is written
     /// once, closed, to a slot that held nothing: no write covers acknowledged data.
+    /// Acknowledges a write that fills its file before rolling; returns the durable end
+    /// of a last write that did not, for the round's end to acknowledge (`None` if
+    /// there is none, or the round was abandoned).
     pub(super) fn write_batch(
         &mut self,
         shared: &Shared,
         batch: &Batch,
-    ) -> Result<(), EngineError> {
+    ) -> Result<Option<LogPosition>, EngineError> {
         let count = batch.segments.len();
         let mut i = 0;
+        let mut last_durable = None;
         while i < count {
             if shared.abandoned() {
-                return Ok(());
+                return Ok(None);
             }
             let generation = self.generation;
             let mut j = i;
@@ -83,17 +95,21 @@ impl FlusherIo {
                 })
                 .collect();
             self.write_segments(shared, items[0].logical, &items)?;
-            shared.advance_durable(self.after(batch.segments[j - 1].addr));
+            let durable = self.after(batch.segments[j - 1].addr);
             i = j;
             if self.next_index >= self.segments {
+                // Released before the roll (its syncs and the checkpoint file's).
+                shared.advance_durable(durable);
                 self.roll(shared)?;
             } else if i < count {
                 return Err(internal(format!(
                     "log batch continues beyond generation {generation:#x} before it is full"
                 )));
+            } else {
+                last_durable = Some(durable);
             }
         }
-        Ok(())
+        Ok(last_durable)
     }
 
     /// Where the next record starts after the closed segment `addr`.
@@ -354,83 +370,68 @@ pub(super) fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// Why the flusher started a round.
+/// Why a round runs.
 #[derive(Clone, Copy)]
 pub(super) enum FlushReason {
+    /// A committer waiting in `flush_to` leads it.
     Commit,
     Capacity,
     Lazy,
     Shutdown,
 }
 
-pub(super) fn run_flusher(shared: Arc<Shared>, mut io: FlusherIo) {
-    let _guard = PanicGuard(&shared);
-    let mut batch = Batch::default();
-    // The last round wrote only closed segments and left the tail: the next round
-    // takes everything (so a waiter for the tail is never passed over twice).
-    let mut tail_deferred = false;
-    loop {
-        let (reason, defer_tail) = {
-            let mut st = shared.state.lock();
-            let reason = loop {
-                if st.stop == StopMode::Abandon || st.error.is_some() {
-                    return;
-                }
-                if !st.has_unflushed() {
-                    if st.stop == StopMode::Shutdown {
-                        return;
-                    }
-                    shared.work.wait(&mut st);
-                    continue;
-                }
-                if st.stop == StopMode::Shutdown {
-                    break FlushReason::Shutdown;
-                }
-                if st.requested > st.durable {
-                    break FlushReason::Commit;
-                }
-                if st.staged.len() >= shared.wake_segments || st.space_waiters > 0 {
-                    break FlushReason::Capacity;
-                }
-                let since = *st.first_unflushed.get_or_insert_with(Instant::now);
-                let deadline = since + shared.lazy_flush_interval;
-                if Instant::now() >= deadline {
-                    break FlushReason::Lazy;
-                }
-                shared.work.wait_until(&mut st, deadline);
-            };
-            // With `split_tail_write`, a round that finds closed segments and a
-            // partially filled tail writes the closed segments alone, as ESE writes
-            // its full sectors first; the tail follows in the next round, which runs
-            // at once when a commit waits for it or its lazy-flush time has come
-            // (`first_unflushed` keeps its records' age), and takes what was
-            // appended during the first write too (ESE's deferred partial write).
-            let defer_tail = shared.split_tail_write
-                && !tail_deferred
-                && !matches!(reason, FlushReason::Shutdown)
-                && !st.staged.is_empty()
-                && !st.packer.pending().is_empty();
-            tail_deferred = defer_tail;
-            // The partially filled tail is closed (padded) and written once: the next
-            // records start in the next segment, so no later write rewrites a segment
-            // holding acknowledged commits and a torn write can only lose what it
-            // was writing (docs/format.md §6.3).
-            if !defer_tail && !st.packer.pending().is_empty() {
-                if let Err(e) = st.close_tail(&shared.geometry) {
-                    fail(&shared, &mut st, &e);
-                    return;
-                }
-                let here = st.next_record_position();
-                shared.current.store(here.pack(), Ordering::Release);
+impl Shared {
+    /// Runs one round: takes what was appended, writes it and makes it durable, then
+    /// acknowledges it and wakes the waiters. Called with the state locked, nothing
+    /// stopping it (no error, not abandoned), no round in progress and something
+    /// unflushed; returns with the state locked, the round over. A failed round
+    /// poisons the log (the error is recorded for every waiter) and is returned.
+    pub(super) fn run_round(
+        &self,
+        st: &mut MutexGuard<'_, State>,
+        reason: FlushReason,
+    ) -> Result<(), EngineError> {
+        debug_assert!(!st.writing && st.has_unflushed());
+        // Never contended: only the runner of the round in progress locks it.
+        let mut io = self.round_io.lock();
+        // With `split_tail_write`, a round that finds closed segments and a partially
+        // filled tail writes the closed segments alone, as ESE writes its full sectors
+        // first; the tail follows in the next round (whoever runs it), which runs at
+        // once when a commit waits for it or its lazy-flush time has come
+        // (`first_unflushed` keeps its records' age), and takes what was appended
+        // during the first write too (ESE's deferred partial write).
+        let defer_tail = self.split_tail_write
+            && !st.tail_deferred
+            && !matches!(reason, FlushReason::Shutdown)
+            && !st.staged.is_empty()
+            && !st.packer.pending().is_empty();
+        st.tail_deferred = defer_tail;
+        // The partially filled tail is closed (padded) and written once: the next
+        // records start in the next segment, so no later write rewrites a segment
+        // holding acknowledged commits and a torn write can only lose what it was
+        // writing (docs/format.md §6.3).
+        if !defer_tail && !st.packer.pending().is_empty() {
+            if let Err(e) = st.close_tail(&self.geometry) {
+                fail(self, st, &e);
+                return Err(e);
             }
-            let tail_since = st.first_unflushed;
-            st.take_batch(&mut batch);
-            if defer_tail {
-                st.first_unflushed = tail_since;
-            }
-            (reason, defer_tail)
-        };
-        let counters = &shared.counters;
+            let here = st.next_record_position();
+            self.current.store(here.pack(), Ordering::Release);
+        }
+        let tail_since = st.first_unflushed;
+        let mut batch = std::mem::take(&mut io.batch);
+        st.take_batch(&mut batch);
+        if defer_tail {
+            st.first_unflushed = tail_since;
+        }
+        st.writing = true;
+        st.rounds += 1;
+        st.in_flight_end = batch
+            .segments
+            .last()
+            .and_then(|last| self.geometry.next(last.addr))
+            .map_or(st.durable, |next| next.at(FIRST_RECORD_OFFSET));
+        let counters = &self.counters;
         bump(&counters.flush_batches, 1);
         if defer_tail {
             bump(&counters.tail_deferrals, 1);
@@ -441,12 +442,80 @@ pub(super) fn run_flusher(shared: Arc<Shared>, mut io: FlusherIo) {
             FlushReason::Lazy => bump(&counters.lazy_flushes, 1),
             FlushReason::Shutdown => {}
         }
-        let result = io.write_batch(&shared, &batch);
-        let mut st = shared.state.lock();
+        let result = MutexGuard::unlocked(st, || {
+            // A panic here (a bug) fails the log instead of leaving `writing` set.
+            let _guard = PanicGuard(self);
+            let result = io.write_batch(self, &batch);
+            io.batch = batch;
+            drop(io);
+            result
+        });
+        // The round's last write is acknowledged, and the next round may start, in one
+        // hold of the lock: a waiter wakes once, either released or to lead.
+        st.writing = false;
         st.in_flight = 0;
-        shared.space_cv.notify_all();
-        if let Err(e) = result {
-            fail(&shared, &mut st, &e);
+        self.space_cv.notify_all();
+        if std::mem::take(&mut st.flusher_waits_for_round) {
+            self.work.notify_one();
+        }
+        match result {
+            Ok(durable) => {
+                // This round's waiters (released: it covered them), and one of the
+                // next round's, which leads it if no one else has started it.
+                let round = st.rounds;
+                if let Some(pos) = durable {
+                    self.mark_durable(st, pos);
+                } else {
+                    self.round_cv[(round % 2) as usize].notify_all();
+                }
+                self.round_cv[((round + 1) % 2) as usize].notify_one();
+                Ok(())
+            }
+            Err(e) => {
+                fail(self, st, &e);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// The flusher thread: runs the rounds nobody waits for — when the buffer passes a
+/// quarter full or an append waits for space, when the oldest unwritten record is
+/// `lazy_flush_interval` old, and at shutdown. Committers lead their own rounds.
+pub(super) fn run_flusher(shared: Arc<Shared>) {
+    let _guard = PanicGuard(&shared);
+    let mut st = shared.state.lock();
+    loop {
+        let reason = loop {
+            if st.stop == StopMode::Abandon || st.error.is_some() {
+                return;
+            }
+            if st.writing {
+                st.flusher_waits_for_round = true;
+                shared.work.wait(&mut st);
+                continue;
+            }
+            if !st.has_unflushed() {
+                if st.stop == StopMode::Shutdown {
+                    return;
+                }
+                shared.work.wait(&mut st);
+                continue;
+            }
+            if st.stop == StopMode::Shutdown {
+                break FlushReason::Shutdown;
+            }
+            if st.staged.len() >= shared.wake_segments || st.space_waiters > 0 {
+                break FlushReason::Capacity;
+            }
+            let since = *st.first_unflushed.get_or_insert_with(Instant::now);
+            let deadline = since + shared.lazy_flush_interval;
+            if Instant::now() >= deadline {
+                break FlushReason::Lazy;
+            }
+            shared.work.wait_until(&mut st, deadline);
+        };
+        if shared.run_round(&mut st, reason).is_err() {
             return;
         }
     }
@@ -459,6 +528,7 @@ pub(super) fn fail(shared: &Shared, st: &mut State, e: &EngineError) {
         shared.instance
     );
     st.error = Some(e.to_string());
-    shared.durable_cv.notify_all();
+    shared.wake_all_committers();
     shared.space_cv.notify_all();
+    shared.work.notify_all();
 }
