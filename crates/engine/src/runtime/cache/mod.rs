@@ -38,6 +38,7 @@
 
 mod config;
 mod frames;
+mod pacing;
 mod prefetch;
 mod writer;
 
@@ -341,7 +342,7 @@ impl<S: Send + 'static> PageCache<S> {
         };
         let core = &mut guard.core;
         end_stall(core, stalled);
-        if core.obtainable() < shared.config.available_start() {
+        if core.obtainable() < shared.config.available_refill() {
             shared.writer_wake.notify_one();
         }
         core.frames[frame as usize].state = FrameState::Reading;
@@ -583,6 +584,8 @@ impl<S: Send> PageCache<S> {
             evictions: c.evictions,
             correctable_repaired: c.correctable_repaired,
             wal_waits: c.wal_waits,
+            frames_taken: c.frames_taken,
+            pool_writes_peak: c.pool_writes_peak,
         }
     }
 
@@ -798,7 +801,7 @@ impl<S> CacheGuard<'_, S> {
         let f = self.core.take_frame()?;
         let shared = self.shared;
         let core = &mut self.core;
-        if core.obtainable() < shared.config.available_start() {
+        if core.obtainable() < shared.config.available_refill() {
             shared.writer_wake.notify_one();
         }
         let page_len = core.page_len;
