@@ -23,11 +23,12 @@ pub(super) struct Pacing {
 }
 
 impl Pacing {
-    /// Starts unpaced (as if each write's life saw `depth` frames taken) until the
-    /// first writes are measured.
-    pub(super) fn new(depth: usize) -> Pacing {
+    /// Starts as if one frame were taken per write's life, every chosen frame dirty (a
+    /// cap of 3 writes), until writes are measured: a burst of consumption at the start
+    /// either waits for a frame (full depth) or is measured within a few writes.
+    pub(super) fn new() -> Pacing {
         Pacing {
-            takes_per_write: depth as f64,
+            takes_per_write: 1.0,
             dirty_share: 1.0,
         }
     }
@@ -102,8 +103,12 @@ mod tests {
 
     #[test]
     fn measurements_converge_to_the_samples() {
-        let mut pacing = Pacing::new(32);
-        assert_eq!(pacing.cap(32, false, false), 32, "unpaced until measured");
+        let mut pacing = Pacing::new();
+        assert_eq!(
+            pacing.cap(32, false, false),
+            3,
+            "one frame per write until measured"
+        );
         for _ in 0..100 {
             pacing.write_ended(2);
             pacing.chose(1, 3);

@@ -134,7 +134,7 @@ impl<S> Writer<S> {
             finished: Vec::with_capacity(depth),
             pool_queue: VecDeque::new(),
             pool_in_flight: 0,
-            pacing: Pacing::new(depth),
+            pacing: Pacing::new(),
             cold: BinaryHeap::new(),
             candidates: Vec::new(),
             seeds: Vec::new(),
