@@ -16,9 +16,12 @@
 //! pages are read, up to `max_frames`; when the page writer first has to refill the
 //! available pool, the frames not allocated yet join it, so the cache is at its maximum
 //! before any page is evicted. From then on frames come only from the available pool,
-//! which the page writer keeps between [`CacheConfig::available_start`] (1 %) and
-//! [`CacheConfig::available_stop`] (2 %) of the maximum (with a floor for small caches)
-//! by evicting the coldest pages by LRU-2: pages are ranked by the time of their second-most-recent reference on a
+//! which the page writer keeps near [`CacheConfig::available_stop`] (2 % of the
+//! maximum, with a floor for small caches), topping it up from
+//! [`CacheConfig::available_refill`] (1.5 %) with its dirty pages' writes paced by
+//! consumption (`pacing.rs`) and [`CacheConfig::available_start`] (1 %) the mark below
+//! which it hurries, by evicting the coldest pages by LRU-2: pages are ranked by the
+//! time of their second-most-recent reference on a
 //! logical clock (one tick per reference), pages referenced once being the coldest.
 //! References closer together than a correlation window (a fault and its retry, a
 //! transaction's read and apply phases) count as one, as in the LRU-K paper.

@@ -8,6 +8,8 @@
 //! snapshots' checksums, makes the log durable up to the newest change in
 //! the batch (WAL), submits the writes to its I/O backend and reaps completions; the
 //! next round, under the lock, marks pages clean whose version did not move meanwhile.
+//! Writes that refill the pool are paced: no more in flight than consumption needs
+//! ([`Pacing`]), the full depth while a session waits for a frame.
 
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
@@ -172,17 +174,10 @@ impl<S> Writer<S> {
                 continue;
             }
             // Having just submitted, only collect what is done: the next round may plan
-            // more. Otherwise sleep until writes complete: half of those in flight
-            // while the pool is comfortable (one wake-up per few writes, not per
-            // write), the first one when it is short or sessions wait.
-            let min = if planned > 0 {
-                0
-            } else if core.frame_waiters > 0 || core.obtainable() < shared.config.available_start()
-            {
-                1
-            } else {
-                (self.in_flight - self.finished.len()).div_ceil(2)
-            };
+            // more. Otherwise sleep until a write completes. (Not until several do: the
+            // io_uring backend times a request when its completion is reaped, so a
+            // batched wait would add the wait for the others to each write's latency.)
+            let min = if planned > 0 { 0 } else { 1 };
             MutexGuard::unlocked(&mut core, || {
                 if planned > 0 {
                     self.issue();
