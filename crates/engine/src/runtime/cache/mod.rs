@@ -345,7 +345,7 @@ impl<S: Send + 'static> PageCache<S> {
         };
         let core = &mut guard.core;
         end_stall(core, stalled);
-        if core.obtainable() < shared.config.available_refill() {
+        if pool_short(core, &shared.config) {
             shared.writer_wake.notify_one();
         }
         core.frames[frame as usize].state = FrameState::Reading;
@@ -804,7 +804,7 @@ impl<S> CacheGuard<'_, S> {
         let f = self.core.take_frame()?;
         let shared = self.shared;
         let core = &mut self.core;
-        if core.obtainable() < shared.config.available_refill() {
+        if pool_short(core, &shared.config) {
             shared.writer_wake.notify_one();
         }
         let page_len = core.page_len;
@@ -872,6 +872,17 @@ impl<S> CacheGuard<'_, S> {
     pub fn dirty_count(&self) -> usize {
         self.core.dirty.len()
     }
+}
+
+/// Whether the page writer has pool maintenance to do: the free frames plus those it
+/// is already evicting fall below the refill threshold (it chooses more pages to
+/// evict), or the free ones alone below the start threshold (it hurries). Checked after
+/// each frame taken; the first test keeps the writer from scanning for cold pages
+/// after every single frame.
+pub(crate) fn pool_short<S>(core: &Core<S>, config: &CacheConfig) -> bool {
+    let obtainable = core.obtainable();
+    obtainable + core.pending_evictions < config.available_refill()
+        || obtainable < config.available_start()
 }
 
 /// Waits on the pool's condition variable, telling the page writer someone waits.

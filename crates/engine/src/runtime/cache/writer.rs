@@ -200,9 +200,9 @@ impl<S> Writer<S> {
         self.planned.len()
     }
 
-    /// Available-pool maintenance: below the refill threshold (or with sessions
-    /// waiting), choose the coldest pages to evict until the stop threshold would be
-    /// reached, evicting clean ones at once; then write the dirty ones, paced: no more
+    /// Available-pool maintenance: when the pool is short ([`super::pool_short`]) or
+    /// sessions wait, choose the coldest pages to evict until the stop threshold would
+    /// be reached, evicting clean ones at once; then write the dirty ones, paced: no more
     /// pool writes in flight than consumption needs ([`Pacing`]).
     fn plan_pool(&mut self, core: &mut MutexGuard<'_, Core<S>>) {
         let shared = Arc::clone(&self.shared);
@@ -213,7 +213,7 @@ impl<S> Writer<S> {
         );
         let obtainable = core.obtainable();
         let waiting = core.frame_waiters > 0;
-        if obtainable < config.available_refill() || waiting {
+        if super::pool_short(core, config) || waiting {
             let need = stop.saturating_sub(obtainable + core.pending_evictions);
             if need > 0 {
                 if core.frames.len() < core.max_frames {
