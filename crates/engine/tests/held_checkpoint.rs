@@ -38,7 +38,7 @@ fn write_generations(instance: &Instance, start: u32) -> Vec<(MessageKey, Vec<u8
     let mut written = Vec::new();
     let mut flushed = false;
     while instance.log_durable().generation < start + GENERATIONS {
-        insert_incompressible(&instance, &mut rng, &mut written);
+        insert_incompressible(instance, &mut rng, &mut written);
         if !flushed && instance.log_durable().generation > start {
             instance.checkpoint_now().unwrap();
             flushed = true;

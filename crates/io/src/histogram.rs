@@ -98,31 +98,44 @@ impl LatencyHistogram {
     /// by this histogram's exact ones.
     pub fn since(&self, earlier: &LatencyHistogram) -> LatencyHistogram {
         let mut delta = self.clone();
-        if earlier.is_empty() {
-            return delta;
-        }
-        if delta.hist.subtract(&earlier.hist).is_err() {
-            // `earlier` is not a prefix of this histogram: report everything.
-            return self.clone();
-        }
-        delta.sum_ns = self.sum_ns.saturating_sub(earlier.sum_ns);
-        if delta.hist.is_empty() {
-            delta.hist.reset();
-            delta.sum_ns = 0;
-            delta.min_ns = u64::MAX;
-            delta.max_ns = 0;
-        } else {
-            delta.min_ns = delta
-                .hist
-                .lowest_equivalent(delta.hist.min())
-                .max(self.min_ns);
-            delta.max_ns = delta
-                .hist
-                .highest_equivalent(delta.hist.max())
-                .min(self.max_ns)
-                .max(delta.min_ns);
-        }
+        delta.subtract_earlier(self, earlier);
         delta
+    }
+
+    /// [`LatencyHistogram::since`] into `out`, reusing its counter array (no allocation
+    /// once `out` has one): for interval sampling every second.
+    pub fn since_into(&self, earlier: &LatencyHistogram, out: &mut LatencyHistogram) {
+        out.clone_from(self);
+        out.subtract_earlier(self, earlier);
+    }
+
+    /// With `self` a copy of `whole`: takes away what `earlier` holds.
+    fn subtract_earlier(&mut self, whole: &LatencyHistogram, earlier: &LatencyHistogram) {
+        if earlier.is_empty() {
+            return;
+        }
+        if self.hist.subtract(&earlier.hist).is_err() {
+            // `earlier` is not a prefix of this histogram: report everything.
+            self.clone_from(whole);
+            return;
+        }
+        self.sum_ns = whole.sum_ns.saturating_sub(earlier.sum_ns);
+        if self.hist.is_empty() {
+            self.hist.reset();
+            self.sum_ns = 0;
+            self.min_ns = u64::MAX;
+            self.max_ns = 0;
+        } else {
+            self.min_ns = self
+                .hist
+                .lowest_equivalent(self.hist.min())
+                .max(whole.min_ns);
+            self.max_ns = self
+                .hist
+                .highest_equivalent(self.hist.max())
+                .min(whole.max_ns)
+                .max(self.min_ns);
+        }
     }
 
     /// Number of values recorded.
@@ -312,6 +325,30 @@ mod tests {
         assert_eq!(d.max_ns(), 70_000_000);
         assert!(h.since(&h).is_empty());
         assert_eq!(h.since(&LatencyHistogram::new()).count(), 5);
+    }
+
+    #[test]
+    fn since_into_equals_since_whatever_the_target_held() {
+        let mut earlier = LatencyHistogram::new();
+        for v in [2_000u64, 40_000] {
+            earlier.record(v);
+        }
+        let mut now = earlier.clone();
+        for v in [3_000u64, 5_000_000, 5_000_000] {
+            now.record(v);
+        }
+        let mut out = LatencyHistogram::new();
+        for v in [1_000u64, 9_000_000_000] {
+            out.record(v);
+        }
+        for earlier in [&earlier, &LatencyHistogram::new(), &now] {
+            now.since_into(earlier, &mut out);
+            assert!(out == now.since(earlier));
+        }
+        assert_eq!(out.count(), 0, "nothing since itself");
+        now.since_into(&earlier, &mut out);
+        assert_eq!(out.count(), 3);
+        assert_eq!(out.sum_ns(), 10_003_000);
     }
 
     #[test]

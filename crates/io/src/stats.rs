@@ -64,6 +64,22 @@ impl ClassStats {
         }
     }
 
+    /// [`ClassStats::since`] into `out`, reusing its histogram's counter array.
+    pub fn since_into(&self, earlier: &ClassStats, out: &mut ClassStats) {
+        out.ops = self.ops.saturating_sub(earlier.ops);
+        out.bytes = self.bytes.saturating_sub(earlier.bytes);
+        out.errors = self.errors.saturating_sub(earlier.errors);
+        self.latency.since_into(&earlier.latency, &mut out.latency);
+    }
+
+    /// Zeroes the counters, keeping the histogram's memory.
+    pub fn reset(&mut self) {
+        self.ops = 0;
+        self.bytes = 0;
+        self.errors = 0;
+        self.latency.reset();
+    }
+
     /// Average bytes per successful I/O; 0 when there were none.
     pub fn mean_bytes(&self) -> f64 {
         match self.ops {
@@ -206,6 +222,40 @@ impl IoStats {
             *delta.entry(instance, class) = d;
         }
         delta
+    }
+
+    /// [`IoStats::since`] into `out`, reusing the counters `out` already has (no
+    /// allocation once every pair exists there): for interval sampling every second.
+    /// Pairs of `out` that `self` lacks are zeroed.
+    pub fn since_into(&self, earlier: &IoStats, out: &mut IoStats) {
+        out.reset();
+        for (instance, class, stats) in self.iter() {
+            let d = out.entry(instance, class);
+            match earlier.get(instance, class) {
+                Some(e) => stats.since_into(e, d),
+                None => d.clone_from(stats),
+            }
+        }
+    }
+
+    /// Zeroes every counter, keeping the pairs and their memory (a reset pair reads as
+    /// recorded with nothing: `iter` still lists it).
+    pub fn reset(&mut self) {
+        for classes in self.by_instance.iter_mut().flatten() {
+            for stats in classes.iter_mut().flatten() {
+                stats.reset();
+            }
+        }
+    }
+
+    /// Successful I/Os of one class over all instances and the sum of their latencies
+    /// in nanoseconds: [`IoStats::total`]'s counts without building its histogram.
+    pub fn total_ops_and_latency_ns(&self, class: IoClass) -> (u64, u64) {
+        self.iter()
+            .filter(|&(_, c, _)| c == class)
+            .fold((0, 0), |(ops, ns), (_, _, s)| {
+                (ops + s.ops, ns + s.latency.sum_ns())
+            })
     }
 
     /// Returns the counters and leaves this empty (for interval sampling).

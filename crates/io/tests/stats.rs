@@ -209,6 +209,35 @@ fn io_stats_clone_from_equals_the_source_whatever_the_target_held() {
 }
 
 #[test]
+fn io_stats_since_into_reuses_the_target_and_equals_since() {
+    let mut earlier = IoStats::new();
+    earlier.record(0, IoClass::DbRead, 32_768, 400 * US, true);
+    earlier.record(0, IoClass::DbWrite, 32_768, 900 * US, true);
+    let mut now = earlier.clone();
+    now.record(0, IoClass::DbRead, 32_768, 600 * US, true);
+    now.record(0, IoClass::DbRead, 32_768, 2 * MS, true);
+    now.record(1, IoClass::LogWrite, 4_096, MS, false);
+    // A target from an earlier interval: the same pairs, other values.
+    let mut out = now.since(&IoStats::new());
+    now.since_into(&earlier, &mut out);
+    assert_eq!(out, now.since(&earlier));
+    let read = out.get(0, IoClass::DbRead).expect("reads");
+    assert_eq!((read.ops, read.bytes), (2, 65_536));
+    assert_eq!(out.get(0, IoClass::DbWrite).map(|c| c.ops), Some(0));
+    assert_eq!(out.get(1, IoClass::LogWrite).map(|c| c.errors), Some(1));
+    // The totals the live status reads, without building a histogram.
+    assert_eq!(
+        out.total_ops_and_latency_ns(IoClass::DbRead),
+        (2, 2_600 * US)
+    );
+    assert_eq!(out.total_ops_and_latency_ns(IoClass::DbFlush), (0, 0));
+    // Reset keeps the pairs, zeroed.
+    out.reset();
+    assert_eq!(out.get(0, IoClass::DbRead).map(|c| c.ops), Some(0));
+    assert_eq!(out.total(IoClass::DbRead).latency.count(), 0);
+}
+
+#[test]
 fn io_stats_serialisation_round_trip() {
     let mut s = IoStats::new();
     for i in 0..100u64 {

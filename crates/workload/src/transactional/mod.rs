@@ -108,7 +108,7 @@ pub struct LiveStatus {
 }
 
 /// Transaction counters of one instance (cumulative).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 struct TxnStats {
     by_kind: [u64; 4],
     lazy: u64,
@@ -116,22 +116,39 @@ struct TxnStats {
     latency: LatencyHistogram,
 }
 
+impl Clone for TxnStats {
+    fn clone(&self) -> TxnStats {
+        TxnStats {
+            by_kind: self.by_kind,
+            lazy: self.lazy,
+            errors: self.errors,
+            latency: self.latency.clone(),
+        }
+    }
+
+    /// In place: the histogram's counter array is overwritten, not allocated again.
+    fn clone_from(&mut self, source: &TxnStats) {
+        self.by_kind = source.by_kind;
+        self.lazy = source.lazy;
+        self.errors = source.errors;
+        self.latency.clone_from(&source.latency);
+    }
+}
+
 impl TxnStats {
     fn count(&self) -> u64 {
         self.by_kind.iter().sum()
     }
 
-    fn since(&self, earlier: &TxnStats) -> TxnStats {
-        let mut by_kind = [0; 4];
-        for (i, k) in by_kind.iter_mut().enumerate() {
+    /// The counters accumulated since `earlier` into `out`, reusing its histogram's
+    /// counter array.
+    fn since_into(&self, earlier: &TxnStats, out: &mut TxnStats) {
+        for (i, k) in out.by_kind.iter_mut().enumerate() {
             *k = self.by_kind[i].saturating_sub(earlier.by_kind[i]);
         }
-        TxnStats {
-            by_kind,
-            lazy: self.lazy.saturating_sub(earlier.lazy),
-            errors: self.errors.saturating_sub(earlier.errors),
-            latency: self.latency.since(&earlier.latency),
-        }
+        out.lazy = self.lazy.saturating_sub(earlier.lazy);
+        out.errors = self.errors.saturating_sub(earlier.errors);
+        self.latency.since_into(&earlier.latency, &mut out.latency);
     }
 
     fn merge(&mut self, other: &TxnStats) {
@@ -411,85 +428,110 @@ impl<'a> Workbench<'a> {
     }
 
     fn snapshot(&self) -> Snapshot {
-        let mut io = IoStats::new();
-        let mut cache = Vec::new();
-        let mut log = Vec::new();
-        let mut txn = Vec::new();
-        let mut checkpoint_depth = Vec::new();
-        let mut generation = Vec::new();
-        let mut pages_allocated = Vec::new();
-        for s in &self.slots {
-            io.merge(&s.instance.io_stats());
+        let mut snap = Snapshot {
+            at: Instant::now(),
+            io: IoStats::new(),
+            cache: Vec::new(),
+            log: Vec::new(),
+            txn: Vec::new(),
+            checkpoint_depth: Vec::new(),
+            generation: Vec::new(),
+            pages_allocated: Vec::new(),
+            host: self.host.snapshot(),
+        };
+        self.snapshot_into(&mut snap);
+        snap
+    }
+
+    /// Takes a snapshot into `snap`, reusing its counters' memory: the per-second tick
+    /// would otherwise allocate fresh ~200 KB latency histograms (the I/O classes', each
+    /// instance's transactions') every time.
+    fn snapshot_into(&self, snap: &mut Snapshot) {
+        snap.io.reset();
+        snap.cache.clear();
+        snap.log.clear();
+        snap.txn.resize_with(self.slots.len(), TxnStats::default);
+        snap.checkpoint_depth.clear();
+        snap.generation.clear();
+        snap.pages_allocated.clear();
+        for (s, txn) in self.slots.iter().zip(&mut snap.txn) {
+            snap.io.merge(&s.instance.io_stats());
             if let Some(b) = &s.bdm {
-                io.merge(&b.stats());
+                snap.io.merge(&b.stats());
             }
             if let Some(r) = &s.replication {
-                io.merge(&r.stats());
+                snap.io.merge(&r.stats());
             }
-            cache.push(s.instance.cache_counters());
-            log.push(s.instance.log_counters());
-            txn.push(s.txn.lock().clone());
-            checkpoint_depth.push(s.instance.checkpoint_depth_bytes());
-            generation.push(s.instance.log_generation());
-            pages_allocated.push(s.instance.pages_allocated());
+            snap.cache.push(s.instance.cache_counters());
+            snap.log.push(s.instance.log_counters());
+            txn.clone_from(&s.txn.lock());
+            snap.checkpoint_depth
+                .push(s.instance.checkpoint_depth_bytes());
+            snap.generation.push(s.instance.log_generation());
+            snap.pages_allocated.push(s.instance.pages_allocated());
         }
-        Snapshot {
-            at: Instant::now(),
-            io,
-            cache,
-            log,
-            txn,
-            checkpoint_depth,
-            generation,
-            pages_allocated,
-            host: self.host.snapshot(),
-        }
+        snap.at = Instant::now();
+        snap.host = self.host.snapshot();
     }
 
     fn interval(&self, earlier: &Snapshot, now: &Snapshot) -> Interval {
-        let cache = now
-            .cache
-            .iter()
-            .zip(&earlier.cache)
-            .map(|(n, e)| cache_since(n, e))
-            .collect();
-        let log = now
-            .log
-            .iter()
-            .zip(&earlier.log)
-            .map(|(n, e)| LogCounters {
+        let mut interval = Interval {
+            seconds: 0.0,
+            io: IoStats::new(),
+            cache: Vec::new(),
+            cache_now: Vec::new(),
+            log: Vec::new(),
+            txn: Vec::new(),
+            checkpoint_depth: Vec::new(),
+            generation: Vec::new(),
+            generations_written: Vec::new(),
+            pages_allocated: Vec::new(),
+            host: now.host.interval_since(&earlier.host),
+        };
+        self.interval_into(earlier, now, &mut interval);
+        interval
+    }
+
+    /// The figures between two snapshots into `out`, reusing its counters' memory.
+    fn interval_into(&self, earlier: &Snapshot, now: &Snapshot, out: &mut Interval) {
+        out.seconds = (now.at - earlier.at).as_secs_f64();
+        now.io.since_into(&earlier.io, &mut out.io);
+        out.cache.clear();
+        out.cache.extend(
+            now.cache
+                .iter()
+                .zip(&earlier.cache)
+                .map(|(n, e)| cache_since(n, e)),
+        );
+        out.cache_now.clone_from(&now.cache);
+        out.log.clear();
+        out.log
+            .extend(now.log.iter().zip(&earlier.log).map(|(n, e)| LogCounters {
                 bytes_written: n.bytes_written.saturating_sub(e.bytes_written),
                 ..*n
-            })
-            .collect();
-        Interval {
-            seconds: (now.at - earlier.at).as_secs_f64(),
-            io: now.io.since(&earlier.io),
-            cache,
-            cache_now: now.cache.clone(),
-            log,
-            txn: now
-                .txn
-                .iter()
-                .zip(&earlier.txn)
-                .map(|(n, e)| n.since(e))
-                .collect(),
-            checkpoint_depth: now.checkpoint_depth.clone(),
-            generation: now.generation.clone(),
-            generations_written: now
-                .generation
+            }));
+        out.txn.resize_with(now.txn.len(), TxnStats::default);
+        for ((n, e), o) in now.txn.iter().zip(&earlier.txn).zip(&mut out.txn) {
+            n.since_into(e, o);
+        }
+        out.txn.truncate(now.txn.len().min(earlier.txn.len()));
+        out.checkpoint_depth.clone_from(&now.checkpoint_depth);
+        out.generation.clone_from(&now.generation);
+        out.generations_written.clear();
+        out.generations_written.extend(
+            now.generation
                 .iter()
                 .zip(&earlier.generation)
-                .map(|(n, e)| n.saturating_sub(*e))
-                .collect(),
-            pages_allocated: now
-                .pages_allocated
+                .map(|(n, e)| n.saturating_sub(*e)),
+        );
+        out.pages_allocated.clear();
+        out.pages_allocated.extend(
+            now.pages_allocated
                 .iter()
                 .zip(&earlier.pages_allocated)
-                .map(|(n, e)| n.saturating_sub(*e))
-                .collect(),
-            host: now.host.interval_since(&earlier.host),
-        }
+                .map(|(n, e)| n.saturating_sub(*e)),
+        );
+        out.host = now.host.interval_since(&earlier.host);
     }
 
     /// Caches' fill, smallest over the instances, percent of their maximum.
@@ -637,6 +679,9 @@ fn self_drive(
             s.schedule.restart_at(phase_start);
         }
         let mut last_tick = bench.snapshot();
+        // The tick's snapshot and interval, reused every second (see `snapshot_into`).
+        let mut snap = last_tick.clone();
+        let mut tick = bench.interval(&last_tick, &snap);
         let mut recorder =
             (kind == PhaseKind::Measure).then(|| MeasureRecorder::new(bench, &last_tick));
         let mut next_sample = later(phase_start, bench.config.sample_interval);
@@ -690,13 +735,13 @@ fn self_drive(
             }
             let wake = later(now, TICK).min(deadline);
             sleep_until(wake, stop);
-            let snap = bench.snapshot();
-            let tick = bench.interval(&last_tick, &snap);
+            bench.snapshot_into(&mut snap);
+            bench.interval_into(&last_tick, &snap, &mut tick);
             let mut controller = bench.controller.lock();
             let offered = controller.as_mut().filter(|_| open_loop).map(|c| {
                 let ios: u64 = [IoClass::DbRead, IoClass::DbWrite]
                     .iter()
-                    .map(|class| tick.io.total(*class).ops)
+                    .map(|class| tick.io.total_ops_and_latency_ns(*class).0)
                     .sum();
                 let txns: u64 = tick.txn.iter().map(TxnStats::count).sum();
                 let r = c.observe(ios, txns);
@@ -717,8 +762,13 @@ fn self_drive(
                 classes: LIVE_CLASSES
                     .iter()
                     .map(|c| {
-                        let s = tick.io.total(*c);
-                        (*c, rate(s.ops, tick.seconds), s.latency.mean_ns() / 1e6)
+                        let (ops, ns) = tick.io.total_ops_and_latency_ns(*c);
+                        let mean_ms = if ops == 0 {
+                            0.0
+                        } else {
+                            ns as f64 / ops as f64 / 1e6
+                        };
+                        (*c, rate(ops, tick.seconds), mean_ms)
                     })
                     .collect(),
                 cache_fill_pct: fill,
@@ -763,7 +813,7 @@ fn self_drive(
                     }
                 }
             }
-            last_tick = snap;
+            std::mem::swap(&mut last_tick, &mut snap);
         }
         if kind == PhaseKind::AttainPrerequisites && stopped.is_none() && Instant::now() >= deadline
         {

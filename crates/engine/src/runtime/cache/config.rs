@@ -75,6 +75,15 @@ impl CacheConfig {
             .max(2)
     }
 
+    /// Free frames below which the page writer tops the pool up again (halfway between
+    /// [`CacheConfig::available_start`] and [`CacheConfig::available_stop`]): the pool is
+    /// refilled in small steps as it is consumed, not from 1 % to 2 % in one burst, and
+    /// each step's writes are paced (see the page writer).
+    pub fn available_refill(&self) -> usize {
+        let (start, stop) = (self.available_start(), self.available_stop());
+        start + (stop - start) / 2
+    }
+
     pub(super) fn validate(&self) -> Result<(), EngineError> {
         let invalid = |what: String| Err(EngineError::Invalid(what));
         if self.max_frames < 4 || self.max_frames > u32::MAX as usize {
@@ -153,4 +162,9 @@ pub struct CacheCounters {
     pub correctable_repaired: u64,
     /// Batches of writes that had to wait for the log to become durable first.
     pub wal_waits: u64,
+    /// Frames taken from the available pool (or by growth): the pool's consumption.
+    pub frames_taken: u64,
+    /// Most writes refilling the pool that the page writer had in flight at once (paced
+    /// by consumption: see docs/engine.md, "Page writer").
+    pub pool_writes_peak: u64,
 }

@@ -208,6 +208,10 @@ pub(crate) struct Counts {
     pub(crate) evictions: u64,
     pub(crate) correctable_repaired: u64,
     pub(crate) wal_waits: u64,
+    /// Frames handed out by `take_frame` (the pool's consumption, for pacing).
+    pub(crate) frames_taken: u64,
+    /// Most pool writes the page writer had in flight at once.
+    pub(crate) pool_writes_peak: u64,
 }
 
 /// A page chosen for eviction whose single-page write carries the frame's own buffer
@@ -320,12 +324,14 @@ impl<S> Core<S> {
     /// Never evicts: that is the page writer's job.
     pub(crate) fn take_frame(&mut self) -> Option<u32> {
         if let Some(f) = self.available.pop() {
+            self.counts.frames_taken += 1;
             return Some(f);
         }
         if self.frames.len() < self.max_frames {
             let f = self.frames.len() as u32;
             self.frames.push(FrameMeta::new());
             self.pages.push(AlignedBuf::empty());
+            self.counts.frames_taken += 1;
             return Some(f);
         }
         None

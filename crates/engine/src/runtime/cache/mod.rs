@@ -16,9 +16,12 @@
 //! pages are read, up to `max_frames`; when the page writer first has to refill the
 //! available pool, the frames not allocated yet join it, so the cache is at its maximum
 //! before any page is evicted. From then on frames come only from the available pool,
-//! which the page writer keeps between [`CacheConfig::available_start`] (1 %) and
-//! [`CacheConfig::available_stop`] (2 %) of the maximum (with a floor for small caches)
-//! by evicting the coldest pages by LRU-2: pages are ranked by the time of their second-most-recent reference on a
+//! which the page writer keeps near [`CacheConfig::available_stop`] (2 % of the
+//! maximum, with a floor for small caches), topping it up from
+//! [`CacheConfig::available_refill`] (1.5 %) with its dirty pages' writes paced by
+//! consumption (`pacing.rs`) and [`CacheConfig::available_start`] (1 %) the mark below
+//! which it hurries, by evicting the coldest pages by LRU-2: pages are ranked by the
+//! time of their second-most-recent reference on a
 //! logical clock (one tick per reference), pages referenced once being the coldest.
 //! References closer together than a correlation window (a fault and its retry, a
 //! transaction's read and apply phases) count as one, as in the LRU-K paper.
@@ -38,6 +41,7 @@
 
 mod config;
 mod frames;
+mod pacing;
 mod prefetch;
 mod writer;
 
@@ -341,7 +345,7 @@ impl<S: Send + 'static> PageCache<S> {
         };
         let core = &mut guard.core;
         end_stall(core, stalled);
-        if core.obtainable() < shared.config.available_start() {
+        if pool_short(core, &shared.config) {
             shared.writer_wake.notify_one();
         }
         core.frames[frame as usize].state = FrameState::Reading;
@@ -583,6 +587,8 @@ impl<S: Send> PageCache<S> {
             evictions: c.evictions,
             correctable_repaired: c.correctable_repaired,
             wal_waits: c.wal_waits,
+            frames_taken: c.frames_taken,
+            pool_writes_peak: c.pool_writes_peak,
         }
     }
 
@@ -798,7 +804,7 @@ impl<S> CacheGuard<'_, S> {
         let f = self.core.take_frame()?;
         let shared = self.shared;
         let core = &mut self.core;
-        if core.obtainable() < shared.config.available_start() {
+        if pool_short(core, &shared.config) {
             shared.writer_wake.notify_one();
         }
         let page_len = core.page_len;
@@ -866,6 +872,17 @@ impl<S> CacheGuard<'_, S> {
     pub fn dirty_count(&self) -> usize {
         self.core.dirty.len()
     }
+}
+
+/// Whether the page writer has pool maintenance to do: the free frames plus those it
+/// is already evicting fall below the refill threshold (it chooses more pages to
+/// evict), or the free ones alone below the start threshold (it hurries). Checked after
+/// each frame taken; the first test keeps the writer from scanning for cold pages
+/// after every single frame.
+pub(crate) fn pool_short<S>(core: &Core<S>, config: &CacheConfig) -> bool {
+    let obtainable = core.obtainable();
+    obtainable + core.pending_evictions < config.available_refill()
+        || obtainable < config.available_start()
 }
 
 /// Waits on the pool's condition variable, telling the page writer someone waits.

@@ -8,6 +8,8 @@
 //! snapshots' checksums, makes the log durable up to the newest change in
 //! the batch (WAL), submits the writes to its I/O backend and reaps completions; the
 //! next round, under the lock, marks pages clean whose version did not move meanwhile.
+//! Writes that refill the pool are paced: no more in flight than consumption needs
+//! ([`Pacing`]), the full depth while a session waits for a frame.
 
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
@@ -25,6 +27,7 @@ use super::Shared;
 use super::frames::{
     Core, EXCLUDED, EvictionKey, FlushReason, FrameState, StopMode, WriteOut, eviction_key,
 };
+use super::pacing::Pacing;
 
 /// How often the writer looks at the checkpoint depth when nothing wakes it.
 const MAINTENANCE_INTERVAL: Duration = Duration::from_millis(50);
@@ -51,6 +54,9 @@ struct WriteJob {
     write_out: bool,
     /// Newest change among the snapshots: the log must be durable to here first.
     last_change: LogPosition,
+    /// The cache's `frames_taken` when the write was planned (pacing measures the
+    /// frames taken during a pool write's life).
+    taken_at_plan: u64,
 }
 
 /// A job that is over, to be accounted for under the lock.
@@ -86,8 +92,9 @@ pub(crate) struct Writer<S> {
     finished: Vec<Finished>,
     /// Dirty frames chosen for eviction, waiting for a write slot: (frame, pgno).
     pool_queue: VecDeque<(u32, Pgno)>,
-    /// Between falling below the start threshold and reaching the stop threshold.
-    refilling: bool,
+    /// Pool writes planned and not finished.
+    pool_in_flight: usize,
+    pacing: Pacing,
     cold: BinaryHeap<(EvictionKey, u32)>,
     candidates: Vec<(EvictionKey, u32)>,
     seeds: Vec<u32>,
@@ -118,6 +125,7 @@ impl<S> Writer<S> {
                     submitted: false,
                     write_out: false,
                     last_change: LogPosition::default(),
+                    taken_at_plan: 0,
                 })
                 .collect(),
             free_slots: (0..depth).rev().collect(),
@@ -127,7 +135,8 @@ impl<S> Writer<S> {
             completions: Vec::with_capacity(depth),
             finished: Vec::with_capacity(depth),
             pool_queue: VecDeque::new(),
-            refilling: false,
+            pool_in_flight: 0,
+            pacing: Pacing::new(),
             cold: BinaryHeap::new(),
             candidates: Vec::new(),
             seeds: Vec::new(),
@@ -164,14 +173,16 @@ impl<S> Writer<S> {
                 shared.writer_wake.wait_for(&mut core, MAINTENANCE_INTERVAL);
                 continue;
             }
+            // Having just submitted, only collect what is done: the next round may plan
+            // more. Otherwise sleep until a write completes. (Not until several do: the
+            // io_uring backend times a request when its completion is reaped, so a
+            // batched wait would add the wait for the others to each write's latency.)
+            let min = if planned > 0 { 0 } else { 1 };
             MutexGuard::unlocked(&mut core, || {
                 if planned > 0 {
                     self.issue();
                 }
                 if self.in_flight > self.finished.len() {
-                    // Having just submitted, only collect what is done: the next round
-                    // may plan more. Otherwise sleep until a write completes.
-                    let min = if planned > 0 { 0 } else { 1 };
                     self.reap(min);
                 }
             });
@@ -189,33 +200,33 @@ impl<S> Writer<S> {
         self.planned.len()
     }
 
-    /// Available-pool maintenance: below the start threshold (or with sessions waiting),
-    /// evict the coldest pages until the stop threshold is reached, writing dirty ones
-    /// first.
+    /// Available-pool maintenance: when the pool is short ([`super::pool_short`]) or
+    /// sessions wait, choose the coldest pages to evict until the stop threshold would
+    /// be reached, evicting clean ones at once; then write the dirty ones, paced: no more
+    /// pool writes in flight than consumption needs ([`Pacing`]).
     fn plan_pool(&mut self, core: &mut MutexGuard<'_, Core<S>>) {
         let shared = Arc::clone(&self.shared);
+        let config = &shared.config;
         let (start, stop) = (
-            shared.config.available_start(),
-            shared.config.available_stop().max(core.frames_wanted),
+            config.available_start(),
+            config.available_stop().max(core.frames_wanted),
         );
         let obtainable = core.obtainable();
-        if obtainable < start || core.frame_waiters > 0 {
-            self.refilling = true;
-        }
-        if obtainable >= stop && core.frame_waiters == 0 {
-            self.refilling = false;
-        }
-        if self.refilling {
-            if core.frames.len() < core.max_frames {
-                core.grow_pool_to_max();
-            }
+        let waiting = core.frame_waiters > 0;
+        if super::pool_short(core, config) || waiting {
             let need = stop.saturating_sub(obtainable + core.pending_evictions);
             if need > 0 {
+                if core.frames.len() < core.max_frames {
+                    core.grow_pool_to_max();
+                }
                 self.choose_cold(core, need);
             }
         }
+        let cap = self
+            .pacing
+            .cap(self.jobs.len(), waiting, core.obtainable() < start);
         let mut freed = 0;
-        while !self.free_slots.is_empty() {
+        while !self.free_slots.is_empty() && self.pool_in_flight < cap {
             let Some((f, pgno)) = self.pool_queue.pop_front() else {
                 break;
             };
@@ -308,6 +319,7 @@ impl<S> Writer<S> {
                 }
             }
         }
+        self.pacing.chose(chosen - freed, freed);
         if freed > 0 {
             shared.frame_freed.notify_all();
         }
@@ -500,8 +512,14 @@ impl<S> Writer<S> {
         job.reason = reason;
         job.dropped = dropped;
         job.submitted = false;
+        job.taken_at_plan = core.counts.frames_taken;
         self.planned.push(slot);
         self.in_flight += 1;
+        if reason == FlushReason::Pool {
+            self.pool_in_flight += 1;
+            let peak = &mut core.counts.pool_writes_peak;
+            *peak = (*peak).max(self.pool_in_flight as u64);
+        }
     }
 
     /// A write buffer for `pages` pages, reused when one of its size class is free.
@@ -749,6 +767,13 @@ impl<S> Writer<S> {
                         }
                     }
                     shared.fail(core, message.clone());
+                }
+            }
+            if job.reason == FlushReason::Pool {
+                self.pool_in_flight -= 1;
+                if fin.result.is_ok() && !job.dropped {
+                    self.pacing
+                        .write_ended(core.counts.frames_taken - job.taken_at_plan);
                 }
             }
             job.pages.clear();
