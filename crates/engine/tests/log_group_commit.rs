@@ -11,27 +11,10 @@ use std::time::Duration;
 
 use edbstress_engine::EngineError;
 use edbstress_engine::log::{GenerationRecord, LogPosition, LogWriter, read_log};
-use edbstress_format::log::{CheckpointState, LogRecord, SEGMENT_LEN};
+use edbstress_format::log::{CheckpointState, SEGMENT_LEN};
 use edbstress_io::IoClass;
 use log_common::*;
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
-
-/// Checks that every acknowledged transaction is in `found`, whole and contiguous.
-fn assert_acknowledged_present(found: &[LogRecord], acknowledged: &[(u64, usize)]) {
-    for &(trx, size) in acknowledged {
-        let records = txn(trx, &[size]);
-        let at = found
-            .iter()
-            .position(|r| *r == records[0])
-            .unwrap_or_else(|| panic!("acknowledged transaction {trx} is missing"));
-        assert_eq!(
-            &found[at..at + records.len()],
-            &records[..],
-            "transaction {trx} is not whole and contiguous"
-        );
-    }
-}
+use rand::Rng;
 
 #[test]
 fn a_committer_runs_its_round_itself_and_records_each_generation_before_acknowledging() {
@@ -145,37 +128,14 @@ fn committers_and_the_flusher_race_then_abandon_loses_nothing_acknowledged() {
             lazy_first.push((90_000 + trx, 9_000));
         }
         assert!(writer.counters().capacity_flushes > 0);
-        const THREADS: u64 = 8;
-        const COMMITS: u64 = 80;
-        let threads: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let writer = Arc::clone(&writer);
-                std::thread::spawn(move || {
-                    let mut rng = SmallRng::seed_from_u64(t + 100);
-                    let mut acknowledged = Vec::new();
-                    for i in 0..COMMITS {
-                        let trx = t * 1_000 + i;
-                        let size = match rng.random_range(0..10) {
-                            0..6 => rng.random_range(50..1_500),
-                            6..9 => rng.random_range(1_500..9_000),
-                            _ => rng.random_range(9_000..14_000),
-                        };
-                        let end = writer.append(&txn(trx, &[size])).unwrap();
-                        // Every fourth commit is lazy: the flusher's timer writes it.
-                        if i % 4 != 0 {
-                            writer.flush_to(end).unwrap();
-                            assert!(writer.durable() >= end, "acknowledged but not durable");
-                            acknowledged.push((trx, size));
-                        }
-                    }
-                    acknowledged
-                })
-            })
-            .collect();
-        let mut acknowledged: Vec<(u64, usize)> = threads
-            .into_iter()
-            .flat_map(|t| t.join().unwrap())
-            .collect();
+        // Every fourth commit is lazy: the flusher's timer writes it.
+        let mut acknowledged = commit_concurrently(&writer, 8, 80, 100, 4, |rng| {
+            match rng.random_range(0..10) {
+                0..6 => rng.random_range(50..1_500),
+                6..9 => rng.random_range(1_500..9_000),
+                _ => rng.random_range(9_000..14_000),
+            }
+        });
         let counters = writer.counters();
         assert!(counters.commit_flushes > 0, "{counters:?}");
         assert!(counters.generations_rolled > 0, "{counters:?}");

@@ -13,8 +13,7 @@ use edbstress_engine::log::{LogWriter, read_log};
 use edbstress_format::log::{CheckpointState, LogRecord, SEGMENT_LEN};
 use edbstress_io::IoClass;
 use log_common::*;
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 
 fn split_config(dir: &std::path::Path, lazy: Duration) -> edbstress_engine::log::LogConfig {
     let mut cfg = config(dir, SMALL_FILE);
@@ -122,37 +121,13 @@ fn concurrent_committers_with_split_writes_lose_nothing_acknowledged() {
     let (_tmp, dir) = new_log_dir();
     let cfg = split_config(&dir, Duration::from_millis(5));
     let writer = Arc::new(LogWriter::open(cfg, START, START, CheckpointState::default()).unwrap());
-    const THREADS: u64 = 6;
-    const COMMITS: u64 = 60;
-    let threads: Vec<_> = (0..THREADS)
-        .map(|t| {
-            let writer = Arc::clone(&writer);
-            std::thread::spawn(move || {
-                let mut rng = SmallRng::seed_from_u64(t);
-                let mut acknowledged = Vec::new();
-                for i in 0..COMMITS {
-                    let trx = t * 1_000 + i;
-                    let size = match rng.random_range(0..10) {
-                        0..5 => rng.random_range(50..1_500),
-                        5..9 => rng.random_range(1_500..9_000),
-                        _ => rng.random_range(9_000..20_000),
-                    };
-                    let end = writer.append(&txn(trx, &[size])).unwrap();
-                    // Durable commits wait; lazy ones (every third) do not.
-                    if i % 3 != 0 {
-                        writer.flush_to(end).unwrap();
-                        assert!(writer.durable() >= end, "acknowledged but not durable");
-                        acknowledged.push((trx, size));
-                    }
-                }
-                acknowledged
-            })
-        })
-        .collect();
-    let acknowledged: Vec<(u64, usize)> = threads
-        .into_iter()
-        .flat_map(|t| t.join().unwrap())
-        .collect();
+    // Durable commits wait; lazy ones (every third) do not.
+    let acknowledged =
+        commit_concurrently(&writer, 6, 60, 0, 3, |rng| match rng.random_range(0..10) {
+            0..5 => rng.random_range(50..1_500),
+            5..9 => rng.random_range(1_500..9_000),
+            _ => rng.random_range(9_000..20_000),
+        });
     let counters = writer.counters();
     assert!(counters.tail_deferrals > 0, "{counters:?}");
     assert!(counters.generations_rolled > 0, "{counters:?}");
@@ -160,17 +135,5 @@ fn concurrent_committers_with_split_writes_lose_nothing_acknowledged() {
     Arc::try_unwrap(writer).unwrap().abandon();
     let scan = read_log(&dir, START, sigs(), IoClass::LogRead).unwrap();
     assert_ordered(&scan);
-    let found = records_of(&scan);
-    for (trx, size) in acknowledged {
-        let records = txn(trx, &[size]);
-        let at = found
-            .iter()
-            .position(|r| *r == records[0])
-            .unwrap_or_else(|| panic!("acknowledged transaction {trx} is missing"));
-        assert_eq!(
-            &found[at..at + records.len()],
-            &records[..],
-            "transaction {trx} is not whole and contiguous"
-        );
-    }
+    assert_acknowledged_present(&records_of(&scan), &acknowledged);
 }

@@ -5,12 +5,15 @@
 
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use edbstress_engine::log::create_initial_logs;
-use edbstress_engine::log::{LogConfig, LogScan, LogSignatures, read_log};
+use edbstress_engine::log::{LogConfig, LogScan, LogSignatures, LogWriter, read_log};
 use edbstress_format::log::{LogPosition, LogRecord, SEGMENT_LEN, log_file_name};
 use edbstress_io::{IoClass, IoMode};
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
 use tempfile::TempDir;
 
 pub const DB_SIG: u64 = 0xDB5E_ED00_1234_5678;
@@ -161,4 +164,59 @@ pub fn assert_records(scan: &LogScan, expected: &[LogRecord]) {
         );
     }
     assert_eq!(got.len(), expected.len(), "number of records");
+}
+
+/// `threads` committers, `commits` transactions each (transaction `t * 1000 + i`, one
+/// record of `size(rng)` bytes, thread `t` seeded with `seed_base + t`), appending to
+/// `writer` at once; every `lazy_every`-th is lazy, the others wait in `flush_to` and
+/// must then be durable. Returns the acknowledged (durable) ones as (trx, size).
+pub fn commit_concurrently(
+    writer: &Arc<LogWriter>,
+    threads: u64,
+    commits: u64,
+    seed_base: u64,
+    lazy_every: u64,
+    size: fn(&mut SmallRng) -> usize,
+) -> Vec<(u64, usize)> {
+    let threads: Vec<_> = (0..threads)
+        .map(|t| {
+            let writer = Arc::clone(writer);
+            std::thread::spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(seed_base + t);
+                let mut acknowledged = Vec::new();
+                for i in 0..commits {
+                    let trx = t * 1_000 + i;
+                    let size = size(&mut rng);
+                    let end = writer.append(&txn(trx, &[size])).unwrap();
+                    if i % lazy_every != 0 {
+                        writer.flush_to(end).unwrap();
+                        assert!(writer.durable() >= end, "acknowledged but not durable");
+                        acknowledged.push((trx, size));
+                    }
+                }
+                acknowledged
+            })
+        })
+        .collect();
+    threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect()
+}
+
+/// Every acknowledged transaction (made by [`txn`] with one record of its size) is in
+/// `found`, whole and contiguous.
+pub fn assert_acknowledged_present(found: &[LogRecord], acknowledged: &[(u64, usize)]) {
+    for &(trx, size) in acknowledged {
+        let records = txn(trx, &[size]);
+        let at = found
+            .iter()
+            .position(|r| *r == records[0])
+            .unwrap_or_else(|| panic!("acknowledged transaction {trx} is missing"));
+        assert_eq!(
+            &found[at..at + records.len()],
+            &records[..],
+            "transaction {trx} is not whole and contiguous"
+        );
+    }
 }
