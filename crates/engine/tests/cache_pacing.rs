@@ -12,16 +12,6 @@ use edbstress_engine::{CacheConfig, PageCache};
 mod cache_common;
 use cache_common::*;
 
-/// Lets the log flush again when dropped, so that a failed assertion does not leave the
-/// page writer blocked.
-struct ReleaseOnDrop<'a>(&'a FakeWal);
-
-impl Drop for ReleaseOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.block(false);
-    }
-}
-
 fn paced_config(frames: usize) -> CacheConfig {
     CacheConfig {
         // Every frame in use from the start: each miss needs an eviction.

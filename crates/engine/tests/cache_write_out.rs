@@ -25,16 +25,6 @@ fn held_wal() -> Arc<FakeWal> {
     wal
 }
 
-/// Lets the log flush again when dropped: a failed assertion must not leave the page
-/// writer (and the scope joining the test's threads) blocked for ever.
-struct ReleaseOnDrop<'a>(&'a FakeWal);
-
-impl Drop for ReleaseOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.block(false);
-    }
-}
-
 /// Every frame in use from the start (`min_frames` = `max_frames`), so that a miss
 /// needs an eviction at once.
 fn write_out_config(backend: BackendKind) -> CacheConfig {

@@ -302,3 +302,13 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 pub fn new_cache(db: &Db, config: CacheConfig, wal: &Arc<FakeWal>) -> PageCache<()> {
     PageCache::new(config, open(&db.path, Access::ReadWrite), wal.clone(), ()).expect("cache")
 }
+
+/// Lets the log flush again when dropped: a failed assertion must not leave the page
+/// writer (and a scope joining the test's threads) blocked for ever.
+pub struct ReleaseOnDrop<'a>(pub &'a FakeWal);
+
+impl Drop for ReleaseOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.block(false);
+    }
+}
