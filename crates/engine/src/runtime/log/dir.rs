@@ -21,17 +21,18 @@ const CHECKPOINT_MAGIC: &[u8; 8] = b"EDBSCHK\0";
 /// elsewhere). Files that cannot be read are not ours.
 ///
 /// The pre-created next generation (`E00tmp.log`) is zero-filled until the writer rolls
-/// into it: an all-zero file of that name is accepted too (it holds no data to lose).
+/// into it: an all-zero file of that name is accepted too, of any length (it holds no
+/// data to lose; a process killed while creating it leaves it empty or short).
 pub fn is_our_log_file(path: &Path) -> bool {
     use std::io::Read;
     let Ok(mut file) = std::fs::File::open(path) else {
         return false;
     };
-    let mut head = [0u8; 16];
-    if file.read_exact(&mut head).is_err() {
+    let mut head = Vec::with_capacity(16);
+    if file.by_ref().take(16).read_to_end(&mut head).is_err() {
         return false;
     }
-    if &head[8..16] == LOG_MAGIC || &head[8..16] == CHECKPOINT_MAGIC {
+    if head.len() == 16 && (&head[8..16] == LOG_MAGIC || &head[8..16] == CHECKPOINT_MAGIC) {
         return true;
     }
     let is_next = path.file_name().is_some_and(|n| n == NEXT_LOG_FILE_NAME);
@@ -266,5 +267,30 @@ mod tests {
         create_initial_logs(&dir, 1, 2, state, IoMode::Buffered).unwrap();
         assert!(is_our_log_file(&dir.join(log_file_name(1))));
         assert!(is_our_log_file(&dir.join(CHECKPOINT_FILE_NAME)));
+    }
+
+    #[test]
+    fn a_next_file_is_ours_only_while_it_holds_nothing_but_zeros() {
+        let tmp = tempfile::tempdir().unwrap();
+        let next = tmp.path().join(NEXT_LOG_FILE_NAME);
+        // A process killed while creating it leaves it empty or short.
+        for zeros in [0usize, 5, 16, 64 * 1024] {
+            std::fs::write(&next, vec![0u8; zeros]).unwrap();
+            assert!(is_our_log_file(&next), "{zeros} zero bytes");
+        }
+        let mut late = vec![0u8; 64 * 1024];
+        late[40_000] = 1;
+        for foreign in [&b"x"[..], &b"short text"[..], &late[..]] {
+            std::fs::write(&next, foreign).unwrap();
+            assert!(
+                !is_our_log_file(&next),
+                "{} bytes, not all zero",
+                foreign.len()
+            );
+        }
+        // Under another name even zeros are not ours.
+        let other = tmp.path().join(log_file_name(7));
+        std::fs::write(&other, [0u8; 4]).unwrap();
+        assert!(!is_our_log_file(&other));
     }
 }
