@@ -17,7 +17,9 @@ the database (filled by fio, grown with it) and a fio log file. Each round runs:
   (utime + stime from /proc/PID/stat) is sampled while the run's own metrics endpoint
   (`--metrics-listen`) says the measured phase is on; CPU per I/O = that CPU rate over
   the measured transactional IOPS of results.json. Max RSS from wait4's ru_maxrss,
-  against the memory goal cache + 10 % + 64 MiB.
+  against the memory goal cache + 10 % + 64 MiB. The run's verdict is printed but not
+  judged: a small cache under many sessions (the default 64 MiB, 16 sessions) fails
+  the page-fault-stall criterion by design, as Jetstress would.
 - fio: two jobs at once, for --seconds: random reads and writes of the run's page size
   on the fio file, in the run's measured read:write ratio (db_read and db_write counts),
   at a queue depth equal to the run's measured outstanding database I/O (Little's law:
@@ -380,6 +382,13 @@ def main():
             "; IOPS " + ", ".join(f"{b['iops']:.0f}/{e['iops']:.0f}" for b, (e, _) in zip(before_rows, rows)) +
             "; max RSS " + ", ".join(f"{b['max_rss_mib']:.1f}/{e['max_rss_mib']:.1f}"
                                      for b, (e, _) in zip(before_rows, rows)))
+    failed = sorted({e["verdict"] for e, _ in rows if not e["verdict"].startswith("Pass")})
+    if failed:
+        # The setup is meant to miss the cache (database >> cache) so that every
+        # transaction does I/O; with 16 sessions on a 64 MiB cache that also trips
+        # Jetstress's page-fault-stall rule. The bench compares I/O, not verdicts.
+        print(f"edbstress verdicts: {'; '.join(failed)}. Expected of this setup when a small cache "
+              "serves many sessions (page_fault_stalls); the bench compares IOPS and CPU, not verdicts")
     verdict = "met" if max(rss) <= goal_mib else "EXCEEDED"
     print(f"edbstress max RSS {statistics.median(rss):.1f} MiB (highest {max(rss):.1f}); goal {args.cache} cache + "
           f"10 % + 64 MiB = {goal_mib:.1f} MiB: {verdict}")
