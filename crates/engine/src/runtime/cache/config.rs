@@ -114,7 +114,7 @@ impl CacheConfig {
 }
 
 /// A snapshot of the cache's counters (all cumulative since creation except `frames`,
-/// `available` and `dirty`).
+/// `available`, `dirty` and `pinned`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CacheCounters {
     /// Frames allocated.
@@ -125,6 +125,9 @@ pub struct CacheCounters {
     pub available: usize,
     /// Dirty pages.
     pub dirty: usize,
+    /// Pages held by at least one pin ([`super::CacheGuard::pin`]): 0 whenever no
+    /// operation is in progress.
+    pub pinned: usize,
     /// Lookups that found their page (the lookup retrying a fault is not counted).
     pub hits: u64,
     /// `fault_in` calls that found the page absent (each reads it, or waits for another

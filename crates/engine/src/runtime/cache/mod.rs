@@ -570,6 +570,7 @@ impl<S: Send> PageCache<S> {
             max_frames: core.max_frames,
             available: core.available.len(),
             dirty: core.dirty.len(),
+            pinned: core.pinned_frames,
             hits: c.hits,
             misses: c.misses,
             stalls: c.stalls,

@@ -28,7 +28,9 @@ impl Instance {
     ///
     /// Pages faulted in for the operation stay pinned until it completes: its final
     /// attempt needs all of them at once, and a small cache would otherwise evict the
-    /// first before the last arrives.
+    /// first before the last arrives. A completed attempt unpins them in its own hold
+    /// of the lock (a separate hold only to unpin was a quarter of all the lock's takes,
+    /// each a chance to wait); an operation that fails unpins them here.
     pub(super) fn run<T>(
         &self,
         durability: Durability,
@@ -74,6 +76,9 @@ impl Instance {
             let mut cs = ChangeSet::new(trx);
             match attempt(&mut g, &mut cs) {
                 Ok(value) => {
+                    for pgno in pinned.drain(..) {
+                        g.unpin(pgno);
+                    }
                     if cs.is_empty() {
                         return Ok((value, LogPosition::default(), retries));
                     }
