@@ -578,6 +578,8 @@ impl<S: Send> PageCache<S> {
             write_out_waits: c.write_out_waits,
             prefetched: c.prefetched,
             pages_written: c.pages_written,
+            pages_written_from_frames: c.pages_written_from_frames,
+            pages_copied: c.pages_copied,
             writes: c.writes,
             bytes_written: c.bytes_written,
             checkpoint_flushes: c.checkpoint_flushes,
