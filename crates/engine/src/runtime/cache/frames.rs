@@ -54,7 +54,8 @@ pub(crate) struct FrameMeta {
     pub(crate) pgno: Pgno,
     pub(crate) state: FrameState,
     pub(crate) dirty: bool,
-    /// A snapshot of the page is being written.
+    /// The page is being written: from a snapshot, or (out of the map, see
+    /// [`WriteOut`]) from the frame's own buffer.
     pub(crate) in_flight: bool,
     /// Lower bound of the log position of the first unflushed change (the checkpoint
     /// may not pass it).

@@ -123,7 +123,10 @@ impl<S> Writer<S> {
     pub(crate) fn new(shared: Arc<Shared<S>>, file: FileId) -> Writer<S> {
         let config = &shared.config;
         let page_len = config.page_size.bytes();
-        let coalesce_pages = (config.coalesce_max / page_len).clamp(1, 1 << 16) as u32;
+        // A run is one vectored write of one buffer per page: at most IOV_MAX pages
+        // (8 MiB of 8 KiB pages; the workload allows up to 16 MiB of coalescing).
+        let most = edbstress_io::MAX_WRITE_BUFFERS;
+        let coalesce_pages = (config.coalesce_max / page_len).clamp(1, most) as u32;
         let depth = shared.write_backend.lock().depth();
         let instance = config.instance;
         Writer {
