@@ -243,6 +243,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             / (c.writes - before_cache.writes).max(1) as f64,
         (c.write_out_waits - before_cache.write_out_waits) as f64 / elapsed
     );
+    println!(
+        "pages per second written from their frames: {:.0}; copied into write snapshots: {:.0}",
+        (c.pages_written_from_frames - before_cache.pages_written_from_frames) as f64 / elapsed,
+        (c.pages_copied - before_cache.pages_copied) as f64 / elapsed
+    );
     let log = instance.log_counters();
     println!(
         "log per second: {:.0} flush batches, {:.0} writes with fdatasync, {:.1} MB, {:.1} files rolled",

@@ -111,6 +111,17 @@ pub enum IoError {
         max: usize,
     },
 
+    /// A vectored write carried no buffer, or more than one system call takes.
+    #[error(
+        "a vectored write of {count} buffers cannot be submitted: it needs between 1 and {max}"
+    )]
+    BadBufferCount {
+        /// The number of buffers given.
+        count: usize,
+        /// The most one write carries (`IOV_MAX`).
+        max: usize,
+    },
+
     /// A request's offset is beyond what a file can have (`i64::MAX`).
     #[error("I/O request offset {offset} is beyond the largest file offset (2^63 - 1)")]
     BadOffset {

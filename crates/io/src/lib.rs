@@ -11,7 +11,8 @@
 //! Typical use: open or create a [`DataFile`], pick a backend with [`open_backend`],
 //! [`IoBackend::register`] the file, then keep up to `depth()` [`IoRequest`]s in flight
 //! with [`IoBackend::submit`] and [`IoBackend::wait`], recycling the [`AlignedBuf`] each
-//! [`IoCompletion`] hands back. Threads that each need one I/O done now (sessions
+//! [`IoCompletion`] hands back. A [`VectoredWrite`] ([`IoBackend::submit_vectored`])
+//! writes several buffers at one offset as one I/O (`pwritev`, `IORING_OP_WRITEV`). Threads that each need one I/O done now (sessions
 //! reading a page they missed) share a [`BackendPool`] instead, which lends a backend
 //! to each for the length of its request. Every completion is counted in the backend's
 //! [`IoStats`] (per instance and [`IoClass`], with a [`LatencyHistogram`]); merge the
@@ -54,6 +55,16 @@ mod power_cut {
     }
 
     #[inline]
+    pub(crate) fn write_parts<P: AsRef<[u8]>>(
+        _file: &File,
+        _offset: u64,
+        _parts: &[P],
+        write: impl FnOnce() -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        write()
+    }
+
+    #[inline]
     pub(crate) fn sync(_file: &File, sync: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
         sync()
     }
@@ -63,7 +74,8 @@ mod stats;
 
 pub use backend::{
     BackendKind, BackendPool, FileId, IoBackend, IoCompletion, IoOp, IoRequest, IoUringBackend,
-    MAX_DEPTH, MAX_REQUEST_BYTES, MAX_WORKER_THREADS, ThreadPoolBackend, open_backend,
+    MAX_DEPTH, MAX_REQUEST_BYTES, MAX_WORKER_THREADS, MAX_WRITE_BUFFERS, ThreadPoolBackend,
+    VectoredWrite, open_backend,
 };
 pub use buf::{AlignedBuf, BUF_ALIGN};
 pub use class::IoClass;

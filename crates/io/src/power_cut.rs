@@ -3,7 +3,8 @@
 //! itself, under the real engine code paths.
 //!
 //! While [`arm`]ed, every write through [`crate::DataFile::write_all_at`] and the
-//! threads backend reaches the file at once (so the process reads what it wrote, as
+//! threads backend (a vectored write as the one write of its concatenated buffers)
+//! reaches the file at once (so the process reads what it wrote, as
 //! from a cache) but is also journalled as *volatile*, per file (by inode, so renames
 //! do not matter), together with the content each touched 4 KiB sector had when the
 //! file was last flushed. A successful `fdatasync`/`fsync` of a file makes its
@@ -214,6 +215,18 @@ pub(crate) fn write(
     buf: &[u8],
     write: impl FnOnce() -> io::Result<usize>,
 ) -> io::Result<usize> {
+    write_parts(file, offset, &[buf], write)
+}
+
+/// A write of `parts`, back to back from `offset` (a vectored write), carried out by
+/// `write`, journalled while armed as one write of the concatenated bytes: a cut keeps,
+/// drops or tears it as a whole, exactly as a single buffer's write of the same bytes.
+pub(crate) fn write_parts<P: AsRef<[u8]>>(
+    file: &File,
+    offset: u64,
+    parts: &[P],
+    write: impl FnOnce() -> io::Result<usize>,
+) -> io::Result<usize> {
     if !armed() {
         return write();
     }
@@ -233,9 +246,10 @@ pub(crate) fn write(
             pending: Vec::new(),
         }),
     };
-    if !buf.is_empty() {
+    let len: usize = parts.iter().map(|p| p.as_ref().len()).sum();
+    if len > 0 {
         let first = offset / SECTOR;
-        let last = (offset + buf.len() as u64 - 1) / SECTOR;
+        let last = (offset + len as u64 - 1) / SECTOR;
         let mut sector_buf = AlignedBuf::new(SECTOR as usize);
         for sector in first..=last {
             if journal.base.contains_key(&sector) {
@@ -259,7 +273,17 @@ pub(crate) fn write(
         }
     }
     let n = write()?;
-    journal.pending.push((offset, buf[..n].to_vec()));
+    // What the write transferred: the first `n` bytes of the parts, in order.
+    let mut written = Vec::with_capacity(n);
+    for part in parts {
+        let part = part.as_ref();
+        let take = part.len().min(n - written.len());
+        written.extend_from_slice(&part[..take]);
+        if written.len() == n {
+            break;
+        }
+    }
+    journal.pending.push((offset, written));
     Ok(n)
 }
 

@@ -37,6 +37,8 @@ pub use uring::IoUringBackend;
 pub const MAX_DEPTH: usize = 4096;
 /// Largest transfer of one request (1 GiB; Linux moves at most ~2 GiB per call anyway).
 pub const MAX_REQUEST_BYTES: usize = 1 << 30;
+/// Most buffers one [`VectoredWrite`] carries (Linux's `IOV_MAX`).
+pub const MAX_WRITE_BUFFERS: usize = 1024;
 
 /// A file registered with a backend (see [`IoBackend::register`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -96,6 +98,46 @@ pub struct IoRequest {
     pub tag: u64,
 }
 
+/// One write of several buffers, back to back, at one file offset: `pwritev` in the
+/// threads backend, `IORING_OP_WRITEV` in io_uring. It is one I/O in every respect:
+/// timed from submission to completion, counted once in the stats with its total length,
+/// completed once (possibly short, like any write: `Ok(n)` covers the first `n` bytes of
+/// the buffers in order), and the power-cut simulation journals, tears and drops it as
+/// the single write of the concatenated bytes. It lets a caller write data that lives in
+/// separate buffers (cached pages in their own frames) without copying it into one.
+///
+/// Each buffer is written whole (`len()` bytes); with `O_DIRECT` each must be a multiple
+/// of the logical block size (an [`AlignedBuf`] of a multiple of 4096 bytes).
+#[derive(Debug)]
+pub struct VectoredWrite {
+    /// Target file.
+    pub file: FileId,
+    /// Byte offset in the file where the first buffer goes (at most `i64::MAX`).
+    pub offset: u64,
+    /// The data: 1 to [`MAX_WRITE_BUFFERS`] buffers, at most [`MAX_REQUEST_BYTES`] in all.
+    /// [`IoBackend::submit_vectored`] moves them into the backend; the completion's
+    /// `bufs` gives them back in this order.
+    pub bufs: Vec<AlignedBuf>,
+    /// Accounting class.
+    pub class: IoClass,
+    /// Accounting instance.
+    pub instance: u16,
+    /// The caller's cookie, returned in the completion.
+    pub tag: u64,
+}
+
+impl VectoredWrite {
+    /// Bytes the write carries: the sum of its buffers' lengths.
+    pub fn len(&self) -> usize {
+        self.bufs.iter().map(|b| b.len()).sum()
+    }
+
+    /// Whether it carries no byte.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// A finished request, giving its buffer back.
 #[derive(Debug)]
 pub struct IoCompletion {
@@ -107,8 +149,12 @@ pub struct IoCompletion {
     pub op: IoOp,
     /// The request's offset.
     pub offset: u64,
-    /// The request's buffer (read data is in its first `result` bytes).
+    /// The request's buffer (read data is in its first `result` bytes); empty for a
+    /// [`VectoredWrite`].
     pub buf: AlignedBuf,
+    /// A [`VectoredWrite`]'s buffers, in the order given (`op` is [`IoOp::Write`]);
+    /// empty (no allocation) for every other request.
+    pub bufs: Vec<AlignedBuf>,
     /// Bytes transferred (possibly short, see the module documentation; 0 for Fsync), or
     /// the error.
     pub result: io::Result<usize>,
@@ -143,6 +189,13 @@ pub trait IoBackend: Send {
     /// submission). Fails if `in_flight() == depth()` (reap first), if the file is unknown
     /// or the length does not fit the buffer; the request (and its buffer) is then dropped.
     fn submit(&mut self, req: IoRequest) -> Result<(), IoError>;
+    /// Queues a [`VectoredWrite`], as [`IoBackend::submit`] queues a request; its
+    /// completion has `op` [`IoOp::Write`], the total length as its result and the
+    /// buffers in `bufs`. On success the buffers move out of `req` (its `bufs` is left
+    /// empty); on failure (the same as `submit`'s, or no buffer, more than
+    /// [`MAX_WRITE_BUFFERS`] or more than [`MAX_REQUEST_BYTES`] in all) nothing is taken,
+    /// so the caller still holds its data.
+    fn submit_vectored(&mut self, req: &mut VectoredWrite) -> Result<(), IoError>;
     /// Hands everything queued to the kernel without waiting.
     fn flush(&mut self) -> Result<(), IoError>;
     /// Submits queued requests and waits until at least `min` completions are available
@@ -254,6 +307,29 @@ pub(crate) fn check_request(req: &IoRequest) -> Result<(), IoError> {
         return Err(IoError::BadOffset { offset: req.offset });
     }
     Ok(())
+}
+
+/// Checks a vectored write as [`check_request`] checks a request; returns its length.
+pub(crate) fn check_vectored(req: &VectoredWrite) -> Result<usize, IoError> {
+    let count = req.bufs.len();
+    if count == 0 || count > MAX_WRITE_BUFFERS {
+        return Err(IoError::BadBufferCount {
+            count,
+            max: MAX_WRITE_BUFFERS,
+        });
+    }
+    let len = req.len();
+    if len > MAX_REQUEST_BYTES {
+        return Err(IoError::BadLength {
+            len,
+            buf_len: len,
+            max: MAX_REQUEST_BYTES,
+        });
+    }
+    if req.offset > i64::MAX as u64 {
+        return Err(IoError::BadOffset { offset: req.offset });
+    }
+    Ok(len)
 }
 
 /// What a backend remembers of a registered file to explain its errors.

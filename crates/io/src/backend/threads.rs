@@ -1,9 +1,9 @@
 //! The portable backend: worker threads doing pread/pwrite/fdatasync (a durable write
-//! as one `pwritev2(.., RWF_DSYNC)` where supported).
+//! as one `pwritev2(.., RWF_DSYNC)` where supported, a vectored write as one `pwritev`).
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io;
+use std::io::{self, IoSlice};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use super::files::FileTable;
 use super::{
-    FileId, IoBackend, IoCompletion, IoOp, IoRequest, check_depth, check_request, duration_ns,
-    request_error,
+    FileId, IoBackend, IoCompletion, IoOp, IoRequest, VectoredWrite, check_depth, check_request,
+    check_vectored, duration_ns, request_error,
 };
 use crate::{AlignedBuf, DataFile, IoClass, IoError, IoStats};
 
@@ -54,6 +54,8 @@ struct Job {
     op: IoOp,
     offset: u64,
     buf: AlignedBuf,
+    /// A vectored write's buffers (`buf` is then empty); empty otherwise.
+    bufs: Vec<AlignedBuf>,
     len: usize,
     class: IoClass,
     instance: u16,
@@ -204,11 +206,39 @@ fn write_dsync(_file: &File, _data: &[u8], _offset: u64) -> Option<io::Result<us
     None
 }
 
+/// One `pwritev` of `bufs`, back to back from `offset` (one system call, like a
+/// `pwrite` of their concatenation).
+fn write_vectored(file: &File, bufs: &[AlignedBuf], offset: u64) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let Ok(offset) = libc::off_t::try_from(offset) else {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    };
+    let slices: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
+    // `check_vectored` bounded the count by IOV_MAX at submission.
+    let count = libc::c_int::try_from(slices.len())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `IoSlice` is ABI-compatible with `iovec` on Unix (documented by std);
+    // `slices` describes `bufs`, which stay borrowed, unmodified and alive for the whole
+    // call (the kernel only reads them); `count` is its length; the descriptor belongs
+    // to `file`, open for the call.
+    let n = unsafe { libc::pwritev(file.as_raw_fd(), slices.as_ptr().cast(), count, offset) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
 /// One system call (repeated only on EINTR): short transfers are returned as they are.
 fn perform(job: &mut Job) -> io::Result<usize> {
     loop {
         let result = match job.op {
             IoOp::Read => job.file.read_at(&mut job.buf[..job.len], job.offset),
+            IoOp::Write if !job.bufs.is_empty() => {
+                let bufs = &job.bufs;
+                crate::power_cut::write_parts(&job.file, job.offset, bufs, || {
+                    write_vectored(&job.file, bufs, job.offset)
+                })
+            }
             IoOp::Write => {
                 let data = &job.buf[..job.len];
                 crate::power_cut::write(&job.file, job.offset, data, || {
@@ -281,7 +311,32 @@ impl IoBackend for ThreadPoolBackend {
             op: req.op,
             offset: req.offset,
             buf: req.buf,
+            bufs: Vec::new(),
             len: req.len,
+            class: req.class,
+            instance: req.instance,
+            tag: req.tag,
+            start: Instant::now(),
+        });
+        Ok(())
+    }
+
+    fn submit_vectored(&mut self, req: &mut VectoredWrite) -> Result<(), IoError> {
+        if self.in_flight >= self.depth {
+            return Err(IoError::QueueFull { depth: self.depth });
+        }
+        let len = check_vectored(req)?;
+        let file = self.files.get_mut(req.file)?;
+        file.in_flight += 1;
+        self.in_flight += 1;
+        self.pending.push(Job {
+            file: Arc::clone(&file.handle),
+            id: req.file,
+            op: IoOp::Write,
+            offset: req.offset,
+            buf: AlignedBuf::empty(),
+            bufs: std::mem::take(&mut req.bufs),
+            len,
             class: req.class,
             instance: req.instance,
             tag: req.tag,
@@ -327,6 +382,7 @@ impl IoBackend for ThreadPoolBackend {
                 op,
                 offset,
                 buf,
+                bufs,
                 len,
                 class,
                 instance,
@@ -336,7 +392,10 @@ impl IoBackend for ThreadPoolBackend {
             } = job;
             self.in_flight -= 1;
             let result = match self.files.complete(id) {
-                Some(origin) => result.map_err(|e| request_error(origin, op, offset, &buf, len, e)),
+                Some(origin) => result.map_err(|e| {
+                    let first = bufs.first().unwrap_or(&buf);
+                    request_error(origin, op, offset, first, len, e)
+                }),
                 // Unreachable: a file with requests in flight cannot be unregistered.
                 None => result,
             };
@@ -350,6 +409,7 @@ impl IoBackend for ThreadPoolBackend {
                 op,
                 offset,
                 buf,
+                bufs,
                 result,
                 latency_ns,
                 class,

@@ -16,8 +16,8 @@ use io_uring::{IoUring, opcode, squeue, types};
 
 use super::files::FileTable;
 use super::{
-    FileId, IoBackend, IoCompletion, IoOp, IoRequest, check_depth, check_request, duration_ns,
-    request_error,
+    FileId, IoBackend, IoCompletion, IoOp, IoRequest, VectoredWrite, check_depth, check_request,
+    check_vectored, duration_ns, request_error,
 };
 use crate::{AlignedBuf, DataFile, IoClass, IoError, IoStats};
 
@@ -33,7 +33,8 @@ const PROBE_USER_DATA: u64 = u64::MAX;
 const MAX_STALLS: u32 = 10_000;
 
 /// The io_uring backend: one ring of `depth` entries (rounded up to a power of two),
-/// registered files when the kernel allows, `IORING_OP_READ`/`WRITE`/`FSYNC(DATASYNC)`,
+/// registered files when the kernel allows, `IORING_OP_READ`/`WRITE`/`FSYNC(DATASYNC)`
+/// (`WRITEV` for a [`VectoredWrite`]),
 /// and submission batched into one `io_uring_enter` per `flush`/`wait`.
 ///
 /// Needs Linux 5.6 or newer (the opcode probe rejects older kernels).
@@ -63,12 +64,27 @@ struct InFlight {
     op: IoOp,
     offset: u64,
     buf: AlignedBuf,
+    /// A vectored write's buffers (`buf` is then empty); empty otherwise.
+    bufs: Vec<AlignedBuf>,
+    /// A vectored write's iovec array, describing `bufs`.
+    iovecs: IoVecs,
     len: usize,
     class: IoClass,
     instance: u16,
     tag: u64,
     start: Instant,
 }
+
+/// The iovec array of a vectored write in flight. The kernel may read it whenever it
+/// takes the request up (at submission, or later in a worker), so it stays with the
+/// request, unchanged, until the request is reaped.
+#[derive(Default)]
+struct IoVecs(Vec<libc::iovec>);
+
+// SAFETY: the array is plain data only the kernel dereferences: its pointers point into
+// the heap bytes of the `AlignedBuf`s of the same `InFlight` (which are `Send`), and it
+// travels with them, so sending it to another thread is as safe as sending them.
+unsafe impl Send for IoVecs {}
 
 /// How an SQE names its file.
 #[derive(Clone, Copy)]
@@ -135,12 +151,16 @@ impl IoUringBackend {
                 op,
                 offset,
                 buf,
+                bufs,
+                iovecs,
                 len,
                 class,
                 instance,
                 tag,
                 start,
             } = flight;
+            // The kernel is done with the array too.
+            drop(iovecs);
             let res = cqe.result();
             let result = match self.files.complete(file) {
                 Some(origin) => {
@@ -151,7 +171,7 @@ impl IoUringBackend {
                             origin,
                             op,
                             offset,
-                            &buf,
+                            bufs.first().unwrap_or(&buf),
                             len,
                             io::Error::from_raw_os_error(-res),
                         ))
@@ -171,6 +191,7 @@ impl IoUringBackend {
                 op,
                 offset,
                 buf,
+                bufs,
                 result,
                 latency_ns,
                 class,
@@ -254,6 +275,8 @@ impl IoUringBackend {
         for slot in self.slots.iter_mut() {
             if let Some(flight) = slot.take() {
                 std::mem::forget(flight.buf);
+                std::mem::forget(flight.bufs);
+                std::mem::forget(flight.iovecs);
             }
         }
     }
@@ -326,6 +349,8 @@ impl IoBackend for IoUringBackend {
             op,
             offset,
             buf: req.buf,
+            bufs: Vec::new(),
+            iovecs: IoVecs::default(),
             len: req.len,
             class: req.class,
             instance: req.instance,
@@ -367,6 +392,70 @@ impl IoBackend for IoUringBackend {
             // of them are queued. The kernel never saw the entry, so dropping the
             // buffer is safe.
             self.slots[slot as usize] = None;
+            self.free_slots.push(slot);
+            return Err(IoError::QueueFull { depth: self.depth });
+        }
+        file.in_flight += 1;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    fn submit_vectored(&mut self, req: &mut VectoredWrite) -> Result<(), IoError> {
+        if self.in_flight >= self.depth {
+            return Err(IoError::QueueFull { depth: self.depth });
+        }
+        let len = check_vectored(req)?;
+        let file = self.files.get_mut(req.file)?;
+        let target = match file.handle.fixed {
+            Some(index) => Target::Fixed(index),
+            None => Target::Fd(file.handle.fd.as_raw_fd()),
+        };
+        let Some(slot) = self.free_slots.pop() else {
+            return Err(IoError::QueueFull { depth: self.depth });
+        };
+        let offset = req.offset;
+        let flight = self.slots[slot as usize].insert(InFlight {
+            file: req.file,
+            op: IoOp::Write,
+            offset,
+            buf: AlignedBuf::empty(),
+            bufs: std::mem::take(&mut req.bufs),
+            iovecs: IoVecs::default(),
+            len,
+            class: req.class,
+            instance: req.instance,
+            tag: req.tag,
+            start: Instant::now(),
+        });
+        let InFlight { bufs, iovecs, .. } = flight;
+        iovecs.0.extend(bufs.iter_mut().map(|b| libc::iovec {
+            iov_base: b.as_mut_ptr().cast(),
+            iov_len: b.len(),
+        }));
+        // check_vectored bounded the count by IOV_MAX.
+        let (iov, count) = (iovecs.0.as_ptr(), iovecs.0.len() as u32);
+        let entry: squeue::Entry = match target {
+            Target::Fixed(index) => opcode::Writev::new(types::Fixed(index), iov, count)
+                .offset(offset)
+                .build(),
+            Target::Fd(fd) => opcode::Writev::new(types::Fd(fd), iov, count)
+                .offset(offset)
+                .build(),
+        }
+        .user_data(u64::from(slot));
+        // SAFETY: the entry points at the iovec array and, through it, at every byte of
+        // the buffers, all owned by slots[slot]. Neither the array nor the buffers are
+        // accessed, moved out or freed until `reap` sees the CQE with this slot's
+        // user_data (moving a Vec or an AlignedBuf value never moves its heap bytes), and
+        // `Drop` waits for all CQEs or leaks the buffers. The descriptor or fixed index
+        // stays valid because a file with requests in flight cannot be unregistered.
+        let pushed = unsafe { self.ring.submission().push(&entry) };
+        if pushed.is_err() {
+            // Unreachable (see `submit`). The kernel never saw the entry: the buffers go
+            // back to the caller.
+            if let Some(flight) = self.slots[slot as usize].take() {
+                req.bufs = flight.bufs;
+            }
             self.free_slots.push(slot);
             return Err(IoError::QueueFull { depth: self.depth });
         }
@@ -466,6 +555,7 @@ fn probe_opcodes(ring: &IoUring) -> Result<(), IoError> {
         opcode::Nop::CODE,
         opcode::Read::CODE,
         opcode::Write::CODE,
+        opcode::Writev::CODE,
         opcode::Fsync::CODE,
     ];
     if needed.iter().all(|&code| probe.is_supported(code)) {
@@ -475,7 +565,7 @@ fn probe_opcodes(ring: &IoUring) -> Result<(), IoError> {
             "opcode probe",
             io::Error::new(
                 io::ErrorKind::Unsupported,
-                "the kernel's io_uring lacks read, write or fsync",
+                "the kernel's io_uring lacks read, write, writev or fsync",
             ),
         ))
     }

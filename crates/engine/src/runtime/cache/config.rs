@@ -146,6 +146,13 @@ pub struct CacheCounters {
     pub prefetched: u64,
     /// Pages written.
     pub pages_written: u64,
+    /// Pages whose write carried the frame's own buffer, no copy: pages being evicted,
+    /// alone or within a run (counted when the write is planned).
+    pub pages_written_from_frames: u64,
+    /// Pages copied into a snapshot for their write, under the instance lock: pages
+    /// that stay cached while written (checkpoint depth, `flush_all`, pinned), and
+    /// those of writes dropped by fault injection (counted when the write is planned).
+    pub pages_copied: u64,
     /// Write I/Os (a coalesced run is one).
     pub writes: u64,
     /// Bytes written.

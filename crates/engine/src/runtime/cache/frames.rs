@@ -54,7 +54,8 @@ pub(crate) struct FrameMeta {
     pub(crate) pgno: Pgno,
     pub(crate) state: FrameState,
     pub(crate) dirty: bool,
-    /// A snapshot of the page is being written.
+    /// The page is being written: from a snapshot, or (out of the map, see
+    /// [`WriteOut`]) from the frame's own buffer.
     pub(crate) in_flight: bool,
     /// Lower bound of the log position of the first unflushed change (the checkpoint
     /// may not pass it).
@@ -199,6 +200,10 @@ pub(crate) struct Counts {
     pub(crate) write_out_waits: u64,
     pub(crate) prefetched: u64,
     pub(crate) pages_written: u64,
+    /// Pages whose write carried their frame's own buffer (no copy).
+    pub(crate) pages_written_from_frames: u64,
+    /// Pages copied into a write snapshot (under the lock).
+    pub(crate) pages_copied: u64,
     pub(crate) writes: u64,
     pub(crate) bytes_written: u64,
     pub(crate) checkpoint_flushes: u64,
@@ -214,12 +219,12 @@ pub(crate) struct Counts {
     pub(crate) pool_writes_peak: u64,
 }
 
-/// A page chosen for eviction whose single-page write carries the frame's own buffer
-/// instead of a snapshot copy. Until the write ends the page is out of the map (no
-/// session can see or change it), its frame stays `Resident` and in flight (so the
-/// dirty list, the checkpoint and `flush_all` still see it unwritten), and a session
-/// that faults it in waits for the write as for a read in progress; the write's end
-/// then installs it again instead of evicting it.
+/// A page chosen for eviction whose write (alone or as one page of a run) carries the
+/// frame's own buffer instead of a snapshot copy. Until the write ends the page is out of
+/// the map (no session can see or change it), its frame stays `Resident` and in flight
+/// (so the dirty list, the checkpoint and `flush_all` still see it unwritten), and a
+/// session that faults it in waits for the write as for a read in progress; the write's
+/// end then installs it again instead of evicting it. One entry per page.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct WriteOut {
     pub(crate) pgno: Pgno,

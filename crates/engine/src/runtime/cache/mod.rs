@@ -30,12 +30,14 @@
 //! A dirty frame records `first_dirty` (a lower bound of the log position where its
 //! first unflushed change starts: the checkpoint never passes it), `last_change` (the
 //! log must be durable to here before the page is written) and a version. The page
-//! writer snapshots pages under the lock, seals their checksums outside it, calls
-//! [`WalSync::flush_to`] for the newest change of the batch, and writes runs of
-//! contiguous dirty pages (up to `coalesce_max` bytes) with up to `write_depth` writes
-//! in flight. A page changed while being written stays dirty. A lone page chosen for
-//! eviction is written from its frame's own buffer instead, out of the page map until
-//! the write ends (see `frames::WriteOut`). A dirty page is never evicted unwritten. A failed write is recorded and reported by every later
+//! writer plans runs of contiguous dirty pages (up to `coalesce_max` bytes) under the
+//! lock, seals their checksums outside it, calls [`WalSync::flush_to`] for the newest
+//! change of the batch, and writes each run as one vectored write, with up to
+//! `write_depth` writes in flight. A page chosen for eviction, alone or within a run,
+//! is written from its frame's own buffer, out of the page map until the write ends
+//! (see `frames::WriteOut`); any other page from a snapshot copied under the lock, and
+//! if changed while being written it stays dirty. A dirty page is never evicted
+//! unwritten. A failed write is recorded and reported by every later
 //! [`PageCache::fault_in`], [`PageCache::flush_all`], [`PageCache::prefetch`] and
 //! [`PageCache::try_wait_for_frame`], and by [`PageCache::failed`].
 
@@ -579,6 +581,8 @@ impl<S: Send> PageCache<S> {
             write_out_waits: c.write_out_waits,
             prefetched: c.prefetched,
             pages_written: c.pages_written,
+            pages_written_from_frames: c.pages_written_from_frames,
+            pages_copied: c.pages_copied,
             writes: c.writes,
             bytes_written: c.bytes_written,
             checkpoint_flushes: c.checkpoint_flushes,

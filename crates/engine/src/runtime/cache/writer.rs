@@ -3,11 +3,13 @@
 //! log (checkpoint depth), and serves `flush_all`.
 //!
 //! Each round it plans writes under the instance lock (choosing pages, coalescing
-//! contiguous dirty neighbours, copying snapshots into write buffers, or, for a lone
-//! page being evicted, taking the frame's own buffer), then without the lock seals the
-//! snapshots' checksums, makes the log durable up to the newest change in
-//! the batch (WAL), submits the writes to its I/O backend and reaps completions; the
-//! next round, under the lock, marks pages clean whose version did not move meanwhile.
+//! contiguous dirty neighbours; a page being evicted lends the write its frame's own
+//! buffer and leaves the page map until the write ends, any other page is copied into
+//! a snapshot), then without the lock seals the pages' checksums, makes the log durable
+//! up to the newest change in the batch (WAL), submits each run as one vectored write
+//! (one buffer per page; a lone page as a plain write) to its I/O backend and reaps
+//! completions; the next round,
+//! under the lock, marks pages clean whose version did not move meanwhile.
 //! Writes that refill the pool are paced: no more in flight than consumption needs
 //! ([`Pacing`]), the full depth while a session waits for a frame.
 
@@ -16,11 +18,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use edbstress_format::PageSize;
 use edbstress_format::Pgno;
 use edbstress_format::checksum::seal_page;
 use edbstress_format::log::LogPosition;
-use edbstress_io::{AlignedBuf, FileId, IoCompletion, IoOp, IoRequest};
+use edbstress_io::{AlignedBuf, FileId, IoCompletion, IoOp, IoRequest, VectoredWrite};
 use parking_lot::MutexGuard;
 
 use super::Shared;
@@ -40,30 +41,42 @@ const SEALED_FIELDS: [std::ops::Range<usize>; 2] = [0..8, 40..68];
 /// One write: a run of contiguous pages.
 struct WriteJob {
     first_pgno: Pgno,
-    /// (frame, version of the snapshot).
-    pages: Vec<(u32, u64)>,
-    buf: AlignedBuf,
+    /// The run's pages, in page order.
+    pages: Vec<JobPage>,
+    /// One buffer per page, in page order: the frame's own for a page written out of
+    /// its frame, a snapshot copy for any other. Moved into the vectored write while it
+    /// is in flight; the empty vector comes back to be reused.
+    bufs: Vec<AlignedBuf>,
     len: usize,
     reason: FlushReason,
     /// Fault injection: report done without issuing.
     dropped: bool,
     /// Handed to the backend and not yet reaped.
     submitted: bool,
-    /// A single page chosen for eviction, written from its frame's own buffer (no
-    /// snapshot copy): the page is out of the map meanwhile ([`super::frames::WriteOut`]).
-    write_out: bool,
-    /// Newest change among the snapshots: the log must be durable to here first.
+    /// Newest change among the pages: the log must be durable to here first.
     last_change: LogPosition,
     /// The cache's `frames_taken` when the write was planned (pacing measures the
     /// frames taken during a pool write's life).
     taken_at_plan: u64,
 }
 
+/// One page of a write.
+#[derive(Clone, Copy)]
+struct JobPage {
+    frame: u32,
+    /// The page's version as written.
+    version: u64,
+    /// Written from the frame's own buffer: the page is being evicted, and is out of
+    /// the map until the write ends ([`super::frames::WriteOut`]).
+    out: bool,
+}
+
 /// A job that is over, to be accounted for under the lock.
 struct Finished {
     slot: usize,
     result: Result<(), String>,
-    buf: AlignedBuf,
+    /// The job's buffers, in page order; empty when the backend lost them.
+    bufs: Vec<AlignedBuf>,
 }
 
 /// A page `flush_all` waits for: done when the frame no longer holds that page dirty at
@@ -86,8 +99,10 @@ pub(crate) struct Writer<S> {
     /// Jobs planned and not finished (planned, submitted or dropped).
     in_flight: usize,
     planned: Vec<usize>,
-    /// Write buffers by size class: class c holds `page_len << c` bytes.
-    buffers: Vec<Vec<AlignedBuf>>,
+    /// Page-sized snapshot buffers not in use.
+    spare_pages: Vec<AlignedBuf>,
+    /// Per page of the job being completed: a session waited for it while it was out.
+    wanted: Vec<bool>,
     completions: Vec<IoCompletion>,
     finished: Vec<Finished>,
     /// Dirty frames chosen for eviction, waiting for a write slot: (frame, pgno).
@@ -109,21 +124,22 @@ impl<S> Writer<S> {
     pub(crate) fn new(shared: Arc<Shared<S>>, file: FileId) -> Writer<S> {
         let config = &shared.config;
         let page_len = config.page_size.bytes();
-        let coalesce_pages = (config.coalesce_max / page_len).clamp(1, 1 << 16) as u32;
+        // A run is one vectored write of one buffer per page: at most IOV_MAX pages
+        // (8 MiB of 8 KiB pages; the workload allows up to 16 MiB of coalescing).
+        let most = edbstress_io::MAX_WRITE_BUFFERS;
+        let coalesce_pages = (config.coalesce_max / page_len).clamp(1, most) as u32;
         let depth = shared.write_backend.lock().depth();
-        let classes = coalesce_pages.next_power_of_two().trailing_zeros() as usize + 1;
         let instance = config.instance;
         Writer {
             jobs: (0..depth)
                 .map(|_| WriteJob {
                     first_pgno: Pgno::NONE,
                     pages: Vec::new(),
-                    buf: AlignedBuf::empty(),
+                    bufs: Vec::new(),
                     len: 0,
                     reason: FlushReason::Pool,
                     dropped: false,
                     submitted: false,
-                    write_out: false,
                     last_change: LogPosition::default(),
                     taken_at_plan: 0,
                 })
@@ -131,7 +147,8 @@ impl<S> Writer<S> {
             free_slots: (0..depth).rev().collect(),
             in_flight: 0,
             planned: Vec::with_capacity(depth),
-            buffers: (0..classes).map(|_| Vec::new()).collect(),
+            spare_pages: Vec::new(),
+            wanted: Vec::new(),
             completions: Vec::with_capacity(depth),
             finished: Vec::with_capacity(depth),
             pool_queue: VecDeque::new(),
@@ -471,43 +488,47 @@ impl<S> Writer<S> {
             }
         };
         let pages = (hi.pages_since(lo) + 1) as usize;
-        // A lone page on its way out of the cache (the writer's most common write) needs
-        // no snapshot: nobody may see it until its write ends, so the write can carry
-        // the frame's own buffer. That spares a page copy under the instance lock.
-        let write_out = reason == FlushReason::Pool
-            && pages == 1
-            && !dropped
-            && core.frames[seed as usize].pins == 0;
-        let mut buf = if write_out {
-            AlignedBuf::empty()
-        } else {
-            self.take_buffer(pages)
-        };
         let job = &mut self.jobs[slot];
         job.pages.clear();
+        job.bufs.clear();
         job.last_change = LogPosition::default();
-        for (i, q) in (lo.get()..=hi.get()).map(Pgno::new).enumerate() {
+        for q in (lo.get()..=hi.get()).map(Pgno::new) {
             let f = if q == pgno { seed } else { core.map[&q] };
             let meta = &mut core.frames[f as usize];
+            // A page on its way out of the cache (chosen for eviction, unpinned) needs no
+            // snapshot: it leaves the map, so nobody sees or changes it until its write
+            // ends, and the write carries the frame's own buffer. That spares a page
+            // copy under the instance lock. A page that stays cached (due for the
+            // checkpoint or flush_all, pinned) is copied, so sessions keep using it.
+            let out = !dropped
+                && meta.pins == 0
+                && self.shared.lru[f as usize].last.load(Relaxed) & EXCLUDED != 0;
             meta.in_flight = true;
-            job.pages.push((f, meta.version));
+            job.pages.push(JobPage {
+                frame: f,
+                version: meta.version,
+                out,
+            });
             job.last_change = job.last_change.max(meta.last_change);
-            if !write_out {
-                buf[i * self.page_len..(i + 1) * self.page_len]
-                    .copy_from_slice(&core.pages[f as usize]);
+            if out {
+                core.map.remove(&q);
+                core.writing_out.push(WriteOut {
+                    pgno: q,
+                    wanted: false,
+                });
+                job.bufs.push(std::mem::take(&mut core.pages[f as usize]));
+                core.counts.pages_written_from_frames += 1;
+            } else {
+                let mut snapshot = self
+                    .spare_pages
+                    .pop()
+                    .unwrap_or_else(|| AlignedBuf::new(self.page_len));
+                snapshot.copy_from_slice(&core.pages[f as usize]);
+                job.bufs.push(snapshot);
+                core.counts.pages_copied += 1;
             }
         }
-        if write_out {
-            core.map.remove(&pgno);
-            core.writing_out.push(WriteOut {
-                pgno,
-                wanted: false,
-            });
-            buf = std::mem::take(&mut core.pages[seed as usize]);
-        }
-        job.write_out = write_out;
         job.first_pgno = lo;
-        job.buf = buf;
         job.len = pages * self.page_len;
         job.reason = reason;
         job.dropped = dropped;
@@ -522,41 +543,25 @@ impl<S> Writer<S> {
         }
     }
 
-    /// A write buffer for `pages` pages, reused when one of its size class is free.
-    fn take_buffer(&mut self, pages: usize) -> AlignedBuf {
-        let class = pages.next_power_of_two().trailing_zeros() as usize;
-        self.buffers[class]
-            .pop()
-            .unwrap_or_else(|| AlignedBuf::new(self.page_len << class))
-    }
-
-    fn return_buffer(&mut self, buf: AlignedBuf) {
-        let pages = buf.len() / self.page_len;
-        if pages == 0 || !pages.is_power_of_two() {
-            return;
-        }
-        if let Some(class) = self.buffers.get_mut(pages.trailing_zeros() as usize) {
-            class.push(buf);
-        }
-    }
-
-    /// Without the lock: seals the snapshots, makes the log durable to the newest change
-    /// among them, and submits the writes.
+    /// Without the lock: seals the pages' checksums, makes the log durable to the newest
+    /// change among them, and submits each run as one vectored write.
     fn issue(&mut self) {
         let page_size = self.shared.config.page_size;
         let mut needed = LogPosition::default();
         for &slot in &self.planned {
             let job = &mut self.jobs[slot];
-            seal_run(&mut job.buf[..job.len], job.first_pgno, page_size);
+            for (i, page) in job.bufs.iter_mut().enumerate() {
+                seal_page(page, (job.first_pgno + i as u32).get());
+            }
             needed = needed.max(job.last_change);
         }
         if let Err(message) = self.make_durable(needed) {
             for slot in std::mem::take(&mut self.planned) {
-                let buf = std::mem::take(&mut self.jobs[slot].buf);
+                let bufs = std::mem::take(&mut self.jobs[slot].bufs);
                 self.finished.push(Finished {
                     slot,
                     result: Err(message.clone()),
-                    buf,
+                    bufs,
                 });
             }
             return;
@@ -564,40 +569,66 @@ impl<S> Writer<S> {
         for i in 0..self.planned.len() {
             let slot = self.planned[i];
             let job = &mut self.jobs[slot];
-            let buf = std::mem::take(&mut job.buf);
+            let bufs = std::mem::take(&mut job.bufs);
             if job.dropped {
                 self.finished.push(Finished {
                     slot,
                     result: Ok(()),
-                    buf,
+                    bufs,
                 });
                 continue;
             }
             let offset = job.first_pgno.offset(page_size);
-            let request = IoRequest {
-                file: self.file,
-                op: IoOp::Write,
-                offset,
-                buf,
-                len: job.len,
-                class: self.shared.config.write_class,
-                instance: self.instance,
-                tag: slot as u64,
-            };
+            let (class, instance, tag) = (self.shared.config.write_class, self.instance, slot);
             // Locked per call, and never while waiting for the instance lock, so that
             // `io_stats` can read the backend's counters between calls.
-            let submitted = self.shared.write_backend.lock().submit(request);
+            let mut backend = self.shared.write_backend.lock();
+            let submitted = if bufs.len() == 1 {
+                // A lone page (most writes) as a plain write: io_uring's WRITE of one
+                // buffer costs ~0.6 µs less CPU than its WRITEV (docs/performance.md).
+                let mut bufs = bufs;
+                let buf = bufs.pop().unwrap_or_default();
+                // The empty vector waits for the completion's buffer.
+                job.bufs = bufs;
+                let request = IoRequest {
+                    file: self.file,
+                    op: IoOp::Write,
+                    offset,
+                    buf,
+                    len: job.len,
+                    class,
+                    instance,
+                    tag: tag as u64,
+                };
+                // A refused request is dropped with its buffer (unreachable: slots,
+                // file and length are the writer's own); the cache then fails.
+                backend.submit(request).map_err(|e| (e, Vec::new()))
+            } else {
+                let mut request = VectoredWrite {
+                    file: self.file,
+                    offset,
+                    bufs,
+                    class,
+                    instance,
+                    tag: tag as u64,
+                };
+                // A refused vectored write leaves its buffers with us: no frame's page
+                // is lost with it.
+                backend
+                    .submit_vectored(&mut request)
+                    .map_err(|e| (e, request.bufs))
+            };
+            drop(backend);
             match submitted {
                 Ok(()) => job.submitted = true,
-                Err(e) => self.finished.push(Finished {
+                Err((e, bufs)) => self.finished.push(Finished {
                     slot,
                     result: Err(format!(
                         "cannot submit the write of {} bytes at offset {offset} of {}: {e}",
                         job.len,
                         self.shared.file.path().display()
                     )),
-                    // The backend dropped the request and its buffer.
-                    buf: AlignedBuf::empty(),
+                    bufs,
                 }),
             }
         }
@@ -652,11 +683,15 @@ impl<S> Writer<S> {
                             self.shared.file.path().display()
                         )),
                     };
-                    self.finished.push(Finished {
-                        slot,
-                        result,
-                        buf: c.buf,
-                    });
+                    // A lone page's plain write gives back its buffer, a run's its buffers.
+                    let bufs = if c.bufs.is_empty() {
+                        let mut bufs = std::mem::take(&mut job.bufs);
+                        bufs.push(c.buf);
+                        bufs
+                    } else {
+                        c.bufs
+                    };
+                    self.finished.push(Finished { slot, result, bufs });
                 }
             }
             Err(e) => {
@@ -669,7 +704,7 @@ impl<S> Writer<S> {
                         self.finished.push(Finished {
                             slot,
                             result: Err(message.clone()),
-                            buf: AlignedBuf::empty(),
+                            bufs: Vec::new(),
                         });
                     }
                 }
@@ -687,23 +722,30 @@ impl<S> Writer<S> {
         for mut fin in finished.drain(..) {
             let job = &mut self.jobs[fin.slot];
             let pages = job.pages.len() as u64;
-            // A page written out of its frame: its buffer goes home and it is mapped
-            // again (dirty and in flight until accounted for below), whatever the outcome.
-            let mut wanted = false;
-            if job.write_out && !fin.buf.is_empty() {
-                let f = job.pages[0].0;
-                let pgno = core.frames[f as usize].pgno;
-                if let Some(i) = core.writing_out.iter().position(|w| w.pgno == pgno) {
-                    wanted = core.writing_out.swap_remove(i).wanted;
+            // Pages written out of their frames: each buffer goes home and the page is
+            // mapped again (dirty and in flight until accounted for below), whatever
+            // the outcome. (If the backend lost the buffers, the cache has failed and
+            // those pages stay out of the map: their bytes are gone.)
+            let returned = fin.bufs.len() == job.pages.len();
+            self.wanted.clear();
+            let mut any_wanted = false;
+            for (i, page) in job.pages.iter().enumerate() {
+                let mut wanted = false;
+                if page.out && returned {
+                    let f = page.frame;
+                    let pgno = core.frames[f as usize].pgno;
+                    if let Some(w) = core.writing_out.iter().position(|w| w.pgno == pgno) {
+                        wanted = core.writing_out.swap_remove(w).wanted;
+                    }
+                    core.pages[f as usize] = std::mem::take(&mut fin.bufs[i]);
+                    core.map.insert(pgno, f);
+                    any_wanted |= wanted;
                 }
-                core.pages[f as usize] = std::mem::take(&mut fin.buf);
-                core.map.insert(pgno, f);
-                if wanted {
-                    shared.read_done.notify_all();
-                }
+                self.wanted.push(wanted);
             }
-            // (A write-out whose buffer the backend lost on a failed submission stays out
-            // of the map: the cache has failed, and the page's bytes are gone.)
+            if any_wanted {
+                shared.read_done.notify_all();
+            }
             match &fin.result {
                 Ok(()) => {
                     let counts = &mut core.counts;
@@ -719,13 +761,14 @@ impl<S> Writer<S> {
                         FlushReason::Checkpoint => counts.checkpoint_flushes += pages,
                         FlushReason::Requested => counts.requested_flushes += pages,
                     }
-                    for (i, &(f, version)) in job.pages.iter().enumerate() {
+                    for (i, page) in job.pages.iter().enumerate() {
+                        let f = page.frame;
                         let lru = &shared.lru[f as usize];
                         let chosen = lru.last.load(Relaxed) & EXCLUDED != 0;
-                        if core.mark_written(f, version) {
-                            if job.write_out {
+                        if core.mark_written(f, page.version) {
+                            if page.out {
                                 // The frame's own buffer was written: sealed already.
-                                if wanted {
+                                if self.wanted[i] {
                                     // Faulted in meanwhile: cached again, not evicted.
                                     let pgno = core.frames[f as usize].pgno;
                                     if chosen {
@@ -735,10 +778,10 @@ impl<S> Writer<S> {
                                     continue;
                                 }
                             } else {
-                                let sealed = &fin.buf[i * self.page_len..(i + 1) * self.page_len];
-                                let page = &mut core.pages[f as usize];
+                                let sealed = &fin.bufs[i];
+                                let frame = &mut core.pages[f as usize];
                                 for range in SEALED_FIELDS {
-                                    page[range.clone()].copy_from_slice(&sealed[range]);
+                                    frame[range.clone()].copy_from_slice(&sealed[range]);
                                 }
                             }
                             if chosen {
@@ -755,12 +798,12 @@ impl<S> Writer<S> {
                     }
                 }
                 Err(message) => {
-                    for &(f, _) in &job.pages {
-                        let meta = &mut core.frames[f as usize];
+                    for page in &job.pages {
+                        let meta = &mut core.frames[page.frame as usize];
                         meta.in_flight = false;
                         // Keep the older first_dirty: nothing of this page reached disk.
                         meta.redirty_first = None;
-                        let lru = &shared.lru[f as usize];
+                        let lru = &shared.lru[page.frame as usize];
                         if lru.last.load(Relaxed) & EXCLUDED != 0 {
                             core.pending_evictions -= 1;
                             lru.last.fetch_and(!EXCLUDED, Relaxed);
@@ -777,9 +820,13 @@ impl<S> Writer<S> {
                 }
             }
             job.pages.clear();
+            // The snapshots are kept for later writes (the frames' buffers went home,
+            // leaving empty ones), and the vector for the slot's next job.
+            self.spare_pages
+                .extend(fin.bufs.drain(..).filter(|b| !b.is_empty()));
+            job.bufs = fin.bufs;
             self.free_slots.push(fin.slot);
             self.in_flight -= 1;
-            self.return_buffer(fin.buf);
         }
         self.finished = finished;
         if freed > 0 {
@@ -796,11 +843,4 @@ fn flushed<S>(core: &Core<S>, item: FlushItem) -> bool {
         || meta.pgno != item.pgno
         || !meta.dirty
         || meta.written_version >= item.version
-}
-
-/// Seals the checksums of each page of a run starting at `first_pgno`.
-fn seal_run(run: &mut [u8], first_pgno: Pgno, page_size: PageSize) {
-    for (i, page) in run.chunks_exact_mut(page_size.bytes()).enumerate() {
-        seal_page(page, (first_pgno + i as u32).get());
-    }
 }
