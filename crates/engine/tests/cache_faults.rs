@@ -34,13 +34,7 @@ fn concurrent_sessions(backend: BackendKind) {
     cfg.checkpoint_depth = 20_000;
     cfg.backend = backend;
     // The engine state under the instance lock: the value each page must end with.
-    let cache = PageCache::new(
-        cfg,
-        open(&db.path, Access::ReadWrite),
-        wal.clone(),
-        HashMap::<u32, u64>::new(),
-    )
-    .expect("cache");
+    let cache = new_cache_with(&db, cfg, &wal, HashMap::<u32, u64>::new());
     const THREADS: u64 = 4;
     const OPS: u64 = 1500;
     thread::scope(|s| {

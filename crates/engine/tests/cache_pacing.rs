@@ -5,7 +5,7 @@
 //! are on the cache's counters and the pages' contents, never on time.
 
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use edbstress_engine::{CacheConfig, PageCache};
 
@@ -55,10 +55,15 @@ fn a_session_missing_now_and_then_keeps_few_pool_writes_in_flight() {
     // Low consumption: one miss (of a page it then dirties) every 2 ms, far longer than
     // a write here, so about one frame is taken while a write is in flight and the
     // writer needs a write or two in flight, not a burst.
+    let started = Instant::now();
     for p in FRAMES as u32 + 1..=FRAMES as u32 + MISSES {
         markers.push((p, modify(&cache, &wal, p)));
         thread::sleep(Duration::from_millis(2));
     }
+    // The cap follows the measured life of a write: on a machine so busy that this
+    // loop's 2 ms sleeps ran twice as long, writes last long enough for more of them in
+    // flight to be right, so the peak says nothing about pacing then.
+    let overslept = started.elapsed() > 2 * Duration::from_millis(2) * MISSES;
     let c = cache.counters();
     assert!(
         c.pool_flushes >= u64::from(MISSES) / 2,
@@ -69,7 +74,7 @@ fn a_session_missing_now_and_then_keeps_few_pool_writes_in_flight() {
         u64::from(MISSES) + FRAMES as u64,
         "one frame per miss: {c:?}"
     );
-    if c.stalls == 0 {
+    if c.stalls == 0 && !overslept {
         // (A stall, the writer descheduled long enough for the session to empty the
         // pool, rightly opens the cap to the full depth.)
         assert!(
@@ -79,8 +84,9 @@ fn a_session_missing_now_and_then_keeps_few_pool_writes_in_flight() {
         );
     } else {
         eprintln!(
-            "the pool ran dry {} times (the writer was descheduled): the peak of pool writes \
-             in flight is not checked this run: {c:?}",
+            "SKIPPED the peak check: the pool ran dry {} times (the writer was descheduled) \
+             or the machine is too busy (2 ms sleeps overslept {overslept}); the peak of pool \
+             writes in flight is not checked this run: {c:?}",
             c.stalls
         );
     }

@@ -9,7 +9,7 @@ use std::thread;
 use edbstress_engine::{CacheGuard, FrameId, PageCache};
 use edbstress_format::Pgno;
 use edbstress_format::checksum::{PageVerdict, verify_page};
-use edbstress_io::{Access, BackendKind};
+use edbstress_io::BackendKind;
 
 mod cache_common;
 use cache_common::*;
@@ -48,13 +48,7 @@ fn sessions_sharing_pages(backend: BackendKind) {
     let mut cfg = config(48);
     cfg.backend = backend;
     // The engine state under the instance lock: each page's last committed marker.
-    let cache = PageCache::new(
-        cfg,
-        open(&db.path, Access::ReadWrite),
-        wal.clone(),
-        HashMap::<u32, u64>::new(),
-    )
-    .expect("cache");
+    let cache = new_cache_with(&db, cfg, &wal, HashMap::<u32, u64>::new());
     thread::scope(|s| {
         for t in 0..SESSIONS {
             let (cache, wal) = (&cache, &wal);

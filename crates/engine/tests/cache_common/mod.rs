@@ -300,7 +300,23 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 
 /// A cache over the database `db` (read-write) with the log `wal`.
 pub fn new_cache(db: &Db, config: CacheConfig, wal: &Arc<FakeWal>) -> PageCache<()> {
-    PageCache::new(config, open(&db.path, Access::ReadWrite), wal.clone(), ()).expect("cache")
+    new_cache_with(db, config, wal, ())
+}
+
+/// [`new_cache`] with `state` as the engine state kept under the instance lock.
+pub fn new_cache_with<S: Send + 'static>(
+    db: &Db,
+    config: CacheConfig,
+    wal: &Arc<FakeWal>,
+    state: S,
+) -> PageCache<S> {
+    PageCache::new(
+        config,
+        open(&db.path, Access::ReadWrite),
+        wal.clone(),
+        state,
+    )
+    .expect("cache")
 }
 
 /// Lets the log flush again when dropped: a failed assertion must not leave the page
