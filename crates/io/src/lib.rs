@@ -12,7 +12,8 @@
 //! [`IoBackend::register`] the file, then keep up to `depth()` [`IoRequest`]s in flight
 //! with [`IoBackend::submit`] and [`IoBackend::wait`], recycling the [`AlignedBuf`] each
 //! [`IoCompletion`] hands back. A [`VectoredWrite`] ([`IoBackend::submit_vectored`])
-//! writes several buffers at one offset as one I/O (`pwritev`, `IORING_OP_WRITEV`). Threads that each need one I/O done now (sessions
+//! writes several buffers at one offset as one I/O (`pwritev`, `IORING_OP_WRITEV`).
+//! Threads that each need one I/O done now (sessions
 //! reading a page they missed) share a [`BackendPool`] instead, which lends a backend
 //! to each for the length of its request. Every completion is counted in the backend's
 //! [`IoStats`] (per instance and [`IoClass`], with a [`LatencyHistogram`]); merge the
