@@ -69,6 +69,8 @@ struct JobPage {
     /// Written from the frame's own buffer: the page is being evicted, and is out of
     /// the map until the write ends ([`super::frames::WriteOut`]).
     out: bool,
+    /// Set when the write ends: a session faulted the page in while it was out.
+    wanted: bool,
 }
 
 /// A job that is over, to be accounted for under the lock.
@@ -101,8 +103,6 @@ pub(crate) struct Writer<S> {
     planned: Vec<usize>,
     /// Page-sized snapshot buffers not in use.
     spare_pages: Vec<AlignedBuf>,
-    /// Per page of the job being completed: a session waited for it while it was out.
-    wanted: Vec<bool>,
     completions: Vec<IoCompletion>,
     finished: Vec<Finished>,
     /// Dirty frames chosen for eviction, waiting for a write slot: (frame, pgno).
@@ -148,7 +148,6 @@ impl<S> Writer<S> {
             in_flight: 0,
             planned: Vec::with_capacity(depth),
             spare_pages: Vec::new(),
-            wanted: Vec::new(),
             completions: Vec::with_capacity(depth),
             finished: Vec::with_capacity(depth),
             pool_queue: VecDeque::new(),
@@ -508,6 +507,7 @@ impl<S> Writer<S> {
                 frame: f,
                 version: meta.version,
                 out,
+                wanted: false,
             });
             job.last_change = job.last_change.max(meta.last_change);
             if out {
@@ -727,21 +727,18 @@ impl<S> Writer<S> {
             // the outcome. (If the backend lost the buffers, the cache has failed and
             // those pages stay out of the map: their bytes are gone.)
             let returned = fin.bufs.len() == job.pages.len();
-            self.wanted.clear();
             let mut any_wanted = false;
-            for (i, page) in job.pages.iter().enumerate() {
-                let mut wanted = false;
+            for (i, page) in job.pages.iter_mut().enumerate() {
                 if page.out && returned {
                     let f = page.frame;
                     let pgno = core.frames[f as usize].pgno;
                     if let Some(w) = core.writing_out.iter().position(|w| w.pgno == pgno) {
-                        wanted = core.writing_out.swap_remove(w).wanted;
+                        page.wanted = core.writing_out.swap_remove(w).wanted;
                     }
                     core.pages[f as usize] = std::mem::take(&mut fin.bufs[i]);
                     core.map.insert(pgno, f);
-                    any_wanted |= wanted;
+                    any_wanted |= page.wanted;
                 }
-                self.wanted.push(wanted);
             }
             if any_wanted {
                 shared.read_done.notify_all();
@@ -768,7 +765,7 @@ impl<S> Writer<S> {
                         if core.mark_written(f, page.version) {
                             if page.out {
                                 // The frame's own buffer was written: sealed already.
-                                if self.wanted[i] {
+                                if page.wanted {
                                     // Faulted in meanwhile: cached again, not evicted.
                                     let pgno = core.frames[f as usize].pgno;
                                     if chosen {
