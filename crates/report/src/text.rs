@@ -73,7 +73,8 @@ pub fn timestamp(rfc3339: &str) -> String {
 pub fn shift_timestamp(rfc3339: &str, seconds: f64) -> Option<String> {
     let t = chrono::DateTime::parse_from_rfc3339(rfc3339).ok()?;
     let d = chrono::Duration::milliseconds((seconds * 1000.0).round() as i64);
-    Some((t + d).to_rfc3339_opts(chrono::SecondsFormat::Secs, false))
+    // Fractional seconds only when there are any, so whole-second stamps stay so.
+    Some((t + d).to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false))
 }
 
 /// Seconds as Jetstress's elapsed time, "03:46:20".
@@ -332,6 +333,10 @@ mod tests {
         assert_eq!(
             shift_timestamp("2026-11-21T14:05:09+01:00", -9.0).unwrap(),
             "2026-11-21T14:05:00+01:00"
+        );
+        assert_eq!(
+            shift_timestamp("2026-11-21T14:05:09.990+01:00", -1.003).unwrap(),
+            "2026-11-21T14:05:08.987+01:00"
         );
     }
 }

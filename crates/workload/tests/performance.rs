@@ -40,6 +40,24 @@ fn throughput_performance_run_writes_a_complete_run_directory() {
     assert!(r.totals.io[&IoClass::LogWrite].count > 0);
     assert!(r.totals.io[&IoClass::BdmRead].count > 0);
     assert!(r.target_transactional_iops.is_none());
+    // Every sample is stamped to the millisecond, and its stamp less its elapsed time
+    // is one instant: when measuring started (a fleet lines hosts up by it).
+    let starts: Vec<i64> = r
+        .samples
+        .iter()
+        .map(|s| {
+            let t = chrono::DateTime::parse_from_rfc3339(&s.timestamp).unwrap();
+            assert!(
+                s.timestamp.contains('.'),
+                "a sample stamped to the whole second: {}",
+                s.timestamp
+            );
+            t.timestamp_millis() - (s.elapsed_s * 1000.0).round() as i64
+        })
+        .collect();
+    assert!(!starts.is_empty());
+    let spread = starts.iter().max().unwrap() - starts.iter().min().unwrap();
+    assert!(spread <= 50, "measurement starts disagree by {spread} ms");
     let v = r.verification.as_ref().unwrap();
     assert!(v.passed);
     println!(

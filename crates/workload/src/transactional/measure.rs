@@ -59,7 +59,13 @@ impl MeasureRecorder {
             bench.log.line(format!("Problem: {}.", stall.describe()));
             self.sampling_stalls.push(stall);
         }
-        let stamp = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
+        // The wall clock of the snapshot itself, to the millisecond: readers (the
+        // fleet's aggregation, the report's collection times) subtract `elapsed_s`
+        // from it to find when measuring started, and whole seconds put hosts started
+        // together up to a second apart.
+        let at =
+            chrono::Local::now() - chrono::Duration::from_std(now.at.elapsed()).unwrap_or_default();
+        let stamp = at.to_rfc3339_opts(chrono::SecondsFormat::Millis, false);
         let base = |scope: String, family: &str| Sample {
             interval: self.interval_no,
             elapsed_s: elapsed,
