@@ -397,6 +397,17 @@ impl<'a> Page<'a> {
         record_len(key_len, data_len) + TAG_LEN <= self.free_space()
     }
 
+    /// Whether inserting a record of this size writes its body at the first free
+    /// offset without compacting: the bodies already on the page stay byte for byte
+    /// (only the header, the tag array and the free bytes change). False when it would
+    /// not fit at all.
+    pub fn inserts_without_moving_bodies(&self, key_len: usize, data_len: usize) -> bool {
+        let first_free = usize::from(self.header().first_free);
+        let tags_start = self.buf.len().saturating_sub(TAG_LEN * self.count);
+        let needed = record_len(key_len, data_len) + TAG_LEN;
+        needed <= self.free_space() && first_free + needed <= tags_start
+    }
+
     /// Full consistency check beyond what [`Page::new`] checks: keys in ascending
     /// order, records not overlapping, reserved fields zero.
     pub fn check(&self) -> Result<(), PageFormatError> {

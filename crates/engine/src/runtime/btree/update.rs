@@ -29,6 +29,7 @@ pub(super) fn apply(
     new: bool,
 ) -> TreeResult<()> {
     cs.begin(g);
+    let op = RedoRef::decode(code, &payload).map_err(|e| corrupt(pgno, e.to_string()))?;
     let before = if new { 0 } else { page_dbtime(g.page(frame)) };
     if !cs.touched.iter().any(|&(f, _)| f == frame) {
         if !new {
@@ -36,13 +37,17 @@ pub(super) fn apply(
         }
         cs.touched.push((frame, pgno));
     }
+    if let Some((_, image)) = cs.originals.iter_mut().find(|(f, _)| *f == frame) {
+        if !leaves_bodies_alone(&op, g.page(frame)) {
+            image.keep_bodies(g.page(frame));
+        }
+    }
     let after = {
         let s = g.state();
         s.dbtime += 1;
         s.dbtime
     };
-    RedoRef::decode(code, &payload)
-        .and_then(|op| op.apply_to_checked_page(g.page_mut(frame), pgno, after))
+    op.apply_to_checked_page(g.page_mut(frame), pgno, after)
         .map_err(|e| corrupt(pgno, e.to_string()))?;
     cs.records.push(LogRecord::PageRedo {
         pgno: pgno.get(),
@@ -53,6 +58,18 @@ pub(super) fn apply(
         payload,
     });
     Ok(())
+}
+
+/// Whether `op` leaves the record bodies of `page` byte for byte where they are, so an
+/// undo image need not copy them: link changes, and inserts that append at the first
+/// free offset without compacting. Everything else may move or zero bodies.
+pub(super) fn leaves_bodies_alone(op: &RedoRef<'_>, page: &[u8]) -> bool {
+    match *op {
+        RedoRef::SetLinks { .. } => true,
+        RedoRef::Insert { key, data, .. } => Page::new_unvalidated(page)
+            .is_ok_and(|p| p.inserts_without_moving_bodies(key.len(), data.len())),
+        _ => false,
+    }
 }
 
 /// Allocates a never-used page and a frame for it.
