@@ -230,7 +230,9 @@ thread_local! {
 /// between them are zero on every B+tree page (formatting, delete, replace and
 /// compaction zero what they free), so they are not copied and restoring zeroes them:
 /// a page with few records (the free-list anchor, whose header alone changes) costs a
-/// few hundred bytes instead of a whole page.
+/// few hundred bytes instead of a whole page. The bodies are copied last and only when
+/// a change may rewrite them: a page that only gains records keeps its old bodies in
+/// place, so its image is the header and tag array.
 pub(super) struct BeforeImage {
     /// The header `page[..PAGE_HEADER_LEN]`, the tag array `page[len - tail..]`, then,
     /// once an operation may rewrite them ([`BeforeImage::keep_bodies`]), the record
