@@ -83,7 +83,8 @@ impl Instance {
                         return Ok((value, LogPosition::default(), retries));
                     }
                     let lazy = durability == Durability::Lazy;
-                    let mut records = Vec::with_capacity(cs.records.len() + 2);
+                    // A vector kept from the session's earlier change sets.
+                    let mut records = cs.log_buffer();
                     if self.config.torn_write_protection {
                         // Ahead of the change, in the same append: the page's first_dirty
                         // (and so the checkpoint) then never passes its image.
@@ -94,6 +95,7 @@ impl Instance {
                     records.push(LogRecord::Commit { trx, lazy });
                     let start = self.log.current();
                     let end = self.log.append(&records)?;
+                    cs.recycle_log_buffer(records);
                     for &(frame, _) in &cs.touched {
                         g.mark_dirty_span(frame, start, end);
                     }
