@@ -157,17 +157,45 @@ impl ViewKey {
     /// function of the sort key). ESE keeps that column in the index key; here the
     /// 4-byte sort key orders the entries and the column rides in the data, so an entry
     /// has a real index entry's size.
-    pub fn entry_data(self) -> Vec<u8> {
-        let len = sort_column_len(self.sort);
-        let mut data = Vec::with_capacity(KEY_LEN + len);
-        data.extend_from_slice(&self.message_key().encode());
+    /// Built inline (no allocation: one is inserted per message).
+    pub fn entry_data(self) -> ViewEntryData {
+        let len = KEY_LEN + sort_column_len(self.sort);
+        let mut bytes = [0u8; VIEW_ENTRY_DATA_MAX];
+        bytes[..KEY_LEN].copy_from_slice(&self.message_key().encode());
         let mut x = u64::from(self.sort) ^ 0x5157_0C01;
-        while data.len() < KEY_LEN + len {
+        let mut at = KEY_LEN;
+        while at < len {
             x = splitmix64(x);
-            let take = (KEY_LEN + len - data.len()).min(8);
-            data.extend_from_slice(&x.to_le_bytes()[..take]);
+            let take = (len - at).min(8);
+            bytes[at..at + take].copy_from_slice(&x.to_le_bytes()[..take]);
+            at += take;
         }
-        data
+        ViewEntryData { bytes, len }
+    }
+}
+
+/// Longest view entry data: the bookmark and the longest sort column.
+const VIEW_ENTRY_DATA_MAX: usize = KEY_LEN + 128;
+
+/// A view index entry's data ([`ViewKey::entry_data`]), held inline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ViewEntryData {
+    bytes: [u8; VIEW_ENTRY_DATA_MAX],
+    len: usize,
+}
+
+impl ViewEntryData {
+    /// The data as a slice.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+impl std::ops::Deref for ViewEntryData {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
     }
 }
 
@@ -324,13 +352,14 @@ impl RowHeader {
         &row[ROW_FIXED_LEN..row.len() - self.inline_body(row).len()]
     }
 
-    /// A whole row: this header, `props`, then `inline_body` (empty for long values).
-    pub fn encode(&self, props: &[u8], inline_body: &[u8]) -> Vec<u8> {
-        let mut row = vec![0u8; ROW_FIXED_LEN + props.len() + inline_body.len()];
-        self.write(&mut row);
+    /// A whole row into `row` (emptied first; a buffer the caller reuses): this header,
+    /// `props`, then `inline_body` (empty for long values).
+    pub fn encode_into(&self, props: &[u8], inline_body: &[u8], row: &mut Vec<u8>) {
+        row.clear();
+        row.resize(ROW_FIXED_LEN + props.len() + inline_body.len(), 0);
+        self.write(row);
         row[ROW_FIXED_LEN..ROW_FIXED_LEN + props.len()].copy_from_slice(props);
         row[ROW_FIXED_LEN + props.len()..].copy_from_slice(inline_body);
-        row
     }
 }
 

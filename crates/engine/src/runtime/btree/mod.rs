@@ -30,7 +30,7 @@ mod update;
 
 use self::image::BeforeImage;
 pub use self::search::{
-    LeafPosition, descend, get, last_leaf_free_space, scan_from, warm_free_list, warm_range,
+    LeafPosition, descend, get_into, last_leaf_free_space, scan_from, warm_free_list, warm_range,
 };
 use self::splits::split;
 use self::update::{allocate, apply, modify};

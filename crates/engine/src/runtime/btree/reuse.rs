@@ -20,11 +20,17 @@ use super::BeforeImage;
 /// sessions, counted against the memory goal).
 const SPARE_IMAGES_MAX: usize = 4;
 
-/// Spare redo payload buffers per thread, and the largest one kept: row, view-entry,
-/// delete and link payloads (a few hundred bytes) are kept; long-value chunks (most
-/// of a page) are freed, so a thread parks at most 64 × 2 KiB.
+/// Spare redo payload buffers per thread, and the bytes they may hold in all: row,
+/// view-entry, delete and link payloads (a few hundred bytes) and a few long-value
+/// chunks (a message body is ~4 KB on average) are kept; a thread parks at most
+/// 64 KiB (1 MiB for 16 sessions).
 const SPARE_PAYLOADS_MAX: usize = 64;
-const SPARE_PAYLOAD_CAPACITY_MAX: usize = 2048;
+const SPARE_PAYLOAD_BYTES_MAX: usize = 64 << 10;
+
+/// Spare row buffers per thread, and the largest kept (a row is at most ~1.4 KB:
+/// its fixed part, properties and an inline body).
+const SPARE_ROWS_MAX: usize = 4;
+const SPARE_ROW_CAPACITY_MAX: usize = 4096;
 
 /// Largest vector (in elements) of a change set kept for the next one.
 const SPARE_VEC_CAPACITY_MAX: usize = 1024;
@@ -44,6 +50,10 @@ pub(super) struct ChangeSetVecs {
 struct Spares {
     images: Vec<Vec<u8>>,
     payloads: Vec<Vec<u8>>,
+    /// Capacity of `payloads`, in bytes.
+    payload_bytes: usize,
+    rows: Vec<Vec<u8>>,
+    pins: Vec<Pgno>,
     vecs: Option<ChangeSetVecs>,
 }
 
@@ -73,11 +83,67 @@ pub(super) fn recycle_image(buf: Vec<u8>) {
     });
 }
 
-/// An empty buffer for a redo payload, recycled when this thread has one.
-pub(super) fn take_payload() -> Vec<u8> {
+/// An empty buffer of at least `capacity` bytes for a redo payload, recycled when
+/// this thread has one that large (a smaller one would only be reallocated).
+pub fn take_payload(capacity: usize) -> Vec<u8> {
     SPARES
-        .with(|s| s.borrow_mut().payloads.pop())
+        .with(|s| {
+            let mut s = s.borrow_mut();
+            let i = s.payloads.iter().rposition(|b| b.capacity() >= capacity)?;
+            let buf = s.payloads.swap_remove(i);
+            s.payload_bytes -= buf.capacity();
+            Some(buf)
+        })
+        .unwrap_or_else(|| Vec::with_capacity(capacity))
+}
+
+/// Keeps `buf` for a later payload while the thread's spares stay within their
+/// bounds (it is freed otherwise).
+fn keep_payload(s: &mut Spares, mut buf: Vec<u8>) {
+    let capacity = buf.capacity();
+    if capacity != 0
+        && s.payloads.len() < SPARE_PAYLOADS_MAX
+        && s.payload_bytes + capacity <= SPARE_PAYLOAD_BYTES_MAX
+    {
+        buf.clear();
+        s.payload_bytes += capacity;
+        s.payloads.push(buf);
+    }
+}
+
+/// An empty buffer for a message row (read or encoded), recycled when this thread
+/// has one.
+pub fn take_row() -> Vec<u8> {
+    SPARES
+        .with(|s| s.borrow_mut().rows.pop())
         .unwrap_or_default()
+}
+
+/// Keeps a row buffer from [`take_row`] for later.
+pub fn recycle_row(mut buf: Vec<u8>) {
+    if buf.capacity() == 0 || buf.capacity() > SPARE_ROW_CAPACITY_MAX {
+        return;
+    }
+    SPARES.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.rows.len() < SPARE_ROWS_MAX {
+            buf.clear();
+            s.rows.push(buf);
+        }
+    });
+}
+
+/// An empty list for the pages an operation pins, this thread's spare if it has one.
+pub fn take_pins() -> Vec<Pgno> {
+    SPARES.with(|s| std::mem::take(&mut s.borrow_mut().pins))
+}
+
+/// Keeps an emptied pin list from [`take_pins`] for the thread's next operation.
+pub fn recycle_pins(mut pins: Vec<Pgno>) {
+    if pins.capacity() <= SPARE_VEC_CAPACITY_MAX {
+        pins.clear();
+        SPARES.with(|s| s.borrow_mut().pins = pins);
+    }
 }
 
 /// Empties `records`, keeping their small redo payloads for later change sets.
@@ -88,13 +154,8 @@ pub fn recycle_records(records: &mut Vec<LogRecord>) {
     SPARES.with(|s| {
         let mut s = s.borrow_mut();
         for record in records.drain(..) {
-            if let LogRecord::PageRedo { mut payload, .. } = record {
-                if s.payloads.len() < SPARE_PAYLOADS_MAX
-                    && payload.capacity() <= SPARE_PAYLOAD_CAPACITY_MAX
-                {
-                    payload.clear();
-                    s.payloads.push(payload);
-                }
+            if let LogRecord::PageRedo { payload, .. } = record {
+                keep_payload(&mut s, payload);
             }
         }
     });

@@ -185,21 +185,22 @@ pub fn last_leaf_free_space(g: &Guard<'_>, root: Pgno) -> TreeResult<usize> {
     Err(corrupt(root, "tree deeper than 32 levels (a cycle?)"))
 }
 
-/// Reads the record with exactly `key`, if present.
-pub fn get(g: &mut Guard<'_>, root: Pgno, key: &[u8]) -> TreeResult<Option<Vec<u8>>> {
+/// Reads the data of the record with exactly `key` into `out` (emptied first; a
+/// buffer the caller reuses); returns whether the record is present.
+pub fn get_into(g: &mut Guard<'_>, root: Pgno, key: &[u8], out: &mut Vec<u8>) -> TreeResult<bool> {
+    out.clear();
     let pos = descend(g, root, key)?;
     match pos.slot {
         Ok(i) => {
             let frame = frame_of(g, pos.leaf)?;
             let page = view(g, frame, pos.leaf)?;
-            Ok(Some(
-                page.record(i)
-                    .map_err(|e| corrupt(pos.leaf, e.to_string()))?
-                    .data
-                    .to_vec(),
-            ))
+            let record = page
+                .record(i)
+                .map_err(|e| corrupt(pos.leaf, e.to_string()))?;
+            out.extend_from_slice(record.data);
+            Ok(true)
         }
-        Err(_) => Ok(None),
+        Err(_) => Ok(false),
     }
 }
 

@@ -13,7 +13,7 @@ pub(super) fn modify(
     op: RedoRef<'_>,
 ) -> TreeResult<()> {
     let frame = frame_of(g, pgno)?;
-    let mut payload = reuse::take_payload();
+    let mut payload = reuse::take_payload(op.encoded_len());
     op.encode_into(&mut payload);
     apply(g, cs, frame, pgno, op.code(), payload, false)
 }
