@@ -18,6 +18,9 @@
 //!
 //! - this file: the tree state, errors, the change set (redo records and undo copies)
 //!   and page access helpers;
+//! - `image`: undo images of changed pages (header, tags, and only the bodies a
+//!   change rewrites);
+//! - `reuse`: the buffers a session thread keeps from one change set to the next;
 //! - `search`: descent, lookups, range scans and cache warming;
 //! - `update`: insert, delete, replace, page allocation and the free-page list;
 //! - `splits`: page splits, separators in branches and root splits.
