@@ -408,6 +408,39 @@ impl<'a> Page<'a> {
         needed <= self.free_space() && first_free + needed <= tags_start
     }
 
+    /// Where record `index`'s body (key-length prefix, key and data) lies on the page,
+    /// as its tag says; None when there is no such record or its tag is damaged.
+    pub fn record_span(&self, index: usize) -> Option<std::ops::Range<usize>> {
+        decode_record(self.buf, self.count, index).ok()?;
+        let tag = read_tag(self.buf, index);
+        Some(tag.offset..tag.offset + tag.len)
+    }
+
+    /// Whether [`PageMut::replace_data`] of record `index` with `data_len` bytes of data
+    /// rewrites no body but that record's own old one and bytes from the first free
+    /// offset on (it fits in place, or at the first free offset once the old body is
+    /// freed): false when it would compact the page (or there is no such record).
+    pub fn replaces_without_moving_bodies(&self, index: usize, data_len: usize) -> bool {
+        let Ok(record) = decode_record(self.buf, self.count, index) else {
+            return false;
+        };
+        let old = read_tag(self.buf, index);
+        let new_len = record_len(record.key.len(), data_len);
+        if new_len <= old.len {
+            return true;
+        }
+        let first_free = usize::from(self.header().first_free);
+        // `release_body` gives the old body back to the contiguous free area when it
+        // is the last one.
+        let first_free = if old.offset + old.len == first_free {
+            old.offset
+        } else {
+            first_free
+        };
+        let tags_start = self.buf.len().saturating_sub(TAG_LEN * self.count);
+        first_free + new_len <= tags_start
+    }
+
     /// Full consistency check beyond what [`Page::new`] checks: keys in ascending
     /// order, records not overlapping, reserved fields zero.
     pub fn check(&self) -> Result<(), PageFormatError> {

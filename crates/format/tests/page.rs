@@ -385,3 +385,53 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// `record_span` is where the record's body lies, and whenever
+    /// `replaces_without_moving_bodies` says so, a replace changes no byte of the other
+    /// records' bodies below the first free offset: what undo images rely on to save
+    /// only the replaced record.
+    #[test]
+    fn replaces_without_moving_bodies_leave_the_other_bodies_alone(
+        sizes in proptest::collection::vec(1usize..900, 1..30),
+        holes in proptest::collection::vec(any::<u16>(), 0..6),
+        index in any::<u16>(),
+        new_len in 0usize..1400,
+    ) {
+        let mut buf = vec![0u8; 8192];
+        let mut p = PageMut::format(&mut buf, 9, 2, flags::LEAF, 5);
+        for (i, &n) in sizes.iter().enumerate() {
+            if p.fits(4, n) {
+                p.append(&(i as u32).to_be_bytes(), &vec![i as u8; n]).unwrap();
+            }
+        }
+        for h in holes {
+            let count = p.record_count();
+            if count > 1 {
+                p.delete(usize::from(h) % count);
+            }
+        }
+        let count = p.record_count();
+        prop_assume!(count > 0);
+        let index = usize::from(index) % count;
+        let before = buf.clone();
+        let page = Page::new(&before).unwrap();
+        let span = page.record_span(index).unwrap();
+        let r = page.record(index).unwrap();
+        prop_assert_eq!(span.len(), record_len(r.key.len(), r.data.len()));
+        prop_assert_eq!(&before[span.start + KEY_LEN_PREFIX..span.start + KEY_LEN_PREFIX + r.key.len()], r.key);
+        let in_place = page.replaces_without_moving_bodies(index, new_len);
+        let head = usize::from(page.header().first_free);
+        let others: Vec<_> = (0..count).filter(|&i| i != index).map(|i| page.record_span(i).unwrap()).collect();
+        let mut p = PageMut::new(&mut buf).unwrap();
+        if p.replace_data(index, &vec![0xEE; new_len]).is_err() {
+            return Ok(());
+        }
+        if in_place {
+            for s in others {
+                let end = s.end.min(head);
+                prop_assert_eq!(&buf[s.start..end], &before[s.start..end]);
+            }
+        }
+    }
+}

@@ -157,17 +157,45 @@ impl ViewKey {
     /// function of the sort key). ESE keeps that column in the index key; here the
     /// 4-byte sort key orders the entries and the column rides in the data, so an entry
     /// has a real index entry's size.
-    pub fn entry_data(self) -> Vec<u8> {
-        let len = sort_column_len(self.sort);
-        let mut data = Vec::with_capacity(KEY_LEN + len);
-        data.extend_from_slice(&self.message_key().encode());
+    /// Built inline (no allocation: one is inserted per message).
+    pub fn entry_data(self) -> ViewEntryData {
+        let len = KEY_LEN + sort_column_len(self.sort);
+        let mut bytes = [0u8; VIEW_ENTRY_DATA_MAX];
+        bytes[..KEY_LEN].copy_from_slice(&self.message_key().encode());
         let mut x = u64::from(self.sort) ^ 0x5157_0C01;
-        while data.len() < KEY_LEN + len {
+        let mut at = KEY_LEN;
+        while at < len {
             x = splitmix64(x);
-            let take = (KEY_LEN + len - data.len()).min(8);
-            data.extend_from_slice(&x.to_le_bytes()[..take]);
+            let take = (len - at).min(8);
+            bytes[at..at + take].copy_from_slice(&x.to_le_bytes()[..take]);
+            at += take;
         }
-        data
+        ViewEntryData { bytes, len }
+    }
+}
+
+/// Longest view entry data: the bookmark and the longest sort column.
+const VIEW_ENTRY_DATA_MAX: usize = KEY_LEN + 128;
+
+/// A view index entry's data ([`ViewKey::entry_data`]), held inline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ViewEntryData {
+    bytes: [u8; VIEW_ENTRY_DATA_MAX],
+    len: usize,
+}
+
+impl ViewEntryData {
+    /// The data as a slice.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+impl std::ops::Deref for ViewEntryData {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
     }
 }
 
@@ -324,13 +352,14 @@ impl RowHeader {
         &row[ROW_FIXED_LEN..row.len() - self.inline_body(row).len()]
     }
 
-    /// A whole row: this header, `props`, then `inline_body` (empty for long values).
-    pub fn encode(&self, props: &[u8], inline_body: &[u8]) -> Vec<u8> {
-        let mut row = vec![0u8; ROW_FIXED_LEN + props.len() + inline_body.len()];
-        self.write(&mut row);
+    /// A whole row into `row` (emptied first; a buffer the caller reuses): this header,
+    /// `props`, then `inline_body` (empty for long values).
+    pub fn encode_into(&self, props: &[u8], inline_body: &[u8], row: &mut Vec<u8>) {
+        row.clear();
+        row.resize(ROW_FIXED_LEN + props.len() + inline_body.len(), 0);
+        self.write(row);
         row[ROW_FIXED_LEN..ROW_FIXED_LEN + props.len()].copy_from_slice(props);
         row[ROW_FIXED_LEN + props.len()..].copy_from_slice(inline_body);
-        row
     }
 }
 
@@ -427,10 +456,17 @@ mod tests {
         assert!(sorts.windows(2).any(|w| w[0] > w[1]) && sorts.windows(2).any(|w| w[0] < w[1]));
     }
 
+    fn encode(header: &RowHeader, props: &[u8], inline_body: &[u8]) -> Vec<u8> {
+        // Into a dirty buffer: encoding must replace what was there.
+        let mut row = vec![0xAB; 3];
+        header.encode_into(props, inline_body, &mut row);
+        row
+    }
+
     #[test]
     fn rows_round_trip() {
         let inline = RowHeader::for_message(7, 5, 99, 0xDEAD_BEEF);
-        let row = inline.encode(b"props", b"hello");
+        let row = encode(&inline, b"props", b"hello");
         let back = RowHeader::decode(&row).unwrap();
         assert_eq!(back, inline);
         assert_eq!(
@@ -439,7 +475,7 @@ mod tests {
         );
         let long = RowHeader::for_message(8, 50_000, 1, 3);
         assert!(long.long && long.lvid == 8);
-        let row = long.encode(b"p", &[]);
+        let row = encode(&long, b"p", &[]);
         let back = RowHeader::decode(&row).unwrap();
         assert_eq!(
             (back.props(&row), back.inline_body(&row)),
@@ -447,7 +483,7 @@ mod tests {
         );
         // Too short for its fixed part or for the inline body it claims.
         assert_eq!(RowHeader::decode(&row[..10]), None);
-        let mut lying = inline.encode(b"", b"hello");
+        let mut lying = encode(&inline, b"", b"hello");
         lying[1] = 200;
         assert_eq!(RowHeader::decode(&lying), None);
     }

@@ -9,17 +9,54 @@ use super::*;
 #[derive(Clone, Debug)]
 pub struct LeafPosition {
     /// Branch pages from the root down, with the entry followed in each.
-    pub path: Vec<(Pgno, usize)>,
+    pub path: TreePath,
     /// The leaf.
     pub leaf: Pgno,
     /// `Ok(i)`: the key is record i; `Err(i)`: it would be inserted at i.
     pub slot: Result<usize, usize>,
 }
 
+/// The branch pages of a descent, held inline: every lookup, insert and delete
+/// descends, and a heap-allocated path was the engine's commonest allocation (a
+/// third of all mallocs per transaction). Holds up to `MAX_DEPTH + 1` entries, the
+/// most a descent keeps before it reports a cycle.
+#[derive(Clone, Debug)]
+pub struct TreePath {
+    len: usize,
+    entries: [(Pgno, usize); MAX_DEPTH + 1],
+}
+
+impl TreePath {
+    fn new() -> TreePath {
+        TreePath {
+            len: 0,
+            entries: [(Pgno::NONE, 0); MAX_DEPTH + 1],
+        }
+    }
+
+    /// Adds the next branch down; false (nothing added) when the path is full.
+    fn push(&mut self, entry: (Pgno, usize)) -> bool {
+        let Some(slot) = self.entries.get_mut(self.len) else {
+            return false;
+        };
+        *slot = entry;
+        self.len += 1;
+        true
+    }
+}
+
+impl std::ops::Deref for TreePath {
+    type Target = [(Pgno, usize)];
+
+    fn deref(&self) -> &[(Pgno, usize)] {
+        &self.entries[..self.len]
+    }
+}
+
 /// Descends from `root` to the leaf for `key`.
 pub fn descend(g: &mut Guard<'_>, root: Pgno, key: &[u8]) -> TreeResult<LeafPosition> {
     let mut pgno = root;
-    let mut path = Vec::new();
+    let mut path = TreePath::new();
     loop {
         let frame = frame_of(g, pgno)?;
         let page = view(g, frame, pgno)?;
@@ -42,8 +79,7 @@ pub fn descend(g: &mut Guard<'_>, root: Pgno, key: &[u8]) -> TreeResult<LeafPosi
         }
         let index = route(&page, pgno, key)?;
         let child = child_of(&page, pgno, index)?;
-        path.push((pgno, index));
-        if path.len() > MAX_DEPTH {
+        if !path.push((pgno, index)) || path.len() > MAX_DEPTH {
             return Err(corrupt(pgno, "tree deeper than 32 levels (a cycle?)"));
         }
         pgno = child;
@@ -149,21 +185,22 @@ pub fn last_leaf_free_space(g: &Guard<'_>, root: Pgno) -> TreeResult<usize> {
     Err(corrupt(root, "tree deeper than 32 levels (a cycle?)"))
 }
 
-/// Reads the record with exactly `key`, if present.
-pub fn get(g: &mut Guard<'_>, root: Pgno, key: &[u8]) -> TreeResult<Option<Vec<u8>>> {
+/// Reads the data of the record with exactly `key` into `out` (emptied first; a
+/// buffer the caller reuses); returns whether the record is present.
+pub fn get_into(g: &mut Guard<'_>, root: Pgno, key: &[u8], out: &mut Vec<u8>) -> TreeResult<bool> {
+    out.clear();
     let pos = descend(g, root, key)?;
     match pos.slot {
         Ok(i) => {
             let frame = frame_of(g, pos.leaf)?;
             let page = view(g, frame, pos.leaf)?;
-            Ok(Some(
-                page.record(i)
-                    .map_err(|e| corrupt(pos.leaf, e.to_string()))?
-                    .data
-                    .to_vec(),
-            ))
+            let record = page
+                .record(i)
+                .map_err(|e| corrupt(pos.leaf, e.to_string()))?;
+            out.extend_from_slice(record.data);
+            Ok(true)
         }
-        Err(_) => Ok(None),
+        Err(_) => Ok(false),
     }
 }
 

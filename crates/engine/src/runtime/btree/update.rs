@@ -13,7 +13,9 @@ pub(super) fn modify(
     op: RedoRef<'_>,
 ) -> TreeResult<()> {
     let frame = frame_of(g, pgno)?;
-    apply(g, cs, frame, pgno, op.code(), op.encode(), false)
+    let mut payload = reuse::take_payload(op.encoded_len());
+    op.encode_into(&mut payload);
+    apply(g, cs, frame, pgno, op.code(), payload, false)
 }
 
 /// Applies the op encoded as `payload` (the log record's, moved into it: the data is
@@ -38,8 +40,10 @@ pub(super) fn apply(
         cs.touched.push((frame, pgno));
     }
     if let Some((_, image)) = cs.originals.iter_mut().find(|(f, _)| *f == frame) {
-        if !leaves_bodies_alone(&op, g.page(frame)) {
-            image.keep_bodies(g.page(frame));
+        match bodies_rewritten(&op, g.page(frame)) {
+            BodiesRewritten::None => {}
+            BodiesRewritten::Span(span) => image.keep_span(g.page(frame), span),
+            BodiesRewritten::Any => image.keep_bodies(g.page(frame)),
         }
     }
     let after = {
@@ -60,15 +64,43 @@ pub(super) fn apply(
     Ok(())
 }
 
-/// Whether `op` leaves the record bodies of `page` byte for byte where they are, so an
-/// undo image need not copy them: link changes, and inserts that append at the first
-/// free offset without compacting. Everything else may move or zero bodies.
-pub(super) fn leaves_bodies_alone(op: &RedoRef<'_>, page: &[u8]) -> bool {
+/// Which record bodies of a page an op may rewrite (what its undo image must save of
+/// them first).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum BodiesRewritten {
+    /// None: link changes, and inserts that append at the first free offset without
+    /// compacting.
+    None,
+    /// Only these bytes of the bodies (and bytes from the first free offset on): a
+    /// delete's record, a replace's record when it does not compact.
+    Span(std::ops::Range<usize>),
+    /// Any: everything else may move or zero bodies.
+    Any,
+}
+
+/// What of the record bodies of `page` `op` may rewrite.
+pub(super) fn bodies_rewritten(op: &RedoRef<'_>, page: &[u8]) -> BodiesRewritten {
+    let Ok(p) = Page::new_unvalidated(page) else {
+        return BodiesRewritten::Any;
+    };
+    let span = |index: u16| {
+        p.record_span(usize::from(index))
+            .map_or(BodiesRewritten::Any, BodiesRewritten::Span)
+    };
     match *op {
-        RedoRef::SetLinks { .. } => true,
-        RedoRef::Insert { key, data, .. } => Page::new_unvalidated(page)
-            .is_ok_and(|p| p.inserts_without_moving_bodies(key.len(), data.len())),
-        _ => false,
+        RedoRef::SetLinks { .. } => BodiesRewritten::None,
+        RedoRef::Insert { key, data, .. }
+            if p.inserts_without_moving_bodies(key.len(), data.len()) =>
+        {
+            BodiesRewritten::None
+        }
+        RedoRef::Delete { index } => span(index),
+        RedoRef::ReplaceData { index, data }
+            if p.replaces_without_moving_bodies(usize::from(index), data.len()) =>
+        {
+            span(index)
+        }
+        _ => BodiesRewritten::Any,
     }
 }
 

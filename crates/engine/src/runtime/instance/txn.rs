@@ -14,7 +14,7 @@ use edbstress_format::log::{LogPosition, LogRecord};
 use edbstress_format::{PageSize, Pgno};
 
 use crate::error::EngineError;
-use crate::runtime::btree::{self, ChangeSet, Guard, TreeError};
+use crate::runtime::btree::{self, ChangeSet, Guard, TreeError, reuse};
 use crate::runtime::schema::{
     INLINE_BODY_MAX, KEY_LEN, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_ROOT, MessageKey,
     RowHeader, VIEW_INDEX_ROOT, ViewKey, chunk_len, record_footprint, view_sort_key,
@@ -36,14 +36,15 @@ impl Instance {
         durability: Durability,
         attempt: impl FnMut(&mut Guard<'_>, &mut ChangeSet) -> Result<T, TreeError>,
     ) -> Result<(T, LogPosition, u32), EngineError> {
-        let mut pinned = Vec::new();
+        let mut pinned = reuse::take_pins();
         let result = self.run_pinning(durability, attempt, &mut pinned);
         if !pinned.is_empty() {
             let mut g = self.cache.lock();
-            for pgno in pinned {
+            for &pgno in &pinned {
                 g.unpin(pgno);
             }
         }
+        reuse::recycle_pins(pinned);
         result
     }
 
@@ -83,7 +84,8 @@ impl Instance {
                         return Ok((value, LogPosition::default(), retries));
                     }
                     let lazy = durability == Durability::Lazy;
-                    let mut records = Vec::with_capacity(cs.records.len() + 2);
+                    // A vector kept from the session's earlier change sets.
+                    let mut records = cs.log_buffer();
                     if self.config.torn_write_protection {
                         // Ahead of the change, in the same append: the page's first_dirty
                         // (and so the checkpoint) then never passes its image.
@@ -94,6 +96,7 @@ impl Instance {
                     records.push(LogRecord::Commit { trx, lazy });
                     let start = self.log.current();
                     let end = self.log.append(&records)?;
+                    cs.recycle_log_buffer(records);
                     for &(frame, _) in &cs.touched {
                         g.mark_dirty_span(frame, start, end);
                     }
@@ -193,8 +196,11 @@ impl Instance {
                         let sort = view_sort_key(message);
                         let header =
                             RowHeader::for_message(message, body.len() as u32, unix_now(), sort);
-                        let row = header.encode(props, if header.long { &[][..] } else { body });
+                        let mut row = reuse::take_row();
+                        let inline = if header.long { &[][..] } else { body };
+                        header.encode_into(props, inline, &mut row);
                         btree::insert(g, cs, MAILBOX_TABLE_ROOT, &key.encode(), &row)?;
+                        reuse::recycle_row(row);
                         if header.long {
                             insert_chunks(g, cs, message, body, chunk_len)?;
                         }
@@ -202,11 +208,14 @@ impl Instance {
                         inserted.push(key);
                     }
                     TxnOp::Delete { key } => {
-                        let Some(row) = btree::get(g, MAILBOX_TABLE_ROOT, &key.encode())? else {
+                        let mut row = reuse::take_row();
+                        if !btree::get_into(g, MAILBOX_TABLE_ROOT, &key.encode(), &mut row)? {
+                            reuse::recycle_row(row);
                             found.push(false);
                             continue;
-                        };
+                        }
                         let fixed = RowHeader::decode(&row).ok_or_else(|| bad_row(key))?;
+                        reuse::recycle_row(row);
                         if fixed.long {
                             delete_chunks(g, cs, fixed.lvid, fixed.body_len, chunk_len)?;
                         }
@@ -220,13 +229,16 @@ impl Instance {
                         body,
                         resort,
                     } => {
-                        let Some(row) = btree::get(g, MAILBOX_TABLE_ROOT, &key.encode())? else {
+                        let mut row = reuse::take_row();
+                        if !btree::get_into(g, MAILBOX_TABLE_ROOT, &key.encode(), &mut row)? {
+                            reuse::recycle_row(row);
                             found.push(false);
                             continue;
-                        };
+                        }
                         let fixed = RowHeader::decode(&row).ok_or_else(|| bad_row(key))?;
                         let sort = resort.unwrap_or(fixed.sort);
-                        let new_row = match body {
+                        let mut new_row = reuse::take_row();
+                        match body {
                             Some(body) => {
                                 if fixed.long {
                                     delete_chunks(g, cs, fixed.lvid, fixed.body_len, chunk_len)?;
@@ -240,14 +252,19 @@ impl Instance {
                                 if header.long {
                                     insert_chunks(g, cs, key.message, body, chunk_len)?;
                                 }
-                                header.encode(props, if header.long { &[][..] } else { body })
+                                let inline = if header.long { &[][..] } else { body };
+                                header.encode_into(props, inline, &mut new_row);
                             }
                             // Properties only: the body (inline or long) stays as it was.
-                            None => {
-                                RowHeader { sort, ..fixed }.encode(props, fixed.inline_body(&row))
-                            }
-                        };
+                            None => RowHeader { sort, ..fixed }.encode_into(
+                                props,
+                                fixed.inline_body(&row),
+                                &mut new_row,
+                            ),
+                        }
+                        reuse::recycle_row(row);
                         btree::replace(g, cs, MAILBOX_TABLE_ROOT, &key.encode(), &new_row)?;
+                        reuse::recycle_row(new_row);
                         if sort != fixed.sort {
                             delete_view_entry(g, cs, ViewKey::of(key, fixed.sort))?;
                             insert_view_entry(g, cs, ViewKey::of(key, sort))?;
@@ -278,10 +295,14 @@ impl Instance {
         self.counters.reads.fetch_add(1, Ordering::Relaxed);
         let mut previous: Option<Vec<u8>> = None;
         for _ in 0..100 {
-            let (row, _, _) = self.run(Durability::Lazy, |g, _| {
-                btree::get(g, MAILBOX_TABLE_ROOT, &key.encode())
+            let mut row = reuse::take_row();
+            let (present, _, _) = self.run(Durability::Lazy, |g, _| {
+                btree::get_into(g, MAILBOX_TABLE_ROOT, &key.encode(), &mut row)
             })?;
-            let Some(row) = row else { return Ok(None) };
+            if !present {
+                reuse::recycle_row(row);
+                return Ok(None);
+            }
             let fixed = RowHeader::decode(&row).ok_or_else(|| self.corrupt_row(key))?;
             let props = fixed.props(&row).to_vec();
             let body = if !with_body {
@@ -311,6 +332,7 @@ impl Instance {
             } else {
                 Some(fixed.inline_body(&row).to_vec())
             };
+            reuse::recycle_row(row);
             return Ok(Some(Message {
                 key,
                 props,
