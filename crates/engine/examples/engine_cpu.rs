@@ -78,6 +78,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sessions: u32 = args.get(5).map_or(Ok(16), |s| s.parse())?;
     // The log's split tail write (on, as in `InstanceConfig::new`), or "no-split-tail".
     let split_tail_write = args.get(6).is_none_or(|s| s != "no-split-tail");
+    // Sessions as tasks on this many threads (0: a thread per session).
+    let task_threads: u32 = std::env::var("ENGINE_CPU_TASK_THREADS")
+        .ok()
+        .map_or(Ok(0), |s| s.parse())?;
 
     let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
     let options = PrepareOptions {
@@ -101,9 +105,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let run = |measure: Duration| {
         stop.store(false, Ordering::Relaxed);
         std::thread::scope(|scope| {
-            for s in 0..sessions {
+            let session = |s: u32| {
                 let (instance, stop, ops) = (&instance, &stop, &ops);
-                scope.spawn(move || {
+                move || {
                     let mut rng =
                         ContentGenerator::for_stream(u64::from(s) + 1, Compressibility::MAIL);
                     let mut props = vec![0u8; 300];
@@ -165,7 +169,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         }
                         ops.fetch_add(1, Ordering::Relaxed);
                     }
-                });
+                }
+            };
+            if task_threads == 0 {
+                for s in 0..sessions {
+                    scope.spawn(session(s));
+                }
+            } else {
+                // Sessions as tasks: `task_threads` threads, each running its share.
+                for t in 0..task_threads {
+                    let tasks: Vec<edbstress_io::tasks::Task<'_>> = (0..sessions)
+                        .filter(|s| s % task_threads == t)
+                        .map(|s| Box::new(session(s)) as edbstress_io::tasks::Task<'_>)
+                        .collect();
+                    let stop = &stop;
+                    scope.spawn(move || {
+                        if let Err(e) = edbstress_io::tasks::run_tasks(tasks) {
+                            eprintln!("tasks: {e}");
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    });
+                }
             }
             let before = context_switches();
             std::thread::sleep(measure);
