@@ -78,10 +78,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sessions: u32 = args.get(5).map_or(Ok(16), |s| s.parse())?;
     // The log's split tail write (on, as in `InstanceConfig::new`), or "no-split-tail".
     let split_tail_write = args.get(6).is_none_or(|s| s != "no-split-tail");
-    // Sessions as tasks on this many threads (0: a thread per session).
+    // Sessions as tasks on this many threads, one per CPU by default as in
+    // `edbstress run`; 0: a thread per session (the model before tasks).
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let task_threads: u32 = std::env::var("ENGINE_CPU_TASK_THREADS")
         .ok()
-        .map_or(Ok(0), |s| s.parse())?;
+        .map_or(Ok(cpus), |s| s.parse())?
+        .min(sessions);
 
     let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
     let options = PrepareOptions {
@@ -112,6 +115,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         ContentGenerator::for_stream(u64::from(s) + 1, Compressibility::MAIL);
                     let mut props = vec![0u8; 300];
                     while !stop.load(Ordering::Relaxed) {
+                        edbstress_io::tasks::yield_now();
                         let mailbox = rng.range(0..u64::from(mailboxes)) as u32;
                         let view_position = rng.range(0..1 << 32) as u32;
                         let lazy = if rng.range(0..100) < 70 {
@@ -236,7 +240,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let (hits, misses) = (c.hits - before_cache.hits, c.misses - before_cache.misses);
     println!(
-        "{elapsed:.1} s, {sessions} sessions, cache {cache_mib} MiB of a {db_gib} GiB database (hit ratio {:.1} %)",
+        "{elapsed:.1} s, {sessions} sessions ({}), cache {cache_mib} MiB of a {db_gib} GiB database (hit ratio {:.1} %)",
+        if task_threads == 0 {
+            "a thread each".to_string()
+        } else {
+            format!("as tasks on {task_threads} threads")
+        },
         100.0 * hits as f64 / (hits + misses).max(1) as f64
     );
     println!(

@@ -61,6 +61,8 @@ enum Suspend {
     Sleep {
         until: Instant,
     },
+    /// Lets the other ready tasks run first.
+    Yield,
 }
 
 type TaskYielder = Yielder<Resume, Suspend>;
@@ -119,6 +121,15 @@ pub fn sleep_until(until: Instant) {
         Some(Resume::Go) => {}
         Some(Resume::Completed(_)) => unreachable!("a sleeping task is resumed to go on"),
         None => std::thread::sleep(until - now),
+    }
+}
+
+/// In a task: lets the thread's other ready tasks run before this one goes on. A task
+/// only gives its thread up when it waits; one whose work never waits (transactions
+/// that hit the cache and commit lazily) would otherwise keep it. Outside tasks: nothing.
+pub fn yield_now() {
+    if let Some(resumed) = suspend(Suspend::Yield) {
+        debug_assert!(matches!(resumed, Resume::Go));
     }
 }
 
@@ -370,6 +381,9 @@ impl Executor {
                     }
                     CoroutineResult::Yield(Suspend::Sleep { until }) => {
                         self.slots[i].sleeping = Some(until);
+                    }
+                    CoroutineResult::Yield(Suspend::Yield) => {
+                        self.ready.push_back((i, Resume::Go));
                     }
                 }
             }

@@ -2,8 +2,8 @@
 //! thread runs many tasks whose reads are all in flight at once on the backend its pool
 //! reserved for it, each task gets its own bytes back, the pool counts every read, a
 //! parked task wakes on a notification from another thread (none lost), sleeps end on
-//! time without blocking the other tasks, and a panicking task unwinds the others and
-//! gives the pool its backend back.
+//! time without blocking the other tasks, a task that never waits still lets the others
+//! run, and a panicking task unwinds the others and gives the pool its backend back.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -236,4 +236,23 @@ fn a_panicking_task_unwinds_the_others_and_frees_the_pool() {
             }
         });
     }
+}
+
+#[test]
+fn a_task_that_never_waits_yields_its_thread_to_the_others() {
+    let order = Mutex::new(Vec::new());
+    let tasks: Vec<Task<'_>> = (0..2u32)
+        .map(|t| {
+            let order = &order;
+            Box::new(move || {
+                for _ in 0..3 {
+                    tasks::yield_now();
+                    order.lock().unwrap().push(t);
+                }
+            }) as Task<'_>
+        })
+        .collect();
+    tasks::run_tasks(tasks).unwrap();
+    assert_eq!(order.into_inner().unwrap(), [0, 1, 0, 1, 0, 1]);
+    tasks::yield_now(); // outside tasks: nothing
 }
