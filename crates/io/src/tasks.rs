@@ -483,11 +483,20 @@ impl Executor {
     fn sleep(&mut self) -> Result<(), IoError> {
         let wake_at = self.slots.iter().filter_map(|s| s.sleeping).min();
         let mut parked = false;
+        // Each event once: most parked tasks wait on the same few (the log's rounds).
+        let mut registered: Vec<*const TaskEvent> = Vec::new();
         for slot in &self.slots {
             if let Some((event, seen)) = slot.parked {
                 parked = true;
                 // SAFETY: as in `unpark`.
-                if !unsafe { &*event }.sleep_on(&self.wake, seen) {
+                let event_ref = unsafe { &*event };
+                let still = if registered.contains(&event) {
+                    event_ref.epoch() == seen
+                } else {
+                    registered.push(event);
+                    event_ref.sleep_on(&self.wake, seen)
+                };
+                if !still {
                     return Ok(());
                 }
             }
@@ -526,7 +535,8 @@ impl Executor {
             });
         }
         poll(&mut fds, wake_at)?;
-        if parked {
+        // Our eventfd is last when polled; read it only when it fired.
+        if parked && fds.last().is_some_and(|f| f.revents & libc::POLLIN != 0) {
             self.wake.reset();
         }
         Ok(())
