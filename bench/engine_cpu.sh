@@ -15,10 +15,14 @@
 # Then fio's CPU per read in two models on the same file, each with SESSIONS reads
 # outstanding, unthrottled (both then run at the rate the device's latency allows, and
 # fio's rate control, which sleeps, stays out of the figures): one thread per
-# outstanding read (SESSIONS threads at queue depth 1, how the engine's sessions read
-# today) and one io_uring ring per core (2 threads at queue depth SESSIONS/2, what
-# sessions run as tasks over a ring per core would do). The difference is what the
-# thread-per-session model costs per read on this machine.
+# outstanding read (SESSIONS threads at queue depth 1, how sessions with a thread each
+# read) and one io_uring ring per core (2 threads at queue depth SESSIONS/2, how
+# sessions running as tasks read). The difference is what the thread-per-session model
+# costs per read on this machine.
+#
+# The engine's sessions run as tasks on one thread per CPU, as in `edbstress run`
+# (since 2026-11-26); ENGINE_CPU_TASK_THREADS=N runs them on N threads, and
+# ENGINE_CPU_TASK_THREADS=0 gives each session a thread of its own (the model before).
 #
 # Usage: bench/engine_cpu.sh [DIR] [DB_GIB] [CACHE_MIB] [SECONDS] [SESSIONS]
 set -euo pipefail

@@ -80,6 +80,10 @@ pub struct RunArgs {
     /// Sessions running transactions, 1 to 1024 [default: 4 per database, at least 8].
     #[arg(long, value_name = "N", value_parser = count::<u32>("a count", 0, None), allow_hyphen_values = true)]
     pub threads: Option<u32>,
+    /// Threads the sessions run on as tasks; 0 gives each session a thread of its own
+    /// [default: one per CPU].
+    #[arg(long, value_name = "N", value_parser = count::<u32>("a count", 0, None), allow_hyphen_values = true)]
+    pub session_threads: Option<u32>,
     /// Find the largest session count that meets the thresholds.
     #[arg(long)]
     pub auto_tune: bool,
@@ -154,6 +158,7 @@ impl RunArgs {
             torn_write_protection: self.torn_write_protection.then_some(true),
             allow_cached_databases: self.allow_cached_databases.then_some(true),
             threads: self.threads,
+            session_threads: self.session_threads,
             auto_tune: self.auto_tune.then_some(true),
             duration: self.duration,
             sample_interval: self.sample_interval,

@@ -78,6 +78,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sessions: u32 = args.get(5).map_or(Ok(16), |s| s.parse())?;
     // The log's split tail write (on, as in `InstanceConfig::new`), or "no-split-tail".
     let split_tail_write = args.get(6).is_none_or(|s| s != "no-split-tail");
+    // Sessions as tasks on this many threads, one per CPU by default as in
+    // `edbstress run`; 0: a thread per session (the model before tasks).
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let task_threads: u32 = std::env::var("ENGINE_CPU_TASK_THREADS")
+        .ok()
+        .map_or(Ok(cpus), |s| s.parse())?
+        .min(sessions);
 
     let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
     let options = PrepareOptions {
@@ -101,15 +108,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let run = |measure: Duration| {
         stop.store(false, Ordering::Relaxed);
         std::thread::scope(|scope| {
-            for s in 0..sessions {
+            let session = |s: u32| {
                 let (instance, stop, ops) = (&instance, &stop, &ops);
-                scope.spawn(move || {
+                move || {
                     let mut rng =
                         ContentGenerator::for_stream(u64::from(s) + 1, Compressibility::MAIL);
                     let mut props = vec![0u8; 300];
                     // Reused: the bench should not charge the engine its own allocations.
                     let mut body = Vec::new();
                     while !stop.load(Ordering::Relaxed) {
+                        edbstress_io::tasks::yield_now();
                         let mailbox = rng.range(0..u64::from(mailboxes)) as u32;
                         let view_position = rng.range(0..1 << 32) as u32;
                         let lazy = if rng.range(0..100) < 70 {
@@ -167,7 +175,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         }
                         ops.fetch_add(1, Ordering::Relaxed);
                     }
-                });
+                }
+            };
+            if task_threads == 0 {
+                for s in 0..sessions {
+                    scope.spawn(session(s));
+                }
+            } else {
+                // Sessions as tasks: `task_threads` threads, each running its share.
+                for t in 0..task_threads {
+                    let tasks: Vec<edbstress_io::tasks::Task<'_>> = (0..sessions)
+                        .filter(|s| s % task_threads == t)
+                        .map(|s| Box::new(session(s)) as edbstress_io::tasks::Task<'_>)
+                        .collect();
+                    let stop = &stop;
+                    scope.spawn(move || {
+                        if let Err(e) = edbstress_io::tasks::run_tasks(tasks) {
+                            eprintln!("tasks: {e}");
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    });
+                }
             }
             let before = context_switches();
             std::thread::sleep(measure);
@@ -214,7 +242,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let (hits, misses) = (c.hits - before_cache.hits, c.misses - before_cache.misses);
     println!(
-        "{elapsed:.1} s, {sessions} sessions, cache {cache_mib} MiB of a {db_gib} GiB database (hit ratio {:.1} %)",
+        "{elapsed:.1} s, {sessions} sessions ({}), cache {cache_mib} MiB of a {db_gib} GiB database (hit ratio {:.1} %)",
+        if task_threads == 0 {
+            "a thread each".to_string()
+        } else {
+            format!("as tasks on {task_threads} threads")
+        },
         100.0 * hits as f64 / (hits + misses).max(1) as f64
     );
     println!(

@@ -1,7 +1,9 @@
 //! Many sessions on the instance lock at once, on a cache far smaller than the pages
 //! they share, while the page writer evicts: every access (hit or miss) sees the newest
 //! committed bytes, a pinned page stays cached across releases of the lock, pin counts
-//! return to zero and no change is lost. Asserted on page contents and counters.
+//! return to zero and no change is lost. Asserted on page contents and counters. The
+//! same with the sessions running as tasks on two threads (`edbstress_io::tasks`):
+//! their reads and their waits for each other's reads suspend the task, not the thread.
 
 use std::collections::HashMap;
 use std::thread;
@@ -10,6 +12,7 @@ use edbstress_engine::{CacheGuard, FrameId, PageCache};
 use edbstress_format::Pgno;
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_io::BackendKind;
+use edbstress_io::tasks::{Task, run_tasks};
 
 mod cache_common;
 use cache_common::*;
@@ -21,12 +24,22 @@ const OPS: u64 = 1200;
 
 #[test]
 fn sessions_sharing_pages_see_the_newest_bytes_while_the_writer_evicts() {
-    sessions_sharing_pages(BackendKind::Auto);
+    sessions_sharing_pages(BackendKind::Auto, 0);
 }
 
 #[test]
 fn sessions_sharing_pages_with_the_threads_backend() {
-    sessions_sharing_pages(BackendKind::Threads);
+    sessions_sharing_pages(BackendKind::Threads, 0);
+}
+
+#[test]
+fn sessions_as_tasks_sharing_pages_see_the_newest_bytes() {
+    sessions_sharing_pages(BackendKind::Auto, 2);
+}
+
+#[test]
+fn sessions_as_tasks_sharing_pages_with_the_threads_backend() {
+    sessions_sharing_pages(BackendKind::Threads, 2);
 }
 
 type Cache = PageCache<HashMap<u32, u64>>;
@@ -42,63 +55,78 @@ fn resident<'a>(cache: &'a Cache, mut guard: Guard<'a>, pgno: u32) -> (Guard<'a>
     }
 }
 
-fn sessions_sharing_pages(backend: BackendKind) {
+/// `task_threads` 0: a thread per session; else the sessions run as tasks on that many
+/// threads.
+fn sessions_sharing_pages(backend: BackendKind, task_threads: u64) {
     let db = database();
     let wal = FakeWal::new(1000);
     let mut cfg = config(48);
     cfg.backend = backend;
     // The engine state under the instance lock: each page's last committed marker.
     let cache = new_cache_with(&db, cfg, &wal, HashMap::<u32, u64>::new());
-    thread::scope(|s| {
-        for t in 0..SESSIONS {
-            let (cache, wal) = (&cache, &wal);
-            s.spawn(move || {
-                let mut rng = 0x2545_F491_4F6C_DD1Du64 ^ (t + 1);
-                let mut next = || {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    rng
-                };
-                for i in 0..OPS {
-                    let pgno = 1 + (next() % PAGES) as u32;
-                    let (mut guard, f) = resident(cache, cache.lock(), pgno);
-                    // Whatever the path (hit, own read, another session's read, a page
-                    // back from its eviction write), the bytes are the last commit's.
-                    let expected = guard.state_ref().get(&pgno).copied();
-                    assert_eq!(
-                        test_marker(guard.page(f)),
-                        expected,
-                        "page {pgno}: stale bytes"
-                    );
-                    match next() % 4 {
-                        0 | 1 => {
-                            let end = wal.append(50);
-                            let value = end << 8 | t;
-                            set_marker(guard.page_mut(f), value);
-                            guard.mark_dirty(f, pos(end));
-                            guard.state().insert(pgno, value);
-                        }
-                        2 => {
-                            // Pinned, the page survives releases of the lock while other
-                            // sessions fault pages in and the writer evicts.
-                            assert!(guard.pin(Pgno::new(pgno)));
-                            drop(guard);
-                            for _ in 0..3 {
-                                let other = 1 + (next() % PAGES) as u32;
-                                drop(resident(cache, cache.lock(), other));
-                            }
-                            let mut guard = cache.lock();
-                            assert!(
-                                guard.contains(Pgno::new(pgno)),
-                                "page {pgno} was evicted while pinned (op {i})"
-                            );
-                            guard.unpin(Pgno::new(pgno));
-                        }
-                        _ => {}
+    let session = |t: u64| {
+        let (cache, wal) = (&cache, &wal);
+        move || {
+            let mut rng = 0x2545_F491_4F6C_DD1Du64 ^ (t + 1);
+            let mut next = || {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng
+            };
+            for i in 0..OPS {
+                let pgno = 1 + (next() % PAGES) as u32;
+                let (mut guard, f) = resident(cache, cache.lock(), pgno);
+                // Whatever the path (hit, own read, another session's read, a page
+                // back from its eviction write), the bytes are the last commit's.
+                let expected = guard.state_ref().get(&pgno).copied();
+                assert_eq!(
+                    test_marker(guard.page(f)),
+                    expected,
+                    "page {pgno}: stale bytes"
+                );
+                match next() % 4 {
+                    0 | 1 => {
+                        let end = wal.append(50);
+                        let value = end << 8 | t;
+                        set_marker(guard.page_mut(f), value);
+                        guard.mark_dirty(f, pos(end));
+                        guard.state().insert(pgno, value);
                     }
+                    2 => {
+                        // Pinned, the page survives releases of the lock while other
+                        // sessions fault pages in and the writer evicts.
+                        assert!(guard.pin(Pgno::new(pgno)));
+                        drop(guard);
+                        for _ in 0..3 {
+                            let other = 1 + (next() % PAGES) as u32;
+                            drop(resident(cache, cache.lock(), other));
+                        }
+                        let mut guard = cache.lock();
+                        assert!(
+                            guard.contains(Pgno::new(pgno)),
+                            "page {pgno} was evicted while pinned (op {i})"
+                        );
+                        guard.unpin(Pgno::new(pgno));
+                    }
+                    _ => {}
                 }
-            });
+            }
+        }
+    };
+    thread::scope(|s| {
+        if task_threads == 0 {
+            for t in 0..SESSIONS {
+                s.spawn(session(t));
+            }
+        } else {
+            for thread in 0..task_threads {
+                let tasks: Vec<Task<'_>> = (thread..SESSIONS)
+                    .step_by(task_threads as usize)
+                    .map(|t| Box::new(session(t)) as Task<'_>)
+                    .collect();
+                s.spawn(move || run_tasks(tasks).expect("tasks"));
+            }
         }
     });
     let c = cache.counters();

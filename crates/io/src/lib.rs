@@ -72,6 +72,7 @@ mod power_cut {
 }
 pub mod probe;
 mod stats;
+pub mod tasks;
 
 pub use backend::{
     BackendKind, BackendPool, FileId, IoBackend, IoCompletion, IoOp, IoRequest, IoUringBackend,

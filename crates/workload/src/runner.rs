@@ -293,6 +293,7 @@ pub fn system_parameters(config: &RunConfig, threads: u32) -> SystemParameters {
         page_size: config.page_size.bytes() as u32,
         database_bytes: config.database_size,
         threads,
+        session_threads: config.session_threads_for(threads),
         open_loop: config.open_loop(),
         cache_min_bytes: config.cache_min_per_instance(),
         cache_max_bytes: config.cache_max_per_instance(),

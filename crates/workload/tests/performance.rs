@@ -26,6 +26,12 @@ fn throughput_performance_run_writes_a_complete_run_directory() {
     }
     assert!(!r.aborted);
     assert_eq!(r.instances.len(), 2);
+    // Sessions ran as tasks, one thread per CPU (at most one per session).
+    assert!(r.parameters.session_threads >= 1);
+    assert_eq!(
+        r.parameters.session_threads,
+        config.session_threads_for(r.parameters.threads)
+    );
     assert!(r.measured_seconds >= 2.5, "{}", r.measured_seconds);
     let reads = &r.totals.io[&IoClass::DbRead];
     assert!(
@@ -113,6 +119,8 @@ fn stress_run_uses_the_lenient_maxima() {
     let tmp = tempfile::tempdir().unwrap();
     let mut config = common::small_config(tmp.path(), TestType::Stress);
     config.duration = std::time::Duration::from_secs(2);
+    // The model before tasks: every session a thread of its own.
+    config.session_threads = Some(0);
     let stop = AtomicBool::new(false);
     let outcome = run(&config, &stop, &|_| {}).unwrap();
     let r = &outcome.results;
@@ -133,6 +141,7 @@ fn stress_run_uses_the_lenient_maxima() {
         .unwrap();
     assert_eq!(max.threshold, 200.0);
     assert!(r.verification.as_ref().unwrap().passed);
+    assert_eq!(r.parameters.session_threads, 0);
 }
 
 #[test]

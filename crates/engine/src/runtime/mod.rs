@@ -11,6 +11,7 @@
 //! - [`log`]: the transaction log writer and reader;
 //! - [`schema`], [`content`]: the data model (mailbox table, long values) and the bytes
 //!   of page payloads;
+//! - [`session_wait`]: what sessions wait on, as threads or as tasks;
 //! - [`lock`], [`dirlock`]: the database lock and the log-directory claim that keep two
 //!   processes off the same files.
 
@@ -23,3 +24,4 @@ pub(crate) mod lock;
 pub mod log;
 pub(crate) mod redo;
 pub(crate) mod schema;
+pub(crate) mod session_wait;

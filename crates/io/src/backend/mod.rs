@@ -30,6 +30,7 @@ mod threads;
 mod uring;
 
 pub use pool::BackendPool;
+pub(crate) use pool::ReservedSlot;
 pub use threads::{MAX_WORKER_THREADS, ThreadPoolBackend};
 pub use uring::IoUringBackend;
 
@@ -206,6 +207,10 @@ pub trait IoBackend: Send {
     fn stats(&self) -> &IoStats;
     /// Returns the counters and starts new ones.
     fn take_stats(&mut self) -> IoStats;
+    /// A descriptor that polls readable while completions wait to be reaped by `wait`,
+    /// for a thread that sleeps on several things at once (a thread of tasks). Only a
+    /// backend opened with [`open_backend_pollable`] is sure to have one.
+    fn completion_fd(&mut self) -> Result<std::os::fd::RawFd, IoError>;
 }
 
 /// Which backend [`open_backend`] creates.
@@ -279,6 +284,25 @@ pub fn open_backend(kind: BackendKind, depth: usize) -> Result<Box<dyn IoBackend
                 Ok(Box::new(ThreadPoolBackend::new(depth)?))
             }
         },
+    }
+}
+
+/// [`open_backend`] for a thread of tasks: its [`IoBackend::completion_fd`] wakes a
+/// `poll` when a completion arrives (an io_uring without cooperative task running, a
+/// thread pool that signals an eventfd).
+pub(crate) fn open_backend_pollable(
+    kind: BackendKind,
+    depth: usize,
+) -> Result<Box<dyn IoBackend>, IoError> {
+    check_depth(depth)?;
+    let kind = if crate::power_cut::armed() {
+        BackendKind::Threads
+    } else {
+        kind
+    };
+    match kind {
+        BackendKind::Threads => Ok(Box::new(ThreadPoolBackend::new(depth)?)),
+        BackendKind::IoUring | BackendKind::Auto => Ok(Box::new(IoUringBackend::pollable(depth)?)),
     }
 }
 

@@ -14,6 +14,7 @@
 //! Every request is timed and counted by the backend that carried it; [`BackendPool::stats`]
 //! merges them.
 
+use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -29,6 +30,11 @@ struct Slot {
     completions: Vec<IoCompletion>,
     /// Counters of backends of this slot that failed and were dropped.
     retired: IoStats,
+    /// Reserved by a thread of tasks (`reserve`): never lent to others.
+    reserved: bool,
+    /// Tags of the requests in flight on a reserved slot's backend (the tasks waiting
+    /// for them), so that a failed backend can tell each its request is lost.
+    tags: Vec<u64>,
 }
 
 /// A set of backends of one kind over the same files, lent to one thread per request
@@ -40,7 +46,8 @@ pub struct BackendPool {
     depth: usize,
     /// Registered in this order on every backend, so `FileId(i)` is `files[i]` on all.
     files: Vec<Arc<DataFile>>,
-    slots: Box<[Mutex<Slot>]>,
+    /// Shared with the threads of tasks that reserved one (`reserve`).
+    slots: Box<[Arc<Mutex<Slot>>]>,
     /// Backends opened so far (the lowest slots), for `backends()`.
     opened: AtomicUsize,
     /// Which slot the next caller that finds every slot lent out waits for: waiters
@@ -72,8 +79,8 @@ impl BackendPool {
         } else {
             BackendKind::Threads
         };
-        let slots: Box<[Mutex<Slot>]> = (0..max_backends)
-            .map(|_| Mutex::new(Slot::default()))
+        let slots: Box<[Arc<Mutex<Slot>>]> = (0..max_backends)
+            .map(|_| Arc::new(Mutex::new(Slot::default())))
             .collect();
         lock(&slots[0]).backend = Some(first);
         Ok(BackendPool {
@@ -106,7 +113,15 @@ impl BackendPool {
     /// it). The request is timed and counted by the backend that carried it. When the
     /// backend itself fails, its buffer may still belong to the kernel: it stays with
     /// the dropped backend, the error is returned and the next request opens a new one.
+    ///
+    /// Inside a task of [`run_tasks`](crate::tasks::run_tasks), the request goes to the
+    /// backend this pool reserved for the task's thread instead, and the task (not the
+    /// thread) waits for it.
     pub fn run(&self, request: IoRequest) -> Result<IoCompletion, IoError> {
+        let request = match crate::tasks::run_request(self, request) {
+            Ok(result) => return result,
+            Err(request) => request,
+        };
         let mut slot = self.acquire()?;
         let slot = &mut *slot;
         let Some(backend) = slot.backend.as_mut() else {
@@ -151,14 +166,14 @@ impl BackendPool {
     /// The lowest free slot, its backend opened; when every slot is lent out, waits for
     /// one (in turn, so that waiters spread over the slots).
     fn acquire(&self) -> Result<MutexGuard<'_, Slot>, IoError> {
-        let mut slot = self
+        let mut slot = match self
             .slots
             .iter()
-            .find_map(|slot| slot.try_lock().ok())
-            .unwrap_or_else(|| {
-                let i = self.next_wait.fetch_add(1, Ordering::Relaxed) % self.slots.len();
-                lock(&self.slots[i])
-            });
+            .find_map(|slot| slot.try_lock().ok().filter(|s| !s.reserved))
+        {
+            Some(slot) => slot,
+            None => self.wait_for_slot(self.slots.len())?,
+        };
         if slot.backend.is_none() {
             match open_with_files(self.kind, self.depth, &self.files) {
                 Ok(backend) => {
@@ -185,30 +200,197 @@ impl BackendPool {
             return None;
         }
         // Backends open in the lowest slots; a waiter takes its turn among them.
-        let i = self.next_wait.fetch_add(1, Ordering::Relaxed) % open;
-        let slot = lock(&self.slots[i]);
+        let slot = self.wait_for_slot(open).ok()?;
         slot.backend.is_some().then_some(slot)
+    }
+
+    /// One of the first `among` slots that is not reserved, waiting for it in turn
+    /// (waiters spread over the slots rather than queueing behind one).
+    fn wait_for_slot(&self, among: usize) -> Result<MutexGuard<'_, Slot>, IoError> {
+        for _ in 0..among {
+            let i = self.next_wait.fetch_add(1, Ordering::Relaxed) % among;
+            let slot = lock(&self.slots[i]);
+            if !slot.reserved {
+                return Ok(slot);
+            }
+        }
+        Err(IoError::Backend {
+            backend: self.name,
+            op: "lend a backend",
+            source: std::io::Error::other(
+                "every backend of the pool is reserved by threads of tasks",
+            ),
+        })
+    }
+
+    /// Reserves a slot for the calling thread of tasks, with a backend of room for
+    /// `depth` requests whose completions can be polled for
+    /// ([`ReservedSlot::completion_fd`]). Its counters stay in the pool's
+    /// [`stats`](Self::stats).
+    pub(crate) fn reserve(&self, depth: usize) -> Result<ReservedSlot, IoError> {
+        let depth = depth.clamp(1, super::MAX_DEPTH);
+        let backend = open_with_files_pollable(self.kind, depth, &self.files)?;
+        for slot in self.slots.iter() {
+            let Ok(mut guard) = slot.try_lock() else {
+                continue;
+            };
+            if guard.reserved {
+                continue;
+            }
+            guard.reserved = true;
+            if let Some(mut old) = guard.backend.take() {
+                let old_stats = old.take_stats();
+                guard.retired.merge(&old_stats);
+            } else {
+                self.opened.fetch_add(1, Ordering::Relaxed);
+            }
+            guard.backend = Some(backend);
+            drop(guard);
+            return Ok(ReservedSlot {
+                slot: Arc::clone(slot),
+                name: self.name,
+            });
+        }
+        Err(IoError::Backend {
+            backend: self.name,
+            op: "reserve a backend for tasks",
+            source: std::io::Error::other(format!(
+                "all {} backends of the pool are in use; run fewer threads of tasks",
+                self.slots.len()
+            )),
+        })
     }
 
     /// Drops the slot's failed backend, keeping its counters; the kernel may still hold
     /// its requests' buffers, which dropping it waits for (or leaks).
     fn broken(&self, slot: &mut Slot, what: &'static str) -> IoError {
-        if let Some(mut backend) = slot.backend.take() {
-            slot.retired.merge(&backend.take_stats());
-            tracing::warn!(
-                backend = self.name,
-                what,
-                "an I/O backend of a pool failed; it is replaced"
-            );
-            drop(backend);
+        if broken_backend(slot, self.name, what) {
             self.opened.fetch_sub(1, Ordering::Relaxed);
         }
-        slot.completions.clear();
-        IoError::Backend {
-            backend: self.name,
-            op: what,
-            source: std::io::Error::other("the backend lost a request"),
+        lost_request(self.name, what)
+    }
+}
+
+/// Drops the slot's failed backend, keeping its counters; true if it had one.
+fn broken_backend(slot: &mut Slot, name: &'static str, what: &'static str) -> bool {
+    slot.completions.clear();
+    let Some(mut backend) = slot.backend.take() else {
+        return false;
+    };
+    slot.retired.merge(&backend.take_stats());
+    tracing::warn!(
+        backend = name,
+        what,
+        "an I/O backend of a pool failed; it is replaced"
+    );
+    drop(backend);
+    true
+}
+
+fn lost_request(name: &'static str, what: &'static str) -> IoError {
+    IoError::Backend {
+        backend: name,
+        op: what,
+        source: std::io::Error::other("the backend lost a request"),
+    }
+}
+
+/// A pool's slot reserved for one thread of tasks: the requests of all its tasks go to
+/// its backend, submitted and reaped by that thread only. The slot's lock is taken
+/// only for each call, so the pool's `stats` can read its counters meanwhile.
+pub(crate) struct ReservedSlot {
+    slot: Arc<Mutex<Slot>>,
+    name: &'static str,
+}
+
+impl ReservedSlot {
+    /// Queues `request` (its `tag` names the waiting task).
+    pub(crate) fn submit(&self, request: IoRequest) -> Result<(), IoError> {
+        let mut slot = lock(&self.slot);
+        let tag = request.tag;
+        let backend = slot
+            .backend
+            .as_mut()
+            .ok_or_else(|| lost_request(self.name, "submit"))?;
+        backend.submit(request)?;
+        slot.tags.push(tag);
+        Ok(())
+    }
+
+    /// Submits what is queued and moves at least `min` completions (when that many are
+    /// in flight) to `out`. When the backend fails, it is dropped: the tasks waiting
+    /// for its requests are in [`ReservedSlot::lost_tags`].
+    pub(crate) fn wait(&self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        let mut guard = lock(&self.slot);
+        let slot = &mut *guard;
+        let Some(backend) = slot.backend.as_mut() else {
+            return Ok(());
+        };
+        if backend.in_flight() == 0 {
+            return Ok(());
         }
+        let before = out.len();
+        match backend.wait(min, out) {
+            Ok(_) => {
+                for completion in &out[before..] {
+                    if let Some(i) = slot.tags.iter().position(|&t| t == completion.tag) {
+                        slot.tags.swap_remove(i);
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => {
+                broken_backend(slot, self.name, "wait for a task's request");
+                Err(e)
+            }
+        }
+    }
+
+    /// The tags of requests lost with a failed backend (taken: each is told once).
+    pub(crate) fn lost_tags(&self) -> Vec<u64> {
+        let mut slot = lock(&self.slot);
+        if slot.backend.is_some() {
+            return Vec::new();
+        }
+        std::mem::take(&mut slot.tags)
+    }
+
+    /// Requests in flight.
+    pub(crate) fn in_flight(&self) -> usize {
+        lock(&self.slot)
+            .backend
+            .as_ref()
+            .map_or(0, |b| b.in_flight())
+    }
+
+    /// Submits what is queued without waiting.
+    pub(crate) fn flush(&self) -> Result<(), IoError> {
+        match lock(&self.slot).backend.as_mut() {
+            Some(backend) => backend.flush(),
+            None => Ok(()),
+        }
+    }
+
+    /// A descriptor that polls readable when completions wait to be reaped.
+    pub(crate) fn completion_fd(&self) -> Result<RawFd, IoError> {
+        match lock(&self.slot).backend.as_mut() {
+            Some(backend) => backend.completion_fd(),
+            None => Err(lost_request(self.name, "poll")),
+        }
+    }
+
+    /// Gives the slot back to the pool. Its backend stays open for lending unless
+    /// requests are still in flight (their tasks are gone, after a panic or a failed
+    /// executor): then it is dropped, which waits for them, so that no later borrower
+    /// reaps a stranger's completion.
+    pub(crate) fn release(&self) {
+        let mut guard = lock(&self.slot);
+        let slot = &mut *guard;
+        if slot.backend.as_ref().is_some_and(|b| b.in_flight() > 0) {
+            broken_backend(slot, self.name, "release a backend with requests in flight");
+        }
+        slot.reserved = false;
+        slot.tags.clear();
     }
 }
 
@@ -218,7 +400,22 @@ fn open_with_files(
     depth: usize,
     files: &[Arc<DataFile>],
 ) -> Result<Box<dyn IoBackend>, IoError> {
-    let mut backend = open_backend(kind, depth)?;
+    register_files(open_backend(kind, depth)?, files)
+}
+
+/// [`open_with_files`] for a thread of tasks: completions can be polled for.
+fn open_with_files_pollable(
+    kind: BackendKind,
+    depth: usize,
+    files: &[Arc<DataFile>],
+) -> Result<Box<dyn IoBackend>, IoError> {
+    register_files(super::open_backend_pollable(kind, depth)?, files)
+}
+
+fn register_files(
+    mut backend: Box<dyn IoBackend>,
+    files: &[Arc<DataFile>],
+) -> Result<Box<dyn IoBackend>, IoError> {
     for (i, file) in files.iter().enumerate() {
         let id = backend.register(file)?;
         debug_assert_eq!(id, FileId(i as u32));

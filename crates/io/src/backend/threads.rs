@@ -7,7 +7,7 @@ use std::io::{self, IoSlice};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -75,6 +75,8 @@ struct Shared {
     job_ready: Condvar,
     finished: Mutex<Vec<Finished>>,
     finished_ready: Condvar,
+    /// Signalled after each completion once `completion_fd` asked for it.
+    completion_wake: OnceLock<crate::tasks::Wake>,
 }
 
 struct JobQueue {
@@ -106,6 +108,7 @@ impl ThreadPoolBackend {
             job_ready: Condvar::new(),
             finished: Mutex::new(Vec::with_capacity(depth)),
             finished_ready: Condvar::new(),
+            completion_wake: OnceLock::new(),
         });
         let mut backend = ThreadPoolBackend {
             shared,
@@ -163,6 +166,9 @@ fn work(shared: &Shared) {
         lock(&shared.finished).push(Finished { job, result, at });
         // Only the backend's owner ever waits on this.
         shared.finished_ready.notify_one();
+        if let Some(wake) = shared.completion_wake.get() {
+            wake.wake();
+        }
     }
 }
 
@@ -364,6 +370,10 @@ impl IoBackend for ThreadPoolBackend {
         // Everything finished earlier was collected by the previous wait, so the shared
         // list only holds completions not yet seen.
         let min = min.min(self.in_flight);
+        if let Some(wake) = self.shared.completion_wake.get() {
+            // Before collecting: a completion pushed after the swap below signals anew.
+            wake.reset();
+        }
         {
             let mut finished = lock(&self.shared.finished);
             while finished.len() < min {
@@ -421,6 +431,18 @@ impl IoBackend for ThreadPoolBackend {
 
     fn stats(&self) -> &IoStats {
         &self.stats
+    }
+
+    fn completion_fd(&mut self) -> Result<std::os::fd::RawFd, IoError> {
+        use std::os::fd::AsRawFd;
+        if self.shared.completion_wake.get().is_none() {
+            let wake = crate::tasks::Wake::new()?;
+            let _ = self.shared.completion_wake.set(wake);
+        }
+        match self.shared.completion_wake.get() {
+            Some(wake) => Ok(wake.fd.as_raw_fd()),
+            None => unreachable!("set just above"),
+        }
     }
 
     fn take_stats(&mut self) -> IoStats {

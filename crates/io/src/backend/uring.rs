@@ -101,12 +101,24 @@ impl IoUringBackend {
     /// A ring for `depth` requests in flight (1..=4096), after checking that the kernel
     /// sets it up, supports read/write/fsync opcodes and completes a NOP.
     pub fn new(depth: usize) -> Result<IoUringBackend, IoError> {
+        Self::build(depth, true)
+    }
+
+    /// [`IoUringBackend::new`] without cooperative task running, so that the ring's
+    /// descriptor polls readable as soon as a completion is posted (with it, the
+    /// completion waits for the thread's next io_uring_enter, which a thread asleep in
+    /// `poll` never makes): for threads of tasks.
+    pub(crate) fn pollable(depth: usize) -> Result<IoUringBackend, IoError> {
+        Self::build(depth, false)
+    }
+
+    fn build(depth: usize, coop: bool) -> Result<IoUringBackend, IoError> {
         check_depth(depth)?;
         // The kernel rounds up to a power of two itself; doing it here keeps SQ and CQ
         // sizes obvious. The CQ gets twice as many entries, so it can never overflow
         // while in_flight <= depth.
         let entries = depth.next_power_of_two() as u32;
-        let mut ring = build_ring(entries)?;
+        let mut ring = build_ring(entries, coop)?;
         probe_opcodes(&ring)?;
         nop_round_trip(&mut ring)?;
         let free_fixed = register_fixed_table(&ring);
@@ -500,6 +512,11 @@ impl IoBackend for IoUringBackend {
         &self.stats
     }
 
+    fn completion_fd(&mut self) -> Result<std::os::fd::RawFd, IoError> {
+        use std::os::fd::AsRawFd;
+        Ok(self.ring.as_raw_fd())
+    }
+
     fn take_stats(&mut self) -> IoStats {
         self.stats.take()
     }
@@ -527,15 +544,15 @@ impl Drop for IoUringBackend {
     }
 }
 
-fn build_ring(entries: u32) -> Result<IoUring, IoError> {
+fn build_ring(entries: u32, coop: bool) -> Result<IoUring, IoError> {
     let mut builder = IoUring::builder();
     // SUBMIT_ALL: one bad SQE does not stop the batch. COOP_TASKRUN + TASKRUN_FLAG:
     // completions do not interrupt the thread with an IPI; the SQ flag tells `wait`
     // when to enter the kernel to collect them.
-    builder
-        .setup_submit_all()
-        .setup_coop_taskrun()
-        .setup_taskrun_flag();
+    builder.setup_submit_all();
+    if coop {
+        builder.setup_coop_taskrun().setup_taskrun_flag();
+    }
     match builder.build(entries) {
         Ok(ring) => Ok(ring),
         // Kernels before 5.19 reject these flags; a plain ring works the same.

@@ -266,6 +266,10 @@ pub struct SystemParameters {
     pub database_bytes: u64,
     /// Sessions running transactions (the chosen count after auto-tuning).
     pub threads: u32,
+    /// Threads the sessions ran on as tasks; 0: a thread per session (also in results
+    /// written before sessions ran as tasks).
+    #[serde(default)]
+    pub session_threads: u32,
     /// Whether transactions started on an open-loop schedule.
     pub open_loop: bool,
     /// Minimum database cache per instance, bytes.

@@ -182,6 +182,7 @@ pub fn crafted() -> RunResults {
             page_size: 32768,
             database_bytes: 64 << 20,
             threads: 8,
+            session_threads: 2,
             open_loop: true,
             cache_min_bytes: 4 << 20,
             cache_max_bytes: 8 << 20,

@@ -82,6 +82,9 @@ pub struct ConfigFile {
     /// Sessions over all instances.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
+    /// Threads the sessions run on as tasks (0: a thread per session).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_threads: Option<u32>,
     /// Find the largest session count that meets the thresholds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auto_tune: Option<bool>,
@@ -255,6 +258,7 @@ impl From<&RunConfig> for ConfigFile {
             torn_write_protection: Some(c.torn_write_protection),
             allow_cached_databases: c.allow_cached_databases.then_some(true),
             threads: c.threads,
+            session_threads: c.session_threads,
             auto_tune: Some(c.auto_tune),
             duration: Some(c.duration),
             sample_interval: Some(c.sample_interval),

@@ -55,6 +55,10 @@ pub struct RunConfig {
     pub allow_cached_databases: bool,
     /// Sessions running transactions over all instances (None: chosen by the tool).
     pub threads: Option<u32>,
+    /// Threads the sessions run on as tasks (None: one per CPU; 0: a thread of its own
+    /// for every session, the model before tasks).
+    #[serde(default)]
+    pub session_threads: Option<u32>,
     /// Find the largest session count that meets the thresholds.
     pub auto_tune: bool,
     /// Measured duration of the test.
@@ -130,6 +134,13 @@ impl RunConfig {
     /// keep an open-loop schedule fed on a device with a few ms of latency.
     pub fn default_threads(&self) -> u32 {
         (self.databases * 4).max(8)
+    }
+
+    /// Threads that run `sessions` sessions as tasks: the asked count (one per CPU by
+    /// default), at most one per session; 0 when each session has a thread of its own.
+    pub fn session_threads_for(&self, sessions: u32) -> u32 {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        self.session_threads.unwrap_or(cpus).min(sessions)
     }
 
     /// The session count used when not auto-tuning.

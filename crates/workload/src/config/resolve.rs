@@ -115,6 +115,7 @@ impl RunConfig {
             torn_write_protection: last(layers, |l| l.torn_write_protection).unwrap_or(false),
             allow_cached_databases: last(layers, |l| l.allow_cached_databases).unwrap_or(false),
             threads: last(layers, |l| l.threads),
+            session_threads: last(layers, |l| l.session_threads),
             auto_tune: last(layers, |l| l.auto_tune).unwrap_or(false),
             duration: last(layers, |l| l.duration).unwrap_or(default_duration),
             sample_interval: last(layers, |l| l.sample_interval).unwrap_or(Duration::from_secs(15)),

@@ -52,6 +52,7 @@ fn defaults() {
     assert!(c.verify_after);
     assert!(!c.auto_tune);
     assert_eq!(c.threads, None);
+    assert_eq!(c.session_threads, None, "one per CPU");
 
     let stress = resolve_text("test = \"stress\"").unwrap();
     assert_eq!(stress.duration, Duration::from_secs(24 * 3600));
@@ -210,6 +211,7 @@ fn every_validation_error_names_its_key() {
         ("threads = 0", "threads"),
         ("threads = 1025", "threads"),
         ("threads = 8\nauto_tune = true", "auto_tune"),
+        ("session_threads = 1025", "session_threads"),
         ("capacity_pct = 0.0", "capacity_pct"),
         ("capacity_pct = 101", "capacity_pct"),
         ("database_size = \"3MiB\"", "database_size"),
@@ -322,7 +324,7 @@ fn value_forms() {
 #[test]
 fn to_toml_round_trips() {
     let stress = layer(
-        "test = \"stress\"\nprofile = \"exchange2010\"\ndatabases = 3\nthreads = 12\n\
+        "test = \"stress\"\nprofile = \"exchange2010\"\ndatabases = 3\nthreads = 12\nsession_threads = 0\n\
          db_paths = [\"/mnt/a\", \"/mnt/b\"]\nlog_paths = [\"/mnt/log\"]\n\
          backup_path = \"/mnt/backup\"\nio_mode = \"buffered\"\nbackend = \"threads\"\n\
          verify_after = false\ncompressibility = 2.25\ndatabase_size = 123456789\n\

@@ -243,8 +243,18 @@ impl RunConfig {
         Ok(())
     }
 
-    /// The session count, which auto-tuning chooses itself.
+    /// The session count, which auto-tuning chooses itself, and their threads.
     fn check_sessions(&self) -> Result<(), ConfigError> {
+        if let Some(n) = self.session_threads
+            && n > 1024
+        {
+            return Err(invalid(
+                "session_threads",
+                format!(
+                    "{n} is out of range; use 0 (a thread per session) to 1024, or leave it out for one per CPU"
+                ),
+            ));
+        }
         if let Some(threads) = self.threads {
             if !(1..=1024).contains(&threads) {
                 return Err(invalid(

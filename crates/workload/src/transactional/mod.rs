@@ -20,6 +20,7 @@ use edbstress_engine::Compressibility;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::log::LogCounters;
 use edbstress_engine::{Instance, InstanceConfig};
+use edbstress_io::tasks::{self, Task, run_tasks};
 use edbstress_io::{ClassStats, IoClass, IoStats, LatencyHistogram};
 use edbstress_report::summary::{latency_summary, rate};
 use edbstress_report::{
@@ -568,10 +569,11 @@ impl<'a> Workbench<'a> {
         let compressibility =
             Compressibility::from_ratio(config.compressibility).unwrap_or(Compressibility::MAIL);
         let this: &Workbench<'a> = self;
+        let task_threads = config.session_threads_for(sessions);
         let mut outcome = (None, None);
         std::thread::scope(|scope| {
             let n = this.slots.len() as u32;
-            for session in 0..sessions {
+            let session = |session: u32| {
                 let slot = &this.slots[(session % n) as usize];
                 let sessions_stop = &sessions_stop;
                 let failure = &this.failure;
@@ -582,7 +584,7 @@ impl<'a> Workbench<'a> {
                     config.lazy_commit_pct,
                     compressibility,
                 );
-                scope.spawn(move || {
+                move || {
                     run_session(
                         slot,
                         &mut generator,
@@ -591,7 +593,30 @@ impl<'a> Workbench<'a> {
                         stop,
                         failure,
                     )
-                });
+                }
+            };
+            if task_threads == 0 {
+                for s in 0..sessions {
+                    scope.spawn(session(s));
+                }
+            } else {
+                // Sessions as tasks: each thread runs every `task_threads`-th session.
+                for t in 0..task_threads {
+                    let tasks: Vec<Task<'_>> = (t..sessions)
+                        .step_by(task_threads as usize)
+                        .map(|s| Box::new(session(s)) as Task<'_>)
+                        .collect();
+                    let (failure, sessions_stop) = (&this.failure, &sessions_stop);
+                    scope.spawn(move || {
+                        if let Err(e) = run_tasks(tasks) {
+                            let mut f = failure.lock();
+                            if f.is_none() {
+                                *f = Some(format!("the sessions' thread {t} failed: {e}"));
+                            }
+                            sessions_stop.store(true, Ordering::SeqCst);
+                        }
+                    });
+                }
             }
             outcome = self_drive(this, sessions, phases, open_loop, stop);
             sessions_stop.store(true, Ordering::SeqCst);
@@ -891,7 +916,8 @@ fn run_session(
     while !stopping() {
         let intended = if open_loop {
             let due = slot.schedule.take();
-            // Sleep until due, checking for stop; a late arrival starts at once.
+            // Sleep until due, checking for stop; a late arrival starts at once. A
+            // session running as a task sleeps alone, its thread runs the others.
             loop {
                 let now = Instant::now();
                 if now >= due {
@@ -900,12 +926,15 @@ fn run_session(
                 if stopping() {
                     return;
                 }
-                std::thread::sleep((due - now).min(Duration::from_millis(50)));
+                tasks::sleep_until(now + (due - now).min(Duration::from_millis(50)));
             }
             due
         } else {
             Instant::now()
         };
+        // A session running as a task lets the others of its thread go first: one
+        // whose transactions never wait (cache hits, lazy commits) would keep it.
+        tasks::yield_now();
         let kind = generator.next_kind();
         let result = generator.run(&slot.instance, kind);
         let latency = intended.elapsed().as_nanos() as u64;

@@ -36,6 +36,7 @@ pub fn small_config(root: &Path, test: TestType) -> RunConfig {
         torn_write_protection: false,
         allow_cached_databases: true,
         threads: Some(4),
+        session_threads: None,
         auto_tune: false,
         duration: Duration::from_secs(3),
         sample_interval: Duration::from_secs(1),

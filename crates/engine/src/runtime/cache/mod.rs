@@ -62,6 +62,7 @@ use edbstress_io::{
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::error::EngineError;
+use crate::runtime::session_wait::SessionCondvar;
 use frames::{Core, FrameState, LruSlot, StopMode};
 use prefetch::Prefetcher;
 use writer::Writer;
@@ -97,11 +98,11 @@ impl FrameId {
 pub(crate) struct Shared<S> {
     pub(crate) core: Mutex<Core<S>>,
     /// Signalled when frames enter the pool (and on failure).
-    pub(crate) frame_freed: Condvar,
+    pub(crate) frame_freed: SessionCondvar,
     /// Wakes the page writer.
     pub(crate) writer_wake: Condvar,
     /// Signalled when a read ends (sessions waiting for a page another one reads).
-    pub(crate) read_done: Condvar,
+    pub(crate) read_done: SessionCondvar,
     /// Signalled when a `flush_all` request is served (and on failure).
     pub(crate) flush_done: Condvar,
     /// LRU-2 history per frame (index = frame), beside the lock for the eviction scan.
@@ -241,9 +242,9 @@ impl<S: Send + 'static> PageCache<S> {
         )?;
         let shared = Arc::new(Shared {
             core: Mutex::new(core),
-            frame_freed: Condvar::new(),
+            frame_freed: SessionCondvar::new(),
             writer_wake: Condvar::new(),
-            read_done: Condvar::new(),
+            read_done: SessionCondvar::new(),
             flush_done: Condvar::new(),
             lru,
             failed: AtomicBool::new(false),

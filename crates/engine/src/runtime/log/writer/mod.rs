@@ -40,6 +40,7 @@ use super::config::LogConfig;
 use super::files::{CLOSED_MIN_USED, FIRST_RECORD_OFFSET};
 use super::open::{OpenedLog, open_for_writing};
 use crate::error::EngineError;
+use crate::runtime::session_wait::SessionCondvar;
 
 /// Makes the database's completed page writes durable (an `fdatasync` of the file).
 pub type CheckpointBarrier = Box<dyn Fn() -> Result<(), EngineError> + Send + Sync>;
@@ -175,6 +176,7 @@ impl LogWriter {
                 writing: false,
                 tail_deferred: false,
                 flusher_waits_for_round: false,
+                task_wanted: LogPosition::default(),
                 rounds: 0,
                 in_flight_end: start_pos,
                 appended_end: start_pos,
@@ -186,7 +188,7 @@ impl LogWriter {
             }),
             round_io: Mutex::new(round_io),
             work: Condvar::new(),
-            round_cv: [Condvar::new(), Condvar::new()],
+            round_cv: [SessionCondvar::new(), SessionCondvar::new()],
             space_cv: Condvar::new(),
             current: AtomicU64::new(start_pos.pack()),
             durable: AtomicU64::new(start_pos.pack()),
@@ -371,6 +373,14 @@ impl LogWriter {
                 // The round in progress covers `target`, or the next one will.
                 let covering = st.rounds + u64::from(target > st.in_flight_end);
                 shared.round_cv[(covering % 2) as usize].wait(&mut st);
+            } else if st.has_unflushed() && edbstress_io::tasks::in_task() {
+                // The flusher leads it (see `State::task_wanted`); every round's end
+                // notifies both condition variables.
+                if st.task_wanted < target {
+                    st.task_wanted = target;
+                }
+                shared.work.notify_one();
+                shared.round_cv[0].wait(&mut st);
             } else if st.has_unflushed() {
                 // A failed round is recorded in the state: the loop returns it.
                 let _ = shared.run_round(&mut st, FlushReason::Commit);

@@ -508,6 +508,9 @@ pub(super) fn run_flusher(shared: Arc<Shared>) {
             if st.staged.len() >= shared.wake_segments || st.space_waiters > 0 {
                 break FlushReason::Capacity;
             }
+            if st.task_wanted > st.durable {
+                break FlushReason::Commit;
+            }
             let since = *st.first_unflushed.get_or_insert_with(Instant::now);
             let deadline = since + shared.lazy_flush_interval;
             if Instant::now() >= deadline {

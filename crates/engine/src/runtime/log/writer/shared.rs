@@ -20,6 +20,7 @@ use crate::error::EngineError;
 use crate::runtime::log::LogSignatures;
 use crate::runtime::log::checkpoint::CheckpointFile;
 use crate::runtime::log::files::CLOSED_MIN_USED;
+use crate::runtime::session_wait::SessionCondvar;
 
 /// A closed segment waiting in the log buffer.
 #[derive(Clone, Copy, Debug)]
@@ -69,6 +70,10 @@ pub(super) struct State {
     pub(super) first_unflushed: Option<Instant>,
     /// Appends waiting for buffer space (the flusher writes at once for them).
     pub(super) space_waiters: usize,
+    /// The furthest position a commit running as a task waits to be durable: a task
+    /// does not lead a round (its I/O would stop the other tasks of its thread), the
+    /// flusher runs one at once for it.
+    pub(super) task_wanted: LogPosition,
     /// Set when a write failed: the log cannot be trusted any more.
     pub(super) error: Option<String>,
     pub(super) stop: StopMode,
@@ -194,7 +199,7 @@ pub(super) struct Shared {
     /// waiters (released) and one of the next round's (to lead it), so a committer that
     /// arrived during a round sleeps once, not once per round. `LogWriter`'s stop
     /// waits on the round in progress's variable.
-    pub(super) round_cv: [Condvar; 2],
+    pub(super) round_cv: [SessionCondvar; 2],
     /// `append` waits here for buffer space.
     pub(super) space_cv: Condvar,
 
