@@ -235,9 +235,8 @@ impl Wake {
             });
         }
         // SAFETY: `fd` was just returned by eventfd and is owned by nobody else.
-        Ok(Wake {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Wake { fd })
     }
 
     pub(crate) fn wake(&self) {
@@ -554,7 +553,7 @@ fn poll(fds: &mut [libc::pollfd], wake_at: Option<Instant>) -> Result<(), IoErro
     });
     let timeout_ptr = timeout
         .as_ref()
-        .map_or(std::ptr::null(), |t| std::ptr::from_ref(t));
+        .map_or(std::ptr::null(), std::ptr::from_ref);
     // SAFETY: `fds` is a live, writable array of `fds.len()` pollfd structures; the
     // timeout, when given, points to a live timespec; no signal mask is passed.
     let n = unsafe {
