@@ -183,11 +183,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             } else {
                 // Sessions as tasks: `task_threads` threads, each running its share.
-                for t in 0..task_threads {
-                    let tasks: Vec<edbstress_io::tasks::Task<'_>> = (0..sessions)
-                        .filter(|s| s % task_threads == t)
-                        .map(|s| Box::new(session(s)) as edbstress_io::tasks::Task<'_>)
-                        .collect();
+                let lists =
+                    edbstress_io::tasks::deal(sessions, task_threads, |s| Box::new(session(s)));
+                for tasks in lists {
                     let stop = &stop;
                     scope.spawn(move || {
                         if let Err(e) = edbstress_io::tasks::run_tasks(tasks) {

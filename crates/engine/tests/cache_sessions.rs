@@ -12,7 +12,7 @@ use edbstress_engine::{CacheGuard, FrameId, PageCache};
 use edbstress_format::Pgno;
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_io::BackendKind;
-use edbstress_io::tasks::{Task, run_tasks};
+use edbstress_io::tasks::{deal, run_tasks};
 
 mod cache_common;
 use cache_common::*;
@@ -120,11 +120,10 @@ fn sessions_sharing_pages(backend: BackendKind, task_threads: u64) {
                 s.spawn(session(t));
             }
         } else {
-            for thread in 0..task_threads {
-                let tasks: Vec<Task<'_>> = (thread..SESSIONS)
-                    .step_by(task_threads as usize)
-                    .map(|t| Box::new(session(t)) as Task<'_>)
-                    .collect();
+            let lists = deal(SESSIONS as u32, task_threads as u32, |t| {
+                Box::new(session(u64::from(t)))
+            });
+            for tasks in lists {
                 s.spawn(move || run_tasks(tasks).expect("tasks"));
             }
         }

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use edbstress_engine::{Durability, Instance, MessageKey, TxnOp};
 use edbstress_format::PageSize;
-use edbstress_io::tasks::{Task, run_tasks};
+use edbstress_io::tasks::{deal, run_tasks};
 use edbstress_io::{BackendKind, IoClass, IoUringBackend};
 
 const SESSIONS: u32 = 12;
@@ -72,11 +72,7 @@ fn durable_commits_of_tasks_survive_a_crash(backend: BackendKind) {
         }
     };
     std::thread::scope(|scope| {
-        for thread in 0..2 {
-            let tasks: Vec<Task<'_>> = (thread..SESSIONS)
-                .step_by(2)
-                .map(|s| Box::new(session(s)) as Task<'_>)
-                .collect();
+        for tasks in deal(SESSIONS, 2, |s| Box::new(session(s))) {
             scope.spawn(move || run_tasks(tasks).expect("tasks"));
         }
     });

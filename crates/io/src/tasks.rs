@@ -269,6 +269,22 @@ impl Wake {
 /// One task of [`run_tasks`]: boxed so tasks of different closures share one list.
 pub type Task<'a> = Box<dyn FnOnce() + Send + 'a>;
 
+/// Tasks `0..count` made by `task`, dealt round-robin to `threads` lists (at least one),
+/// one list per thread that will call [`run_tasks`]: neighbours (often sessions of
+/// different databases) land on different threads.
+pub fn deal<'a>(
+    count: u32,
+    threads: u32,
+    mut task: impl FnMut(u32) -> Task<'a>,
+) -> Vec<Vec<Task<'a>>> {
+    let threads = threads.max(1);
+    let mut lists: Vec<Vec<Task<'a>>> = (0..threads).map(|_| Vec::new()).collect();
+    for i in 0..count {
+        lists[(i % threads) as usize].push(task(i));
+    }
+    lists
+}
+
 struct TaskSlot {
     coroutine: Coroutine<Resume, Suspend, (), DefaultStack>,
     /// The event it is parked on, with the epoch it saw.

@@ -265,13 +265,7 @@ impl FromStr for BackendKind {
 /// the thread pool, logging why, when the kernel lacks or refuses it.
 pub fn open_backend(kind: BackendKind, depth: usize) -> Result<Box<dyn IoBackend>, IoError> {
     check_depth(depth)?;
-    // The kernel's own writes could not be journalled by a simulated power cut.
-    let kind = if crate::power_cut::armed() {
-        BackendKind::Threads
-    } else {
-        kind
-    };
-    match kind {
+    match kind_to_open(kind) {
         BackendKind::Threads => Ok(Box::new(ThreadPoolBackend::new(depth)?)),
         BackendKind::IoUring => Ok(Box::new(IoUringBackend::new(depth)?)),
         BackendKind::Auto => match IoUringBackend::new(depth) {
@@ -287,6 +281,16 @@ pub fn open_backend(kind: BackendKind, depth: usize) -> Result<Box<dyn IoBackend
     }
 }
 
+/// The kind to open for `kind`: threads while a simulated power cut is armed (the
+/// kernel's own writes could not be journalled), else `kind`.
+fn kind_to_open(kind: BackendKind) -> BackendKind {
+    if crate::power_cut::armed() {
+        BackendKind::Threads
+    } else {
+        kind
+    }
+}
+
 /// [`open_backend`] for a thread of tasks: its [`IoBackend::completion_fd`] wakes a
 /// `poll` when a completion arrives (an io_uring without cooperative task running, a
 /// thread pool that signals an eventfd).
@@ -295,12 +299,7 @@ pub(crate) fn open_backend_pollable(
     depth: usize,
 ) -> Result<Box<dyn IoBackend>, IoError> {
     check_depth(depth)?;
-    let kind = if crate::power_cut::armed() {
-        BackendKind::Threads
-    } else {
-        kind
-    };
-    match kind {
+    match kind_to_open(kind) {
         BackendKind::Threads => Ok(Box::new(ThreadPoolBackend::new(depth)?)),
         BackendKind::IoUring | BackendKind::Auto => Ok(Box::new(IoUringBackend::pollable(depth)?)),
     }

@@ -20,7 +20,7 @@ use edbstress_engine::Compressibility;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::log::LogCounters;
 use edbstress_engine::{Instance, InstanceConfig};
-use edbstress_io::tasks::{self, Task, run_tasks};
+use edbstress_io::tasks::{self, run_tasks};
 use edbstress_io::{ClassStats, IoClass, IoStats, LatencyHistogram};
 use edbstress_report::summary::{latency_summary, rate};
 use edbstress_report::{
@@ -601,11 +601,8 @@ impl<'a> Workbench<'a> {
                 }
             } else {
                 // Sessions as tasks: each thread runs every `task_threads`-th session.
-                for t in 0..task_threads {
-                    let tasks: Vec<Task<'_>> = (t..sessions)
-                        .step_by(task_threads as usize)
-                        .map(|s| Box::new(session(s)) as Task<'_>)
-                        .collect();
+                let lists = tasks::deal(sessions, task_threads, |s| Box::new(session(s)));
+                for (t, tasks) in lists.into_iter().enumerate() {
                     let (failure, sessions_stop) = (&this.failure, &sessions_stop);
                     scope.spawn(move || {
                         if let Err(e) = run_tasks(tasks) {
