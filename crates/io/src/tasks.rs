@@ -285,8 +285,11 @@ pub fn deal<'a>(
     lists
 }
 
+/// What a task's body returns: the payload of its panic, if it panicked.
+type Panic = Option<Box<dyn std::any::Any + Send>>;
+
 struct TaskSlot {
-    coroutine: Coroutine<Resume, Suspend, (), DefaultStack>,
+    coroutine: Coroutine<Resume, Suspend, Panic, DefaultStack>,
     /// The event it is parked on, with the epoch it saw.
     parked: Option<(*const TaskEvent, u64)>,
     /// When it wakes from `sleep_until`.
@@ -300,11 +303,11 @@ struct PoolBackend {
 }
 
 /// Runs `tasks` on the calling thread until every one has returned. Tasks run one at a
-/// time; a task runs until it finishes or waits (module documentation). A panic in a
-/// task unwinds the others' stacks and is passed on. Errors: a backend this thread
-/// could not reserve or that failed while requests were in flight (the tasks waiting
-/// for them get the error as their request's result; this returns the first error
-/// the executor itself met), or descriptors it could not create.
+/// time; a task runs until it finishes or waits (module documentation). A task that
+/// panics ends there and the others go on, as threads of a scope do; once all have
+/// returned, the first panic is passed on to the caller. A backend that cannot be
+/// reserved or fails gives its tasks the error as their requests' result. Errors: only
+/// what prevents starting (an eventfd, a task's stack).
 pub fn run_tasks(tasks: Vec<Task<'_>>) -> Result<(), IoError> {
     if in_task() {
         return Err(IoError::Backend {
@@ -322,10 +325,14 @@ pub fn run_tasks(tasks: Vec<Task<'_>>) -> Result<(), IoError> {
             op: "task stack",
             source,
         })?;
-        let body = move |yielder: &TaskYielder, _: Resume| {
+        let body = move |yielder: &TaskYielder, _: Resume| -> Panic {
             CURRENT.with(|c| c.set(std::ptr::from_ref(yielder)));
-            task();
+            // Caught here, so that the other tasks are not unwound while suspended in
+            // the middle of their work (a page read, a commit): they finish as threads
+            // of a scope would, and the panic is passed on after them.
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
             CURRENT.with(|c| c.set(std::ptr::null()));
+            outcome.err()
         };
         // SAFETY: every coroutine is driven to completion or dropped before this
         // function returns (they live in `slots`, a local), so what `body` borrows
@@ -346,17 +353,16 @@ pub fn run_tasks(tasks: Vec<Task<'_>>) -> Result<(), IoError> {
         wake,
         completions: Vec::new(),
         live: 0,
+        panic: None,
+        warned: false,
     };
     executor.live = executor.slots.len();
-    // A task's panic unwinds out of `resume` with CURRENT still naming its yielder.
-    struct LeaveTasks;
-    impl Drop for LeaveTasks {
-        fn drop(&mut self) {
-            CURRENT.with(|c| c.set(std::ptr::null()));
-        }
+    executor.run();
+    if let Some(payload) = executor.panic.take() {
+        drop(executor);
+        std::panic::resume_unwind(payload);
     }
-    let _leave = LeaveTasks;
-    executor.run()
+    Ok(())
 }
 
 struct Executor {
@@ -367,12 +373,16 @@ struct Executor {
     wake: Arc<Wake>,
     completions: Vec<IoCompletion>,
     live: usize,
+    /// The first panic of a task, passed on once every task has returned.
+    panic: Panic,
+    /// A failure to sleep was logged (the thread then naps and polls instead).
+    warned: bool,
 }
 
 impl Drop for Executor {
-    /// Gives the reserved backends back, also when a task panicked. No task is resumed
-    /// any more (their stacks unwind when `slots` drops, after this), so none can be
-    /// waiting for a request these backends still carry.
+    /// Gives the reserved backends back. Every task has returned by then (or the
+    /// executor itself panicked, a bug: the tasks' stacks unwind when `slots` drops,
+    /// after this), so no task waits for a request these backends carry.
     fn drop(&mut self) {
         for backend in &self.backends {
             backend.slot.release();
@@ -381,13 +391,23 @@ impl Drop for Executor {
 }
 
 impl Executor {
-    fn run(&mut self) -> Result<(), IoError> {
+    fn run(&mut self) {
         while self.live > 0 {
-            while let Some((i, input)) = self.ready.pop_front() {
+            // Only the tasks ready now: one that yields goes to the back and waits for
+            // this pass to end, so completions are reaped between passes.
+            for _ in 0..self.ready.len() {
+                let Some((i, input)) = self.ready.pop_front() else {
+                    break;
+                };
                 let outcome = self.slots[i].coroutine.resume(input);
                 CURRENT.with(|c| c.set(std::ptr::null()));
                 match outcome {
-                    CoroutineResult::Return(()) => self.live -= 1,
+                    CoroutineResult::Return(panic) => {
+                        self.live -= 1;
+                        if self.panic.is_none() {
+                            self.panic = panic;
+                        }
+                    }
                     CoroutineResult::Yield(Suspend::Io { pool, request }) => {
                         self.submit(i, pool, request)
                     }
@@ -408,12 +428,18 @@ impl Executor {
             self.reap();
             self.unpark();
             if self.ready.is_empty() {
-                self.sleep()?;
+                if let Err(e) = self.sleep() {
+                    // Nothing a task did: polling itself failed. Nap and poll again
+                    // rather than abandon tasks in the middle of their work.
+                    if !std::mem::replace(&mut self.warned, true) {
+                        tracing::warn!(error = %e, "a thread of sessions cannot sleep on its I/O and events; it polls every millisecond");
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
                 self.reap();
                 self.unpark();
             }
         }
-        Ok(())
     }
 
     /// Queues task `i`'s request on this thread's backend of `pool` (reserving one at

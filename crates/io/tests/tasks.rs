@@ -3,7 +3,8 @@
 //! reserved for it, each task gets its own bytes back, the pool counts every read, a
 //! parked task wakes on a notification from another thread (none lost), sleeps end on
 //! time without blocking the other tasks, a task that never waits still lets the others
-//! run, and a panicking task unwinds the others and gives the pool its backend back.
+//! run (and their reads complete), and a panicking task lets the others finish before
+//! its panic is passed on, the pool's backend given back.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -186,45 +187,48 @@ fn sleeping_tasks_wake_on_time_and_let_the_others_run() {
 }
 
 #[test]
-fn a_panicking_task_unwinds_the_others_and_frees_the_pool() {
+fn a_panicking_task_lets_the_others_finish_then_passes_the_panic_on() {
     let dir = tempfile::tempdir().unwrap();
     let file = file_of_blocks(dir.path());
     for kind in kinds() {
         let pool = BackendPool::new(kind, 1, 2, vec![Arc::clone(&file)]).unwrap();
-        let unwound = AtomicU64::new(0);
-        struct CountOnDrop<'a>(&'a AtomicU64);
-        impl Drop for CountOnDrop<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, Ordering::SeqCst);
-            }
-        }
+        let stop = AtomicBool::new(false);
+        let finished = AtomicU64::new(0);
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut tasks: Vec<Task<'_>> = Vec::new();
             for _ in 0..3 {
-                let (pool, unwound) = (&pool, &unwound);
+                let (pool, stop, finished) = (&pool, &stop, &finished);
                 tasks.push(Box::new(move || {
-                    let _guard = CountOnDrop(unwound);
-                    loop {
+                    // Reads on until told to stop, as a session does: the panic of
+                    // another task must neither unwind it nor leave it waiting.
+                    let mut reads = 0;
+                    while !stop.load(Ordering::SeqCst) || reads < 20 {
                         read_block(pool, 1);
+                        reads += 1;
                     }
+                    finished.fetch_add(1, Ordering::SeqCst);
                 }));
             }
-            let pool = &pool;
+            let (pool, stop) = (&pool, &stop);
             tasks.push(Box::new(move || {
                 read_block(pool, 2);
+                stop.store(true, Ordering::SeqCst);
                 panic!("a bug in a session");
             }));
             tasks::run_tasks(tasks)
         }));
-        assert!(
-            result.is_err(),
-            "{kind}: the panic is passed on: {result:?}"
+        let payload = result.expect_err("the panic is passed on");
+        assert_eq!(
+            payload.downcast_ref::<&str>(),
+            Some(&"a bug in a session"),
+            "{kind}"
         );
         assert_eq!(
-            unwound.load(Ordering::SeqCst),
+            finished.load(Ordering::SeqCst),
             3,
-            "{kind}: the others unwound"
+            "{kind}: the others finished their work"
         );
+        assert!(!tasks::in_task(), "{kind}: the thread is out of tasks");
         // Both slots can be lent again: the reserved one was given back.
         std::thread::scope(|scope| {
             for _ in 0..2 {
@@ -255,4 +259,44 @@ fn a_task_that_never_waits_yields_its_thread_to_the_others() {
     tasks::run_tasks(tasks).unwrap();
     assert_eq!(order.into_inner().unwrap(), [0, 1, 0, 1, 0, 1]);
     tasks::yield_now(); // outside tasks: nothing
+}
+
+#[test]
+fn tasks_that_never_wait_do_not_starve_one_waiting_for_its_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = file_of_blocks(dir.path());
+    for kind in kinds() {
+        let pool = BackendPool::new(kind, 1, 2, vec![Arc::clone(&file)]).unwrap();
+        let done = AtomicBool::new(false);
+        let starved = AtomicBool::new(false);
+        let mut tasks: Vec<Task<'_>> = Vec::new();
+        for _ in 0..2 {
+            let (done, starved) = (&done, &starved);
+            // Cache hits, yielding between transactions, until the reader ends (or
+            // far longer than ten reads take: then the reader was starved).
+            tasks.push(Box::new(move || {
+                let mut yields = 0u64;
+                while !done.load(Ordering::SeqCst) {
+                    tasks::yield_now();
+                    yields += 1;
+                    if yields > 20_000_000 {
+                        starved.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                }
+            }));
+        }
+        let (pool, done) = (&pool, &done);
+        tasks.push(Box::new(move || {
+            for block in 0..10 {
+                read_block(pool, block);
+            }
+            done.store(true, Ordering::SeqCst);
+        }));
+        tasks::run_tasks(tasks).unwrap();
+        assert!(
+            !starved.load(Ordering::SeqCst),
+            "{kind}: the reader waited while the others yielded to each other"
+        );
+    }
 }

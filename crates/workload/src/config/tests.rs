@@ -211,7 +211,7 @@ fn every_validation_error_names_its_key() {
         ("threads = 0", "threads"),
         ("threads = 1025", "threads"),
         ("threads = 8\nauto_tune = true", "auto_tune"),
-        ("session_threads = 1025", "session_threads"),
+        ("session_threads = 129", "session_threads"),
         ("capacity_pct = 0.0", "capacity_pct"),
         ("capacity_pct = 101", "capacity_pct"),
         ("database_size = \"3MiB\"", "database_size"),

@@ -245,13 +245,14 @@ impl RunConfig {
 
     /// The session count, which auto-tuning chooses itself, and their threads.
     fn check_sessions(&self) -> Result<(), ConfigError> {
+        // Each thread of tasks reserves one of the database's read backends (128).
         if let Some(n) = self.session_threads
-            && n > 1024
+            && n > 128
         {
             return Err(invalid(
                 "session_threads",
                 format!(
-                    "{n} is out of range; use 0 (a thread per session) to 1024, or leave it out for one per CPU"
+                    "{n} is out of range; use 1 to 128 threads of sessions, 0 for a thread per session, or leave it out for one per CPU"
                 ),
             ));
         }

@@ -126,7 +126,9 @@ const READ_FILE: FileId = FileId(0);
 /// Requests one session has outstanding in the read pool: its own page.
 const READ_DEPTH: usize = 1;
 /// Most backends of the read pool: page reads outstanding at once (one per session
-/// waiting for a page; more sessions than this wait for a backend).
+/// waiting for a page; more sessions than this wait for a backend), and the most
+/// threads of sessions running as tasks (each reserves one; the workload's
+/// `session_threads` allows as many).
 const MAX_READ_BACKENDS: usize = 128;
 
 impl<S> Shared<S> {
