@@ -421,11 +421,14 @@ impl Executor {
                         self.ready.push_back((i, Resume::Go));
                     }
                 }
+                // A request is timed when reaped: take what completed while the task
+                // ran, rather than at the end of the pass (several tasks' work later).
+                self.reap();
             }
             if self.live == 0 {
                 break;
             }
-            self.reap();
+            self.submit_queued();
             self.unpark();
             if self.ready.is_empty() {
                 if let Err(e) = self.sleep() {
@@ -469,7 +472,20 @@ impl Executor {
         }
     }
 
-    /// Moves the completions of every backend to the ready queue, without waiting.
+    /// Hands the requests the pass queued to the kernel (one system call per backend
+    /// for all of them) and moves what completed meanwhile to the ready queue.
+    fn submit_queued(&mut self) {
+        for at in 0..self.backends.len() {
+            let slot = &self.backends[at].slot;
+            if let Err(e) = slot.flush() {
+                self.fail_lost(at, &e);
+            }
+        }
+        self.reap();
+    }
+
+    /// Moves the completions already available on every backend to the ready queue,
+    /// submitting nothing and without waiting.
     fn reap(&mut self) {
         for at in 0..self.backends.len() {
             self.reap_one(at, 0);
@@ -479,22 +495,26 @@ impl Executor {
     /// Moves backend `at`'s completions to the ready queue, waiting for `min`. When the
     /// backend fails, the tasks whose requests it lost get the error.
     fn reap_one(&mut self, at: usize, min: usize) {
-        let slot = &self.backends[at].slot;
-        if let Err(e) = slot.wait(min, &mut self.completions) {
-            for task in slot.lost_tags() {
-                let lost = IoError::Backend {
-                    backend: "tasks",
-                    op: "wait for a task's request",
-                    source: std::io::Error::other(e.to_string()),
-                };
-                self.ready
-                    .push_back((task as usize, Resume::Completed(Err(lost))));
-            }
+        if let Err(e) = self.backends[at].slot.wait(min, &mut self.completions) {
+            self.fail_lost(at, &e);
         }
         for completion in self.completions.drain(..) {
             let task = completion.tag as usize;
             self.ready
                 .push_back((task, Resume::Completed(Ok(completion))));
+        }
+    }
+
+    /// Resumes the tasks whose requests backend `at` lost (it failed) with the error.
+    fn fail_lost(&mut self, at: usize, e: &IoError) {
+        for task in self.backends[at].slot.lost_tags() {
+            let lost = IoError::Backend {
+                backend: "tasks",
+                op: "wait for a task's request",
+                source: std::io::Error::other(e.to_string()),
+            };
+            self.ready
+                .push_back((task as usize, Resume::Completed(Err(lost))));
         }
     }
 

@@ -772,3 +772,78 @@ fn backend_kind_parses_and_prints() {
         "{err}"
     );
 }
+
+/// A request is timed from when the kernel (or a worker) has it, not from when the
+/// caller queued it: a caller that queues requests and submits them together later
+/// (a thread of tasks submits at the end of its pass) is not charged for the wait.
+#[test]
+fn a_queued_request_is_timed_from_its_submission_not_its_queueing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = DataFile::create_new(dir.path().join("queued"), IoMode::Buffered).unwrap();
+    file.write_all_at(&[7u8; 4096], 0).unwrap();
+    for mut backend in common::backends(4) {
+        let id = backend.register(&file).unwrap();
+        backend
+            .submit(IoRequest {
+                file: id,
+                op: IoOp::Read,
+                offset: 0,
+                buf: AlignedBuf::new(4096),
+                len: 4096,
+                class: IoClass::DbRead,
+                instance: 1,
+                tag: 1,
+            })
+            .unwrap();
+        // Queued, not submitted: the kernel has not seen it during this sleep.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let mut done = Vec::new();
+        backend.wait(1, &mut done).unwrap();
+        assert_eq!(done.len(), 1);
+        assert_eq!(*done[0].result.as_ref().unwrap(), 4096);
+        assert!(
+            done[0].latency_ns < 250_000_000,
+            "{}: a 4 KiB read of a cached page timed at {} ms: the time it sat queued was counted",
+            backend.name(),
+            done[0].latency_ns / 1_000_000
+        );
+    }
+}
+
+/// The other side of the same rule: a request submitted by the call that also waits
+/// for it (`wait(1)` right after `submit`, as a session reading its page does) is
+/// timed from that call, so its time is the call's, not zero.
+#[test]
+fn a_request_submitted_and_waited_for_in_one_call_is_timed_over_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = DataFile::create_new(dir.path().join("waited"), IoMode::Buffered).unwrap();
+    file.write_all_at(&[3u8; 4096 * 16], 0).unwrap();
+    for mut backend in common::backends(4) {
+        let id = backend.register(&file).unwrap();
+        let (mut timed, mut calls) = (0u64, 0u64);
+        for i in 0..200u64 {
+            backend
+                .submit(IoRequest {
+                    file: id,
+                    op: IoOp::Read,
+                    offset: (i % 16) * 4096,
+                    buf: AlignedBuf::new(4096),
+                    len: 4096,
+                    class: IoClass::DbRead,
+                    instance: 1,
+                    tag: i,
+                })
+                .unwrap();
+            let mut done = Vec::new();
+            let call = std::time::Instant::now();
+            backend.wait(1, &mut done).unwrap();
+            calls += call.elapsed().as_nanos() as u64;
+            timed += done[0].latency_ns;
+        }
+        assert!(
+            timed * 2 >= calls,
+            "{}: requests timed at {timed} ns in all over calls of {calls} ns",
+            backend.name()
+        );
+    }
+}

@@ -203,6 +203,14 @@ pub trait IoBackend: Send {
     /// (`min` is capped at `in_flight()`; 0 just polls), appends them all to `out` and
     /// returns how many were appended. Reuse `out` to avoid allocating.
     fn wait(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<usize, IoError>;
+    /// Moves the completions already available to `out` without submitting anything
+    /// queued or waiting, and returns how many; no system call where the backend can
+    /// avoid one (io_uring reads its completion ring). A request is timed when it is
+    /// reaped, so a thread busy with other work calls this often to time its requests
+    /// close to their completion.
+    fn reap_ready(&mut self, out: &mut Vec<IoCompletion>) -> Result<usize, IoError> {
+        self.wait(0, out)
+    }
     /// Counters of every completed I/O since creation or the last `take_stats`.
     fn stats(&self) -> &IoStats;
     /// Returns the counters and starts new ones.

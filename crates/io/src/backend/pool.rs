@@ -317,8 +317,9 @@ impl ReservedSlot {
         Ok(())
     }
 
-    /// Submits what is queued and moves at least `min` completions (when that many are
-    /// in flight) to `out`. When the backend fails, it is dropped: the tasks waiting
+    /// Moves at least `min` completions (when that many are in flight) to `out`,
+    /// submitting what is queued first; with `min` 0, only those already available,
+    /// submitting nothing. When the backend fails, it is dropped: the tasks waiting
     /// for its requests are in [`ReservedSlot::lost_tags`].
     pub(crate) fn wait(&self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
         let mut guard = lock(&self.slot);
@@ -330,7 +331,12 @@ impl ReservedSlot {
             return Ok(());
         }
         let before = out.len();
-        match backend.wait(min, out) {
+        let outcome = if min == 0 {
+            backend.reap_ready(out)
+        } else {
+            backend.wait(min, out)
+        };
+        match outcome {
             Ok(_) => {
                 for completion in &out[before..] {
                     if let Some(i) = slot.tags.iter().position(|&t| t == completion.tag) {
@@ -363,12 +369,17 @@ impl ReservedSlot {
             .map_or(0, |b| b.in_flight())
     }
 
-    /// Submits what is queued without waiting.
+    /// Submits what is queued without waiting. When the backend fails, it is dropped:
+    /// the tasks waiting for its requests are in [`ReservedSlot::lost_tags`].
     pub(crate) fn flush(&self) -> Result<(), IoError> {
-        match lock(&self.slot).backend.as_mut() {
-            Some(backend) => backend.flush(),
-            None => Ok(()),
-        }
+        let mut guard = lock(&self.slot);
+        let slot = &mut *guard;
+        let Some(backend) = slot.backend.as_mut() else {
+            return Ok(());
+        };
+        backend.flush().inspect_err(|_| {
+            broken_backend(slot, self.name, "submit a task's request");
+        })
     }
 
     /// A descriptor that polls readable when completions wait to be reaped.

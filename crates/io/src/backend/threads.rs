@@ -278,6 +278,73 @@ fn perform(job: &mut Job) -> io::Result<usize> {
     }
 }
 
+impl ThreadPoolBackend {
+    /// Moves the finished requests to `out` (at least `min`, waiting for them), timing
+    /// and counting each; returns how many.
+    fn collect(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> usize {
+        // Everything finished earlier was collected by the previous wait, so the shared
+        // list only holds completions not yet seen.
+        let min = min.min(self.in_flight);
+        if let Some(wake) = self.shared.completion_wake.get() {
+            // Before collecting: a completion pushed after the swap below signals anew.
+            wake.reset();
+        }
+        {
+            let mut finished = lock(&self.shared.finished);
+            while finished.len() < min {
+                finished = self
+                    .shared
+                    .finished_ready
+                    .wait(finished)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            std::mem::swap(&mut *finished, &mut self.collected);
+        }
+        let count = self.collected.len();
+        for Finished { job, result, at } in self.collected.drain(..) {
+            let Job {
+                id,
+                op,
+                offset,
+                buf,
+                bufs,
+                len,
+                class,
+                instance,
+                tag,
+                start,
+                ..
+            } = job;
+            self.in_flight -= 1;
+            let result = match self.files.complete(id) {
+                Some(origin) => result.map_err(|e| {
+                    let first = bufs.first().unwrap_or(&buf);
+                    request_error(origin, op, offset, first, len, e)
+                }),
+                // Unreachable: a file with requests in flight cannot be unregistered.
+                None => result,
+            };
+            let latency_ns = duration_ns(at.saturating_duration_since(start));
+            let bytes = *result.as_ref().unwrap_or(&0) as u64;
+            self.stats
+                .record(instance, class, bytes, latency_ns, result.is_ok());
+            out.push(IoCompletion {
+                tag,
+                file: id,
+                op,
+                offset,
+                buf,
+                bufs,
+                result,
+                latency_ns,
+                class,
+                instance,
+            });
+        }
+        count
+    }
+}
+
 impl IoBackend for ThreadPoolBackend {
     fn name(&self) -> &'static str {
         "threads"
@@ -356,6 +423,12 @@ impl IoBackend for ThreadPoolBackend {
         if count == 0 {
             return Ok(());
         }
+        // Timed from here, when the workers can take them: a caller that queues
+        // several and hands them over together is not charged for its own batching.
+        let now = Instant::now();
+        for job in &mut self.pending {
+            job.start = now;
+        }
         lock(&self.shared.queue).jobs.extend(self.pending.drain(..));
         if count == 1 {
             self.shared.job_ready.notify_one();
@@ -367,66 +440,11 @@ impl IoBackend for ThreadPoolBackend {
 
     fn wait(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<usize, IoError> {
         self.flush()?;
-        // Everything finished earlier was collected by the previous wait, so the shared
-        // list only holds completions not yet seen.
-        let min = min.min(self.in_flight);
-        if let Some(wake) = self.shared.completion_wake.get() {
-            // Before collecting: a completion pushed after the swap below signals anew.
-            wake.reset();
-        }
-        {
-            let mut finished = lock(&self.shared.finished);
-            while finished.len() < min {
-                finished = self
-                    .shared
-                    .finished_ready
-                    .wait(finished)
-                    .unwrap_or_else(PoisonError::into_inner);
-            }
-            std::mem::swap(&mut *finished, &mut self.collected);
-        }
-        let count = self.collected.len();
-        for Finished { job, result, at } in self.collected.drain(..) {
-            let Job {
-                id,
-                op,
-                offset,
-                buf,
-                bufs,
-                len,
-                class,
-                instance,
-                tag,
-                start,
-                ..
-            } = job;
-            self.in_flight -= 1;
-            let result = match self.files.complete(id) {
-                Some(origin) => result.map_err(|e| {
-                    let first = bufs.first().unwrap_or(&buf);
-                    request_error(origin, op, offset, first, len, e)
-                }),
-                // Unreachable: a file with requests in flight cannot be unregistered.
-                None => result,
-            };
-            let latency_ns = duration_ns(at.saturating_duration_since(start));
-            let bytes = *result.as_ref().unwrap_or(&0) as u64;
-            self.stats
-                .record(instance, class, bytes, latency_ns, result.is_ok());
-            out.push(IoCompletion {
-                tag,
-                file: id,
-                op,
-                offset,
-                buf,
-                bufs,
-                result,
-                latency_ns,
-                class,
-                instance,
-            });
-        }
-        Ok(count)
+        Ok(self.collect(min, out))
+    }
+
+    fn reap_ready(&mut self, out: &mut Vec<IoCompletion>) -> Result<usize, IoError> {
+        Ok(self.collect(0, out))
     }
 
     fn stats(&self) -> &IoStats {

@@ -45,6 +45,8 @@ pub struct IoUringBackend {
     slots: Box<[Option<InFlight>]>,
     free_slots: Vec<u32>,
     in_flight: usize,
+    /// Slots of the SQEs queued and not yet handed to the kernel, in queue order.
+    unsubmitted: Vec<u32>,
     files: FileTable<RingFile>,
     /// Free indices of the registered file table (empty when it could not be set up).
     free_fixed: Vec<u32>,
@@ -128,6 +130,7 @@ impl IoUringBackend {
             slots: (0..depth).map(|_| None).collect(),
             free_slots: (0..depth as u32).rev().collect(),
             in_flight: 0,
+            unsubmitted: Vec::with_capacity(depth),
             files: FileTable::new("io_uring"),
             free_fixed,
             stats: IoStats::new(),
@@ -218,8 +221,12 @@ impl IoUringBackend {
     /// EINTR, EAGAIN and EBUSY are not errors: the caller reaps and calls again, which
     /// `stalls` bounds.
     fn enter(&mut self, want: usize, stalls: &mut u32) -> Result<(), IoError> {
+        // Read before the call, which may also wait: the queued requests are the
+        // kernel's from the moment it is made.
+        let handed_over = Instant::now();
         let err = match self.ring.submit_and_wait(want) {
-            Ok(_) => {
+            Ok(submitted) => {
+                self.stamp_submitted(submitted, handed_over);
                 *stalls = 0;
                 return Ok(());
             }
@@ -279,6 +286,19 @@ impl IoUringBackend {
                 op: "io_uring_enter",
                 source: err,
             }),
+        }
+    }
+
+    /// Starts the clock of the first `submitted` queued requests at `handed_over`, the
+    /// moment of the io_uring_enter that submitted them: a request is timed from when
+    /// the kernel has it, so a caller that queues several and submits them together is
+    /// not charged for its own batching.
+    fn stamp_submitted(&mut self, submitted: usize, handed_over: Instant) {
+        let submitted = submitted.min(self.unsubmitted.len());
+        for slot in self.unsubmitted.drain(..submitted) {
+            if let Some(flight) = self.slots[slot as usize].as_mut() {
+                flight.start = handed_over;
+            }
         }
     }
 
@@ -409,6 +429,7 @@ impl IoBackend for IoUringBackend {
         }
         file.in_flight += 1;
         self.in_flight += 1;
+        self.unsubmitted.push(slot);
         Ok(())
     }
 
@@ -473,6 +494,7 @@ impl IoBackend for IoUringBackend {
         }
         file.in_flight += 1;
         self.in_flight += 1;
+        self.unsubmitted.push(slot);
         Ok(())
     }
 
@@ -510,6 +532,10 @@ impl IoBackend for IoUringBackend {
 
     fn stats(&self) -> &IoStats {
         &self.stats
+    }
+
+    fn reap_ready(&mut self, out: &mut Vec<IoCompletion>) -> Result<usize, IoError> {
+        Ok(self.reap(out))
     }
 
     fn completion_fd(&mut self) -> Result<std::os::fd::RawFd, IoError> {
