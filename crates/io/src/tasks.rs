@@ -355,6 +355,8 @@ pub fn run_tasks(tasks: Vec<Task<'_>>) -> Result<(), IoError> {
         live: 0,
         panic: None,
         warned: false,
+        registered: Vec::new(),
+        fds: Vec::new(),
     };
     executor.live = executor.slots.len();
     executor.run();
@@ -377,6 +379,9 @@ struct Executor {
     panic: Panic,
     /// A failure to sleep was logged (the thread then naps and polls instead).
     warned: bool,
+    /// Reused by every `sleep`: the events registered on, the descriptors polled.
+    registered: Vec<*const TaskEvent>,
+    fds: Vec<libc::pollfd>,
 }
 
 impl Drop for Executor {
@@ -545,7 +550,9 @@ impl Executor {
         let wake_at = self.slots.iter().filter_map(|s| s.sleeping).min();
         let mut parked = false;
         // Each event once: most parked tasks wait on the same few (the log's rounds).
-        let mut registered: Vec<*const TaskEvent> = Vec::new();
+        // Both lists are the executor's, reused: this runs at every sleep.
+        let registered = &mut self.registered;
+        registered.clear();
         for slot in &self.slots {
             if let Some((event, seen)) = slot.parked {
                 parked = true;
@@ -562,17 +569,25 @@ impl Executor {
                 }
             }
         }
-        let busy: Vec<usize> = (0..self.backends.len())
-            .filter(|&at| self.backends[at].slot.in_flight() > 0)
-            .collect();
-        if !parked && wake_at.is_none() && busy.len() == 1 {
+        let mut busy =
+            (0..self.backends.len()).filter(|&at| self.backends[at].slot.in_flight() > 0);
+        let first_busy = busy.next();
+        let more_busy = busy.next().is_some();
+        if let Some(at) = first_busy
+            && !more_busy
+            && !parked
+            && wake_at.is_none()
+        {
             // One source of wake-ups: wait in the backend itself (one io_uring_enter).
-            self.reap_one(busy[0], 1);
+            self.reap_one(at, 1);
             return Ok(());
         }
-        let mut fds = Vec::with_capacity(busy.len() + 1);
-        for &at in &busy {
-            let backend = &self.backends[at];
+        let fds = &mut self.fds;
+        fds.clear();
+        for backend in &self.backends {
+            if backend.slot.in_flight() == 0 {
+                continue;
+            }
             backend.slot.flush()?;
             fds.push(libc::pollfd {
                 fd: backend.slot.completion_fd()?,
@@ -595,7 +610,7 @@ impl Executor {
                 source: std::io::Error::other("every task waits and nothing can wake one"),
             });
         }
-        poll(&mut fds, wake_at)?;
+        poll(fds, wake_at)?;
         // Our eventfd is last when polled; read it only when it fired.
         if parked && fds.last().is_some_and(|f| f.revents & libc::POLLIN != 0) {
             self.wake.reset();

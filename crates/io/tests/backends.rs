@@ -812,7 +812,7 @@ fn a_queued_request_is_timed_from_its_submission_not_its_queueing() {
 
 /// The other side of the same rule: a request submitted by the call that also waits
 /// for it (`wait(1)` right after `submit`, as a session reading its page does) is
-/// timed from that call, so its time is the call's, not zero.
+/// timed from that call, so its time is a good part of the call's, not zero.
 #[test]
 fn a_request_submitted_and_waited_for_in_one_call_is_timed_over_the_call() {
     let dir = tempfile::tempdir().unwrap();
@@ -840,8 +840,11 @@ fn a_request_submitted_and_waited_for_in_one_call_is_timed_over_the_call() {
             calls += call.elapsed().as_nanos() as u64;
             timed += done[0].latency_ns;
         }
+        // A cached read completes within the call in a few µs, so the call's own
+        // overhead is a large share of it (timed ≈ half the call here); a request
+        // stamped after the call is timed at ~2 % of it.
         assert!(
-            timed * 2 >= calls,
+            timed * 10 >= calls,
             "{}: requests timed at {timed} ns in all over calls of {calls} ns",
             backend.name()
         );

@@ -6,6 +6,11 @@
 //!
 //! Every pool is bounded (count and, for byte buffers, capacity) so a burst of large
 //! transactions does not leave memory parked on a thread: what does not fit is freed.
+//!
+//! Sessions running as tasks share their thread's spares: a task that suspends in the
+//! middle of an operation (a page read) holds its change set's vectors and pin list,
+//! so the thread keeps up to [`SPARE_SETS_MAX`] of each, one per task likely to be
+//! suspended at once. Every borrow of the spares ends before anything can suspend.
 
 use std::cell::RefCell;
 
@@ -35,6 +40,10 @@ const SPARE_ROW_CAPACITY_MAX: usize = 4096;
 /// Largest vector (in elements) of a change set kept for the next one.
 const SPARE_VEC_CAPACITY_MAX: usize = 1024;
 
+/// Change sets' vectors and pin lists kept per thread: one is enough for a thread per
+/// session; a thread of tasks has several operations in progress at once.
+const SPARE_SETS_MAX: usize = 8;
+
 /// The vectors of one change set, empty.
 #[derive(Default)]
 pub(super) struct ChangeSetVecs {
@@ -53,8 +62,8 @@ struct Spares {
     /// Capacity of `payloads`, in bytes.
     payload_bytes: usize,
     rows: Vec<Vec<u8>>,
-    pins: Vec<Pgno>,
-    vecs: Option<ChangeSetVecs>,
+    pins: Vec<Vec<Pgno>>,
+    vecs: Vec<ChangeSetVecs>,
 }
 
 thread_local! {
@@ -135,15 +144,23 @@ pub fn recycle_row(mut buf: Vec<u8>) {
 
 /// An empty list for the pages an operation pins, this thread's spare if it has one.
 pub fn take_pins() -> Vec<Pgno> {
-    SPARES.with(|s| std::mem::take(&mut s.borrow_mut().pins))
+    SPARES
+        .with(|s| s.borrow_mut().pins.pop())
+        .unwrap_or_default()
 }
 
 /// Keeps an emptied pin list from [`take_pins`] for the thread's next operation.
 pub fn recycle_pins(mut pins: Vec<Pgno>) {
-    if pins.capacity() <= SPARE_VEC_CAPACITY_MAX {
-        pins.clear();
-        SPARES.with(|s| s.borrow_mut().pins = pins);
+    if pins.capacity() == 0 || pins.capacity() > SPARE_VEC_CAPACITY_MAX {
+        return;
     }
+    pins.clear();
+    SPARES.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.pins.len() < SPARE_SETS_MAX {
+            s.pins.push(pins);
+        }
+    });
 }
 
 /// Empties `records`, keeping their small redo payloads for later change sets.
@@ -164,7 +181,7 @@ pub fn recycle_records(records: &mut Vec<LogRecord>) {
 /// The vectors for a new change set: this thread's spares, or new ones.
 pub(super) fn take_vecs() -> ChangeSetVecs {
     SPARES
-        .with(|s| s.borrow_mut().vecs.take())
+        .with(|s| s.borrow_mut().vecs.pop())
         .unwrap_or_default()
 }
 
@@ -186,5 +203,10 @@ pub(super) fn recycle_vecs(mut vecs: ChangeSetVecs) {
     if oversized {
         return;
     }
-    SPARES.with(|s| s.borrow_mut().vecs = Some(vecs));
+    SPARES.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.vecs.len() < SPARE_SETS_MAX {
+            s.vecs.push(vecs);
+        }
+    });
 }
