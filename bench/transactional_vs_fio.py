@@ -116,6 +116,7 @@ def edbstress_round(work, args, round_no, binary=EDB, label=""):
            "--no-verify", "--results-dir", res, "--backend", args.backend,
            "--metrics-listen", f"127.0.0.1:{port}"]
     cmd += ["--auto-tune"] if args.threads == "auto" else ["--threads", args.threads]
+    cmd += args.run_arg
     # Every round starts from the same database: a fresh copy of the one this binary
     # prepared (`ref`, or `ref-before` for --before: builds of two database format
     # versions cannot share one).
@@ -280,6 +281,8 @@ def main():
     ap.add_argument("--log-file-mib", type=int, default=256, help="size of fio's log file (it wraps)")
     ap.add_argument("--before", default=None, metavar="BINARY",
                     help="an edbstress binary to compare with, run in every round (see above)")
+    ap.add_argument("--run-arg", action="append", default=[], metavar="ARG",
+                    help="one more argument for `edbstress run` (repeat it), e.g. --run-arg=--session-threads=1")
     ap.add_argument("--quick", action="store_true", help="smoke check: 256MiB, 32MiB cache, 4 sessions, 5 s, 1 round")
     args = ap.parse_args()
     if args.quick:

@@ -80,10 +80,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let split_tail_write = args.get(6).is_none_or(|s| s != "no-split-tail");
     // Sessions as tasks on this many threads, one per CPU by default as in
     // `edbstress run`; 0: a thread per session (the model before tasks).
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let task_threads: u32 = std::env::var("ENGINE_CPU_TASK_THREADS")
         .ok()
-        .map_or(Ok(cpus), |s| s.parse())?
+        .map_or(Ok(edbstress_io::tasks::default_threads()), |s| s.parse())?
         .min(sessions);
 
     let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));

@@ -266,6 +266,16 @@ impl Wake {
     }
 }
 
+/// Threads of tasks when the user does not choose: one per CPU. Fewer cost less CPU per
+/// I/O but carry fewer I/Os: on two CPUs, one thread of 16 sessions against two took a
+/// median 8 % less CPU per transactional I/O (half the context switches: a busier
+/// thread sleeps less often) and did a median 3 % fewer IOPS (0.2-15 %, six pairs), its
+/// sessions queueing for the one thread. A storage test must load the storage first;
+/// see docs/performance.md, "eleventh part".
+pub fn default_threads() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}
+
 /// One task of [`run_tasks`]: boxed so tasks of different closures share one list.
 pub type Task<'a> = Box<dyn FnOnce() + Send + 'a>;
 

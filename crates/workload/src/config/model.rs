@@ -136,11 +136,13 @@ impl RunConfig {
         (self.databases * 4).max(8)
     }
 
-    /// Threads that run `sessions` sessions as tasks: the asked count (one per CPU by
-    /// default), at most one per session; 0 when each session has a thread of its own.
+    /// Threads that run `sessions` sessions as tasks: the asked count (by default one
+    /// per CPU, [`edbstress_io::tasks::default_threads`]), at most one per session; 0
+    /// when each session has a thread of its own.
     pub fn session_threads_for(&self, sessions: u32) -> u32 {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-        self.session_threads.unwrap_or(cpus).min(sessions)
+        self.session_threads
+            .unwrap_or_else(edbstress_io::tasks::default_threads)
+            .min(sessions)
     }
 
     /// The session count used when not auto-tuning.

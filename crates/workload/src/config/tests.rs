@@ -53,6 +53,16 @@ fn defaults() {
     assert!(!c.auto_tune);
     assert_eq!(c.threads, None);
     assert_eq!(c.session_threads, None, "one per CPU");
+    // Unset: one per CPU, and never more threads than sessions; set: as asked, 0 (a
+    // thread per session) included.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    assert_eq!(c.session_threads_for(1000), cpus);
+    assert_eq!(c.session_threads_for(1), 1);
+    let mut asked = c.clone();
+    asked.session_threads = Some(3);
+    assert_eq!(asked.session_threads_for(1000), 3);
+    asked.session_threads = Some(0);
+    assert_eq!(asked.session_threads_for(1000), 0);
 
     let stress = resolve_text("test = \"stress\"").unwrap();
     assert_eq!(stress.duration, Duration::from_secs(24 * 3600));
