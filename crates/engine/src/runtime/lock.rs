@@ -15,7 +15,9 @@
 //! file when it lets go, while still holding `LOCK_EX` so nobody can lock the file being
 //! removed: a writer always, a reader only if it can turn its shared lock into an
 //! exclusive one (no other reader holds it; otherwise the file stays for the others,
-//! and at worst a stale file is left, which is harmless). Because another process may
+//! and at worst a stale file is left, which is harmless). That instant of `LOCK_EX` would
+//! refuse a reader arriving just then as if a writer held the database, so a refused
+//! lock is retried for a moment before the holder is reported. Because another process may
 //! have opened the old file just before it was removed, a new holder checks after
 //! locking that the path still names the file it locked, and retries otherwise.
 //!
@@ -43,6 +45,11 @@ pub const LOCK_SUFFIX: &str = ".lock";
 
 /// Attempts when the lock file is replaced under us (each one follows a holder letting go).
 const MAX_ATTEMPTS: u32 = 100;
+
+/// How long a refused lock is retried before the holder is reported. The last reader
+/// to let go holds the file exclusively for the instant it takes to remove it, so a
+/// reader arriving then is refused by a holder that is leaving, not by a writer.
+const LETTING_GO_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// How a database is held.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -246,7 +253,9 @@ impl DatabaseLock {
             op,
             source,
         };
-        for _ in 0..MAX_ATTEMPTS {
+        let started = std::time::Instant::now();
+        let mut replaced = 0;
+        while replaced < MAX_ATTEMPTS {
             let opened = match open_lock_file(&lock_file, mode) {
                 Ok(opened) => opened,
                 Err(e) if is_link_error(&e) => {
@@ -284,13 +293,19 @@ impl DatabaseLock {
             }
             let mut locked = match Flock::lock(file, flock_arg(mode)) {
                 Ok(locked) => locked,
-                Err((file, Errno::EWOULDBLOCK)) => {
+                Err((file, Errno::EWOULDBLOCK)) if started.elapsed() >= LETTING_GO_GRACE => {
                     return Err(held_error(db_file, lock_file, file, &contents, mode));
+                }
+                Err((_, Errno::EWOULDBLOCK)) => {
+                    // Perhaps a holder letting go (see LETTING_GO_GRACE): look again.
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    continue;
                 }
                 Err((_, errno)) => return Err(io("flock", errno.into())),
             };
             // The previous holder may have removed the file between our open and flock.
             if !names_file(&lock_file, &locked).map_err(|e| io("stat", e))? {
+                replaced += 1;
                 continue;
             }
             if mode == LockMode::Exclusive {
@@ -704,6 +719,41 @@ mod tests {
         assert!(!lock_file_path(&db).exists());
         let writer = DatabaseLock::acquire(&db).unwrap();
         drop(writer);
+    }
+
+    #[test]
+    fn readers_coming_and_going_never_refuse_each_other() {
+        // The last reader to let go holds the file exclusively for an instant while it
+        // removes it; a reader arriving then must wait it out, not report a writer.
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("edbstress008.edb");
+        let refusals: Vec<String> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..4)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut refused = Vec::new();
+                        for _ in 0..500 {
+                            match DatabaseLock::acquire_shared(&db) {
+                                Ok(lock) => drop(lock),
+                                Err(e) => refused.push(e.to_string()),
+                            }
+                        }
+                        refused
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap())
+                .collect()
+        });
+        assert!(
+            refusals.is_empty(),
+            "{} refusals, first: {}",
+            refusals.len(),
+            refusals[0]
+        );
+        assert!(!lock_file_path(&db).exists());
     }
 
     #[test]
