@@ -51,7 +51,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from prepare_checksum_vs_fio import EDB, ROOT, run  # noqa: E402
-from transactional_vs_fio import free_port, measuring  # noqa: E402
+from transactional_vs_fio import fill_file, free_port, measuring, results_json, throughput_run_cmd  # noqa: E402
 
 EVENTS = ["io_uring:io_uring_submit_req", "io_uring:io_uring_complete"]
 LINE = re.compile(r"^\s*(?P<comm>.+?)\s+(?P<tid>\d+)\s+\[\d+\]\s+(?P<ts>\d+\.\d+):\s+io_uring:"
@@ -154,12 +154,8 @@ def print_rows(label, reported, kernel):
 def edbstress_run(work, args):
     res = os.path.join(work, "results")
     port = free_port()
-    cmd = [EDB, "run", "--databases", "1", "--copies", "1", "--database-size", args.database_size,
-           "--db-path", os.path.join(work, "db"), "--log-path", os.path.join(work, "logs"),
-           "--cache-min", args.cache, "--cache-max", args.cache, "--bdm", "off",
-           "--duration", f"{args.seconds}s", "--sample-interval", "5s", "--no-verify",
-           "--results-dir", res, "--backend", "io_uring", "--threads", args.threads,
-           "--metrics-listen", f"127.0.0.1:{port}", *args.run_arg]
+    # io_uring: the tracepoints are io_uring's.
+    cmd = throughput_run_cmd(EDB, work, res, port, args, "io_uring")
     with open(os.path.join(work, "run.out"), "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     while measuring(port) is not True:
@@ -169,11 +165,10 @@ def edbstress_run(work, args):
     data = os.path.join(work, "edbstress.perf")
     trace(proc.pid, data, lambda: measuring(port) is not True)
     proc.wait()
-    found = [os.path.join(d, "results.json") for d, _, fs in os.walk(res) if "results.json" in fs]
-    if proc.returncode not in (0, 1) or not found:
+    r = results_json(res)
+    if proc.returncode not in (0, 1) or r is None:
         sys.exit(f"edbstress run failed (exit {proc.returncode}); see {work}/run.out")
-    with open(found[0]) as f:
-        io = json.load(f)["totals"]["io"]
+    io = r["totals"]["io"]
     reported = {c: io[c]["avg_latency_ms"] for c in ("db_read", "db_write", "log_write") if io[c]["count"]}
     reads, writes = io["db_read"]["count"], io["db_write"]["count"]
     kernel = kernel_times(data, edbstress_class)
@@ -184,8 +179,7 @@ def edbstress_run(work, args):
 def fio_run(work, args, depth, read_pct):
     size = os.path.getsize(os.path.join(work, "db", "edbstress001.edb"))
     path = os.path.join(work, "fio.dat")
-    run(["fio", "--name=fill", f"--filename={path}", f"--size={size}", "--rw=write", "--bs=1M",
-         "--direct=1", "--ioengine=io_uring", "--iodepth=4"])
+    fill_file(path, size)
     proc = subprocess.Popen(["fio", "--name=db", f"--filename={path}", f"--size={size}", "--rw=randrw",
                              f"--rwmixread={round(read_pct)}", "--bs=32k", f"--iodepth={depth}",
                              "--norandommap", "--randrepeat=0", "--direct=1", "--ioengine=io_uring", "--thread",
@@ -209,7 +203,8 @@ def main():
     ap.add_argument("--dir", default=None, help="directory on the filesystem under test (default: ./target)")
     ap.add_argument("--database-size", default="2GiB")
     ap.add_argument("--cache", default="64MiB")
-    ap.add_argument("--threads", default="16", help="sessions")
+    ap.add_argument("--threads", default="16", help="sessions: a count, or 'auto' (--auto-tune)")
+    ap.add_argument("--sample-interval", type=int, default=5, help="edbstress sampling interval, s")
     ap.add_argument("--seconds", type=int, default=40, help="measured seconds (edbstress's are traced whole, fio's all but 4)")
     ap.add_argument("--fio", action="store_true", help="also fio at the run's mean kernel depth")
     ap.add_argument("--run-arg", action="append", default=[], metavar="ARG",

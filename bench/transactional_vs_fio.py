@@ -107,18 +107,40 @@ def verdict_text(r):
     return r["overall_result"] + (f" ({', '.join(failed)})" if failed else "")
 
 
+def throughput_run_cmd(binary, run_dir, res, port, args, backend):
+    """The throughput run both benches measure: one database in run_dir/db and its logs
+    in run_dir/logs, cache min = max, BDM off, one copy, closed loop, no verification,
+    the metrics endpoint on `port`, then --threads (or --auto-tune) and the --run-arg."""
+    cmd = [binary, "run", "--databases", "1", "--copies", "1", "--database-size", args.database_size,
+           "--db-path", os.path.join(run_dir, "db"), "--log-path", os.path.join(run_dir, "logs"),
+           "--cache-min", args.cache, "--cache-max", args.cache, "--bdm", "off",
+           "--duration", f"{args.seconds}s", "--sample-interval", f"{args.sample_interval}s",
+           "--no-verify", "--results-dir", res, "--backend", backend,
+           "--metrics-listen", f"127.0.0.1:{port}"]
+    cmd += ["--auto-tune"] if args.threads == "auto" else ["--threads", args.threads]
+    return cmd + args.run_arg
+
+
+def results_json(res):
+    """The results.json a run wrote somewhere under `res`, parsed; None when there is none."""
+    found = [os.path.join(d, "results.json") for d, _, fs in os.walk(res) if "results.json" in fs]
+    if not found:
+        return None
+    with open(found[0]) as f:
+        return json.load(f)
+
+
+def fill_file(path, size):
+    """Writes `path` sequentially with fio up to `size` bytes (a file for fio's random I/O)."""
+    run(["fio", "--name=fill", f"--filename={path}", f"--size={size}", "--rw=write", "--bs=1M",
+         "--direct=1", "--ioengine=io_uring", "--iodepth=8", "--output-format=json"])
+
+
 def edbstress_round(work, args, round_no, binary=EDB, label=""):
     """One throughput run; returns its figures (dict)."""
     res = os.path.join(work, "results", f"round{round_no}{label}")
     port = free_port()
-    cmd = [binary, "run", "--databases", "1", "--copies", "1", "--database-size", args.database_size,
-           "--db-path", os.path.join(work, "run", "db"), "--log-path", os.path.join(work, "run", "logs"),
-           "--cache-min", args.cache, "--cache-max", args.cache, "--bdm", "off",
-           "--duration", f"{args.seconds}s", "--sample-interval", f"{args.sample_interval}s",
-           "--no-verify", "--results-dir", res, "--backend", args.backend,
-           "--metrics-listen", f"127.0.0.1:{port}"]
-    cmd += ["--auto-tune"] if args.threads == "auto" else ["--threads", args.threads]
-    cmd += args.run_arg
+    cmd = throughput_run_cmd(binary, os.path.join(work, "run"), res, port, args, args.backend)
     # Every round starts from the same database: a fresh copy of the one this binary
     # prepared (`ref`, or `ref-before` for --before: builds of two database format
     # versions cannot share one).
@@ -146,11 +168,7 @@ def edbstress_round(work, args, round_no, binary=EDB, label=""):
     proc.returncode = os.waitstatus_to_exitcode(status)
     done.set()
     poller.join()
-    found = [os.path.join(d, "results.json") for d, _, fs in os.walk(res) if "results.json" in fs]
-    r = None
-    if found:
-        with open(found[0]) as f:
-            r = json.load(f)
+    r = results_json(res)
     # Exit 1 with results is a completed run with a Fail verdict (e.g. a latency limit).
     if proc.returncode not in (0, 1) or r is None or r.get("aborted"):
         with open(out_path) as f:
@@ -199,8 +217,7 @@ def fill_fio_file(work):
     path = os.path.join(work, "fio", "fio-db.dat")
     size = os.path.getsize(database_file(work))
     if not os.path.exists(path) or os.path.getsize(path) < size:
-        run(["fio", "--name=fill", f"--filename={path}", f"--size={size}", "--rw=write", "--bs=1M",
-             "--direct=1", "--ioengine=io_uring", "--iodepth=8", "--output-format=json"])
+        fill_file(path, size)
     return os.path.getsize(path)
 
 
