@@ -34,7 +34,8 @@ const MAX_STALLS: u32 = 10_000;
 
 /// The io_uring backend: one ring of `depth` entries (rounded up to a power of two),
 /// registered files when the kernel allows, `IORING_OP_READ`/`WRITE`/`FSYNC(DATASYNC)`
-/// (`WRITEV` for a [`VectoredWrite`]),
+/// (`WRITEV` for a [`VectoredWrite`]; `READ_FIXED`/`WRITE_FIXED` for page-sized buffers,
+/// whose slab chunks the ring registers as fixed buffers),
 /// and submission batched into one `io_uring_enter` per `flush`/`wait`.
 ///
 /// Needs Linux 5.6 or newer (the opcode probe rejects older kernels).
@@ -50,7 +51,65 @@ pub struct IoUringBackend {
     files: FileTable<RingFile>,
     /// Free indices of the registered file table (empty when it could not be set up).
     free_fixed: Vec<u32>,
+    fixed_bufs: FixedBuffers,
     stats: IoStats,
+}
+
+/// The page-buffer slab's chunks as this ring's registered (fixed) buffers, one table
+/// entry per chunk index: a request whose buffer lies in a registered chunk is a
+/// `READ_FIXED`/`WRITE_FIXED`, for which the kernel does not look up and pin the
+/// buffer's pages (it did so once, at registration). A chunk is registered the first
+/// time one of its buffers passes through the ring.
+struct FixedBuffers {
+    /// Whether the kernel gave the ring a sparse buffer table (Linux 5.19).
+    table: bool,
+    /// Per chunk index: registered (`Some(true)`), refused (`Some(false)`, e.g. over
+    /// RLIMIT_MEMLOCK: its buffers go as plain reads and writes) or not tried.
+    chunks: Vec<Option<bool>>,
+}
+
+impl FixedBuffers {
+    fn new(ring: &IoUring) -> FixedBuffers {
+        let table = ring
+            .submitter()
+            .register_buffers_sparse(crate::buf::INDEXED_CHUNKS as u32)
+            .is_ok();
+        FixedBuffers {
+            table,
+            chunks: Vec::new(),
+        }
+    }
+
+    /// The fixed-buffer index for a request on `buf`, registering its chunk if needed.
+    fn index(&mut self, ring: &IoUring, buf: &AlignedBuf) -> Option<u16> {
+        if !self.table {
+            return None;
+        }
+        let index = buf.fixed_chunk()?;
+        let at = usize::from(index);
+        if self.chunks.len() <= at {
+            self.chunks.resize(at + 1, None);
+        }
+        let registered = *self.chunks[at].get_or_insert_with(|| {
+            let Some(base) = crate::buf::chunk(u32::from(index)) else {
+                return false;
+            };
+            let iovec = libc::iovec {
+                iov_base: base as *mut libc::c_void,
+                iov_len: crate::buf::CHUNK_BYTES,
+            };
+            // SAFETY: the iovec describes one whole slab chunk, mapped read-write and
+            // never unmapped while the process lives, so the pages the kernel pins stay
+            // ours for as long as the ring. The kernel touches them only for requests
+            // naming this index, whose buffers the ring owns until their completion.
+            unsafe {
+                ring.submitter()
+                    .register_buffers_update(u32::from(index), &[iovec], None)
+            }
+            .is_ok()
+        });
+        registered.then_some(index)
+    }
 }
 
 /// What the ring does I/O through for a registered file: the backend's own descriptor
@@ -124,6 +183,7 @@ impl IoUringBackend {
         probe_opcodes(&ring)?;
         nop_round_trip(&mut ring)?;
         let free_fixed = register_fixed_table(&ring);
+        let fixed_bufs = FixedBuffers::new(&ring);
         Ok(IoUringBackend {
             ring,
             depth,
@@ -133,7 +193,21 @@ impl IoUringBackend {
             unsubmitted: Vec::with_capacity(depth),
             files: FileTable::new("io_uring"),
             free_fixed,
+            fixed_bufs,
             stats: IoStats::new(),
+        })
+    }
+
+    /// How many page-buffer chunks the ring has registered as fixed buffers, or `None`
+    /// when the kernel gave it no buffer table (before Linux 5.19): every request then
+    /// goes as a plain read or write.
+    pub fn fixed_buffer_chunks(&self) -> Option<usize> {
+        self.fixed_bufs.table.then(|| {
+            self.fixed_bufs
+                .chunks
+                .iter()
+                .filter(|c| **c == Some(true))
+                .count()
         })
     }
 
@@ -367,6 +441,10 @@ impl IoBackend for IoUringBackend {
             return Err(IoError::QueueFull { depth: self.depth });
         }
         check_request(&req)?;
+        let fixed_buf = match req.op {
+            IoOp::Fsync => None,
+            _ => self.fixed_bufs.index(&self.ring, &req.buf),
+        };
         let file = self.files.get_mut(req.file)?;
         let target = match file.handle.fixed {
             Some(index) => Target::Fixed(index),
@@ -390,18 +468,31 @@ impl IoBackend for IoUringBackend {
             start: Instant::now(),
         });
         let ptr = flight.buf.as_mut_ptr();
+        let dsync = if op == IoOp::WriteSync {
+            libc::RWF_DSYNC
+        } else {
+            0
+        };
         macro_rules! sqe {
             ($fd:expr) => {
-                match op {
-                    IoOp::Read => opcode::Read::new($fd, ptr, len).offset(offset).build(),
-                    IoOp::Write => opcode::Write::new($fd, ptr.cast_const(), len)
+                match (op, fixed_buf) {
+                    (IoOp::Read, Some(index)) => opcode::ReadFixed::new($fd, ptr, len, index)
                         .offset(offset)
                         .build(),
-                    IoOp::WriteSync => opcode::Write::new($fd, ptr.cast_const(), len)
-                        .offset(offset)
-                        .rw_flags(libc::RWF_DSYNC)
-                        .build(),
-                    IoOp::Fsync => opcode::Fsync::new($fd)
+                    (IoOp::Read, None) => opcode::Read::new($fd, ptr, len).offset(offset).build(),
+                    (IoOp::Write | IoOp::WriteSync, Some(index)) => {
+                        opcode::WriteFixed::new($fd, ptr.cast_const(), len, index)
+                            .offset(offset)
+                            .rw_flags(dsync)
+                            .build()
+                    }
+                    (IoOp::Write | IoOp::WriteSync, None) => {
+                        opcode::Write::new($fd, ptr.cast_const(), len)
+                            .offset(offset)
+                            .rw_flags(dsync)
+                            .build()
+                    }
+                    (IoOp::Fsync, _) => opcode::Fsync::new($fd)
                         .flags(types::FsyncFlags::DATASYNC)
                         .build(),
                 }
@@ -413,7 +504,9 @@ impl IoBackend for IoUringBackend {
         }
         .user_data(u64::from(slot));
         // SAFETY: the entry points at `len` bytes of the buffer now owned by
-        // slots[slot] (check_request ensured len <= buf.len()). That buffer is neither
+        // slots[slot] (check_request ensured len <= buf.len()); with a fixed-buffer
+        // index, those bytes lie inside the registered chunk of that index (a slab
+        // buffer never straddles chunks). That buffer is neither
         // accessed, moved out nor freed until `reap` sees the CQE with this slot's
         // user_data, and `Drop` waits for all CQEs or leaks the buffers; moving an
         // AlignedBuf value never moves its heap bytes. The descriptor or fixed index
@@ -438,6 +531,12 @@ impl IoBackend for IoUringBackend {
             return Err(IoError::QueueFull { depth: self.depth });
         }
         let len = check_vectored(req)?;
+        // One buffer (most of the page writer's writes) goes as a plain write, which can
+        // use a fixed buffer: WRITEV has no fixed form before Linux 6.15.
+        let fixed_buf = match &req.bufs[..] {
+            [one] => self.fixed_bufs.index(&self.ring, one),
+            _ => None,
+        };
         let file = self.files.get_mut(req.file)?;
         let target = match file.handle.fixed {
             Some(index) => Target::Fixed(index),
@@ -467,17 +566,25 @@ impl IoBackend for IoUringBackend {
         }));
         // check_vectored bounded the count by IOV_MAX.
         let (iov, count) = (iovecs.0.as_ptr(), iovecs.0.len() as u32);
+        let first = iovecs.0[0].iov_base.cast::<u8>().cast_const();
+        macro_rules! sqe {
+            ($fd:expr) => {
+                match fixed_buf {
+                    Some(index) => opcode::WriteFixed::new($fd, first, len as u32, index)
+                        .offset(offset)
+                        .build(),
+                    None => opcode::Writev::new($fd, iov, count).offset(offset).build(),
+                }
+            };
+        }
         let entry: squeue::Entry = match target {
-            Target::Fixed(index) => opcode::Writev::new(types::Fixed(index), iov, count)
-                .offset(offset)
-                .build(),
-            Target::Fd(fd) => opcode::Writev::new(types::Fd(fd), iov, count)
-                .offset(offset)
-                .build(),
+            Target::Fixed(index) => sqe!(types::Fixed(index)),
+            Target::Fd(fd) => sqe!(types::Fd(fd)),
         }
         .user_data(u64::from(slot));
         // SAFETY: the entry points at the iovec array and, through it, at every byte of
-        // the buffers, all owned by slots[slot]. Neither the array nor the buffers are
+        // the buffers, all owned by slots[slot] (a fixed write at the one buffer, inside
+        // the registered chunk of its index). Neither the array nor the buffers are
         // accessed, moved out or freed until `reap` sees the CQE with this slot's
         // user_data (moving a Vec or an AlignedBuf value never moves its heap bytes), and
         // `Drop` waits for all CQEs or leaks the buffers. The descriptor or fixed index

@@ -1,4 +1,5 @@
-//! Page-aligned heap buffers for direct I/O.
+//! Page-aligned buffers for direct I/O: page-sized ones from huge-page chunks
+//! (`slab`), others from the heap.
 
 use std::alloc::{self, Layout};
 use std::fmt;
@@ -6,6 +7,10 @@ use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
 use crate::IoError;
+
+mod slab;
+
+pub(crate) use slab::{CHUNK_BYTES, INDEXED_CHUNKS, chunk};
 
 /// Alignment of every [`AlignedBuf`], enough for `O_DIRECT` on any logical block size up
 /// to 4 KiB and for the page size of x86-64 and most aarch64 kernels.
@@ -20,8 +25,9 @@ const _: () = assert!(std::mem::align_of::<PageAligned>() == BUF_ALIGN);
 ///
 /// `len()` is exactly what was asked for; the allocation behind it is rounded up to a
 /// multiple of 4096, so `O_DIRECT` callers should ask for multiples of 4096. The bytes live
-/// in their own heap allocation: moving an `AlignedBuf` (into a request, a completion,
-/// another thread) never moves them, which is what lets a backend hand their address to
+/// in their own allocation (a database page's size, 4–32 KiB, from chunks backed by
+/// transparent huge pages where the kernel allows; any other size from the heap): moving
+/// an `AlignedBuf` (into a request, a completion, another thread) never moves them, which is what lets a backend hand their address to
 /// the kernel while the `AlignedBuf` value itself travels. An empty buffer allocates
 /// nothing, so `AlignedBuf::new(0)` is free (useful for fsync requests).
 pub struct AlignedBuf {
@@ -29,7 +35,13 @@ pub struct AlignedBuf {
     len: usize,
     /// Bytes allocated (a multiple of `BUF_ALIGN`); 0 means nothing is allocated.
     capacity: usize,
+    /// The slab chunk the bytes belong to ([`slab::UNINDEXED`] for one without an
+    /// index), or [`HEAP`] when they come from the heap.
+    chunk: u32,
 }
+
+/// `AlignedBuf::chunk` of a buffer from the heap.
+const HEAP: u32 = u32::MAX;
 
 // SAFETY: an AlignedBuf uniquely owns its allocation (like Box<[u8]>) and has no interior
 // mutability, so sending it to or sharing it between threads is as safe as for Vec<u8>.
@@ -59,6 +71,14 @@ impl AlignedBuf {
             return Ok(Self::empty());
         }
         let layout = Self::layout(len).ok_or(IoError::BufferAllocation { len })?;
+        if let Some((ptr, chunk)) = slab::alloc(layout.size()) {
+            return Ok(AlignedBuf {
+                ptr,
+                len,
+                capacity: layout.size(),
+                chunk,
+            });
+        }
         // SAFETY: the layout has a non-zero size (len > 0 rounded up to at least 4096) and a
         // valid power-of-two alignment.
         let raw = unsafe { alloc::alloc_zeroed(layout) };
@@ -67,6 +87,7 @@ impl AlignedBuf {
             ptr,
             len,
             capacity: layout.size(),
+            chunk: HEAP,
         })
     }
 
@@ -78,6 +99,7 @@ impl AlignedBuf {
             ptr: NonNull::<PageAligned>::dangling().cast::<u8>(),
             len: 0,
             capacity: 0,
+            chunk: HEAP,
         }
     }
 
@@ -121,6 +143,15 @@ impl AlignedBuf {
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr.as_ptr()
     }
+
+    /// The index of the slab chunk holding the bytes, which io_uring can use as a
+    /// registered (fixed) buffer ([`chunk`] gives its address): `None` for a buffer
+    /// from the heap or from a chunk without an index.
+    pub(crate) fn fixed_chunk(&self) -> Option<u16> {
+        u16::try_from(self.chunk)
+            .ok()
+            .filter(|&c| usize::from(c) < slab::INDEXED_CHUNKS)
+    }
 }
 
 impl Deref for AlignedBuf {
@@ -144,6 +175,10 @@ impl DerefMut for AlignedBuf {
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
         if self.capacity == 0 {
+            return;
+        }
+        if self.chunk != HEAP {
+            slab::give_back(self.ptr, self.capacity, self.chunk);
             return;
         }
         // SAFETY: the allocation was made by alloc_zeroed with exactly this layout (size
