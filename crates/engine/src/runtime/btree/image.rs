@@ -116,6 +116,22 @@ impl BeforeImage {
     pub(super) fn restore(&self, page: &mut [u8]) {
         const HEADER: usize = edbstress_format::PAGE_HEADER_LEN;
         let len = page.len();
+        // The old free gap was zero, and so is the page's free gap now (see the type's
+        // documentation): only what the change used of the old gap needs zeroing, the
+        // bodies it appended and the tags it added, not the whole gap (often most of
+        // the page).
+        let gap = self.head..len - self.tail;
+        let now = edbstress_format::page::PageHeader::read(page);
+        let now_head = usize::from(now.first_free);
+        let now_tags =
+            len.checked_sub(usize::from(now.tag_count) * edbstress_format::page::TAG_LEN);
+        match now_tags {
+            Some(now_tags) if (HEADER..=now_tags).contains(&now_head) => {
+                page[gap.start..now_head.clamp(gap.start, gap.end)].fill(0);
+                page[now_tags.clamp(gap.start, gap.end)..gap.end].fill(0);
+            }
+            _ => page[gap.clone()].fill(0),
+        }
         page[..HEADER].copy_from_slice(&self.bytes[..HEADER]);
         if let Some(at) = self.bodies_at {
             page[HEADER..self.head].copy_from_slice(&self.bytes[at..at + self.head - HEADER]);
@@ -123,8 +139,11 @@ impl BeforeImage {
         for &(start, n, at) in self.spans[..self.span_count].iter().rev() {
             page[start..start + n].copy_from_slice(&self.bytes[at..at + n]);
         }
-        page[self.head..len - self.tail].fill(0);
         page[len - self.tail..].copy_from_slice(&self.bytes[HEADER..HEADER + self.tail]);
+        debug_assert!(
+            page[gap].iter().all(|&b| b == 0),
+            "a free byte the change did not use is not zero"
+        );
     }
 
     /// The whole page as it was (for a page-image record), given the page now (whose
