@@ -128,8 +128,58 @@ fn a_small_cache_reaches_its_maximum_before_it_evicts() {
 
 #[test]
 fn lru2_keeps_a_twice_referenced_page_through_a_scan() {
+    // 32 frames: each refill scans anew. 128: a scan lists 8+ candidates, and refills
+    // take from it while it lasts.
+    for frames in [32, 128] {
+        lru2_scan_case(frames);
+    }
+}
+
+#[test]
+fn a_page_referenced_again_after_the_writers_scan_is_not_evicted_from_its_list() {
+    // 128 frames: one scan of the page writer lists the coldest 16 or more pages, and
+    // the refills after it take from that list. Pages of the list referenced again in
+    // between are no longer cold: they must be skipped, not evicted.
     let db = database();
-    let cache = new_cache(&db, config(32), &FakeWal::new(1000));
+    let cache = new_cache(&db, config(128), &FakeWal::new(1000));
+    cache.set_correlation_window(4);
+    // Fill the cache with pages referenced once, then make the writer evict (and scan).
+    for p in 300..500 {
+        read_through(&cache, p);
+    }
+    // The oldest pages still cached are the ones the last scan listed first.
+    let again: Vec<u32> = {
+        let guard = cache.lock();
+        (300..500)
+            .filter(|&p| guard.contains(Pgno::new(p)))
+            .take(12)
+            .collect()
+    };
+    assert_eq!(again.len(), 12);
+    for &p in &again {
+        read_through(&cache, p);
+    }
+    // More pages referenced once: refills take from the list made before.
+    for p in 600..664 {
+        read_through(&cache, p);
+    }
+    let guard = cache.lock();
+    let evicted: Vec<u32> = again
+        .iter()
+        .copied()
+        .filter(|&p| !guard.contains(Pgno::new(p)))
+        .collect();
+    assert!(
+        evicted.is_empty(),
+        "pages referenced twice were evicted before pages referenced once: {evicted:?}"
+    );
+    drop(guard);
+    cache.shutdown().expect("shutdown");
+}
+
+fn lru2_scan_case(frames: usize) {
+    let db = database();
+    let cache = new_cache(&db, config(frames), &FakeWal::new(1000));
     cache.set_correlation_window(4);
     let hot = 100;
     read_through(&cache, hot);
@@ -145,25 +195,26 @@ fn lru2_keeps_a_twice_referenced_page_through_a_scan() {
     read_through(&cache, burst);
     read_through(&cache, burst);
     // A scan of pages referenced once each, 10 times the cache.
-    for p in 300..620 {
+    let scan = 10 * frames as u32;
+    for p in 300..300 + scan {
         read_through(&cache, p);
     }
     let guard = cache.lock();
     assert!(
         guard.contains(Pgno::new(hot)),
-        "the page referenced twice was evicted by a scan"
+        "{frames} frames: the page referenced twice was evicted by a scan"
     );
     assert!(
         !guard.contains(Pgno::new(burst)),
-        "a correlated burst must not protect a page"
+        "{frames} frames: a correlated burst must not protect a page"
     );
     assert!(
         !guard.contains(Pgno::new(200)),
-        "a page referenced long ago must go"
+        "{frames} frames: a page referenced long ago must go"
     );
     drop(guard);
     let c = cache.counters();
-    assert!(c.evictions >= 300, "{c:?}");
+    assert!(c.evictions >= u64::from(scan) - frames as u64, "{c:?}");
     cache.shutdown().expect("shutdown");
 }
 
