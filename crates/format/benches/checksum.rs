@@ -32,6 +32,26 @@ fn checksum(c: &mut Criterion) {
             b.iter(|| verify_page(black_box(page), black_box(pgno)))
         });
     }
+    // Pages not in any CPU cache, as after a direct read or long after a write: 256 MiB
+    // of sealed pages visited in a scattered order.
+    let size = PageSize::K32;
+    let count = (256 << 20) / size.bytes();
+    let template = sealed_page(size, 0);
+    let mut pages = vec![0u8; count * size.bytes()];
+    for (pgno, page) in pages.chunks_exact_mut(size.bytes()).enumerate() {
+        page.copy_from_slice(&template);
+        page[100] = pgno as u8;
+        seal_page(page, pgno as u32);
+    }
+    let mut next = 0usize;
+    group.throughput(Throughput::Bytes(size.bytes() as u64));
+    group.bench_function(BenchmarkId::new("verify_cold", size), |b| {
+        b.iter(|| {
+            next = (next + 7919) % count;
+            let page = &pages[next * size.bytes()..][..size.bytes()];
+            verify_page(black_box(page), next as u32)
+        })
+    });
     group.finish();
 }
 
