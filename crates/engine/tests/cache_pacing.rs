@@ -57,16 +57,17 @@ fn a_session_missing_now_and_then_keeps_few_pool_writes_in_flight() {
     // pool runs short before the cache is full, and a fill at full speed has the
     // writer measure many frames taken during its first writes' life, which rightly
     // opens the cap for a while (peaks of 12–22 writes here, 2026-11-27).
+    let pages = FRAMES as u32 + MISSES;
     let started = Instant::now();
     let mut markers = Vec::new();
-    for p in 1..=FRAMES as u32 + MISSES {
+    for p in 1..=pages {
         markers.push((p, modify(&cache, &wal, p)));
         thread::sleep(Duration::from_millis(2));
     }
     // The cap follows the measured life of a write: on a machine so busy that this
     // loop's 2 ms sleeps ran twice as long, writes last long enough for more of them in
     // flight to be right, so the peak says nothing about pacing then.
-    let overslept = started.elapsed() > 2 * Duration::from_millis(2) * (FRAMES as u32 + MISSES);
+    let overslept = started.elapsed() > 2 * Duration::from_millis(2) * pages;
     let c = cache.counters();
     assert!(
         c.pool_flushes >= u64::from(MISSES) / 2,

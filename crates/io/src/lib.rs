@@ -12,8 +12,9 @@
 //! [`IoBackend::register`] the file, then keep up to `depth()` [`IoRequest`]s in flight
 //! with [`IoBackend::submit`] and [`IoBackend::wait`], recycling the [`AlignedBuf`] each
 //! [`IoCompletion`] hands back. Page-sized buffers live in huge-page chunks that the
-//! io_uring backend registers as fixed buffers (`buf/slab.rs`). A [`VectoredWrite`] ([`IoBackend::submit_vectored`])
-//! writes several buffers at one offset as one I/O (`pwritev`, `IORING_OP_WRITEV`).
+//! io_uring backend registers as fixed buffers (`buf/slab.rs`). A [`VectoredWrite`]
+//! ([`IoBackend::submit_vectored`]) writes several buffers at one offset as one I/O
+//! (`pwritev`, `IORING_OP_WRITEV`).
 //! Threads that each need one I/O done now (sessions
 //! reading a page they missed) share a [`BackendPool`] instead, which lends a backend
 //! to each for the length of its request. Every completion is counted in the backend's
