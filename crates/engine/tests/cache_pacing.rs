@@ -56,7 +56,7 @@ fn a_session_missing_now_and_then_keeps_few_pool_writes_in_flight() {
     // writer needs a write or two in flight, not a burst. From the first miss on: the
     // pool runs short before the cache is full, and a fill at full speed has the
     // writer measure many frames taken during its first writes' life, which rightly
-    // opens the cap for a while (peaks of 12–22 writes here, 2026-11-27).
+    // opens the cap for a while (peaks of 12–22 writes here).
     let pages = FRAMES as u32 + MISSES;
     let started = Instant::now();
     let mut markers = Vec::new();

@@ -1,6 +1,6 @@
 //! A storage that loses log files: the newest generations deleted or emptied after
 //! the writes into them were acknowledged, the checkpoint file lost, and logs that
-//! `checksum` must reject exactly where recovery would (issue 17, cases 1, 4 and 9).
+//! `checksum` must reject exactly where recovery would.
 //!
 //! Every case starts from a real instance that committed durable transactions across
 //! several log generations and then crashed.
