@@ -70,7 +70,7 @@ fn page_size_strategy() -> impl Strategy<Value = PageSize> {
 }
 
 #[test]
-fn regression_vector_32k() {
+fn a_32k_page_matches_eses_reference_sums() {
     // The pattern of ESE's own checksum unit test; the sums below were confirmed by
     // the naive implementation. Blocks 1..3 equal ESE's published reference sums
     // (0x69af69afcdd590e4, 0x770988f62ea1a9e2, 0x7cb77cb77b839a0e); block 0 differs
@@ -101,7 +101,7 @@ fn regression_vector_32k() {
 }
 
 #[test]
-fn regression_vector_8k() {
+fn an_8k_page_has_one_block_and_matches_the_definition() {
     let page: Vec<u8> = (0..8192usize)
         .map(|i| ((i + i / 13) & 0xff) as u8)
         .collect();
