@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests.
-#![allow(dead_code)] // each test binary uses a different subset
+#![allow(dead_code)] // the suite and vectored_power_cut's binary use different subsets
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! out, and go through io_uring as registered (fixed) buffers; other sizes come from the
 //! heap and go as plain requests. On real files, through a real ring.
 
-mod common;
+use super::common;
 
 use edbstress_io::{
     AlignedBuf, DataFile, IoBackend, IoClass, IoOp, IoRequest, IoUringBackend, VectoredWrite,

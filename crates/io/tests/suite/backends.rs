@@ -1,6 +1,6 @@
 //! Both asynchronous backends on real files.
 
-mod common;
+use super::common;
 
 use std::io::ErrorKind;
 

@@ -1,6 +1,6 @@
 //! DataFile, alignment and filesystem queries on real files.
 
-mod common;
+use super::common;
 
 use std::io::ErrorKind;
 use std::path::Path;

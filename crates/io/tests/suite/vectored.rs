@@ -2,7 +2,7 @@
 //! bytes land back to back at one offset, the write is one I/O of its total length in the
 //! statistics, the buffers come back in order, and a refused write keeps its buffers.
 
-mod common;
+use super::common;
 
 use edbstress_io::{
     AlignedBuf, DataFile, FileId, IoBackend, IoClass, IoCompletion, IoError, IoMode, IoOp,
