@@ -1,6 +1,6 @@
 //! DatabaseBackup and SoftRecovery runs end to end through the runner.
 
-mod common;
+use super::common;
 
 use std::sync::atomic::AtomicBool;
 

@@ -1,6 +1,6 @@
 //! A small run configuration on temporary directories.
 
-#![allow(dead_code)]
+#![allow(dead_code)] // not every helper is used by every module
 
 use std::path::Path;
 use std::time::Duration;
@@ -18,6 +18,8 @@ pub fn small_config(root: &Path, test: TestType) -> RunConfig {
     RunConfig {
         start_at: None,
         host_name: None,
+        fleet_id: None,
+        campaign_id: None,
         test,
         profile,
         mailboxes: None,

@@ -1,6 +1,6 @@
 //! Performance and Stress runs end to end on small databases.
 
-mod common;
+use super::common;
 
 use std::sync::atomic::AtomicBool;
 
