@@ -5,7 +5,7 @@
 //! Every case starts from a real instance that committed durable transactions across
 //! several log generations and then crashed.
 
-mod instance_common;
+use super::instance_common;
 use instance_common::*;
 
 use std::fs;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use edbstress_engine::{CacheConfig, PageCache};
 
-mod cache_common;
+use super::cache_common;
 use cache_common::*;
 
 fn paced_config(frames: usize) -> CacheConfig {

@@ -6,7 +6,7 @@
 //! again takes every one of them before any page from the file's end; thinning leaves
 //! merges them.
 
-mod instance_common;
+use super::instance_common;
 use instance_common::*;
 
 use edbstress_engine::deep_check;

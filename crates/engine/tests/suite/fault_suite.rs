@@ -5,9 +5,9 @@
 //! leave every other byte alone; recovery must report dropped writes as lost flushes.
 //!
 //! `EDBSTRESS_LONG_TESTS=1` runs ten times as many rounds. Figures are printed
-//! (`cargo test --test fault_suite -- --nocapture`).
+//! (`cargo test -p edbstress-engine --test tests -- fault_suite:: --nocapture`).
 
-mod instance_common;
+use super::instance_common;
 use instance_common::*;
 
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! commit, damage in the middle, lost writes, missing generations and foreign files
 //! are errors naming the file and segment.
 
-mod log_common;
+use super::log_common;
 
 use edbstress_format::log::CheckpointState;
 use std::time::Duration;

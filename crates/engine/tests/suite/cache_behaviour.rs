@@ -13,7 +13,7 @@ use edbstress_format::Pgno;
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_io::IoClass;
 
-mod cache_common;
+use super::cache_common;
 use cache_common::*;
 
 #[test]

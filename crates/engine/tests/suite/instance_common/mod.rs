@@ -2,7 +2,7 @@
 //! database under `DIR/db`, logs under `DIR/logs`, buffered I/O so the tests run on
 //! any filesystem.
 
-#![allow(dead_code)] // each test binary uses a different subset
+#![allow(dead_code)] // the suite and power_cut's binary use different subsets
 
 use std::path::Path;
 

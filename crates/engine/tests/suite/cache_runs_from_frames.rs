@@ -16,7 +16,7 @@ use edbstress_engine::{CacheConfig, EngineError, PageCache, WalSync};
 use edbstress_format::Pgno;
 use edbstress_io::{Access, IoClass};
 
-mod cache_common;
+use super::cache_common;
 use cache_common::*;
 
 const FRAMES: u32 = 32;

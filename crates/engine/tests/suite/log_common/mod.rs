@@ -1,7 +1,7 @@
 //! Helpers shared by the transaction log tests: a prepared log directory, records
 //! with recognisable contents, and raw access to segment slots for fault injection.
 
-#![allow(dead_code)] // each test binary uses a different subset
+#![allow(dead_code)] // the suite and power_cut's binary use different subsets
 
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};

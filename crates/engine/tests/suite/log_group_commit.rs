@@ -4,7 +4,7 @@
 //! recorded before anything in it is acknowledged, nothing acknowledged is lost when
 //! the writer is abandoned, and a failed round poisons the log for every committer.
 
-mod log_common;
+use super::log_common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! was durable), is recovered and reopened, and must hold exactly the state after some
 //! commit between the last durable one and the last one.
 
-mod instance_common;
+use super::instance_common;
 use instance_common::*;
 
 use std::collections::BTreeMap;

@@ -5,7 +5,7 @@
 //! reads back whole, deleted ones are gone, their pages are reused, the tree passes
 //! the deep check, and a crash after it all recovers to the same contents.
 
-mod instance_common;
+use super::instance_common;
 use instance_common::*;
 
 use edbstress_engine::{Durability, Instance, TxnOp};

@@ -3,7 +3,7 @@
 //! transaction log whose durability the test controls (and audits against the real
 //! file), page markers and small helpers.
 
-#![allow(dead_code)] // each test binary uses a different subset
+#![allow(dead_code)] // the suite and power_cut's binary use different subsets
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};

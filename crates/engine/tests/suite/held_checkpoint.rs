@@ -3,7 +3,7 @@
 //! so recovery after a crash replays every generation written since — and the database
 //! comes out intact. Without the hold, the same flush moves the checkpoint forward.
 
-mod instance_common;
+use super::instance_common;
 use instance_common::*;
 
 use edbstress_engine::MessageKey;

@@ -5,8 +5,8 @@
 //! carried, timed and counted by a backend of the chosen kind, each under its own
 //! class, and each count is what the engine says it did.
 
-mod instance_common;
-mod log_common;
+use super::instance_common;
+use super::log_common;
 
 use edbstress_engine::log::{LogWriter, read_log};
 use edbstress_engine::{Durability, Instance, TxnOp};

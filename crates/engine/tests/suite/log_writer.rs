@@ -1,7 +1,7 @@
 //! Transaction log writer: appends read back in order across generation rolls, group
 //! commit, lazy flush, crash simulation, circular logging and reopening.
 
-mod log_common;
+use super::log_common;
 
 use edbstress_format::log::CheckpointState;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! Each write still puts closed segments into slots that held nothing, so what is
 //! acknowledged survives an abandon and reads back in order.
 
-mod log_common;
+use super::log_common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

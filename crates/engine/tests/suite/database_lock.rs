@@ -3,7 +3,7 @@
 //! crashes); recovery, a repairing checksum, prepare and fault injection take the same
 //! lock.
 
-mod instance_common;
+use super::instance_common;
 use instance_common::*;
 
 use edbstress_engine::EngineError;

@@ -3,7 +3,7 @@
 //! the index) is refused with the fix named, by the engine and by prepare, and rebuilt
 //! by `prepare --recreate`.
 
-mod instance_common;
+use super::instance_common;
 use instance_common::*;
 
 use std::os::unix::fs::FileExt;

@@ -14,7 +14,7 @@ use edbstress_format::Pgno;
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_io::{Access, BackendKind, DataFile, IoClass, IoMode};
 
-mod cache_common;
+use super::cache_common;
 use cache_common::*;
 
 #[test]
@@ -326,7 +326,8 @@ fn process_cpu_seconds() -> f64 {
 }
 
 /// Throughput and CPU cost; run with
-/// `cargo test -p edbstress-engine --release --test cache_behaviour -- --ignored --nocapture`.
+/// `cargo test -p edbstress-engine --release --test tests -- cache_faults::perf_numbers
+/// --ignored --nocapture`.
 #[test]
 #[ignore = "measurement, prints numbers"]
 fn perf_numbers() {

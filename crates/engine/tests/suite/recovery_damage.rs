@@ -8,7 +8,7 @@
 //! - a torn page whose damage cancels out in the checksum is rebuilt all the same with
 //!   `torn_write_protection` (a page that is not its image is never trusted).
 
-mod instance_common;
+use super::instance_common;
 use instance_common::*;
 
 use std::os::unix::fs::FileExt;

@@ -4,8 +4,8 @@
 //! timed and counted by a backend of the chosen kind, and every counted read and log
 //! write is one the engine made.
 
-mod instance_common;
-mod log_common;
+use super::instance_common;
+use super::log_common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -13,7 +13,7 @@ use edbstress_engine::{CacheConfig, PageCache};
 use edbstress_format::Pgno;
 use edbstress_io::BackendKind;
 
-mod cache_common;
+use super::cache_common;
 use cache_common::*;
 
 const FRAMES: usize = 16;

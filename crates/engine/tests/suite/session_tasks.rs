@@ -4,7 +4,7 @@
 //! it (the flusher leads the round for tasks), and after a crash every durable commit
 //! is recovered with its bytes while the database checks clean.
 
-mod instance_common;
+use super::instance_common;
 
 use std::sync::Mutex;
 

@@ -14,7 +14,7 @@ use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_io::BackendKind;
 use edbstress_io::tasks::{deal, run_tasks};
 
-mod cache_common;
+use super::cache_common;
 use cache_common::*;
 
 /// Pages the sessions share: six times the cache.
