@@ -69,7 +69,7 @@ impl clap::Args for IoArgs {
                     .value_name("N")
                     .allow_hyphen_values(true)
                     .value_parser(crate::units::count::<u32>("a queue depth", 1, Some(1024)))
-                    .help("I/Os kept in flight."),
+                    .help("I/Os kept in flight"),
             )
     }
 

@@ -42,8 +42,9 @@ pub fn setting_arg(key: &str) -> Arg {
 
 /// The clap argument of one setting.
 fn arg_of(setting: &Setting) -> Option<Arg> {
+    // As clap's derive shows a one-paragraph doc comment: without its final period.
     let help = setting.help_text();
-    let arg = Arg::new(setting.key).help(help);
+    let arg = Arg::new(setting.key).help(help.strip_suffix('.').unwrap_or(&help).to_string());
     Some(match setting.flag {
         FlagForm::FileOnly => return None,
         FlagForm::Value {
@@ -77,7 +78,7 @@ impl Args for RunArgs {
                     .long("config")
                     .value_name("FILE")
                     .value_parser(clap::value_parser!(PathBuf))
-                    .help("TOML configuration file (write one with `edbstress config init`)."),
+                    .help("TOML configuration file (write one with `edbstress config init`)"),
             )
             .arg(
                 Arg::new("quick")
@@ -85,7 +86,7 @@ impl Args for RunArgs {
                     .action(ArgAction::SetTrue)
                     .help(
                         "A small run of under a minute: 1000 mailboxes on 2 × 256 MiB \
-                         databases, 45 s.",
+                         databases, 45 s",
                     ),
             );
         for setting in SETTINGS {
@@ -219,10 +220,7 @@ mod tests {
         );
         assert_eq!(a.flags.io_mode, Some(edbstress_io::IoMode::Buffered));
         assert_eq!(a.flags.verify_after, Some(false));
-        assert_eq!(
-            a.flags.duration,
-            Some(std::time::Duration::from_secs(90))
-        );
+        assert_eq!(a.flags.duration, Some(std::time::Duration::from_secs(90)));
         assert_eq!(a.flags.thresholds.db_read_avg_ms, Some(15.0));
         assert_eq!(a.flags.checkpoint_depth, Some(20 << 20));
         assert_eq!(a.flags.log_paths, None);
@@ -265,8 +263,17 @@ mod tests {
     #[test]
     fn a_bad_value_names_the_flag_and_what_to_give() {
         let e = parse(&["--databases", "-2"]).err().unwrap().to_string();
-        assert!(e.contains("--databases") && e.contains("cannot be negative"), "{e}");
-        let e = parse(&["--threshold", "db_read=3"]).err().unwrap().to_string();
-        assert!(e.contains("--threshold") && e.contains("unknown threshold"), "{e}");
+        assert!(
+            e.contains("--databases") && e.contains("cannot be negative"),
+            "{e}"
+        );
+        let e = parse(&["--threshold", "db_read=3"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("--threshold") && e.contains("unknown threshold"),
+            "{e}"
+        );
     }
 }

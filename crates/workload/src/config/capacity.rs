@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{keys, ConfigError, MIB, MIN_DATABASE_SIZE, RunConfig, invalid};
+use super::{ConfigError, MIB, MIN_DATABASE_SIZE, RunConfig, invalid, keys};
 use crate::units::format_size;
 
 /// The nearest ancestor of `path` that exists ("." for a relative path none of whose

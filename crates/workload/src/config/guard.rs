@@ -3,7 +3,7 @@
 //! and passes on any device. Such a run is refused with the numbers and the fix unless
 //! `allow_cached_databases` says it is intended.
 
-use super::{keys, ConfigError, MIB, RunConfig, invalid};
+use super::{ConfigError, MIB, RunConfig, invalid, keys};
 use crate::units::format_size;
 
 /// How many times its cache each database must be at least: Exchange databases are

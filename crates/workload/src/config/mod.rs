@@ -38,14 +38,14 @@ pub mod validate;
 mod tests;
 
 pub use file::{
-    ThresholdsFile, format_op_mix, humantime_serde_compat, page_size_bytes,
-    parse_compressibility, parse_on_off, parse_op_mix, parse_profile, parse_test_type,
-};
-pub use settings::{
-    ConfigFile, FlagForm, SETTINGS, Setting, SettingKey, config_template, flag_for_key, keys,
+    ThresholdsFile, format_op_mix, humantime_serde_compat, page_size_bytes, parse_compressibility,
+    parse_on_off, parse_op_mix, parse_profile, parse_test_type,
 };
 pub use model::RunConfig;
 pub use resolve::quick_preset;
+pub use settings::{
+    ConfigFile, FlagForm, SETTINGS, Setting, SettingKey, config_template, flag_for_key, keys,
+};
 
 /// Default directory of database files (the quick start's).
 pub const DEFAULT_DB_PATH: &str = "edbstress-data/db";

@@ -9,10 +9,10 @@ use edbstress_report::TestType;
 
 use super::capacity::size_from_capacity;
 use super::validate::check_databases;
-use super::{keys, 
+use super::{
     ConfigError, ConfigFile, DEFAULT_DB_PATH, DEFAULT_IOPS_PER_MAILBOX, DEFAULT_LOG_PATH,
     DEFAULT_MAILBOX_QUOTA, DEFAULT_RESULTS_DIR, DEFAULT_THROUGHPUT_DATABASE_SIZE, GIB, MIB,
-    MIN_DATABASE_SIZE, RunConfig, invalid,
+    MIN_DATABASE_SIZE, RunConfig, invalid, keys,
 };
 use crate::profile::Profile;
 use crate::units::format_size;

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use edbstress_format::PageSize;
 
-use super::{keys, 
+use super::{
     ConfigError, MAX_BDM_MB_PER_SEC, MAX_DURATION, MAX_IOPS_PER_MAILBOX, MAX_TARGET_IOPS, MIB,
-    MIN_DATABASE_SIZE, RunConfig, format_op_mix, invalid,
+    MIN_DATABASE_SIZE, RunConfig, format_op_mix, invalid, keys,
 };
 use crate::units::{format_duration, format_size};
 
@@ -155,8 +155,16 @@ impl RunConfig {
         check_cache_fits(self.cache_max, self.databases, self.page_size)?;
         for (key, total, per_instance) in [
             // The maximum first: a small cache_max given alone lowers the default minimum.
-            (keys::cache_max, self.cache_max, self.cache_max_per_instance()),
-            (keys::cache_min, self.cache_min, self.cache_min_per_instance()),
+            (
+                keys::cache_max,
+                self.cache_max,
+                self.cache_max_per_instance(),
+            ),
+            (
+                keys::cache_min,
+                self.cache_min,
+                self.cache_min_per_instance(),
+            ),
         ] {
             if per_instance < MIB {
                 return Err(invalid(

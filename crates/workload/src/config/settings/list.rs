@@ -297,7 +297,8 @@ pub(super) const TEMPLATE_HEADER: &str = r#"# edbstress run configuration.
 "#;
 
 /// The heading of the `[thresholds]` table in the template.
-const THRESHOLDS_SECTION: &str = "# ---- Pass/fail thresholds -------------------------------------------------------
+const THRESHOLDS_SECTION: &str =
+    "# ---- Pass/fail thresholds -------------------------------------------------------
 # Defaults: the profile's for the test (stress: maxima of 200 ms; exchange2007: 50 ms,
 # stress 100 ms). Give only the ones to change. This table must come last.
 # [thresholds]";

@@ -409,8 +409,8 @@ pub mod parse {
 
 mod list;
 
-pub use list::{ConfigFile, SETTINGS, keys};
 use list::TEMPLATE_HEADER;
+pub use list::{ConfigFile, SETTINGS, keys};
 
 impl ThresholdsFile {
     /// Sets one threshold from `--threshold NAME=MS`.
