@@ -233,7 +233,8 @@ fn print_text(dbs: &[DatabaseScanReport], logs: &[LogScanReport], result: &str) 
             let repaired = if p.repaired { " [repaired]" } else { "" };
             outln!(
                 "  page {:>10} at offset {:>14}: {what}{repaired}",
-                p.pgno, p.offset
+                p.pgno,
+                p.offset
             );
         }
         if !r.problems_complete {

@@ -252,7 +252,9 @@ fn run_fleet(a: FleetRunArgs) -> Result<ExitCode, CommandError> {
     crate::aggregate_cmd::print_summary(&outcome.aggregate, &outcome.dir);
     outln!(
         "  fleet overhead: {:.1} s checking the hosts over ssh, {:.0} s lead time, {:.1} s copying the run directories back",
-        outcome.check_seconds, outcome.lead_seconds, outcome.copy_seconds
+        outcome.check_seconds,
+        outcome.lead_seconds,
+        outcome.copy_seconds
     );
     Ok(if stop.load(Ordering::SeqCst) {
         ExitCode::from(130)

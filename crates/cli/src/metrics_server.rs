@@ -61,7 +61,11 @@ impl MetricsServer {
         };
         let listener = TcpListener::bind(first)
             .and_then(|l| l.set_nonblocking(true).map(|()| l))
-            .map_err(|e| usage(format!("cannot listen on {first} for --metrics-listen: {e}")))?;
+            .map_err(|e| {
+                usage(format!(
+                    "cannot listen on {first} for --metrics-listen: {e}"
+                ))
+            })?;
         let addr = listener
             .local_addr()
             .map_err(|e| usage(format!("--metrics-listen {first}: {e}")))?;
@@ -104,7 +108,11 @@ fn serve(listener: &TcpListener, counters: &LiveCounters, stop: &AtomicBool) {
         clients.retain(|c| c.phase != Phase::Closed && c.since.elapsed() < CLIENT_TIME);
         // Every socket is non-blocking: look again soon while clients are there.
         if !moved {
-            std::thread::sleep(if clients.is_empty() { IDLE_TICK } else { BUSY_TICK });
+            std::thread::sleep(if clients.is_empty() {
+                IDLE_TICK
+            } else {
+                BUSY_TICK
+            });
         }
     }
 }
@@ -237,7 +245,9 @@ fn answer(head: &[u8], counters: &LiveCounters) -> Option<Vec<u8>> {
             let path = request.path.unwrap_or("");
             let path = path.split('?').next().unwrap_or("");
             match (request.method, path) {
-                (Some("GET"), "/metrics") => ("200 OK", CONTENT_TYPE, counters.encode_openmetrics()),
+                (Some("GET"), "/metrics") => {
+                    ("200 OK", CONTENT_TYPE, counters.encode_openmetrics())
+                }
                 (Some("GET"), _) => (
                     "404 Not Found",
                     "text/plain",

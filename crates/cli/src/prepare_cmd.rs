@@ -129,7 +129,12 @@ pub fn run(args: PrepareArgs) -> Result<ExitCode, CommandError> {
 fn print_reports(reports: &[PrepareReport], elapsed: f64) {
     outln!(
         "{:<40} {:>9} {:>10} {:>10} {:>8} {:>9}",
-        "Database", "Page", "Messages", "Size", "Seconds", "MiB/s"
+        "Database",
+        "Page",
+        "Messages",
+        "Size",
+        "Seconds",
+        "MiB/s"
     );
     let mut written = 0u64;
     let mut write_secs = 0.0;

@@ -62,7 +62,9 @@ pub fn run(args: RecoverArgs) -> Result<ExitCode, CommandError> {
         for r in &refused {
             outln!(
                 "{:<9} {:<40} RECOVERY REFUSED: {}",
-                r.instance, r.db_file, r.error
+                r.instance,
+                r.db_file,
+                r.error
             );
         }
         if !refused.is_empty() {
@@ -124,7 +126,9 @@ fn print_text(reports: &[RecoveryReport]) {
         );
         outln!(
             "          replayed log {} .. {}, {} pages read ahead",
-            r.start, r.end, r.pages_prefetched
+            r.start,
+            r.end,
+            r.pages_prefetched
         );
         if !r.pages_restored.is_empty() {
             let pages: Vec<String> = r.pages_restored.iter().map(ToString::to_string).collect();
@@ -143,7 +147,10 @@ fn print_text(reports: &[RecoveryReport]) {
         for lost in &r.lost_flushes {
             outln!(
                 "          LOST FLUSH: page {} has dbtime {}, the log at {} expects {} — the storage lost an acknowledged write",
-                lost.pgno, lost.page_dbtime, lost.position, lost.expected_dbtime
+                lost.pgno,
+                lost.page_dbtime,
+                lost.position,
+                lost.expected_dbtime
             );
         }
     }

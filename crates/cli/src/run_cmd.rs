@@ -263,7 +263,12 @@ fn print_summary(outcome: &RunOutcome) {
     }
     outln!(
         "  {:<24} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "I/O class", "per sec", "avg KiB", "avg ms", "p99 ms", "max ms"
+        "I/O class",
+        "per sec",
+        "avg KiB",
+        "avg ms",
+        "p99 ms",
+        "max ms"
     );
     // The engine's bookkeeping (growth, headers, flushes, log creation, the checkpoint
     // file) after the measured classes, under a heading of its own.

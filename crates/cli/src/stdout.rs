@@ -49,10 +49,7 @@ fn closed(e: &std::io::Error) {
 
 /// Whether writing standard output failed other than by a closed pipe.
 pub fn failure() -> bool {
-    FAILURE
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .is_some()
+    FAILURE.lock().unwrap_or_else(|p| p.into_inner()).is_some()
 }
 
 /// `println!` that survives a closed standard output.

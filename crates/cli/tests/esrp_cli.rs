@@ -469,7 +469,11 @@ fn a_campaign_killed_with_its_run_recovers_the_databases_and_finishes_when_run_a
     let solution = write_solution(root);
     // A Stress step long enough to be killed in the middle of it.
     let text_of = fs::read_to_string(&solution).unwrap();
-    fs::write(&solution, text_of.replace("stress = \"3s\"", "stress = \"30s\"")).unwrap();
+    fs::write(
+        &solution,
+        text_of.replace("stress = \"3s\"", "stress = \"30s\""),
+    )
+    .unwrap();
     let campaign = root.join("campaign");
     let args = [
         "esrp",
@@ -494,7 +498,10 @@ fn a_campaign_killed_with_its_run_recovers_the_databases_and_finishes_when_run_a
             Instant::now() < deadline,
             "the Stress run never opened its database"
         );
-        assert!(esrp.try_wait().unwrap().is_none(), "the campaign ended early");
+        assert!(
+            esrp.try_wait().unwrap().is_none(),
+            "the campaign ended early"
+        );
         let pid = fs::read(campaign.join("campaign.json"))
             .ok()
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
@@ -515,8 +522,7 @@ fn a_campaign_killed_with_its_run_recovers_the_databases_and_finishes_when_run_a
     }
     esrp.wait().unwrap();
     let gone = Instant::now() + Duration::from_secs(10);
-    while std::path::Path::new(&format!("/proc/{run_pid}/fd")).exists() && Instant::now() < gone
-    {
+    while std::path::Path::new(&format!("/proc/{run_pid}/fd")).exists() && Instant::now() < gone {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(state(&campaign)["steps"][0]["status"], "running");

@@ -302,7 +302,12 @@ fn the_live_endpoint_bounds_each_client_and_ends_with_the_run() {
         .args(["run", "--config", limits.to_str().unwrap()])
         .args(&run_args)
         .args(["--mailboxes", "200", "--db-path", "db", "--log-path", "log"])
-        .args(["--results-dir", "results", "--metrics-listen", "127.0.0.1:0"])
+        .args([
+            "--results-dir",
+            "results",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -328,9 +333,7 @@ fn the_live_endpoint_bounds_each_client_and_ends_with_the_run() {
     let mut problems: Vec<String> = Vec::new();
     let scrape_ok = |what: &str| -> Option<String> {
         match scrape(&addr) {
-            Some((status, _, body)) if status.contains("200") && body.ends_with("# EOF\n") => {
-                None
-            }
+            Some((status, _, body)) if status.contains("200") && body.ends_with("# EOF\n") => None,
             Some((status, _, _)) => Some(format!("a scrape {what} was answered {status}")),
             None => Some(format!("no answer to a scrape {what} within 5 s")),
         }
@@ -341,7 +344,10 @@ fn the_live_endpoint_bounds_each_client_and_ends_with_the_run() {
     while !scrape(&addr).is_some_and(|(_, _, body)| {
         value(&parse(&body), "edbstress_phase", &[("phase", "measuring")]) == Some(1.0)
     }) {
-        assert!(Instant::now() < measuring, "the run never started measuring");
+        assert!(
+            Instant::now() < measuring,
+            "the run never started measuring"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let rss_before = proc_status(pid, "VmRSS");
@@ -407,7 +413,9 @@ fn the_live_endpoint_bounds_each_client_and_ends_with_the_run() {
         }
     }
     std::thread::sleep(Duration::from_millis(500));
-    problems.extend(scrape_ok("while a client pipelines requests and never reads"));
+    problems.extend(scrape_ok(
+        "while a client pipelines requests and never reads",
+    ));
 
     // Connections that send nothing: no thread each, and scrapes still answered.
     let idle: Vec<TcpStream> = (0..300)
@@ -443,10 +451,15 @@ fn the_live_endpoint_bounds_each_client_and_ends_with_the_run() {
     eprintln!(
         "waited {:.1} s for the run to end ({})",
         started.elapsed().as_secs_f64(),
-        if status.is_some() { "it ended" } else { "killed" }
+        if status.is_some() {
+            "it ended"
+        } else {
+            "killed"
+        }
     );
     let Some(status) = status else {
-        problems.push("the run was still alive 120 s after it started, held by its scrapers".into());
+        problems
+            .push("the run was still alive 120 s after it started, held by its scrapers".into());
         panic!("{}\n{log}", problems.join("\n"));
     };
     assert!(problems.is_empty(), "{}\n{log}", problems.join("\n"));

@@ -325,7 +325,14 @@ fn a_closed_standard_output_ends_the_printing_quietly() {
     let limits = limits.to_str().unwrap();
     let mut run: Vec<&str> = vec!["run", "--config", limits];
     run.extend(common::SHORT_RUN);
-    run.extend(["--db-path", "db", "--log-path", "log", "--results-dir", "results"]);
+    run.extend([
+        "--db-path",
+        "db",
+        "--log-path",
+        "log",
+        "--results-dir",
+        "results",
+    ]);
     let mut problems = Vec::new();
     // `code`: the exit code the command gives with its output read; a closed pipe must
     // not change it.
@@ -338,7 +345,9 @@ fn a_closed_standard_output_ends_the_printing_quietly() {
         let err = String::from_utf8_lossy(&out.stderr);
         let said = err
             .lines()
-            .filter(|l| l.contains("panicked") || l.contains("Broken pipe") || l.starts_with("error"))
+            .filter(|l| {
+                l.contains("panicked") || l.contains("Broken pipe") || l.starts_with("error")
+            })
             .collect::<Vec<_>>();
         if out.status.code() != Some(code) || !said.is_empty() {
             problems.push(format!(
@@ -351,11 +360,23 @@ fn a_closed_standard_output_ends_the_printing_quietly() {
     };
     // The run's own verdict (a loaded machine may fail it) is its exit code.
     let mut run_problems = Vec::new();
-    let out = command(t).args(&run).stdout(closed_pipe()).output().unwrap();
+    let out = command(t)
+        .args(&run)
+        .stdout(closed_pipe())
+        .output()
+        .unwrap();
     let runs = common::run_dirs(t);
-    assert_eq!(runs.len(), 1, "the run wrote its results although nobody read its output");
+    assert_eq!(
+        runs.len(),
+        1,
+        "the run wrote its results although nobody read its output"
+    );
     let run_dir = runs[0].to_str().unwrap();
-    let verdict = if common::results(&runs[0])["overall_result"] == "Pass" { 0 } else { 1 };
+    let verdict = if common::results(&runs[0])["overall_result"] == "Pass" {
+        0
+    } else {
+        1
+    };
     if out.status.code() != Some(verdict) {
         run_problems.push(format!(
             "`edbstress run` into a closed pipe: {:?}, its verdict says exit {verdict}: {}",

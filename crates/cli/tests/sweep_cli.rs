@@ -551,7 +551,9 @@ fn a_hanging_setup_command_is_ended_with_everything_it_started() {
         if processes_with(&marker).len() < 3 {
             let exited = exit_within(&mut child, Duration::ZERO);
             let said = std::fs::read_to_string(dir.join(format!("hang{n}.err"))).unwrap();
-            problems.push(format!("{what}: the setup never started ({exited:?}): {said}"));
+            problems.push(format!(
+                "{what}: the setup never started ({exited:?}): {said}"
+            ));
             continue;
         }
         for _ in 0..*presses {
@@ -580,7 +582,9 @@ fn a_hanging_setup_command_is_ended_with_everything_it_started() {
         }
         // Stop what was left, by PID, before the next case.
         for (pid, _) in &left {
-            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
         }
         if exited.is_some() && *presses < 2 {
             let torn = dir.join(format!("torn-down-{n}")).is_file();
@@ -588,14 +592,20 @@ fn a_hanging_setup_command_is_ended_with_everything_it_started() {
                 problems.push(format!("{what}: the teardown did not run"));
             }
             let s = read_json(&out.join("sweep.json"));
-            let expected = if *presses == 1 { "interrupted" } else { "stopped" };
+            let expected = if *presses == 1 {
+                "interrupted"
+            } else {
+                "stopped"
+            };
             if s["state"] != expected {
                 problems.push(format!("{what}: sweep.json says {}", s["state"]));
             }
         }
         let said = std::fs::read_to_string(dir.join(format!("hang{n}.err"))).unwrap();
         if *presses == 0 && !said.contains("timeout = \"2s\"") {
-            problems.push(format!("{what}: the message does not name the timeout:\n{said}"));
+            problems.push(format!(
+                "{what}: the message does not name the timeout:\n{said}"
+            ));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -340,7 +340,11 @@ fn recover_local(
         // anything else the run finds it names itself.
         Some(2) => Ok(format!(
             "no databases recovered: {}",
-            output.lines().next().unwrap_or("").trim_start_matches("error: ")
+            output
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("error: ")
         )),
         _ => Err(err(format!(
             "recovering the databases the interrupted step left failed ({status}); its \

@@ -46,8 +46,7 @@ fn wait(
     deadline: Option<Duration>,
 ) -> Result<Finished, String> {
     cmd.stdin(Stdio::null());
-    let mut child =
-        GroupChild::spawn(&mut cmd).map_err(|e| format!("cannot start {what}: {e}"))?;
+    let mut child = GroupChild::spawn(&mut cmd).map_err(|e| format!("cannot start {what}: {e}"))?;
     let stdout_reader = child.child_mut().stdout.take().map(|mut out| {
         std::thread::spawn(move || {
             let mut s = String::new();
