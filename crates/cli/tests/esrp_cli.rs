@@ -538,11 +538,18 @@ fn a_campaign_killed_with_its_run_recovers_the_databases_and_finishes_when_run_a
     assert_eq!(s["steps"][0]["attempts"], 2, "Stress was redone");
     let log = fs::read_to_string(campaign.join("campaign.log")).unwrap();
     assert!(log.contains("Step Stress was interrupted"), "{log}");
-    assert!(log.contains("recovered the databases"), "{log}");
+    assert!(
+        log.contains("recovery of the databases the interrupted step left: done"),
+        "{log}"
+    );
     let recover_log = campaign.join("interrupted/01-Stress-attempt1/recover.log");
     let recovered = fs::read_to_string(&recover_log)
         .unwrap_or_else(|e| panic!("{}: {e}", recover_log.display()));
     assert!(recovered.contains("edbstress001"), "{recovered}");
+    assert!(
+        !recovered.contains("nothing to recover"),
+        "the kill left the database to recover: {recovered}"
+    );
     sentinel.assert_untouched();
 }
 

@@ -333,7 +333,7 @@ fn recover_local(
     let output = std::fs::read_to_string(&log_path).unwrap_or_default();
     match status.code() {
         Some(0) => Ok(format!(
-            "recovered the databases the interrupted step left ({})",
+            "recovery of the databases the interrupted step left: done ({})",
             log_path.display()
         )),
         // No database there yet (the step stopped before making them): nothing to do;
