@@ -133,6 +133,7 @@ fn options(common: &FleetCommonArgs) -> Result<(FleetOptions, FleetFile), Comman
         max_clock_offset: Duration::from_secs(1),
         output: PathBuf::new(),
         config_file: None,
+        campaign_id: None,
     };
     Ok((options, file))
 }

@@ -43,10 +43,35 @@ pub struct RunCmdArgs {
     /// of several hosts).
     #[arg(long, value_name = "NAME")]
     host_name: Option<String>,
+    /// The fleet this run belongs to, recorded in results.json (`fleet run` sets it, so
+    /// it collects only its own hosts' runs).
+    #[arg(long, value_name = "ID", value_parser = parse_evidence_id)]
+    fleet_id: Option<String>,
+    /// The ESRP campaign this run belongs to, recorded in results.json (`esrp run` sets
+    /// it, so the solution document counts only the campaign's runs).
+    #[arg(long, value_name = "ID", value_parser = parse_evidence_id)]
+    campaign_id: Option<String>,
     /// Serve live counters at http://ADDR/metrics while the run goes, in the
     /// OpenMetrics text format for Prometheus (e.g. 127.0.0.1:9464; port 0 picks one).
     #[arg(long, value_name = "ADDR")]
     metrics_listen: Option<String>,
+}
+
+/// Checks a fleet or campaign id: 1 to 64 characters of letters, digits, '-' and '_'
+/// (the ids `fleet run` and `esrp run` make are `fleet-UUID` and `campaign-UUID`).
+fn parse_evidence_id(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "'{s}' is not an id: use 1 to 64 letters, digits, '-' or '_' (fleet run and esrp \
+             run set this themselves)"
+        ))
+    }
 }
 
 /// The latest start time accepted, from now.
@@ -82,6 +107,8 @@ pub fn run(args: RunCmdArgs) -> Result<ExitCode, CommandError> {
     let mut config = args.run.resolve()?;
     config.start_at = args.start_at;
     config.host_name = args.host_name.clone();
+    config.fleet_id = args.fleet_id.clone();
+    config.campaign_id = args.campaign_id.clone();
     let live = LiveCounters::new();
     let metrics = match &args.metrics_listen {
         Some(addr) => {

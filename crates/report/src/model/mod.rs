@@ -730,6 +730,19 @@ pub struct RunResults {
     pub schema_version: u32,
     /// The tool.
     pub tool: ToolInfo,
+    /// This run's own identity: a random UUID made when the run starts, so that a
+    /// run counted twice (the same directory under two paths, a copy) is recognised
+    /// (absent in results of older versions).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub run_id: Option<String>,
+    /// The fleet the run was started for (`fleet run` gives every host's run the
+    /// fleet's id); absent for a run started on its own.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub fleet_id: Option<String>,
+    /// The ESRP campaign the run was started for (`esrp run` gives every step's run the
+    /// campaign's id); absent for a run started on its own.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub campaign_id: Option<String>,
     /// Which test.
     pub test_type: TestType,
     /// The user's description of the test (Jetstress's "Test Description"); the report

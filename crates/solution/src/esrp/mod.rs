@@ -510,6 +510,7 @@ fn run_fleet_step(
         max_clock_offset: parse(&file.max_clock_offset, 1),
         output: step_dir.to_path_buf(),
         config_file: s.campaign.run_config.clone(),
+        campaign_id: None,
     };
     let events = |e: fleet::FleetEvent<'_>| match e {
         fleet::FleetEvent::Ended(host, how) => say(&format!("  {host}: {how}")),

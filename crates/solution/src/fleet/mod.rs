@@ -29,7 +29,14 @@ pub use preflight::{HostCheck, check_host};
 use crate::ssh::{Ssh, command_line, failure};
 
 /// Options `fleet run` manages itself; given among the run options they are refused.
-const MANAGED: [&str; 4] = ["--start-at", "--host-name", "--results-dir", "--mailboxes"];
+const MANAGED: [&str; 6] = [
+    "--start-at",
+    "--host-name",
+    "--results-dir",
+    "--mailboxes",
+    "--fleet-id",
+    "--campaign-id",
+];
 
 /// Name of the file holding the remote run's PID, in its results directory.
 const PID_FILE: &str = ".edbstress-fleet.pid";
@@ -58,6 +65,9 @@ pub struct FleetOptions {
     pub output: PathBuf,
     /// A configuration file shipped to every host and given to its run (`--config`).
     pub config_file: Option<PathBuf>,
+    /// The ESRP campaign this fleet runs a step of: every host's run records it
+    /// (`--campaign-id`), so the solution document counts only the campaign's runs.
+    pub campaign_id: Option<String>,
 }
 
 /// What happens, for progress output.
@@ -394,6 +404,9 @@ fn remote_run_line(
         "--host-name".into(),
         h.name.clone(),
     ]);
+    if let Some(campaign) = &options.campaign_id {
+        args.extend(["--campaign-id".into(), campaign.clone()]);
+    }
     let dir = command_line(&[remote_dir.to_string()]);
     let pid = command_line(&[format!("{remote_dir}/{PID_FILE}")]);
     format!(

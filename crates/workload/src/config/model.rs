@@ -107,6 +107,15 @@ pub struct RunConfig {
     /// The host name the results record (`--host-name`; default: the system's).
     #[serde(skip)]
     pub host_name: Option<String>,
+    /// The fleet this run was started for (`--fleet-id`, set by `fleet run`): recorded
+    /// in the results so that the fleet collects only its own runs. Never from a file.
+    #[serde(skip)]
+    pub fleet_id: Option<String>,
+    /// The ESRP campaign this run was started for (`--campaign-id`, set by `esrp run`):
+    /// recorded in the results so that the solution document counts only the
+    /// campaign's runs. Never from a file.
+    #[serde(skip)]
+    pub campaign_id: Option<String>,
 }
 
 impl RunConfig {

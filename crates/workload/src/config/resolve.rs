@@ -137,6 +137,8 @@ impl RunConfig {
             verify_after: last(layers, |l| l.verify_after).unwrap_or(true),
             start_at: None,
             host_name: None,
+            fleet_id: None,
+            campaign_id: None,
         };
         if config.write_coalesce == 0 {
             config.write_coalesce = defaults.write_coalesce.max(config.page_size.bytes() as u64);
