@@ -37,8 +37,8 @@ pub fn run(args: AggregateArgs) -> Result<ExitCode, CommandError> {
         if let Ok(real) = std::fs::canonicalize(&dir) {
             if let Some((_, first)) = seen.iter().find(|(p, _)| *p == real) {
                 return Err(CommandError::Usage(format!(
-                    "{first} and {arg} are the same run directory ({}); give each host's run \
-                     once (one run counted twice is not two servers)",
+                    "the run directory {} is given twice ({first} and {arg}); give each \
+                     host's run once (one run counted twice is not two servers)",
                     real.display()
                 )));
             }
