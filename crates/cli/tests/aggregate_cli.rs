@@ -224,7 +224,11 @@ fn edited_copy(from: &Path, to: &Path, run_id: &str, edit: impl Fn(&mut serde_js
         serde_json::from_slice(&fs::read(from.join("results.json")).unwrap()).unwrap();
     v["run_id"] = run_id.into();
     edit(&mut v);
-    fs::write(to.join("results.json"), serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    fs::write(
+        to.join("results.json"),
+        serde_json::to_vec_pretty(&v).unwrap(),
+    )
+    .unwrap();
 }
 
 /// One real run, then what must not become a solution's evidence: the same run under
@@ -251,7 +255,11 @@ fn one_run_counts_once_and_totals_are_checked() {
     // The same directory under two names, directly or through a link.
     for second in [run_s.to_string(), link.to_str().unwrap().to_string()] {
         let out = edbstress(
-            &["aggregate", &format!("one={run_s}"), &format!("two={second}")],
+            &[
+                "aggregate",
+                &format!("one={run_s}"),
+                &format!("two={second}"),
+            ],
             &root,
         );
         assert_exit(&out, 2, "one run directory given twice");
@@ -317,7 +325,9 @@ fn one_run_counts_once_and_totals_are_checked() {
             "{what}: {said}"
         );
         assert!(
-            !said.split(|c: char| !c.is_alphanumeric()).any(|w| w == "inf"),
+            !said
+                .split(|c: char| !c.is_alphanumeric())
+                .any(|w| w == "inf"),
             "{said}"
         );
         assert!(!root.join(format!("agg-{what}")).exists());
@@ -349,9 +359,11 @@ fn one_run_counts_once_and_totals_are_checked() {
     );
     let agg: serde_json::Value =
         serde_json::from_slice(&fs::read(root.join("agg/results.json")).unwrap()).unwrap();
-    assert!(agg["warnings"][0]
-        .as_str()
-        .is_some_and(|w| w.contains("0.0.1-other")));
+    assert!(
+        agg["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("0.0.1-other"))
+    );
 
     // `report` of the aggregate directory renders it; `compare` names the right command.
     let out = edbstress(&["report", "agg", "--format", "md", "--output", "-"], &root);

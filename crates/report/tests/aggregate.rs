@@ -286,7 +286,12 @@ fn one_run_twice_and_sums_past_the_largest_number_are_refused() {
     );
     let mut per_sec = three();
     for r in &mut per_sec {
-        r.results.totals.io.get_mut(&IoClass::LogWrite).unwrap().per_sec = f64::MAX;
+        r.results
+            .totals
+            .io
+            .get_mut(&IoClass::LogWrite)
+            .unwrap()
+            .per_sec = f64::MAX;
     }
     assert!(err(per_sec).contains("log_write per_sec"));
     let mut counts = three();
@@ -306,5 +311,10 @@ fn runs_of_different_versions_aggregate_with_a_warning_naming_them() {
     assert!(a.warnings[0].contains("0.0.9 on db3"), "{:?}", a.warnings);
     assert!(render_markdown(&a).contains("0.0.9 on db3"));
     assert!(render_html(&a).contains("0.0.9 on db3"));
-    assert!(aggregate(three(), Vec::new(), tool()).unwrap().warnings.is_empty());
+    assert!(
+        aggregate(three(), Vec::new(), tool())
+            .unwrap()
+            .warnings
+            .is_empty()
+    );
 }

@@ -227,7 +227,10 @@ fn the_profile_printed_is_the_one_the_runs_ran() {
         "claims 2 IOPS per mailbox; the runs ran 0.12",
         "claims 3 database copies; the runs ran 2",
     ] {
-        assert!(found.iter().any(|f| f.contains(claim)), "{claim}: {found:#?}");
+        assert!(
+            found.iter().any(|f| f.contains(claim)),
+            "{claim}: {found:#?}"
+        );
     }
     let page = html::render(&doc);
     let title = &page[page.find("title-page").unwrap()..page.find("</section>").unwrap()];
@@ -244,7 +247,10 @@ fn the_profile_printed_is_the_one_the_runs_ran() {
 #[test]
 fn a_run_of_another_test_or_campaign_in_a_step_is_a_finding() {
     let mut c = campaign(false, &["mbx1"], [86400.0, 7200.0]);
-    let perf = c.steps.get_mut(&StepKey::of(TestType::Performance)).unwrap();
+    let perf = c
+        .steps
+        .get_mut(&StepKey::of(TestType::Performance))
+        .unwrap();
     perf[0].results.test_type = TestType::Stress;
     let backup = c
         .steps
@@ -278,7 +284,14 @@ fn vendor_markdown_links_and_images_stay_inert() {
     let page = html::render(&doc);
     let prose_start = page.find("id=\"features\"").unwrap();
     let prose = &page[prose_start..page[prose_start..].find("</div>").unwrap() + prose_start];
-    for bad in ["javascript:", "data:text", "vbscript:", "file:", "<img", "src="] {
+    for bad in [
+        "javascript:",
+        "data:text",
+        "vbscript:",
+        "file:",
+        "<img",
+        "src=",
+    ] {
         assert!(
             !prose.contains(&format!("href=\"{bad}")) && !(bad == "<img" && prose.contains(bad)),
             "{bad} is live in {prose}"

@@ -305,7 +305,12 @@ pub fn aggregate(
     // number too.
     let columns: Vec<(&str, [f64; 7])> = complete
         .iter()
-        .map(|r| (r.host.as_str(), EsrpColumn::of_host(&r.results.totals.io).values()))
+        .map(|r| {
+            (
+                r.host.as_str(),
+                EsrpColumn::of_host(&r.results.totals.io).values(),
+            )
+        })
         .collect();
     for (i, row) in ESRP_ROWS.iter().enumerate() {
         let values: Vec<(&str, f64)> = columns.iter().map(|(h, v)| (*h, v[i])).collect();
@@ -492,7 +497,13 @@ fn totals(complete: &[&HostRun]) -> Result<AggregateTotals, AggregateError> {
     for class in IoClass::ALL {
         let per_host: Vec<(&str, &ClassSummary)> = complete
             .iter()
-            .filter_map(|r| r.results.totals.io.get(&class).map(|s| (r.host.as_str(), s)))
+            .filter_map(|r| {
+                r.results
+                    .totals
+                    .io
+                    .get(&class)
+                    .map(|s| (r.host.as_str(), s))
+            })
             .filter(|(_, s)| s.count > 0)
             .collect();
         if per_host.is_empty() {
@@ -502,7 +513,11 @@ fn totals(complete: &[&HostRun]) -> Result<AggregateTotals, AggregateError> {
     }
     let targets: Option<Vec<(&str, f64)>> = complete
         .iter()
-        .map(|r| r.results.target_transactional_iops.map(|t| (r.host.as_str(), t)))
+        .map(|r| {
+            r.results
+                .target_transactional_iops
+                .map(|t| (r.host.as_str(), t))
+        })
         .collect();
     let achieved: Vec<(&str, f64)> = complete
         .iter()
@@ -589,7 +604,10 @@ fn checked_class(
         &counter(|s| s.histogram.sum_ns()),
     )?;
     finite_sum(&format!("{name} per_sec"), &field(|s| s.per_sec))?;
-    finite_sum(&format!("{name} avg_latency_ms"), &field(|s| s.avg_latency_ms))?;
+    finite_sum(
+        &format!("{name} avg_latency_ms"),
+        &field(|s| s.avg_latency_ms),
+    )?;
     finite_sum(
         &format!("{name} avg_bytes × count"),
         &field(|s| s.avg_bytes * s.count as f64),

@@ -145,7 +145,11 @@ pub fn render_html(a: &AggregateResults) -> String {
     }
     o.push_str("</div></div>\n");
     for w in &a.warnings {
-        let _ = writeln!(o, "<p class=\"note\"><strong>Warning:</strong> {}</p>", escape(w));
+        let _ = writeln!(
+            o,
+            "<p class=\"note\"><strong>Warning:</strong> {}</p>",
+            escape(w)
+        );
     }
     o.push_str(&doc.toc_html());
     o.push_str(&doc.body);

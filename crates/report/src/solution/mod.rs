@@ -376,7 +376,10 @@ fn campaign_evidence(c: &CampaignRuns) -> Vec<String> {
         out.push(format!("{dir}: campaign.json lists no host"));
     }
     for test in STEPS {
-        let runs = c.steps.get(&StepKey::of(test)).map_or(&[][..], Vec::as_slice);
+        let runs = c
+            .steps
+            .get(&StepKey::of(test))
+            .map_or(&[][..], Vec::as_slice);
         for host in &c.state.hosts {
             if !runs.iter().any(|r| &r.host == host) {
                 out.push(format!(
@@ -436,7 +439,11 @@ fn profile_differences(doc: &SolutionDocument) -> Vec<String> {
     };
     let servers = t.servers.max(1) as u64;
     if t.mailboxes.abs_diff(p.mailboxes) >= servers {
-        differs("mailboxes", p.mailboxes.to_string(), t.mailboxes.to_string());
+        differs(
+            "mailboxes",
+            p.mailboxes.to_string(),
+            t.mailboxes.to_string(),
+        );
     }
     match t.iops_per_mailbox {
         Some(v) if (v - p.iops_per_mailbox).abs() <= 1e-9 * v.abs().max(1.0) => {}
@@ -462,7 +469,11 @@ fn profile_differences(doc: &SolutionDocument) -> Vec<String> {
         );
     }
     if t.copies != p.copies {
-        differs("database copies", p.copies.to_string(), t.copies.to_string());
+        differs(
+            "database copies",
+            p.copies.to_string(),
+            t.copies.to_string(),
+        );
     }
     if t.version != p.version {
         differs("as version profile", p.version.clone(), t.version.clone());

@@ -151,7 +151,8 @@ pub fn customer_profile(doc: &SolutionDocument) -> Vec<(String, String)> {
         ("Number of mailboxes".into(), t.mailboxes.to_string()),
         (
             "IOPS per mailbox".into(),
-            t.iops_per_mailbox.map_or_else(unrecorded, |v| v.to_string()),
+            t.iops_per_mailbox
+                .map_or_else(unrecorded, |v| v.to_string()),
         ),
         (
             "Mailbox quota".into(),

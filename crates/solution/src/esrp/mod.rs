@@ -148,7 +148,15 @@ pub fn run(
                 state.steps[i].pid = Some(pid);
                 let _ = save(dir, &state);
             };
-            run_local_step(options, campaign_id, step.test, plan, &step_dir, stop, on_start)?
+            run_local_step(
+                options,
+                campaign_id,
+                step.test,
+                plan,
+                &step_dir,
+                stop,
+                on_start,
+            )?
         };
         match outcome {
             StepOutcome::Finished(verdict) => {
