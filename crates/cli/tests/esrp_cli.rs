@@ -893,7 +893,6 @@ fn vendor_markdown_is_inert_and_printing_fetches_nothing() {
         ])
         .output()
         .unwrap();
-    assert_exit(&out, 1, "a campaign without runs");
     assert!(doc.join("solution.pdf").is_file(), "{}", text(&out));
     // Give a late request the time to arrive before looking.
     std::thread::sleep(Duration::from_millis(500));
@@ -917,5 +916,6 @@ fn vendor_markdown_is_inert_and_printing_fetches_nothing() {
     assert!(html.contains("href=\"https://example.com/\""));
     assert!(html.contains("href=\"mailto:esrp@example.com\""));
     assert!(html.contains("Content-Security-Policy"));
+    assert_exit(&out, 1, "a campaign without runs");
     sentinel.assert_untouched();
 }
