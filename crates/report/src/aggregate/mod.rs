@@ -301,6 +301,7 @@ pub fn aggregate(
         transactions: None,
         series: HostSeries::default(),
     }));
+    let totals = totals(&complete)?;
     // The ESRP table adds rates across classes and hosts: each of its rows must be a
     // number too.
     let columns: Vec<(&str, [f64; 7])> = complete
@@ -331,7 +332,7 @@ pub fn aggregate(
         profile,
         overall_result,
         complete: all_complete,
-        totals: totals(&complete)?,
+        totals,
         warnings: version_warnings(&runs),
         hosts,
         common_window,
