@@ -29,8 +29,21 @@ pub struct AggregateArgs {
 pub fn run(args: AggregateArgs) -> Result<ExitCode, CommandError> {
     let mut runs = Vec::new();
     let mut missing = Vec::new();
+    // Each run directory once, however it is reached (a second path, `./`, a
+    // symbolic link): the run id catches copies, the real path catches the rest.
+    let mut seen: Vec<(PathBuf, &str)> = Vec::new();
     for arg in &args.runs {
         let (name, dir) = host_and_dir(arg);
+        if let Ok(real) = std::fs::canonicalize(&dir) {
+            if let Some((_, first)) = seen.iter().find(|(p, _)| *p == real) {
+                return Err(CommandError::Usage(format!(
+                    "the run directory {} is given twice ({first} and {arg}); give each \
+                     host's run once (one run counted twice is not two servers)",
+                    real.display()
+                )));
+            }
+            seen.push((real, arg.as_str()));
+        }
         let path = dir.join("results.json");
         match std::fs::read(&path) {
             Ok(bytes) => {
@@ -159,5 +172,8 @@ pub fn print_summary(a: &AggregateResults, out: &Path) {
             .target_transactional_iops
             .map_or(String::new(), |t| format!(" (target {t:.1})"))
     );
+    for w in &a.warnings {
+        outln!("  warning: {w}");
+    }
     outln!("  report: {}", out.join("report.html").display());
 }

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::Local;
-use edbstress_report::solution::campaign::{STATE_FILE, STATE_VERSION};
+use edbstress_report::solution::campaign::{CAMPAIGN_ID_PREFIX, STATE_FILE, STATE_VERSION};
 use edbstress_report::solution::{CampaignState, STEPS, StepState, StepStatus};
 use edbstress_report::{TestType, Verdict, read_results, write_atomically};
 
@@ -68,6 +68,10 @@ pub fn run(
     let err = |s: String| CampaignError(s);
     let dir = &options.dir;
     let mut state = open_state(options)?;
+    // A state file from before campaign ids has none: its runs go without one, and the
+    // document says so.
+    let campaign_id_owned = state.id.clone();
+    let campaign_id = campaign_id_owned.as_deref();
     let say = |line: &str| {
         log(line);
         let stamp = Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
@@ -142,13 +146,21 @@ pub fn run(
             }
         ));
         let outcome = if options.solution.fleet.is_some() {
-            run_fleet_step(options, step.test, plan, &step_dir, stop, &say)?
+            run_fleet_step(options, campaign_id, step.test, plan, &step_dir, stop, &say)?
         } else {
             let on_start = |pid: u32| {
                 state.steps[i].pid = Some(pid);
                 let _ = save(dir, &state);
             };
-            run_local_step(options, step.test, plan, &step_dir, stop, on_start)?
+            run_local_step(
+                options,
+                campaign_id,
+                step.test,
+                plan,
+                &step_dir,
+                stop,
+                on_start,
+            )?
         };
         match outcome {
             StepOutcome::Finished(verdict) => {
@@ -242,6 +254,7 @@ fn open_state(options: &CampaignOptions) -> Result<CampaignState, CampaignError>
     };
     let state = CampaignState {
         version: STATE_VERSION,
+        id: Some(format!("{CAMPAIGN_ID_PREFIX}{}", uuid::Uuid::new_v4())),
         solution: options.solution.info.name.clone(),
         rehearsal: options.rehearsal,
         created_at: now(),
@@ -363,16 +376,23 @@ fn process_alive(pid: u32) -> bool {
 }
 
 /// The options of `edbstress run` for a step (without paths, results directory or,
-/// for a fleet, mailboxes).
+/// for a fleet, mailboxes and the campaign id, which the fleet adds).
 fn step_args(
     options: &CampaignOptions,
     test: TestType,
     plan: StepPlan,
     fleet: bool,
+    campaign_id: Option<&str>,
 ) -> Vec<String> {
     let s = &options.solution;
     let p = &s.info.profile;
     let mut a: Vec<String> = vec!["--test".into(), test.cli_name().into()];
+    // The run records the campaign it was started for; a fleet passes it to each host.
+    if let Some(id) = campaign_id
+        && !fleet
+    {
+        a.extend(["--campaign-id".into(), id.to_string()]);
+    }
     if let Some(c) = &s.campaign.run_config
         && !fleet
     {
@@ -414,6 +434,7 @@ fn step_args(
 /// One step on this host: `edbstress run` as a child process.
 fn run_local_step(
     options: &CampaignOptions,
+    campaign_id: Option<&str>,
     test: TestType,
     plan: StepPlan,
     step_dir: &Path,
@@ -423,7 +444,7 @@ fn run_local_step(
     let c = &options.solution.campaign;
     let mut cmd = Command::new(&options.edbstress);
     cmd.arg("run")
-        .args(step_args(options, test, plan, false))
+        .args(step_args(options, test, plan, false, campaign_id))
         .arg("--results-dir")
         .arg(step_dir);
     for p in &c.db_paths {
@@ -470,6 +491,7 @@ fn run_local_step(
 /// One step on every host at once, through `edbstress fleet run`.
 fn run_fleet_step(
     options: &CampaignOptions,
+    campaign_id: Option<&str>,
     test: TestType,
     plan: StepPlan,
     step_dir: &Path,
@@ -481,7 +503,7 @@ fn run_fleet_step(
         return Err(CampaignError("no [fleet] table".into()));
     };
     let hosts: Vec<FleetHost> = file.fleet_hosts();
-    let mut run_args = step_args(options, test, plan, true);
+    let mut run_args = step_args(options, test, plan, true, campaign_id);
     for p in &s.campaign.db_paths {
         run_args.extend(["--db-path".into(), p.display().to_string()]);
     }
@@ -510,7 +532,7 @@ fn run_fleet_step(
         max_clock_offset: parse(&file.max_clock_offset, 1),
         output: step_dir.to_path_buf(),
         config_file: s.campaign.run_config.clone(),
-        campaign_id: None,
+        campaign_id: campaign_id.map(str::to_string),
     };
     let events = |e: fleet::FleetEvent<'_>| match e {
         fleet::FleetEvent::Ended(host, how) => say(&format!("  {host}: {how}")),
