@@ -258,7 +258,10 @@ pub fn run(
         let mut child = match spawned {
             Ok(child) => child,
             Err(e) => {
-                stop_all(options, &mut running, Duration::ZERO);
+                stop_all(options, &running);
+                for r in &mut running {
+                    crate::ssh::end_group(&mut r.child);
+                }
                 return Err(err(format!("cannot start ssh for {}: {e}", h.name)));
             }
         };
@@ -490,23 +493,17 @@ fn follow_until_done(
         if stop.load(Ordering::Relaxed) && stop_deadline.is_none() {
             events(FleetEvent::Stopping);
             stop_deadline = Some(now + options.grace.min(MAX_STOP_WAIT));
-            stop_all(options, running, STOP_LIMIT);
+            stop_all(options, running);
         }
         std::thread::sleep(Duration::from_millis(200));
     }
 }
 
-/// Asks every host still running to stop, all at once, each bounded by `limit` (zero:
-/// end the local ssh sessions only).
-fn stop_all(options: &FleetOptions, running: &mut [Running], limit: Duration) {
+/// Asks every host still running to stop, all at once, each ssh call bounded.
+fn stop_all(options: &FleetOptions, running: &[Running]) {
     std::thread::scope(|s| {
-        for r in running.iter_mut().filter(|r| r.ended.is_none()) {
-            if limit.is_zero() {
-                crate::ssh::end_group(&mut r.child);
-            } else {
-                let r = &*r;
-                s.spawn(move || remote::stop(&options.ssh, &r.host, &r.remote_dir, limit));
-            }
+        for r in running.iter().filter(|r| r.ended.is_none()) {
+            s.spawn(move || remote::stop(&options.ssh, &r.host, &r.remote_dir, STOP_LIMIT));
         }
     });
 }
