@@ -150,7 +150,7 @@ fn a_compromised_host_lands_only_plain_files_and_only_its_own_run() {
     let why3 = why_missing(&agg, "host3");
     assert!(why3.contains("counts once"), "{why3}");
     let id_a = fleet_id_of(&a);
-    let counted = counted_runs(&agg);
+    let counted = counted_runs(&root, &agg);
     assert_eq!(counted.len(), 1, "{said}");
     assert_eq!(counted[0].fleet_id.as_deref(), Some(id_a.as_str()));
 
@@ -172,7 +172,7 @@ fn a_compromised_host_lands_only_plain_files_and_only_its_own_run() {
         "{why3}"
     );
     let id_b = fleet_id_of(&b);
-    let counted = counted_runs(&agg);
+    let counted = counted_runs(&root, &agg);
     assert_eq!(counted.len(), 1, "{}", text(&b));
     assert_eq!(counted[0].fleet_id.as_deref(), Some(id_b.as_str()));
     drop(sshd);

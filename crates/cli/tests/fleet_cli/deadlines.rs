@@ -80,7 +80,7 @@ fn a_frozen_host_is_named_lost_and_the_others_are_collected() {
         "{why}\n{said}"
     );
     let id = fleet_id_of(&out);
-    let counted = counted_runs(&agg);
+    let counted = counted_runs(&root, &agg);
     assert_eq!(counted.len(), 2, "{said}");
     for r in &counted {
         assert_eq!(r.fleet_id.as_deref(), Some(id.as_str()));
@@ -128,7 +128,7 @@ fn ctrl_c_with_a_frozen_host_stops_the_others_and_collects_them() {
         "{why}\n{said}"
     );
     let id = fleet_id_of(&out);
-    let counted = counted_runs(&agg);
+    let counted = counted_runs(&root, &agg);
     assert_eq!(counted.len(), 2, "{said}");
     for r in &counted {
         assert_eq!(r.fleet_id.as_deref(), Some(id.as_str()));

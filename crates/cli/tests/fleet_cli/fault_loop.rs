@@ -123,7 +123,7 @@ fn fleets_losing_a_random_host_at_a_random_moment_end_in_time_and_count_their_ow
         let agg = aggregate_of(&root.join(&output));
         let why = why_missing(&agg, &host);
         let id = fleet_id_of(&out);
-        let counted = counted_runs(&agg);
+        let counted = counted_runs(&root, &agg);
         let counted_ids: BTreeSet<String> =
             counted.iter().map(|r| r.run_id.clone().unwrap()).collect();
         // The other hosts' runs of this fleet, from their own directories.

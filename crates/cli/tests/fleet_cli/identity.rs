@@ -98,7 +98,7 @@ fn two_fleets_at_once_on_one_results_directory_keep_their_own_runs() {
     let (id_a, id_b) = (fleet_id_of(&a), fleet_id_of(&b));
     assert_ne!(id_a, id_b);
     // Each fleet had its own directory on every host; A counted exactly its runs there.
-    let counted = counted_runs(&aggregate_of(&root.join("a")));
+    let counted = counted_runs(&root, &aggregate_of(&root.join("a")));
     assert_eq!(counted.len(), 3, "{said_a}");
     for (i, r) in counted.iter().enumerate() {
         assert_eq!(r.fleet_id.as_deref(), Some(id_a.as_str()));
@@ -158,7 +158,7 @@ fn links_left_in_a_shared_results_directory_are_never_written_through() {
         }
     }
     assert_eq!(
-        counted_runs(&aggregate_of(&root.join("out"))).len(),
+        counted_runs(&root, &aggregate_of(&root.join("out"))).len(),
         3,
         "{said}"
     );

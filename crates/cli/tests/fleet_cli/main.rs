@@ -64,12 +64,17 @@ fn fleet_cmd(
         args.extend(["--host".into(), spec.clone()]);
     }
     args.extend(extra.iter().map(|s| s.to_string()));
+    if !extra.contains(&"--remote-edbstress") {
+        args.extend(["--remote-edbstress".into(), binary().display().to_string()]);
+    }
     args.extend(
         [
+            // One clock on loopback: an offset measured there is the load's round-trip
+            // asymmetry (seconds on a busy CI machine), not a clock difference.
+            "--max-clock-offset",
+            "30s",
             "--ssh-config",
             sshd.client_config.to_str().unwrap(),
-            "--remote-edbstress",
-            binary().to_str().unwrap(),
             "--mailboxes",
             "300",
             "--lead-time",
@@ -91,7 +96,7 @@ fn fleet_cmd(
 fn fleet_file_args(root: &Path, sshd: &Sshd, output: &str, lead: &str) -> Vec<String> {
     let mut toml = fs::read_to_string(root.join("margin.toml")).unwrap();
     toml.push_str(&format!(
-        "[fleet]\nmailboxes = 300\nlead_time = \"{lead}\"\nssh_config = \"{}\"\nremote_edbstress = \"{}\"\n",
+        "[fleet]\nmailboxes = 300\nlead_time = \"{lead}\"\nmax_clock_offset = \"30s\"\nssh_config = \"{}\"\nremote_edbstress = \"{}\"\n",
         sshd.client_config.display(),
         binary().display()
     ));
@@ -181,12 +186,16 @@ fn wait_within(
     }
 }
 
-/// The fleet id a `fleet run` printed.
+/// The fleet id a `fleet run` printed first (`fleet fleet-UUID`).
 fn fleet_id_of(out: &std::process::Output) -> String {
     let said = text(out);
-    said.split_whitespace()
-        .find(|w| w.starts_with("fleet-") && w.len() > 30)
+    said.lines()
+        .find_map(|l| {
+            l.strip_prefix("fleet ")
+                .filter(|id| id.starts_with("fleet-"))
+        })
         .unwrap_or_else(|| panic!("no fleet id in:\n{said}"))
+        .trim()
         .to_string()
 }
 
@@ -195,8 +204,9 @@ fn aggregate_of(fleet: &Path) -> serde_json::Value {
     serde_json::from_slice(&fs::read(fleet.join("results.json")).unwrap()).unwrap()
 }
 
-/// The runs an aggregate counted: each counted host's run (its source) results.json.
-fn counted_runs(agg: &serde_json::Value) -> Vec<RunResults> {
+/// The runs an aggregate counted: each counted host's run (its source, relative to the
+/// fleet's working directory `cwd`) results.json.
+fn counted_runs(cwd: &Path, agg: &serde_json::Value) -> Vec<RunResults> {
     agg["hosts"]
         .as_array()
         .unwrap()
@@ -204,7 +214,7 @@ fn counted_runs(agg: &serde_json::Value) -> Vec<RunResults> {
         // A missing host has no databases; a counted run (even one stopped early) has.
         .filter(|h| h["databases"].as_u64().unwrap_or(0) > 0)
         .map(|h| {
-            let source = PathBuf::from(h["source"].as_str().unwrap());
+            let source = cwd.join(h["source"].as_str().unwrap());
             read_results(&fs::read(source.join("results.json")).unwrap()).unwrap()
         })
         .collect()
