@@ -4,17 +4,28 @@
 
 use super::*;
 
-/// The PID the fleet recorded for host `i`'s run (its fleet directory's PID file), once
-/// written; fails when the fleet ends first or after a minute.
-pub(crate) fn remote_pid(root: &Path, i: usize, fleet: &mut std::process::Child) -> i32 {
+/// The fleet directories on host `i` (under its results directory).
+pub(crate) fn fleet_dirs(root: &Path, i: usize) -> Vec<PathBuf> {
     let results = root.join(format!("host{}/results", i + 1));
+    fs::read_dir(results)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+/// The PID a new fleet (one not among `before`) recorded for host `i`'s run, once
+/// written; fails when the fleet ends first or after a minute.
+pub(crate) fn remote_pid(
+    root: &Path,
+    i: usize,
+    before: &[PathBuf],
+    fleet: &mut std::process::Child,
+) -> i32 {
     let started = Instant::now();
     loop {
-        let pid = fs::read_dir(&results)
+        let pid = fleet_dirs(root, i)
             .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|d| fs::read_to_string(d.path().join(".edbstress-fleet.pid")).ok())
+            .filter(|d| !before.contains(d))
+            .filter_map(|d| fs::read_to_string(d.join(".edbstress-fleet.pid")).ok())
             .find_map(|p| p.trim().parse().ok());
         if let Some(pid) = pid {
             return pid;
@@ -36,6 +47,18 @@ pub(crate) fn signal(signal: &str, pid: i32) {
         .status()
         .unwrap();
     assert!(status.success(), "kill -{signal} {pid}");
+}
+
+/// Ends a process this test froze (SIGKILL by its PID) when dropped, also when the test
+/// fails first.
+pub(crate) struct Frozen(pub i32);
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &self.0.to_string()])
+            .status();
+    }
 }
 
 fn spawn_fleet(root: &Path, args: &[String]) -> std::process::Child {
@@ -61,12 +84,12 @@ fn a_frozen_host_is_named_lost_and_the_others_are_collected() {
     let args = fleet_cmd(&root, &sshd, "out", "15s", &specs, &["--grace", "20s"]);
     let started = Instant::now();
     let mut fleet = spawn_fleet(&root, &args);
-    let pid = remote_pid(&root, 1, &mut fleet);
+    let pid = remote_pid(&root, 1, &[], &mut fleet);
     std::thread::sleep(Duration::from_secs(8));
     signal("STOP", pid);
+    let _frozen = Frozen(pid);
     // Lead 15 s + duration 6 s + grace 20 s, and the checks and copies: well within 150 s.
     let (out, elapsed) = wait_within(fleet, started, Duration::from_secs(150));
-    signal("KILL", pid);
     let said = text(&out);
     eprintln!(
         "frozen host: the fleet ended after {:.1} s",
@@ -107,14 +130,14 @@ fn ctrl_c_with_a_frozen_host_stops_the_others_and_collects_them() {
     args[at] = "10m".into();
     let started = Instant::now();
     let mut fleet = spawn_fleet(&root, &args);
-    let pid = remote_pid(&root, 1, &mut fleet);
+    let pid = remote_pid(&root, 1, &[], &mut fleet);
     std::thread::sleep(Duration::from_secs(15));
     signal("STOP", pid);
+    let _frozen = Frozen(pid);
     let fleet_pid = i32::try_from(fleet.id()).unwrap();
     signal("INT", fleet_pid);
     let interrupted = Instant::now();
     let (out, _) = wait_within(fleet, started, Duration::from_secs(180));
-    signal("KILL", pid);
     let said = text(&out);
     eprintln!(
         "Ctrl-C with a frozen host: the fleet ended {:.1} s after it",

@@ -4,7 +4,7 @@
 //! within its deadline, name the lost host, and count exactly its own runs, each once
 //! (checked by run id against the hosts' own directories of that fleet).
 
-use super::deadlines::{remote_pid, signal};
+use super::deadlines::{Frozen, fleet_dirs, remote_pid, signal};
 use super::*;
 use std::collections::BTreeSet;
 
@@ -86,6 +86,7 @@ fn fleets_losing_a_random_host_at_a_random_moment_end_in_time_and_count_their_ow
         );
         let at = args.iter().position(|a| a == "6s").unwrap();
         args[at] = format!("{DURATION_S}s");
+        let before = fleet_dirs(&root, victim);
         let started = Instant::now();
         let mut fleet = command(&root)
             .args(&args)
@@ -93,7 +94,7 @@ fn fleets_losing_a_random_host_at_a_random_moment_end_in_time_and_count_their_ow
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let pid = remote_pid(&root, victim, &mut fleet);
+        let pid = remote_pid(&root, victim, &before, &mut fleet);
         let after_start = started.elapsed();
         std::thread::sleep(Duration::from_millis(at_ms));
         let session = parent(pid);
@@ -104,11 +105,11 @@ fn fleets_losing_a_random_host_at_a_random_moment_end_in_time_and_count_their_ow
             }
             "freeze" => {
                 signal("STOP", pid);
-                Some(pid)
+                Some(Frozen(pid))
             }
             _ => {
                 signal("STOP", session);
-                Some(session)
+                Some(Frozen(session))
             }
         };
         // Checks and copies on top of the deadline: a minute is ample.

@@ -296,7 +296,12 @@ pub fn run(
     // Runs the fleet lost sight of may go on there: ask them to stop (bounded).
     let left: Vec<&Running> = running
         .iter()
-        .filter(|r| r.lost || r.ended.as_deref().is_some_and(|e| e.starts_with("lost")))
+        .filter(|r| {
+            r.lost
+                || r.ended
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("was lost"))
+        })
         .collect();
     std::thread::scope(|s| {
         for r in left {
@@ -450,8 +455,8 @@ fn follow_until_done(
                     Some(0) => "passed".to_string(),
                     Some(1) => "failed".to_string(),
                     Some(130) => "stopped".to_string(),
-                    Some(255) => "lost: ssh failed (exit 255): the connection was lost, the \
-                                  host went down or its run was killed"
+                    Some(255) => "was lost (ssh failed with exit 255: the connection was \
+                                  lost, the host went down or its run was killed)"
                         .to_string(),
                     Some(c) => format!("ended with exit code {c}"),
                     None => "ssh was killed".to_string(),
@@ -474,7 +479,7 @@ fn follow_until_done(
             )),
             None if now >= deadline => Some((
                 deadline,
-                "did not end within the lead time + duration + grace: it stopped answering",
+                "did not end within the lead time + duration + grace (it stopped answering)",
             )),
             None => None,
         };
@@ -483,7 +488,7 @@ fn follow_until_done(
         {
             for r in running.iter_mut().filter(|r| r.ended.is_none()) {
                 crate::ssh::end_group(&mut r.child);
-                let how = format!("lost: {why}");
+                let how = format!("was lost: it {why}");
                 events(FleetEvent::Ended(&r.host.name, &how));
                 r.ended = Some(how);
                 r.lost = true;
