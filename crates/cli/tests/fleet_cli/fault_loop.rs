@@ -60,7 +60,6 @@ fn fleets_losing_a_random_host_at_a_random_moment_end_in_time_and_count_their_ow
         });
     eprintln!("fault loop seed {seed} (EDBSTRESS_FAULT_SEED replays it)");
     let mut draw = Draw(seed);
-    let specs: Vec<String> = (0..3).map(|i| host_spec(&root, i)).collect();
     let mut all_runs = BTreeSet::new();
     let deadline = Duration::from_secs(LEAD_S + DURATION_S + GRACE_S);
     for k in 0..FLEETS {
@@ -69,6 +68,21 @@ fn fleets_losing_a_random_host_at_a_random_moment_end_in_time_and_count_their_ow
         // Before the run could end and be collected even with the cut found late.
         let at_ms = 2000 + draw.next((LEAD_S + DURATION_S - 10) * 1000);
         let output = format!("fleet{k:02}");
+        // Each fleet its own databases (a killed run leaves its database to recover), one
+        // results directory per host for all (the fleets' directories side by side).
+        let specs: Vec<String> = (0..3)
+            .map(|i| {
+                let h = root.join(format!("host{}", i + 1));
+                format!(
+                    "{},name=host{},db-path={},log-path={},results-dir={}",
+                    ADDRESSES[i],
+                    i + 1,
+                    h.join(&output).join("db").display(),
+                    h.join(&output).join("logs").display(),
+                    h.join("results").display()
+                )
+            })
+            .collect();
         let mut args = fleet_cmd(
             &root,
             &sshd,
