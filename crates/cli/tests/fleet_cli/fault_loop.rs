@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 const FLEETS: usize = 20;
 const LEAD_S: u64 = 12;
-const DURATION_S: u64 = 12;
+const DURATION_S: u64 = 16;
 const GRACE_S: u64 = 15;
 
 /// xorshift64*: enough randomness to pick faults, its seed printed to replay a loop.
@@ -65,8 +65,10 @@ fn fleets_losing_a_random_host_at_a_random_moment_end_in_time_and_count_their_ow
     for k in 0..FLEETS {
         let victim = draw.next(3) as usize;
         let fault = ["kill", "freeze", "cut"][draw.next(3) as usize];
-        // Before the run could end and be collected even with the cut found late.
-        let at_ms = 2000 + draw.next((LEAD_S + DURATION_S - 10) * 1000);
+        // Early enough that the run is still measuring when a cut is found (ssh gives up
+        // after 3 keep-alives 2 s apart): a run that ended whole before its connection was
+        // found dead is counted, rightly, and would not test the loss.
+        let at_ms = 2000 + draw.next((LEAD_S + DURATION_S - 18) * 1000);
         let output = format!("fleet{k:02}");
         // Each fleet its own databases (a killed run leaves its database to recover), one
         // results directory per host for all (the fleets' directories side by side).
