@@ -125,7 +125,7 @@ fn no_results_reason(dir: &Path) -> String {
 }
 
 pub fn print_summary(a: &AggregateResults, out: &Path) {
-    println!(
+    outln!(
         "{} test on {} servers: {}",
         a.test_type.label(),
         a.hosts.len(),
@@ -144,20 +144,20 @@ pub fn print_summary(a: &AggregateResults, out: &Path) {
                     .join("; ")
             ),
         };
-        println!("  {:<24} {state}", h.host);
+        outln!("  {:<24} {state}", h.host);
     }
     let columns: Vec<EsrpColumn> = a.esrp_columns().into_iter().map(|(_, c)| c).collect();
     let all = EsrpColumn::esrp_aggregate(&columns);
-    println!("  Aggregate Server Performance (rates summed, latencies averaged over servers)");
+    outln!("  Aggregate Server Performance (rates summed, latencies averaged over servers)");
     for (row, v) in ESRP_ROWS.iter().zip(all.values()) {
-        println!("    {row:<44} {v:>12.3}");
+        outln!("    {row:<44} {v:>12.3}");
     }
-    println!(
+    outln!(
         "  achieved transactional IOPS: {:.1}{}",
         a.totals.achieved_transactional_iops,
         a.totals
             .target_transactional_iops
             .map_or(String::new(), |t| format!(" (target {t:.1})"))
     );
-    println!("  report: {}", out.join("report.html").display());
+    outln!("  report: {}", out.join("report.html").display());
 }

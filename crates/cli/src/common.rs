@@ -44,18 +44,58 @@ impl<E: std::fmt::Display> From<E> for CommandError {
     }
 }
 
-/// I/O options common to commands that read or write databases.
-#[derive(Args, Debug, Clone)]
+/// I/O options common to commands that read or write databases. `--buffered` and
+/// `--backend` are the run settings of the same names ([`SETTINGS`]): one spelling,
+/// help and parser for every command.
+///
+/// [`SETTINGS`]: edbstress_workload::config::SETTINGS
+#[derive(Debug, Clone)]
 pub struct IoArgs {
     /// Use buffered I/O (through the page cache) instead of direct I/O.
-    #[arg(long)]
     pub buffered: bool,
-    /// I/O backend: auto (io_uring, else threads), io_uring or threads.
-    #[arg(long, default_value = "auto", value_parser = parse_backend)]
+    /// I/O backend.
     pub backend: BackendKind,
     /// I/Os kept in flight.
-    #[arg(long, value_name = "N", value_parser = crate::units::count::<u32>("a queue depth", 1, Some(1024)), allow_hyphen_values = true)]
     pub queue_depth: Option<u32>,
+}
+
+impl clap::Args for IoArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.arg(crate::run_args::setting_arg("io_mode"))
+            .arg(crate::run_args::setting_arg("backend"))
+            .arg(
+                clap::Arg::new("queue_depth")
+                    .long("queue-depth")
+                    .value_name("N")
+                    .allow_hyphen_values(true)
+                    .value_parser(crate::units::count::<u32>("a queue depth", 1, Some(1024)))
+                    .help("I/Os kept in flight"),
+            )
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl clap::FromArgMatches for IoArgs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let backend = match m.get_one::<String>("backend") {
+            // Checked by the flag's parser already.
+            Some(text) => parse_backend(text).unwrap_or_default(),
+            None => BackendKind::Auto,
+        };
+        Ok(IoArgs {
+            buffered: m.get_flag("io_mode"),
+            backend,
+            queue_depth: m.get_one::<u32>("queue_depth").copied(),
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
 }
 
 impl IoArgs {
@@ -69,11 +109,7 @@ impl IoArgs {
     }
 }
 
-/// Parses `--backend`.
-pub fn parse_backend(s: &str) -> Result<BackendKind, String> {
-    s.parse::<BackendKind>()
-        .map_err(|_| format!("unknown backend '{s}': use auto, io_uring or threads"))
-}
+pub use edbstress_workload::config::settings::parse::backend as parse_backend;
 
 /// What every command that works on instances takes: where they are, how to do I/O,
 /// and whether to print JSON.

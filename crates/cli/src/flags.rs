@@ -6,45 +6,7 @@ use edbstress_workload::config::ConfigError;
 
 use crate::common::CommandError;
 
-/// The flag that sets a configuration key, for keys the command line can set too.
-pub fn flag_for_key(key: &str) -> Option<String> {
-    let flag = match key {
-        "db_paths" => "--db-path",
-        "log_paths" => "--log-path",
-        "io_mode" => "--buffered",
-        "verify_after" => "--no-verify",
-        "test"
-        | "profile"
-        | "mailboxes"
-        | "iops_per_mailbox"
-        | "mailbox_quota"
-        | "databases"
-        | "database_size"
-        | "capacity_pct"
-        | "copies"
-        | "page_size"
-        | "cache_min"
-        | "cache_max"
-        | "threads"
-        | "auto_tune"
-        | "duration"
-        | "sample_interval"
-        | "op_mix"
-        | "lazy_commits"
-        | "bdm"
-        | "bdm_rate"
-        | "results_dir"
-        | "seed"
-        | "backup_path"
-        | "logs_to_replay"
-        | "compressibility"
-        | "backend"
-        | "torn_write_protection"
-        | "allow_cached_databases" => return Some(format!("--{}", key.replace('_', "-"))),
-        _ => return None,
-    };
-    Some(flag.to_string())
-}
+pub use edbstress_workload::config::flag_for_key;
 
 /// `message` with the flag after every configuration key it quotes in backticks:
 /// "`databases`: 300 is out of range" becomes "`databases` (--databases): 300 is out
@@ -95,9 +57,27 @@ mod tests {
         );
         assert_eq!(
             with_flags("`db_paths`: empty, `thresholds.db_read_avg_ms` and `x"),
-            "`db_paths` (--db-path): empty, `thresholds.db_read_avg_ms` and `x"
+            "`db_paths` (--db-path): empty, `thresholds.db_read_avg_ms` (--threshold \
+             db_read_avg_ms=MS) and `x"
         );
         assert_eq!(flag_for_key("io_mode").as_deref(), Some("--buffered"));
-        assert_eq!(flag_for_key("warmup_timeout"), None);
+        assert_eq!(
+            with_flags("`thresholds.db_read_avg_ms`: 0 is not above 0"),
+            "`thresholds.db_read_avg_ms` (--threshold db_read_avg_ms=MS): 0 is not above 0"
+        );
+    }
+
+    #[test]
+    fn every_key_validation_can_name_has_a_flag() {
+        use edbstress_workload::config::keys;
+        // `ConfigError::Invalid` holds a `SettingKey`, and `keys::ALL` is every one there
+        // is: so every key an error can name prints with its flag.
+        for key in keys::ALL {
+            assert!(
+                flag_for_key(key.name()).is_some(),
+                "`{key}` has no flag to name in its errors"
+            );
+        }
+        assert!(keys::ALL.len() >= 40, "{}", keys::ALL.len());
     }
 }

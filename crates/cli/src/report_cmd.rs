@@ -1,7 +1,6 @@
 //! `edbstress report RUN_DIR`: renders a run directory's results again (after an
 //! upgrade, or in another format), and `edbstress compare RUN_DIR RUN_DIR…`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -112,9 +111,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, CommandError> {
     let bytes = exporter.render(&results)?;
     match &args.output {
         Some(p) if p.as_os_str() == "-" => {
-            std::io::stdout()
-                .write_all(&bytes)
-                .map_err(|e| CommandError::Usage(format!("cannot write standard output: {e}")))?;
+            crate::stdout::write_all(&bytes);
         }
         Some(p) => {
             write_ours(p, &bytes)?;
@@ -180,7 +177,7 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode, CommandError> {
         )));
     }
     let comparison = RunComparison::new(runs);
-    print!("{}", comparison.to_text());
+    out!("{}", comparison.to_text());
     if let Some(path) = &args.html {
         write_ours(path, comparison.to_html().as_bytes())?;
         eprintln!("wrote {}", path.display());

@@ -1,183 +1,146 @@
 //! The options of a test run: a configuration file, the `--quick` preset, and flags
 //! that override both. `edbstress config show` takes them too, to print the
 //! configuration a run would use.
+//!
+//! The flags are not written out here: each comes from its setting's entry in
+//! [`SETTINGS`] (spelling, value name, help, parser), so a setting is defined once for
+//! the command line, the configuration file, the template and error messages.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use clap::Args;
-use edbstress_format::PageSize;
-use edbstress_io::{BackendKind, IoMode};
-use edbstress_report::{OpMix, TestType};
+use clap::builder::ArgAction;
+use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
 use edbstress_workload::config::{
-    ConfigFile, RunConfig, parse_compressibility, parse_on_off, parse_op_mix, parse_profile,
-    parse_test_type, quick_preset,
+    ConfigFile, FlagForm, RunConfig, SETTINGS, Setting, quick_preset,
 };
-use edbstress_workload::profile::Profile;
-use edbstress_workload::units::parse_duration;
 
-use crate::common::{CommandError, PathArgs, parse_backend};
+use crate::common::CommandError;
 use crate::flags::config_error;
-use crate::units::{count, parse_page_size, parse_size};
 
 /// Options of a run. Precedence, lowest first: the profile's defaults, `--quick`, the
 /// `--config` file, the other flags. Values are checked when resolved, with messages
-/// naming the configuration key.
-#[derive(Args, Debug, Clone)]
+/// naming the configuration key and its flag.
+#[derive(Debug, Clone, Default)]
 pub struct RunArgs {
-    /// TOML configuration file (write one with `edbstress config init`).
-    #[arg(long, value_name = "FILE")]
+    /// TOML configuration file.
     pub config: Option<PathBuf>,
-    /// A small run of under a minute: 1000 mailboxes on 2 × 256 MiB databases, 45 s.
-    #[arg(long)]
+    /// The quick preset.
     pub quick: bool,
-    /// Test: performance, stress, database-backup or soft-recovery [default: performance].
-    #[arg(long, value_name = "TEST", value_parser = parse_test_type)]
-    pub test: Option<TestType>,
-    /// Version profile: exchange2007, exchange2010 or exchange2013 (also 2016, 2019)
-    /// [default: exchange2013].
-    #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]
-    pub profile: Option<Profile>,
-    /// Mailboxes: makes a mailbox-profile run with a target of mailboxes × IOPS per mailbox.
-    #[arg(long, value_name = "N", value_parser = count::<u64>("a count", 0, None), allow_hyphen_values = true)]
-    pub mailboxes: Option<u64>,
-    /// Transactional IOPS per mailbox [default: 0.12].
-    #[arg(long, value_name = "IOPS")]
-    pub iops_per_mailbox: Option<f64>,
-    /// Mailbox quota, e.g. 2GB [default: 2GB].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
-    pub mailbox_quota: Option<u64>,
-    /// Number of databases (instances), 1 to 256 [default: 1].
-    #[arg(long, value_name = "N", value_parser = count::<u32>("a count", 0, None), allow_hyphen_values = true)]
-    pub databases: Option<u32>,
-    /// Size of each database file, e.g. 256MiB [default: derived from mailboxes, else 1GiB].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
-    pub database_size: Option<u64>,
-    /// Throughput runs: fill this percentage of the free space, split over the databases.
-    #[arg(long, value_name = "PCT")]
-    pub capacity_pct: Option<f64>,
-    /// Database copies, 1 to 16; each extra copy adds a log replication reader [default: 1].
-    #[arg(long, value_name = "N", value_parser = count::<u32>("a count", 0, None), allow_hyphen_values = true)]
-    pub copies: Option<u32>,
-    #[command(flatten)]
-    pub paths: PathArgs,
-    /// Database page size: 4KiB, 8KiB, 16KiB or 32KiB [default: the profile's].
-    #[arg(long, value_name = "SIZE", value_parser = parse_page_size, allow_hyphen_values = true)]
-    pub page_size: Option<PageSize>,
-    /// Maximum database cache for the whole run [default: 256MiB per database].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
-    pub cache_max: Option<u64>,
-    /// Minimum database cache for the whole run [default: 32MiB per database].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
-    pub cache_min: Option<u64>,
-    /// Largest coalesced database write [default: 384KiB for exchange2010/2013, one page for exchange2007].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
-    pub write_coalesce: Option<u64>,
-    /// Log page images so recovery can rebuild pages torn by a power cut (costs about
-    /// one page of log per database page written).
-    #[arg(long)]
-    pub torn_write_protection: bool,
-    /// Sessions running transactions, 1 to 1024 [default: 4 per database, at least 8].
-    #[arg(long, value_name = "N", value_parser = count::<u32>("a count", 0, None), allow_hyphen_values = true)]
-    pub threads: Option<u32>,
-    /// Threads the sessions run on as tasks; 0 gives each session a thread of its own
-    /// [default: one per CPU].
-    #[arg(long, value_name = "N", value_parser = count::<u32>("a count", 0, None), allow_hyphen_values = true)]
-    pub session_threads: Option<u32>,
-    /// Find the largest session count that meets the thresholds.
-    #[arg(long)]
-    pub auto_tune: bool,
-    /// Measured duration, e.g. 2h, 30m [default: 2h; stress 24h].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
-    pub duration: Option<Duration>,
-    /// Counter sampling interval [default: 15s].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
-    pub sample_interval: Option<Duration>,
-    /// Operation mix insert/delete/replace/read in percent, e.g. 40/20/5/35.
-    #[arg(long, value_name = "I/D/R/R", value_parser = parse_op_mix)]
-    pub op_mix: Option<OpMix>,
-    /// Share of lazy commits, percent [default: the profile's].
-    #[arg(long, value_name = "PCT", value_parser = count::<u32>("a percentage", 0, None), allow_hyphen_values = true)]
-    pub lazy_commits: Option<u32>,
-    /// Background database maintenance: on or off [default: the profile's].
-    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
-    pub bdm: Option<bool>,
-    /// BDM read rate per database, MiB/s [default: the profile's].
-    #[arg(long, value_name = "MiB/s")]
-    pub bdm_rate: Option<f64>,
-    /// Where run directories are created [default: edbstress-results].
-    #[arg(long, value_name = "DIR")]
-    pub results_dir: Option<PathBuf>,
-    /// Seed of the transactions and of new databases' content [default: 1].
-    #[arg(long, value_name = "N", value_parser = count::<u64>("a seed", 0, None), allow_hyphen_values = true)]
-    pub seed: Option<u64>,
-    /// database-backup: also write the copy of each database here.
-    #[arg(long, value_name = "DIR")]
-    pub backup_path: Option<PathBuf>,
-    /// soft-recovery: log files to generate per instance before the crash [default: 500].
-    #[arg(long, value_name = "N", value_parser = count::<u32>("a count", 0, None), allow_hyphen_values = true)]
-    pub logs_to_replay: Option<u32>,
-    /// Content compressibility of new databases: 'mail' (1.7), 'incompressible', or a ratio.
-    #[arg(long, value_name = "RATIO", value_parser = parse_compressibility)]
-    pub compressibility: Option<f64>,
-    /// Use buffered I/O (through the page cache) instead of direct I/O.
-    #[arg(long)]
-    pub buffered: bool,
-    /// I/O backend: auto (io_uring, else threads), io_uring or threads [default: auto].
-    #[arg(long, value_name = "BACKEND", value_parser = parse_backend)]
-    pub backend: Option<BackendKind>,
-    /// Run even though the databases are not several times the cache (or, with
-    /// --buffered, the host's memory): a cached run measures memory, not storage.
-    #[arg(long)]
-    pub allow_cached_databases: bool,
-    /// Skip the checksum verification after performance and stress tests.
-    #[arg(long)]
-    pub no_verify: bool,
+    /// What the setting flags gave: only the settings given on the command line.
+    pub flags: ConfigFile,
+}
+
+/// The clap argument of the setting `key` (which has a flag), for commands other than
+/// `run` that take the same flag.
+pub fn setting_arg(key: &str) -> Arg {
+    SETTINGS
+        .iter()
+        .find(|s| s.key == key)
+        .and_then(arg_of)
+        .unwrap_or_else(|| panic!("`{key}` is not a run setting with a flag"))
+}
+
+/// The clap argument of one setting.
+fn arg_of(setting: &Setting) -> Option<Arg> {
+    // As clap's derive shows a one-paragraph doc comment: without its final period.
+    let help = setting.help_text();
+    let arg = Arg::new(setting.key).help(help.strip_suffix('.').unwrap_or(&help).to_string());
+    Some(match setting.flag {
+        FlagForm::FileOnly => return None,
+        FlagForm::Value {
+            long,
+            value_name,
+            hyphen,
+            check,
+        } => arg
+            .long(&long[2..])
+            .value_name(value_name)
+            .allow_hyphen_values(hyphen)
+            .action(ArgAction::Set)
+            .value_parser(move |s: &str| check(s).map(|()| s.to_string())),
+        FlagForm::Repeated { long, value_name } => arg
+            .long(&long[2..])
+            .value_name(value_name)
+            .action(ArgAction::Append),
+        FlagForm::Switch { long } => arg.long(&long[2..]).action(ArgAction::SetTrue),
+        FlagForm::Thresholds { long } => arg
+            .long(&long[2..])
+            .value_name("NAME=MS")
+            .action(ArgAction::Append),
+    })
+}
+
+impl Args for RunArgs {
+    fn augment_args(cmd: Command) -> Command {
+        let mut cmd = cmd
+            .arg(
+                Arg::new("config")
+                    .long("config")
+                    .value_name("FILE")
+                    .value_parser(clap::value_parser!(PathBuf))
+                    .help("TOML configuration file (write one with `edbstress config init`)"),
+            )
+            .arg(
+                Arg::new("quick")
+                    .long("quick")
+                    .action(ArgAction::SetTrue)
+                    .help(
+                        "A small run of under a minute: 1000 mailboxes on 2 × 256 MiB \
+                         databases, 45 s",
+                    ),
+            );
+        for setting in SETTINGS {
+            if let Some(arg) = arg_of(setting) {
+                cmd = cmd.arg(arg);
+            }
+        }
+        cmd
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for RunArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut args = RunArgs::default();
+        args.update_from_arg_matches(m)?;
+        Ok(args)
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        if let Some(path) = m.get_one::<PathBuf>("config") {
+            self.config = Some(path.clone());
+        }
+        self.quick |= m.get_flag("quick");
+        for setting in SETTINGS {
+            let values: Vec<String> = match setting.flag {
+                FlagForm::FileOnly => continue,
+                FlagForm::Switch { .. } => {
+                    if !m.get_flag(setting.key) {
+                        continue;
+                    }
+                    vec![String::new()]
+                }
+                _ => match m.get_many::<String>(setting.key) {
+                    Some(v) => v.cloned().collect(),
+                    None => continue,
+                },
+            };
+            self.flags.apply_flag(setting.key, &values).map_err(|e| {
+                let flag = setting.flag.long().unwrap_or(setting.key);
+                clap::Error::raw(
+                    clap::error::ErrorKind::ValueValidation,
+                    format!("invalid value for '{flag}': {e}\n"),
+                )
+            })?;
+        }
+        Ok(())
+    }
 }
 
 impl RunArgs {
-    /// The layer the flags make: only what was given on the command line.
-    pub fn flags_layer(&self) -> ConfigFile {
-        let or_none = |paths: &Vec<PathBuf>| (!paths.is_empty()).then(|| paths.clone());
-        ConfigFile {
-            test: self.test,
-            profile: self.profile,
-            mailboxes: self.mailboxes,
-            iops_per_mailbox: self.iops_per_mailbox,
-            mailbox_quota: self.mailbox_quota,
-            databases: self.databases,
-            database_size: self.database_size,
-            capacity_pct: self.capacity_pct,
-            copies: self.copies,
-            db_paths: or_none(&self.paths.db_paths),
-            log_paths: or_none(&self.paths.log_paths),
-            page_size: self.page_size,
-            cache_min: self.cache_min,
-            cache_max: self.cache_max,
-            write_coalesce: self.write_coalesce,
-            torn_write_protection: self.torn_write_protection.then_some(true),
-            allow_cached_databases: self.allow_cached_databases.then_some(true),
-            threads: self.threads,
-            session_threads: self.session_threads,
-            auto_tune: self.auto_tune.then_some(true),
-            duration: self.duration,
-            sample_interval: self.sample_interval,
-            op_mix: self.op_mix,
-            lazy_commits: self.lazy_commits,
-            bdm: self.bdm,
-            bdm_rate: self.bdm_rate,
-            results_dir: self.results_dir.clone(),
-            seed: self.seed,
-            backup_path: self.backup_path.clone(),
-            logs_to_replay: self.logs_to_replay,
-            compressibility: self.compressibility,
-            io_mode: self.buffered.then_some(IoMode::Buffered),
-            backend: self.backend,
-            verify_after: self.no_verify.then_some(false),
-            ..ConfigFile::default()
-        }
-    }
-
     /// The layers in precedence order: `--quick`, the `--config` file, the flags.
     pub fn layers(&self) -> Result<Vec<ConfigFile>, CommandError> {
         let mut layers = Vec::with_capacity(3);
@@ -187,7 +150,7 @@ impl RunArgs {
         if let Some(path) = &self.config {
             layers.push(ConfigFile::load(path).map_err(config_error)?);
         }
-        layers.push(self.flags_layer());
+        layers.push(self.flags.clone());
         Ok(layers)
     }
 
@@ -195,5 +158,122 @@ impl RunArgs {
     /// the flag that sets it.
     pub fn resolve(&self) -> Result<RunConfig, CommandError> {
         RunConfig::resolve(&self.layers()?).map_err(config_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<RunArgs, clap::Error> {
+        let mut argv = vec!["edbstress"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv).map(|c| c.run)
+    }
+
+    #[test]
+    fn every_setting_with_a_flag_is_on_the_command_line_once() {
+        let cmd = RunArgs::augment_args(Command::new("run"));
+        for setting in SETTINGS {
+            let Some(long) = setting.flag.long() else {
+                continue;
+            };
+            let found: Vec<_> = cmd
+                .get_arguments()
+                .filter(|a| a.get_long() == Some(&long[2..]))
+                .collect();
+            assert_eq!(found.len(), 1, "{long}");
+        }
+        cmd.debug_assert();
+    }
+
+    #[test]
+    fn flags_make_the_layer_they_name() {
+        let a = parse(&[
+            "--databases",
+            "3",
+            "--db-path",
+            "/a",
+            "--db-path",
+            "/b",
+            "--buffered",
+            "--no-verify",
+            "--duration",
+            "90s",
+            "--threshold",
+            "db_read_avg_ms=15",
+            "--checkpoint-depth",
+            "20MiB",
+        ])
+        .unwrap();
+        assert_eq!(a.flags.databases, Some(3));
+        assert_eq!(
+            a.flags.db_paths,
+            Some(vec![PathBuf::from("/a"), PathBuf::from("/b")])
+        );
+        assert_eq!(a.flags.io_mode, Some(edbstress_io::IoMode::Buffered));
+        assert_eq!(a.flags.verify_after, Some(false));
+        assert_eq!(a.flags.duration, Some(std::time::Duration::from_secs(90)));
+        assert_eq!(a.flags.thresholds.db_read_avg_ms, Some(15.0));
+        assert_eq!(a.flags.checkpoint_depth, Some(20 << 20));
+        assert_eq!(a.flags.log_paths, None);
+    }
+
+    #[test]
+    fn a_layer_written_as_flags_parses_back_to_the_same_layer() {
+        let a = parse(&[
+            "--test",
+            "stress",
+            "--profile",
+            "exchange2010",
+            "--mailboxes",
+            "500",
+            "--iops-per-mailbox",
+            "0.25",
+            "--mailbox-quota",
+            "1GB",
+            "--log-path",
+            "/l",
+            "--auto-tune",
+            "--op-mix",
+            "25/10/50/15",
+            "--bdm",
+            "off",
+            "--backend",
+            "threads",
+            "--threshold",
+            "log_write_p99_ms=30",
+            "--compressibility",
+            "2.5",
+        ])
+        .unwrap();
+        let args = a.flags.to_args().unwrap();
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let again = parse(&argv).unwrap();
+        assert_eq!(again.flags, a.flags, "{args:?}");
+    }
+
+    #[test]
+    fn a_bad_value_names_the_flag_and_what_to_give() {
+        let e = parse(&["--databases", "-2"]).err().unwrap().to_string();
+        assert!(
+            e.contains("--databases") && e.contains("cannot be negative"),
+            "{e}"
+        );
+        let e = parse(&["--threshold", "db_read=3"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("--threshold") && e.contains("unknown threshold"),
+            "{e}"
+        );
     }
 }

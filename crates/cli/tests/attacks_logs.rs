@@ -1,4 +1,4 @@
-//! Issue 17's log attacks through the binary, on real runs killed with SIGKILL: the
+//! Log attacks through the binary, on real runs killed with SIGKILL: the
 //! newest log files deleted or emptied (case 1), logs that `checksum` must reject as
 //! recovery does (case 4), the checkpoint file lost after circular logging removed the
 //! first generations (case 9), and a crash loop whose storage loses the newest log.

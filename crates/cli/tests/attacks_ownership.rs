@@ -1,4 +1,4 @@
-//! Issue 17, ownership part: attacks on what belongs to whom, through the real binary.
+//! Attacks on what belongs to whom, through the real binary.
 //! A log directory is its instance's own (locked while in use, holding only its
 //! database's logs), a database lock follows the real file, lock files are never
 //! followed or made beside foreign files, and `clean` never leaves the directories it

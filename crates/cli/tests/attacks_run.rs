@@ -1,4 +1,4 @@
-//! Issue 17, attacks on runs and their inputs: a stopped process must not pass, an
+//! Attacks on runs and their inputs: a stopped process must not pass, an
 //! absurd duration must not panic, a truncated or forged database must not be reused,
 //! and a results file, a signal or an out-of-range value must never yield a false Pass
 //! or an unbounded message. Every test runs the real binary on real files and checks

@@ -451,6 +451,108 @@ fn a_document_refuses_what_is_not_a_campaign_and_files_it_did_not_write() {
     assert!(text(&out).contains("already exists"));
 }
 
+/// Whether process `pid` holds a file whose name ends with `suffix` open.
+fn holds_open(pid: u32, suffix: &str) -> bool {
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| fs::read_link(e.path()).ok())
+        .any(|target| target.to_string_lossy().ends_with(suffix))
+}
+
+#[test]
+fn a_campaign_killed_with_its_run_recovers_the_databases_and_finishes_when_run_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let sentinel = Sentinel::new(root);
+    let solution = write_solution(root);
+    // A Stress step long enough to be killed in the middle of it.
+    let text_of = fs::read_to_string(&solution).unwrap();
+    fs::write(
+        &solution,
+        text_of.replace("stress = \"3s\"", "stress = \"30s\""),
+    )
+    .unwrap();
+    let campaign = root.join("campaign");
+    let args = [
+        "esrp",
+        "run",
+        "--config",
+        solution.to_str().unwrap(),
+        "--rehearsal",
+        "--campaign",
+        campaign.to_str().unwrap(),
+    ];
+    let mut esrp = command(root)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed (with its run) once the Stress run has its database open and its log
+    // started: the database is left as a crash leaves it, not shut down cleanly.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let run_pid = loop {
+        assert!(
+            Instant::now() < deadline,
+            "the Stress run never opened its database"
+        );
+        assert!(
+            esrp.try_wait().unwrap().is_none(),
+            "the campaign ended early"
+        );
+        let pid = fs::read(campaign.join("campaign.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|s| s["steps"][0]["pid"].as_u64())
+            .map(|p| p as u32)
+            .filter(|p| *p != esrp.id());
+        let logged = root.join("logs/edbstress001/E00.chk").is_file();
+        if let Some(pid) = pid.filter(|p| logged && holds_open(*p, "edbstress001.edb")) {
+            break pid;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    for pid in [esrp.id(), run_pid] {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    esrp.wait().unwrap();
+    let gone = Instant::now() + Duration::from_secs(10);
+    while std::path::Path::new(&format!("/proc/{run_pid}/fd")).exists() && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(state(&campaign)["steps"][0]["status"], "running");
+
+    // The same command again: it recovers what the kill left and finishes.
+    let out = command(root).args(args).output().unwrap();
+    assert_exit(&out, 0, "the campaign run again after a kill");
+    let s = state(&campaign);
+    for (i, step) in s["steps"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(step["status"], "done", "step {i}: {s:#}");
+        assert_eq!(step["verdict"], "Pass", "step {i}: {s:#}");
+    }
+    assert_eq!(s["steps"][0]["attempts"], 2, "Stress was redone");
+    let log = fs::read_to_string(campaign.join("campaign.log")).unwrap();
+    assert!(log.contains("Step Stress was interrupted"), "{log}");
+    assert!(
+        log.contains("recovery of the databases the interrupted step left: done"),
+        "{log}"
+    );
+    let recover_log = campaign.join("interrupted/01-Stress-attempt1/recover.log");
+    let recovered = fs::read_to_string(&recover_log)
+        .unwrap_or_else(|e| panic!("{}: {e}", recover_log.display()));
+    assert!(recovered.contains("edbstress001"), "{recovered}");
+    assert!(
+        !recovered.contains("nothing to recover"),
+        "the kill left the database to recover: {recovered}"
+    );
+    sentinel.assert_untouched();
+}
+
 /// With a `[fleet]` table the campaign runs every step on every host at once through
 /// `edbstress fleet` (two "hosts" on loopback through a real sshd), and the document
 /// shows each server and the aggregate across them.

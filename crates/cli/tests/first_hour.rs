@@ -1,4 +1,4 @@
-//! A storage administrator's first hour (issue 16): the mistakes a new user makes and
+//! A storage administrator's first hour: the mistakes a new user makes and
 //! what the tool must say about them — runs whose cache would hold the databases are
 //! refused with the numbers and the fix, configuration errors name the value at fault
 //! and leave no run directory behind, repaired pages pass, killed runs can be cleaned,

@@ -6,7 +6,7 @@
 //! skips that part loudly. `EDBSTRESS_REPORT_PNG=FILE` keeps the screenshot to look at.
 
 mod common;
-#[path = "../../workload/tests/common/mod.rs"]
+#[path = "../../workload/tests/suite/common/mod.rs"]
 mod workload_common;
 
 use common::chromium::{chromium_or_skip, decode_png, near, screenshot};

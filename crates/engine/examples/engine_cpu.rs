@@ -6,7 +6,7 @@
 //!
 //! Reads, deletes and replaces pick a message uniformly over the mailbox: a random
 //! position of a random mailbox's view (view sort keys are hashes, spread evenly).
-//! Seeking a random id in a random mailbox, as this bench did before 2026-11-26, found
+//! Seeking a random id in a random mailbox, as an earlier version of this bench did, found
 //! that mailbox's first message almost every time, so nearly every transaction touched
 //! the same few hundred hot pages (a 96 % hit ratio on a 2 GiB database with a 64 MiB
 //! cache). The hit ratio printed is the measured phase's. It also prints where the

@@ -12,6 +12,7 @@
 //! never report success over a missing one. The simulation is process-wide, so this
 //! binary holds a single test.
 
+#[path = "suite/instance_common/mod.rs"]
 mod instance_common;
 use instance_common::*;
 

@@ -271,7 +271,7 @@ impl Wake {
 /// median 8 % less CPU per transactional I/O (half the context switches: a busier
 /// thread sleeps less often) and did a median 3 % fewer IOPS (0.2-15 %, six pairs), its
 /// sessions queueing for the one thread. A storage test must load the storage first;
-/// see docs/performance-issue18-parts8-12.md, "eleventh part".
+/// see docs/performance.md, "The transactional engine: where the CPU goes".
 pub fn default_threads() -> u32 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
 }

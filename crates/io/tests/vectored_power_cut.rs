@@ -3,6 +3,7 @@
 //! torn by sectors like any single write. Its own test binary: arming is process-wide.
 #![cfg(feature = "power-cut-sim")]
 
+#[path = "suite/common/mod.rs"]
 mod common;
 
 use edbstress_io::power_cut::{self, CutModel};

@@ -162,6 +162,43 @@ pub fn format_duration(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
 
+/// A parser for a whole-number flag of type `T` from `min` to `max` (`None`: as large
+/// as `T` holds; `what` names the kind of value, e.g. "a count"): negative numbers,
+/// fractions, words and values out of range each get a message saying what to give
+/// instead.
+pub fn count<T>(
+    what: &'static str,
+    min: u64,
+    max: Option<u64>,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+{
+    move |s: &str| {
+        let range = match (min, max) {
+            (0, None) => "a whole number (0 or more)".to_string(),
+            (min, None) => format!("a whole number of at least {min}"),
+            (min, Some(max)) => format!("a whole number from {min} to {max}"),
+        };
+        let t = s.trim();
+        if t.starts_with("--") {
+            return Err(format!(
+                "a value is missing here ('{t}' is a flag); give {range}"
+            ));
+        }
+        if t.starts_with('-') {
+            return Err(format!("{what} cannot be negative; give {range}"));
+        }
+        let value: u64 = t
+            .parse()
+            .map_err(|_| format!("'{t}' is not a whole number; give {range}"))?;
+        if value < min || max.is_some_and(|max| value > max) {
+            return Err(format!("{value} is out of range; give {range}"));
+        }
+        T::try_from(value).map_err(|_| format!("{value} is too large; give {range}"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,8 +8,8 @@
 //! it, so every cache line is a miss. From malloc each 4 KiB of them is its own page
 //! of the process, and in a virtual machine a TLB miss walks two sets of page tables;
 //! in 2 MiB pages a 32 KiB page costs one walk at most, and pinning it for `O_DIRECT`
-//! takes one folio instead of eight pages. docs/performance.md, "thirteenth part",
-//! measures it.
+//! takes one folio instead of eight pages. docs/performance.md ("The transactional
+//! engine: where the CPU goes") measures it.
 //!
 //! Buffers given back go on their size's free list and are reused (zeroed first); the
 //! chunks stay with the process until it exits, as the memory of a cache does. Nothing

@@ -12,7 +12,7 @@ mod template;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -26,6 +26,7 @@ pub use load::load_campaign;
 pub use template::SOLUTION_TEMPLATE;
 
 use crate::fleet::{self, FleetHost, FleetOptions};
+use crate::process_group::{GroupChild, OnStop};
 use crate::ssh::Ssh;
 
 /// The campaign's log, next to its state file.
@@ -109,6 +110,9 @@ pub fn run(
                     step.test.label(),
                     kept.display()
                 ));
+                if options.solution.fleet.is_none() {
+                    say(&recover_local(options, &kept, stop)?);
+                }
             }
             StepStatus::Pending => {}
         }
@@ -291,6 +295,66 @@ fn keep_interrupted(dir: &Path, step: &StepState) -> Result<PathBuf, String> {
     Ok(kept)
 }
 
+/// Soft recovery of the databases an interrupted step left, as Jetstress recovers its
+/// databases before a test: a killed run leaves them not shut down cleanly, and the
+/// next run would refuse them. `edbstress recover` on the campaign's paths (databases
+/// shut down cleanly are left as they are), its output in `kept/recover.log`.
+fn recover_local(
+    options: &CampaignOptions,
+    kept: &Path,
+    stop: &AtomicBool,
+) -> Result<String, CampaignError> {
+    let c = &options.solution.campaign;
+    let err = |e: String| CampaignError(e);
+    std::fs::create_dir_all(kept)
+        .map_err(|e| err(format!("cannot create {}: {e}", kept.display())))?;
+    let log_path = kept.join("recover.log");
+    let log = std::fs::File::create(&log_path)
+        .and_then(|f| Ok((f.try_clone()?, f)))
+        .map_err(|e| err(format!("cannot write {}: {e}", log_path.display())))?;
+    let mut cmd = Command::new(&options.edbstress);
+    cmd.arg("recover");
+    // The same kind of I/O as the campaign's runs.
+    if c.run_options.iter().any(|o| o == "--buffered") {
+        cmd.arg("--buffered");
+    }
+    for p in &c.db_paths {
+        cmd.arg("--db-path").arg(p);
+    }
+    for p in &c.log_paths {
+        cmd.arg("--log-path").arg(p);
+    }
+    cmd.stdin(Stdio::null()).stdout(log.0).stderr(log.1);
+    let mut child = GroupChild::spawn(&mut cmd)
+        .map_err(|e| err(format!("cannot start {}: {e}", options.edbstress.display())))?;
+    let (status, _) = child
+        .wait(stop, OnStop::Interrupt, None)
+        .map_err(|e| err(e.to_string()))?;
+    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    match status.code() {
+        Some(0) => Ok(format!(
+            "recovery of the databases the interrupted step left: done ({})",
+            log_path.display()
+        )),
+        // No database there yet (the step stopped before making them): nothing to do;
+        // anything else the run finds it names itself.
+        Some(2) => Ok(format!(
+            "no databases recovered: {}",
+            output
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("error: ")
+        )),
+        _ => Err(err(format!(
+            "recovering the databases the interrupted step left failed ({status}); its \
+             output ({}):\n{output}\nrepair or remove the databases (`edbstress clean`), then \
+             run the campaign again",
+            log_path.display()
+        ))),
+    }
+}
+
 /// Whether `pid` is a live edbstress process.
 fn process_alive(pid: u32) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline"))
@@ -368,25 +432,14 @@ fn run_local_step(
     for p in &c.log_paths {
         cmd.arg("--log-path").arg(p);
     }
-    let mut child = cmd
-        .spawn()
+    // In its own process group: a Ctrl-C reaches the campaign alone, which passes one
+    // SIGINT on so the run shuts its databases down cleanly and writes its results.
+    let mut child = GroupChild::spawn(&mut cmd)
         .map_err(|e| CampaignError(format!("cannot start {}: {e}", options.edbstress.display())))?;
     on_start(child.id());
-    let mut forwarded = false;
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| CampaignError(e.to_string()))? {
-            break status;
-        }
-        if stop.load(Ordering::Relaxed) && !forwarded {
-            forwarded = true;
-            // Ctrl-C on a terminal reaches the child too; a signal sent to this
-            // process alone is passed on, so the run shuts its databases down cleanly.
-            let _ = Command::new("kill")
-                .args(["-INT", &child.id().to_string()])
-                .status();
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let (status, _) = child
+        .wait(stop, OnStop::Interrupt, None)
+        .map_err(|e| CampaignError(e.to_string()))?;
     let run = crate::run_dir::newest(step_dir, |_| true);
     let results = run
         .as_ref()

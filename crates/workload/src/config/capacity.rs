@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{ConfigError, MIB, MIN_DATABASE_SIZE, RunConfig, invalid};
+use super::{ConfigError, MIB, MIN_DATABASE_SIZE, RunConfig, invalid, keys};
 use crate::units::format_size;
 
 /// The nearest ancestor of `path` that exists ("." for a relative path none of whose
@@ -19,7 +19,7 @@ fn nearest_existing_ancestor(path: &Path) -> PathBuf {
 pub(super) fn size_from_capacity(pct: f64, config: &RunConfig) -> Result<u64, ConfigError> {
     if !(pct > 0.0 && pct <= 100.0) {
         return Err(invalid(
-            "capacity_pct",
+            keys::capacity_pct,
             format!(
                 "{pct} is out of range; give a percentage of the free space above 0 and at most 100"
             ),
@@ -38,7 +38,7 @@ pub(super) fn size_from_capacity(pct: f64, config: &RunConfig) -> Result<u64, Co
     let size = per_db as u64 / MIB * MIB;
     if size < MIN_DATABASE_SIZE {
         return Err(invalid(
-            "capacity_pct",
+            keys::capacity_pct,
             format!(
                 "{pct}% of the {} free under {} over {} database(s) is {} each, below the 4MiB minimum; raise capacity_pct, free some space, or set database_size",
                 format_size(free),

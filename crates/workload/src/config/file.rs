@@ -1,153 +1,15 @@
-//! One layer of configuration as written in TOML ([`ConfigFile`]), the textual forms
-//! of its values (sizes, durations, page sizes, operation mixes, names) and the
-//! commented template `edbstress config init` writes.
+//! The textual forms of configuration values (sizes, durations, page sizes, operation
+//! mixes, names) in TOML and on the command line, the `[thresholds]` table, and a
+//! resolved configuration written back as a layer ([`ConfigFile`]).
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
-use edbstress_format::PageSize;
-use edbstress_io::{BackendKind, IoMode};
 use edbstress_report::{OpMix, TestType};
 use serde::{Deserialize, Serialize};
 
-use super::{ConfigError, RunConfig};
+use super::{ConfigError, ConfigFile, RunConfig};
 use crate::profile::{Profile, Thresholds};
 use crate::units::bounded;
-
-/// One layer of configuration as written in TOML: a `--config` file, the `--quick`
-/// preset or the command-line flags. Every key is optional; a key a layer leaves out
-/// comes from an earlier layer or the defaults. Unknown keys are an error naming them.
-///
-/// Sizes accept `"256MiB"`, `"2GB"` or a number of bytes; durations `"2h"`, `"15s"` or
-/// a number of seconds; `op_mix` a table `{ insert, delete, replace, read }` or a string
-/// `"40/20/5/35"`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ConfigFile {
-    /// Which test: performance, stress, database-backup, soft-recovery.
-    #[serde(skip_serializing_if = "Option::is_none", with = "forms::test_type")]
-    pub test: Option<TestType>,
-    /// Version profile: exchange2007, exchange2010, exchange2013.
-    #[serde(skip_serializing_if = "Option::is_none", with = "forms::profile")]
-    pub profile: Option<Profile>,
-    /// Number of mailboxes (set: a mailbox-profile run with an IOPS target).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mailboxes: Option<u64>,
-    /// Transactional IOPS per mailbox.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub iops_per_mailbox: Option<f64>,
-    /// Mailbox quota, bytes.
-    #[serde(skip_serializing_if = "Option::is_none", with = "forms::size")]
-    pub mailbox_quota: Option<u64>,
-    /// Number of databases (instances).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub databases: Option<u32>,
-    /// Size of each database file, bytes.
-    #[serde(skip_serializing_if = "Option::is_none", with = "forms::size")]
-    pub database_size: Option<u64>,
-    /// Throughput runs: percent of the free space of the database paths to fill, split
-    /// over the databases.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub capacity_pct: Option<f64>,
-    /// Database copies.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub copies: Option<u32>,
-    /// Directories for database files.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub db_paths: Option<Vec<PathBuf>>,
-    /// Directories for instance log directories.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub log_paths: Option<Vec<PathBuf>>,
-    /// Database page size.
-    #[serde(skip_serializing_if = "Option::is_none", with = "forms::page_size")]
-    pub page_size: Option<PageSize>,
-    /// Minimum database cache for the whole run, bytes.
-    #[serde(skip_serializing_if = "Option::is_none", with = "forms::size")]
-    pub cache_min: Option<u64>,
-    /// Maximum database cache for the whole run, bytes.
-    #[serde(skip_serializing_if = "Option::is_none", with = "forms::size")]
-    pub cache_max: Option<u64>,
-    /// Checkpoint depth per instance, bytes.
-    #[serde(skip_serializing_if = "Option::is_none", with = "forms::size")]
-    pub checkpoint_depth: Option<u64>,
-    /// Largest coalesced database write, bytes.
-    #[serde(skip_serializing_if = "Option::is_none", with = "forms::size")]
-    pub write_coalesce: Option<u64>,
-    /// Log page images for torn-write protection.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub torn_write_protection: Option<bool>,
-    /// Run even when the databases are not several times the cache (a cached test).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub allow_cached_databases: Option<bool>,
-    /// Sessions over all instances.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub threads: Option<u32>,
-    /// Threads the sessions run on as tasks (0: a thread per session).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_threads: Option<u32>,
-    /// Find the largest session count that meets the thresholds.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub auto_tune: Option<bool>,
-    /// Measured duration.
-    #[serde(skip_serializing_if = "Option::is_none", with = "forms::duration")]
-    pub duration: Option<Duration>,
-    /// Counter sampling interval.
-    #[serde(skip_serializing_if = "Option::is_none", with = "forms::duration")]
-    pub sample_interval: Option<Duration>,
-    /// Longest wait for the caches to warm.
-    #[serde(skip_serializing_if = "Option::is_none", with = "forms::duration")]
-    pub warmup_timeout: Option<Duration>,
-    /// Operation mix.
-    #[serde(skip_serializing_if = "Option::is_none", with = "forms::op_mix")]
-    pub op_mix: Option<OpMix>,
-    /// Share of lazy commits, percent.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lazy_commits: Option<u32>,
-    /// Background database maintenance.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bdm: Option<bool>,
-    /// BDM read rate per database, MB/s.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bdm_rate: Option<f64>,
-    /// Open-loop start rate over the target rate.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub target_margin: Option<f64>,
-    /// Where run directories are created.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub results_dir: Option<PathBuf>,
-    /// Seed of the transaction generator and of new databases' content.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
-    /// DatabaseBackup: also write the copy here.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub backup_path: Option<PathBuf>,
-    /// SoftRecovery: log files to generate per instance.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub logs_to_replay: Option<u32>,
-    /// Target lz4 compression ratio of new page content.
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        with = "forms::compressibility"
-    )]
-    pub compressibility: Option<f64>,
-    /// Direct or buffered I/O.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub io_mode: Option<IoMode>,
-    /// Backend of background writes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub backend: Option<BackendKind>,
-    /// Verify checksums after Performance and Stress.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub verify_after: Option<bool>,
-    /// Pass/fail threshold overrides, per field. Last so that TOML writes the table
-    /// after the plain keys.
-    #[serde(skip_serializing_if = "ThresholdsFile::is_empty")]
-    pub thresholds: ThresholdsFile,
-    /// The `[fleet]` table: the hosts of `edbstress fleet` and how to reach them. Read
-    /// by the solution crate; a run on one host ignores it, so one file serves both.
-    #[serde(skip_serializing)]
-    pub fleet: Option<toml::Table>,
-}
 
 /// The `[thresholds]` table: overrides of single pass/fail thresholds, ms.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -282,13 +144,6 @@ impl From<&RunConfig> for ConfigFile {
     }
 }
 
-/// The commented TOML `edbstress config init` writes: every key with what it means and
-/// its default; the mailbox-profile keys set to an example (5000 mailboxes at 0.12 IOPS
-/// with 2 GB quotas on 6 databases with 2 copies), the rest commented out.
-pub fn config_template() -> String {
-    include_str!("config_template.toml").to_string()
-}
-
 /// Parses an operation mix written "insert/delete/replace/read", e.g. "40/20/5/35".
 /// Whether it adds up to 100 is checked with the rest of the configuration.
 pub fn parse_op_mix(s: &str) -> Result<OpMix, String> {
@@ -411,7 +266,7 @@ pub mod page_size_bytes {
 
 /// How [`ConfigFile`] values are written in TOML: sizes, durations and page sizes in
 /// human units, names for the test and profile, an operation mix as "40/20/5/35".
-mod forms {
+pub(crate) mod forms {
     use serde::de::{self, Deserializer, Visitor};
     use std::fmt;
 
@@ -458,7 +313,7 @@ mod forms {
         d.deserialize_any(ScalarVisitor(expecting))
     }
 
-    pub(super) mod size {
+    pub(crate) mod size {
         use serde::de::Error as _;
         use serde::{Deserializer, Serializer};
 
@@ -488,7 +343,7 @@ mod forms {
         }
     }
 
-    pub(super) mod duration {
+    pub(crate) mod duration {
         use std::time::Duration;
 
         use serde::de::Error as _;
@@ -521,7 +376,7 @@ mod forms {
         }
     }
 
-    pub(super) mod page_size {
+    pub(crate) mod page_size {
         use edbstress_format::PageSize;
         use serde::de::Error as _;
         use serde::{Deserializer, Serializer};
@@ -555,7 +410,7 @@ mod forms {
         }
     }
 
-    pub(super) mod compressibility {
+    pub(crate) mod compressibility {
         use serde::de::Error as _;
         use serde::{Deserializer, Serializer};
 
@@ -581,7 +436,7 @@ mod forms {
         }
     }
 
-    pub(super) mod test_type {
+    pub(crate) mod test_type {
         use edbstress_report::TestType;
         use serde::de::Error as _;
         use serde::{Deserializer, Serializer};
@@ -606,7 +461,7 @@ mod forms {
         }
     }
 
-    pub(super) mod profile {
+    pub(crate) mod profile {
         use serde::de::Error as _;
         use serde::{Deserializer, Serializer};
 
@@ -632,7 +487,7 @@ mod forms {
         }
     }
 
-    pub(super) mod op_mix {
+    pub(crate) mod op_mix {
         use std::fmt;
 
         use edbstress_report::OpMix;

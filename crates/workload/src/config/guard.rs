@@ -3,7 +3,7 @@
 //! and passes on any device. Such a run is refused with the numbers and the fix unless
 //! `allow_cached_databases` says it is intended.
 
-use super::{ConfigError, MIB, RunConfig, invalid};
+use super::{ConfigError, MIB, RunConfig, invalid, keys};
 use crate::units::format_size;
 
 /// How many times its cache each database must be at least: Exchange databases are
@@ -22,7 +22,7 @@ pub fn check_not_cached(config: &RunConfig, memory: Option<u64>) -> Result<(), C
     if size < cache.saturating_mul(MIN_DATABASE_TO_CACHE) {
         let max_cache = (size / MIN_DATABASE_TO_CACHE / MIB * MIB).max(MIB);
         return Err(invalid(
-            "cache_max",
+            keys::cache_max,
             format!(
                 "each database ({}) is only {:.1} times its cache ({} per instance: {} over {} database(s)), so the cache would hold most of it and the run would measure memory, not storage. Lower `cache_max` to at most {} (the total for the run), raise `database_size` to at least {}, or set `allow_cached_databases` if a cached run is intended",
                 format_size(size),
@@ -40,7 +40,7 @@ pub fn check_not_cached(config: &RunConfig, memory: Option<u64>) -> Result<(), C
         if let Some(memory) = memory.filter(|&m| total < m) {
             let per_db = memory.div_ceil(u64::from(config.databases)).div_ceil(MIB) * MIB;
             return Err(invalid(
-                "io_mode",
+                keys::io_mode,
                 format!(
                     "buffered I/O goes through the page cache, and the databases ({} in all) fit in this host's {} of memory, so reads would come from memory, not storage. Use direct I/O (leave out --buffered, or set io_mode = \"direct\"), raise `database_size` to at least {}, or set `allow_cached_databases` if a cached run is intended",
                     format_size(total),

@@ -8,8 +8,10 @@
 //! ([`RunConfig::to_toml`]) and reads back to the same run.
 //!
 //! - [`model`]: the resolved configuration, [`RunConfig`];
-//! - [`file`]: one layer as written in TOML, [`ConfigFile`], the textual forms of its
-//!   values and the commented template;
+//! - [`settings`]: every run setting defined once — its key and type in a layer as
+//!   written in TOML ([`ConfigFile`]), its flag, help and place in the commented
+//!   template;
+//! - [`file`]: the textual forms of values and the `[thresholds]` table;
 //! - [`resolve`]: merging layers over the profile's defaults, the quick preset, and
 //!   the database size derived from mailboxes;
 //! - [`validate`]: the range of every value and the rules between them;
@@ -29,18 +31,21 @@ pub mod file;
 pub mod guard;
 pub mod model;
 pub mod resolve;
+pub mod settings;
 pub mod validate;
 
 #[cfg(test)]
 mod tests;
 
 pub use file::{
-    ConfigFile, ThresholdsFile, config_template, format_op_mix, humantime_serde_compat,
-    page_size_bytes, parse_compressibility, parse_on_off, parse_op_mix, parse_profile,
-    parse_test_type,
+    ThresholdsFile, format_op_mix, humantime_serde_compat, page_size_bytes, parse_compressibility,
+    parse_on_off, parse_op_mix, parse_profile, parse_test_type,
 };
 pub use model::RunConfig;
 pub use resolve::quick_preset;
+pub use settings::{
+    ConfigFile, FlagForm, SETTINGS, Setting, SettingKey, config_template, flag_for_key, keys,
+};
 
 /// Default directory of database files (the quick start's).
 pub const DEFAULT_DB_PATH: &str = "edbstress-data/db";
@@ -95,7 +100,7 @@ pub enum ConfigError {
     #[error("`{key}`: {message}")]
     Invalid {
         /// The configuration key, e.g. `databases` or `thresholds.db_read_avg_ms`.
-        key: &'static str,
+        key: SettingKey,
         /// What is wrong and how to fix it.
         message: String,
     },
@@ -113,14 +118,14 @@ impl ConfigError {
     /// The key a validation error is about.
     pub fn key(&self) -> Option<&'static str> {
         match self {
-            ConfigError::Invalid { key, .. } => Some(key),
+            ConfigError::Invalid { key, .. } => Some(key.name()),
             ConfigError::FreeSpace { .. } => Some("capacity_pct"),
             _ => None,
         }
     }
 }
 
-fn invalid(key: &'static str, message: impl Into<String>) -> ConfigError {
+fn invalid(key: SettingKey, message: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         key,
         message: message.into(),

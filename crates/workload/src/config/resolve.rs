@@ -12,7 +12,7 @@ use super::validate::check_databases;
 use super::{
     ConfigError, ConfigFile, DEFAULT_DB_PATH, DEFAULT_IOPS_PER_MAILBOX, DEFAULT_LOG_PATH,
     DEFAULT_MAILBOX_QUOTA, DEFAULT_RESULTS_DIR, DEFAULT_THROUGHPUT_DATABASE_SIZE, GIB, MIB,
-    MIN_DATABASE_SIZE, RunConfig, invalid,
+    MIN_DATABASE_SIZE, RunConfig, invalid, keys,
 };
 use crate::profile::Profile;
 use crate::units::format_size;
@@ -163,14 +163,14 @@ fn resolve_database_size(layers: &[ConfigFile], config: &RunConfig) -> Result<u6
             ""
         };
         let (key, source, fix) = match from {
-            SizeOrigin::Given => ("database_size", "", "lower database_size"),
+            SizeOrigin::Given => (keys::database_size, "", "lower database_size"),
             SizeOrigin::Capacity => (
-                "capacity_pct",
+                keys::capacity_pct,
                 "capacity_pct of the free space over databases gives ",
                 "lower capacity_pct",
             ),
             SizeOrigin::Mailboxes => (
-                "mailboxes",
+                keys::mailboxes,
                 "mailboxes × mailbox_quota / databases gives ",
                 "lower mailboxes or mailbox_quota",
             ),
@@ -210,7 +210,7 @@ fn database_size_and_origin(
     let from_capacity = match (size_at, pct_at) {
         (Some(size), Some(pct)) if size == pct => {
             return Err(invalid(
-                "capacity_pct",
+                keys::capacity_pct,
                 "database_size and capacity_pct are both set; give only one (capacity_pct derives the database size from free space)",
             ));
         }
@@ -225,7 +225,7 @@ fn database_size_and_origin(
     if let Some(size) = last(layers, |l| l.database_size) {
         if size < MIN_DATABASE_SIZE {
             return Err(invalid(
-                "database_size",
+                keys::database_size,
                 format!(
                     "{} is below the 4MiB minimum; give a larger size, e.g. \"256MiB\"",
                     format_size(size)
@@ -245,13 +245,13 @@ fn database_size_and_origin(
     let per_db = exact / u128::from(unit) * u128::from(unit);
     let size = u64::try_from(per_db).map_err(|_| {
         invalid(
-            "mailboxes",
+            keys::mailboxes,
             "mailboxes × mailbox_quota is too large to store; lower mailboxes or mailbox_quota",
         )
     })?;
     if size < MIN_DATABASE_SIZE {
         return Err(invalid(
-            "database_size",
+            keys::database_size,
             format!(
                 "mailboxes × mailbox_quota / databases gives {} per database, below the 4MiB minimum; raise mailboxes or mailbox_quota, or set database_size",
                 format_size(size)

@@ -7,7 +7,7 @@ use edbstress_format::PageSize;
 
 use super::{
     ConfigError, MAX_BDM_MB_PER_SEC, MAX_DURATION, MAX_IOPS_PER_MAILBOX, MAX_TARGET_IOPS, MIB,
-    MIN_DATABASE_SIZE, RunConfig, format_op_mix, invalid,
+    MIN_DATABASE_SIZE, RunConfig, format_op_mix, invalid, keys,
 };
 use crate::units::{format_duration, format_size};
 
@@ -38,7 +38,7 @@ impl RunConfig {
         ] {
             if share > 100 {
                 return Err(invalid(
-                    "op_mix",
+                    keys::op_mix,
                     format!(
                         "the {name} share is {share}%; each share is a percentage from 0 to 100"
                     ),
@@ -48,7 +48,7 @@ impl RunConfig {
         let sum = mix.insert + mix.delete + mix.replace + mix.read;
         if sum != 100 {
             return Err(invalid(
-                "op_mix",
+                keys::op_mix,
                 format!(
                     "{} adds up to {sum}%; the insert/delete/replace/read shares must add up to 100, e.g. 40/20/5/35",
                     format_op_mix(mix)
@@ -57,7 +57,7 @@ impl RunConfig {
         }
         if self.lazy_commit_pct > 100 {
             return Err(invalid(
-                "lazy_commits",
+                keys::lazy_commits,
                 format!(
                     "{}% is more than 100; give the share of commits that are lazy, 0 to 100",
                     self.lazy_commit_pct
@@ -72,7 +72,7 @@ impl RunConfig {
         check_databases(self.databases)?;
         if !(1..=16).contains(&self.copies) {
             return Err(invalid(
-                "copies",
+                keys::copies,
                 format!(
                     "{} is out of range; use 1 (no extra copy) to 16",
                     self.copies
@@ -82,20 +82,20 @@ impl RunConfig {
         if let Some(mailboxes) = self.mailboxes {
             if mailboxes == 0 {
                 return Err(invalid(
-                    "mailboxes",
+                    keys::mailboxes,
                     "0 mailboxes; give at least 1, or leave mailboxes out for a throughput run",
                 ));
             }
             if mailboxes > i64::MAX as u64 {
                 return Err(invalid(
-                    "mailboxes",
+                    keys::mailboxes,
                     format!("{mailboxes} is too large; use at most {}", i64::MAX),
                 ));
             }
         }
         if !(self.iops_per_mailbox.is_finite() && self.iops_per_mailbox > 0.0) {
             return Err(invalid(
-                "iops_per_mailbox",
+                keys::iops_per_mailbox,
                 format!(
                     "{} is not above 0; give the transactional IOPS of one mailbox, e.g. 0.12",
                     self.iops_per_mailbox
@@ -104,7 +104,7 @@ impl RunConfig {
         }
         if self.iops_per_mailbox > MAX_IOPS_PER_MAILBOX {
             return Err(invalid(
-                "iops_per_mailbox",
+                keys::iops_per_mailbox,
                 format!(
                     "{:e} is out of range; give the transactional IOPS of one mailbox, above 0 and at most {MAX_IOPS_PER_MAILBOX}, e.g. 0.12",
                     self.iops_per_mailbox
@@ -114,7 +114,7 @@ impl RunConfig {
         if let Some(target) = self.target_iops() {
             if !(target.is_finite() && target <= MAX_TARGET_IOPS) {
                 return Err(invalid(
-                    "mailboxes",
+                    keys::mailboxes,
                     format!(
                         "mailboxes × iops_per_mailbox is a target of {target:e} IOPS, more than the {MAX_TARGET_IOPS:e} a run accepts; lower mailboxes or iops_per_mailbox"
                     ),
@@ -123,13 +123,13 @@ impl RunConfig {
         }
         if self.mailbox_quota == 0 {
             return Err(invalid(
-                "mailbox_quota",
+                keys::mailbox_quota,
                 "the quota is 0 bytes; give the size of a mailbox, e.g. \"2GB\"",
             ));
         }
         if self.database_size < MIN_DATABASE_SIZE {
             return Err(invalid(
-                "database_size",
+                keys::database_size,
                 format!(
                     "{} is below the 4MiB minimum; give a larger size, e.g. \"256MiB\"",
                     format_size(self.database_size)
@@ -144,7 +144,7 @@ impl RunConfig {
     fn check_cache(&self) -> Result<(), ConfigError> {
         if self.cache_min > self.cache_max {
             return Err(invalid(
-                "cache_min",
+                keys::cache_min,
                 format!(
                     "{} is more than cache_max ({}); lower cache_min or raise cache_max",
                     format_size(self.cache_min),
@@ -155,8 +155,16 @@ impl RunConfig {
         check_cache_fits(self.cache_max, self.databases, self.page_size)?;
         for (key, total, per_instance) in [
             // The maximum first: a small cache_max given alone lowers the default minimum.
-            ("cache_max", self.cache_max, self.cache_max_per_instance()),
-            ("cache_min", self.cache_min, self.cache_min_per_instance()),
+            (
+                keys::cache_max,
+                self.cache_max,
+                self.cache_max_per_instance(),
+            ),
+            (
+                keys::cache_min,
+                self.cache_min,
+                self.cache_min_per_instance(),
+            ),
         ] {
             if per_instance < MIB {
                 return Err(invalid(
@@ -176,7 +184,7 @@ impl RunConfig {
             || self.write_coalesce % page != 0
         {
             return Err(invalid(
-                "write_coalesce",
+                keys::write_coalesce,
                 format!(
                     "{} is not a whole number of {} pages up to 16MiB; give e.g. \"{}\" (one page) or \"256KiB\"",
                     format_size(self.write_coalesce),
@@ -187,7 +195,7 @@ impl RunConfig {
         }
         if self.checkpoint_depth == 0 {
             return Err(invalid(
-                "checkpoint_depth",
+                keys::checkpoint_depth,
                 "0 bytes; give the log distance the checkpoint may lag, e.g. \"100MiB\"",
             ));
         }
@@ -199,7 +207,7 @@ impl RunConfig {
     fn check_durations(&self) -> Result<(), ConfigError> {
         if self.sample_interval < Duration::from_secs(1) {
             return Err(invalid(
-                "sample_interval",
+                keys::sample_interval,
                 format!(
                     "{} is shorter than 1s; sample at most once a second",
                     format_duration(self.sample_interval)
@@ -207,9 +215,9 @@ impl RunConfig {
             ));
         }
         for (key, value) in [
-            ("duration", self.duration),
-            ("sample_interval", self.sample_interval),
-            ("warmup_timeout", self.warmup_timeout),
+            (keys::duration, self.duration),
+            (keys::sample_interval, self.sample_interval),
+            (keys::warmup_timeout, self.warmup_timeout),
         ] {
             if value > MAX_DURATION {
                 return Err(invalid(
@@ -223,7 +231,7 @@ impl RunConfig {
         }
         if self.duration < Duration::from_secs(1) {
             return Err(invalid(
-                "duration",
+                keys::duration,
                 format!(
                     "{} is shorter than 1s; give e.g. \"2h\"",
                     format_duration(self.duration)
@@ -232,7 +240,7 @@ impl RunConfig {
         }
         if self.duration < self.sample_interval {
             return Err(invalid(
-                "duration",
+                keys::duration,
                 format!(
                     "{} is shorter than sample_interval ({}); lengthen duration or shorten sample_interval",
                     format_duration(self.duration),
@@ -250,7 +258,7 @@ impl RunConfig {
             && n > 128
         {
             return Err(invalid(
-                "session_threads",
+                keys::session_threads,
                 format!(
                     "{n} is out of range; use 1 to 128 threads of sessions, 0 for a thread per session, or leave it out for one per CPU"
                 ),
@@ -259,13 +267,13 @@ impl RunConfig {
         if let Some(threads) = self.threads {
             if !(1..=1024).contains(&threads) {
                 return Err(invalid(
-                    "threads",
+                    keys::threads,
                     format!("{threads} is out of range; use 1 to 1024"),
                 ));
             }
             if self.auto_tune {
                 return Err(invalid(
-                    "auto_tune",
+                    keys::auto_tune,
                     "auto-tuning chooses the thread count itself; remove `threads` or `auto_tune`",
                 ));
             }
@@ -280,7 +288,7 @@ impl RunConfig {
             && self.bdm_mb_per_sec <= MAX_BDM_MB_PER_SEC)
         {
             return Err(invalid(
-                "bdm_rate",
+                keys::bdm_rate,
                 format!(
                     "{} is not a rate from 0 to {MAX_BDM_MB_PER_SEC}; give MiB/s per database, e.g. 1.5",
                     self.bdm_mb_per_sec
@@ -289,7 +297,7 @@ impl RunConfig {
         }
         if self.bdm && self.bdm_mb_per_sec == 0.0 {
             return Err(invalid(
-                "bdm_rate",
+                keys::bdm_rate,
                 format!(
                     "BDM is on but its rate is 0 MiB/s ({} has no BDM); set bdm_rate, e.g. 2, or turn bdm off",
                     self.profile.name()
@@ -298,7 +306,7 @@ impl RunConfig {
         }
         if !(1.0..=2.0).contains(&self.target_margin) {
             return Err(invalid(
-                "target_margin",
+                keys::target_margin,
                 format!(
                     "{} is out of range; use 1.0 (start transactions at exactly the target rate) to 2.0",
                     self.target_margin
@@ -312,16 +320,16 @@ impl RunConfig {
     fn check_thresholds(&self) -> Result<(), ConfigError> {
         let t = self.thresholds;
         for (key, value) in [
-            ("thresholds.db_read_avg_ms", Some(t.db_read_avg_ms)),
-            ("thresholds.db_read_max_ms", Some(t.db_read_max_ms)),
-            ("thresholds.log_write_avg_ms", Some(t.log_write_avg_ms)),
-            ("thresholds.log_write_max_ms", Some(t.log_write_max_ms)),
+            (keys::thresholds_db_read_avg_ms, Some(t.db_read_avg_ms)),
+            (keys::thresholds_db_read_max_ms, Some(t.db_read_max_ms)),
+            (keys::thresholds_log_write_avg_ms, Some(t.log_write_avg_ms)),
+            (keys::thresholds_log_write_max_ms, Some(t.log_write_max_ms)),
             (
-                "thresholds.page_fault_stalls_per_sec",
+                keys::thresholds_page_fault_stalls_per_sec,
                 Some(t.page_fault_stalls_per_sec),
             ),
-            ("thresholds.db_read_p99_ms", t.db_read_p99_ms),
-            ("thresholds.log_write_p99_ms", t.log_write_p99_ms),
+            (keys::thresholds_db_read_p99_ms, t.db_read_p99_ms),
+            (keys::thresholds_log_write_p99_ms, t.log_write_p99_ms),
         ] {
             if let Some(v) = value {
                 if !(v.is_finite() && v > 0.0) {
@@ -340,8 +348,8 @@ impl RunConfig {
     /// Paths: database and log directories given, every path recordable in TOML.
     fn check_paths(&self) -> Result<(), ConfigError> {
         for (key, paths, what) in [
-            ("db_paths", &self.db_paths, "database files"),
-            ("log_paths", &self.log_paths, "log directories"),
+            (keys::db_paths, &self.db_paths, "database files"),
+            (keys::log_paths, &self.log_paths, "log directories"),
         ] {
             if paths.is_empty() {
                 return Err(invalid(
@@ -351,9 +359,9 @@ impl RunConfig {
             }
             check_utf8(key, paths)?;
         }
-        check_utf8("results_dir", std::slice::from_ref(&self.results_dir))?;
+        check_utf8(keys::results_dir, std::slice::from_ref(&self.results_dir))?;
         if let Some(backup) = &self.backup_path {
-            check_utf8("backup_path", std::slice::from_ref(backup))?;
+            check_utf8(keys::backup_path, std::slice::from_ref(backup))?;
         }
         Ok(())
     }
@@ -362,15 +370,15 @@ impl RunConfig {
     fn check_content(&self) -> Result<(), ConfigError> {
         if self.logs_to_replay == 0 {
             return Err(invalid(
-                "logs_to_replay",
+                keys::logs_to_replay,
                 "0 log files; give at least 1 (the default is 500)",
             ));
         }
         edbstress_engine::Compressibility::from_ratio(self.compressibility)
-            .map_err(|e| invalid("compressibility", e))?;
+            .map_err(|e| invalid(keys::compressibility, e))?;
         if self.seed > i64::MAX as u64 {
             return Err(invalid(
-                "seed",
+                keys::seed,
                 format!(
                     "{} is larger than TOML integers allow; use at most {}",
                     self.seed,
@@ -411,7 +419,7 @@ fn check_cache_fits(
     };
     if cache_max > limit {
         return Err(invalid(
-            "cache_max",
+            keys::cache_max,
             format!(
                 "{} is too large: the cache is held in memory and {why}; give at most {} (the total for the run), e.g. \"256MiB\"",
                 format_size(cache_max),
@@ -428,14 +436,14 @@ pub(super) fn check_databases(databases: u32) -> Result<(), ConfigError> {
         Ok(())
     } else {
         Err(invalid(
-            "databases",
+            keys::databases,
             format!("{databases} is out of range; use 1 to 256"),
         ))
     }
 }
 
 /// TOML strings are UTF-8: a path that is not cannot be recorded in `config.toml`.
-fn check_utf8(key: &'static str, paths: &[PathBuf]) -> Result<(), ConfigError> {
+fn check_utf8(key: super::SettingKey, paths: &[PathBuf]) -> Result<(), ConfigError> {
     match paths.iter().find(|p| p.to_str().is_none()) {
         None => Ok(()),
         Some(p) => Err(invalid(

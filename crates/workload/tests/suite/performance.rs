@@ -1,0 +1,171 @@
+//! Performance and Stress runs end to end on small databases.
+
+use super::common;
+
+use std::sync::atomic::AtomicBool;
+
+use edbstress_io::IoClass;
+use edbstress_report::{TestType, Verdict};
+use edbstress_workload::runner::run;
+
+#[test]
+fn throughput_performance_run_writes_a_complete_run_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = common::small_config(tmp.path(), TestType::Performance);
+    let stop = AtomicBool::new(false);
+    let outcome = run(&config, &stop, &|_| {}).unwrap();
+    let r = &outcome.results;
+    for f in [
+        "config.toml",
+        "test.log",
+        "samples.csv",
+        "report.html",
+        "results.json",
+    ] {
+        assert!(outcome.dir.join(f).is_file(), "{f} missing");
+    }
+    assert!(!r.aborted);
+    assert_eq!(r.instances.len(), 2);
+    // Sessions ran as tasks, one thread per CPU (at most one per session).
+    assert!(r.parameters.session_threads >= 1);
+    assert_eq!(
+        r.parameters.session_threads,
+        config.session_threads_for(r.parameters.threads)
+    );
+    assert!(r.measured_seconds >= 2.5, "{}", r.measured_seconds);
+    let reads = &r.totals.io[&IoClass::DbRead];
+    assert!(
+        reads.count > 0,
+        "no database reads: cache 2 MiB per instance over 24 MiB databases"
+    );
+    assert!(
+        (reads.avg_bytes - 32768.0).abs() < 1.0,
+        "{}",
+        reads.avg_bytes
+    );
+    assert!(r.totals.io[&IoClass::LogWrite].count > 0);
+    assert!(r.totals.io[&IoClass::BdmRead].count > 0);
+    assert!(r.target_transactional_iops.is_none());
+    // Every sample is stamped to the millisecond, and its stamp less its elapsed time
+    // is one instant: when measuring started (a fleet lines hosts up by it).
+    let starts: Vec<i64> = r
+        .samples
+        .iter()
+        .map(|s| {
+            let t = chrono::DateTime::parse_from_rfc3339(&s.timestamp).unwrap();
+            assert!(
+                s.timestamp.contains('.'),
+                "a sample stamped to the whole second: {}",
+                s.timestamp
+            );
+            t.timestamp_millis() - (s.elapsed_s * 1000.0).round() as i64
+        })
+        .collect();
+    assert!(!starts.is_empty());
+    let spread = starts.iter().max().unwrap() - starts.iter().min().unwrap();
+    assert!(spread <= 50, "measurement starts disagree by {spread} ms");
+    let v = r.verification.as_ref().unwrap();
+    assert!(v.passed);
+    println!(
+        "{}",
+        std::fs::read_to_string(outcome.dir.join("test.log")).unwrap()
+    );
+    for c in &r.failed_criteria {
+        println!("failed: {}", c.describe());
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(outcome.dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["test_type"], "performance");
+    assert!(matches!(r.overall_result, Verdict::Pass | Verdict::Fail));
+}
+
+#[test]
+fn open_loop_overload_fails_with_high_latency_instead_of_passing_at_lower_iops() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = common::small_config(tmp.path(), TestType::Performance);
+    // 200,000 transactional IOPS: far beyond this engine on any device here (and this
+    // CPU), yet a database growth budget (~1 GB for 3 s) the free-space check allows.
+    config.mailboxes = Some(200_000);
+    config.iops_per_mailbox = 1.0;
+    config.bdm = false;
+    config.copies = 1;
+    config.verify_after = false;
+    let stop = AtomicBool::new(false);
+    let outcome = run(&config, &stop, &|_| {}).unwrap();
+    let r = &outcome.results;
+    assert_eq!(r.overall_result, Verdict::Fail);
+    assert_eq!(r.target_transactional_iops, Some(200_000.0));
+    let iops = r
+        .failed_criteria
+        .iter()
+        .find(|c| c.key == "transactional_iops")
+        .expect("the target criterion fails");
+    assert!(iops.measured < iops.threshold);
+    assert!(r.parameters.open_loop);
+    // Latency is measured from each transaction's intended start: the backlog of a
+    // schedule the storage cannot keep shows as latency growing through the run.
+    let t = r.totals.transactions.as_ref().unwrap();
+    assert!(t.count > 0);
+    assert!(
+        t.latency.p99_ms > 1000.0,
+        "p99 {} ms: an overloaded schedule must show its backlog",
+        t.latency.p99_ms
+    );
+}
+
+#[test]
+fn stress_run_uses_the_lenient_maxima() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = common::small_config(tmp.path(), TestType::Stress);
+    config.duration = std::time::Duration::from_secs(2);
+    // The model before tasks: every session a thread of its own.
+    config.session_threads = Some(0);
+    let stop = AtomicBool::new(false);
+    let outcome = run(&config, &stop, &|_| {}).unwrap();
+    let r = &outcome.results;
+    assert_eq!(r.test_type, TestType::Stress);
+    assert!(
+        outcome
+            .dir
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("Stress_")
+    );
+    let max = r
+        .criteria
+        .iter()
+        .find(|c| c.key == "db_read_max_latency")
+        .unwrap();
+    assert_eq!(max.threshold, 200.0);
+    assert!(r.verification.as_ref().unwrap().passed);
+    assert_eq!(r.parameters.session_threads, 0);
+}
+
+#[test]
+fn auto_tune_reports_its_curve_and_runs_with_the_chosen_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = common::small_config(tmp.path(), TestType::Performance);
+    config.threads = None;
+    config.auto_tune = true;
+    config.duration = std::time::Duration::from_secs(2);
+    config.verify_after = false;
+    // A limit no storage meets: the first step fails, so the search ends at once and
+    // falls back to one session per database.
+    config.thresholds.log_write_avg_ms = 0.000_001;
+    let stop = AtomicBool::new(false);
+    let outcome = run(&config, &stop, &|_| {}).unwrap();
+    let r = &outcome.results;
+    let tune = r.autotune.as_ref().expect("auto-tune results");
+    assert_eq!(tune.steps.len(), 1);
+    assert!(!tune.steps[0].passed);
+    assert_eq!(tune.steps[0].threads, config.databases);
+    assert!(tune.steps[0].achieved_iops > 0.0);
+    assert_eq!(tune.chosen_threads, config.databases);
+    assert_eq!(r.parameters.threads, tune.chosen_threads);
+    assert!(r.measured_seconds >= 1.5);
+    let log = std::fs::read_to_string(outcome.dir.join("test.log")).unwrap();
+    assert!(log.contains("Auto-tune chose 2 sessions."), "{log}");
+}
