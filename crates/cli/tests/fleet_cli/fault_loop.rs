@@ -1,6 +1,7 @@
 //! Long mode (`EDBSTRESS_LONG=1`; skipped loudly otherwise): twenty three-host fleets,
-//! in each a random host's run killed (SIGKILL), frozen (SIGSTOP) or cut off (its sshd
-//! session frozen: the connection goes silent) at a random moment. Every fleet must end
+//! in each a random host's run killed (SIGKILL), frozen (SIGSTOP) or cut off (the
+//! fleet's ssh session to it frozen: nothing more comes from that host) at a random
+//! moment. Every fleet must end
 //! within its deadline, name the lost host, and count exactly its own runs, each once
 //! (checked by run id against the hosts' own directories of that fleet).
 
@@ -24,11 +25,23 @@ impl Draw {
     }
 }
 
-/// The parent of `pid` (the sshd session running a host's command).
-fn parent(pid: i32) -> i32 {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let after = &stat[stat.rfind(')').unwrap() + 2..];
-    after.split_whitespace().nth(1).unwrap().parse().unwrap()
+/// The fleet's ssh session running host `address`'s run (a child of the fleet whose
+/// command line names the address and the run).
+fn ssh_session(fleet: u32, address: &str) -> i32 {
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .find(|pid| {
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let parent = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 2..].split_whitespace().nth(1)?.parse::<u32>().ok());
+            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline);
+            parent == Some(fleet) && cmdline.contains(address) && cmdline.contains(" run ")
+        })
+        .unwrap_or_else(|| panic!("no ssh session of the fleet to {address}"))
 }
 
 #[test]
@@ -65,9 +78,8 @@ fn fleets_losing_a_random_host_at_a_random_moment_end_in_time_and_count_their_ow
     for k in 0..FLEETS {
         let victim = draw.next(3) as usize;
         let fault = ["kill", "freeze", "cut"][draw.next(3) as usize];
-        // Early enough that the run is still measuring when a cut is found (ssh gives up
-        // after 3 keep-alives 2 s apart): a run that ended whole before its connection was
-        // found dead is counted, rightly, and would not test the loss.
+        // While the run prepares or measures: a run that ended whole is counted, rightly,
+        // and would not test the loss.
         let at_ms = 2000 + draw.next((LEAD_S + DURATION_S - 18) * 1000);
         let output = format!("fleet{k:02}");
         // Each fleet its own databases (a killed run leaves its database to recover), one
@@ -91,14 +103,7 @@ fn fleets_losing_a_random_host_at_a_random_moment_end_in_time_and_count_their_ow
             &output,
             &format!("{LEAD_S}s"),
             &specs,
-            &[
-                "--grace",
-                &format!("{GRACE_S}s"),
-                "--ssh-option",
-                "ServerAliveInterval=2",
-                "--ssh-option",
-                "ServerAliveCountMax=3",
-            ],
+            &["--grace", &format!("{GRACE_S}s")],
         );
         let at = args.iter().position(|a| a == "6s").unwrap();
         args[at] = format!("{DURATION_S}s");
@@ -113,7 +118,7 @@ fn fleets_losing_a_random_host_at_a_random_moment_end_in_time_and_count_their_ow
         let pid = remote_pid(&root, victim, &before, &mut fleet);
         let after_start = started.elapsed();
         std::thread::sleep(Duration::from_millis(at_ms));
-        let session = parent(pid);
+        let session = ssh_session(fleet.id(), ADDRESSES[victim]);
         let frozen = match fault {
             "kill" => {
                 signal("KILL", pid);
