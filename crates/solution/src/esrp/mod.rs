@@ -541,6 +541,7 @@ fn run_fleet_step(
         mailboxes: Some(file.mailboxes.unwrap_or(s.info.profile.mailboxes)),
         lead_time: parse(&file.lead_time, 120),
         max_clock_offset: parse(&file.max_clock_offset, 1),
+        grace: fleet::DEFAULT_GRACE,
         output: step_dir.to_path_buf(),
         config_file: s.campaign.run_config.clone(),
         campaign_id: campaign_id.map(str::to_string),
