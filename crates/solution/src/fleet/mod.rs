@@ -36,19 +36,33 @@ pub use file::{FleetFile, HostEntry};
 pub use host::{FleetHost, split_mailboxes, validate_names};
 pub use preflight::{HostCheck, check_host};
 
+use edbstress_workload::config::{ConfigFile, flag_for_key};
 use edbstress_workload::units::parse_duration;
 
 use crate::ssh::{Ssh, command_line};
 
-/// Options `fleet run` manages itself; given among the run options they are refused.
-const MANAGED: [&str; 6] = [
-    "--start-at",
-    "--host-name",
-    "--results-dir",
-    "--mailboxes",
-    "--fleet-id",
-    "--campaign-id",
-];
+/// Options of `run` that `fleet run` manages itself; given among the run options they
+/// are refused.
+const MANAGED_RUN_FLAGS: [&str; 4] = ["--start-at", "--host-name", "--fleet-id", "--campaign-id"];
+
+/// Run settings `fleet run` sets per host itself (their flags are refused among the run
+/// options too).
+const MANAGED_SETTINGS: [&str; 2] = ["results_dir", "mailboxes"];
+
+/// The flag of a run setting, from the settings table (one spelling for every
+/// command line the fleet writes).
+fn flag(key: &str) -> String {
+    flag_for_key(key).unwrap_or_else(|| format!("--{}", key.replace('_', "-")))
+}
+
+/// Every option the fleet manages: the run's own and the settings' flags.
+fn managed_flags() -> Vec<String> {
+    MANAGED_RUN_FLAGS
+        .iter()
+        .map(|f| f.to_string())
+        .chain(MANAGED_SETTINGS.iter().map(|k| flag(k)))
+        .collect()
+}
 
 /// Name of the file holding the remote run's PID, in its results directory.
 const PID_FILE: &str = ".edbstress-fleet.pid";
@@ -164,11 +178,11 @@ pub fn run(
         return Err(err("no host: give --host DEST for each host".into()));
     }
     validate_names(&options.hosts).map_err(err)?;
-    for managed in MANAGED {
+    for managed in managed_flags() {
         if options
             .run_args
             .iter()
-            .any(|a| a == managed || a.starts_with(&format!("{managed}=")))
+            .any(|a| *a == managed || a.starts_with(&format!("{managed}=")))
         {
             return Err(err(format!(
                 "{managed} is set by `fleet run` itself (one start time, each host's name, \
@@ -248,7 +262,8 @@ pub fn run(
             &start_text,
             &fleet_id,
             config,
-        );
+        )
+        .map_err(err)?;
         let spawned = options
             .ssh
             .command(&h.dest, &line)
@@ -410,13 +425,14 @@ fn check_all(
 /// in the configuration file), else the longest default (a Stress test's day): the
 /// hosts' deadline must not cut a run short.
 fn run_duration(options: &FleetOptions) -> Duration {
+    let duration = flag("duration");
     let mut it = options.run_args.iter();
     let mut config = options.config_file.clone();
     let mut given = None;
     while let Some(a) = it.next() {
-        let value = match a.strip_prefix("--duration=") {
+        let value = match a.strip_prefix(&format!("{duration}=")) {
             Some(v) => Some(v.to_string()),
-            None if a == "--duration" => it.next().cloned(),
+            None if *a == duration => it.next().cloned(),
             None => None,
         };
         if let Some(d) = value.and_then(|v| parse_duration(&v).ok()) {
@@ -648,12 +664,12 @@ fn host_paths(h: &FleetHost, run_args: &[String]) -> Vec<PathBuf> {
         out
     };
     let mut paths = if h.db_paths.is_empty() {
-        from_args("--db-path", "edbstress-data")
+        from_args(&flag("db_paths"), "edbstress-data")
     } else {
         h.db_paths.clone()
     };
     paths.extend(if h.log_paths.is_empty() {
-        from_args("--log-path", "edbstress-data")
+        from_args(&flag("log_paths"), "edbstress-data")
     } else {
         h.log_paths.clone()
     });
@@ -723,7 +739,7 @@ pub fn exec(options: &FleetOptions, subcommand: &str) -> Result<Vec<HostAnswer>,
                     let mut args = vec![options.remote_edbstress.clone(), subcommand.to_string()];
                     args.extend(host_args(options, h));
                     if let (Some(m), "prepare") = (share, subcommand) {
-                        args.extend(["--mailboxes".into(), m.to_string()]);
+                        args.extend([flag("mailboxes"), m.to_string()]);
                     }
                     match options.ssh.run(&h.dest, &command_line(&args)) {
                         Ok((out, _)) => HostAnswer {
@@ -748,29 +764,28 @@ pub fn exec(options: &FleetOptions, subcommand: &str) -> Result<Vec<HostAnswer>,
 
 /// The run options for host `h`: its own paths replace those among them.
 fn host_args(options: &FleetOptions, h: &FleetHost) -> Vec<String> {
-    let own = |flag: &str| match flag {
-        "--db-path" => !h.db_paths.is_empty(),
-        "--log-path" => !h.log_paths.is_empty(),
-        _ => false,
-    };
+    let (db, log) = (flag("db_paths"), flag("log_paths"));
+    let own =
+        |f: &str| (f == db && !h.db_paths.is_empty()) || (f == log && !h.log_paths.is_empty());
     let mut args = Vec::new();
     let mut skip_value = false;
     for a in &options.run_args {
         if std::mem::take(&mut skip_value) {
             continue;
         }
-        let flag = a.split('=').next().unwrap_or(a);
-        if own(flag) {
+        let f = a.split('=').next().unwrap_or(a);
+        if own(f) {
             skip_value = !a.contains('=');
             continue;
         }
         args.push(a.clone());
     }
-    for p in &h.db_paths {
-        args.extend(["--db-path".into(), p.display().to_string()]);
-    }
-    for p in &h.log_paths {
-        args.extend(["--log-path".into(), p.display().to_string()]);
-    }
+    let paths = ConfigFile {
+        db_paths: (!h.db_paths.is_empty()).then(|| h.db_paths.clone()),
+        log_paths: (!h.log_paths.is_empty()).then(|| h.log_paths.clone()),
+        ..ConfigFile::default()
+    };
+    // Paths as flags cannot fail: they are plain text.
+    args.extend(paths.to_args().unwrap_or_default());
     args
 }

@@ -8,8 +8,10 @@
 //! `>` fails on anything already there, a link included), so nothing is written through
 //! a link someone left there.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use edbstress_workload::config::ConfigFile;
 
 use super::{FleetHost, FleetOptions, PID_FILE};
 use crate::ssh::{Ssh, command_line, failure_to, shell_quote};
@@ -68,18 +70,20 @@ pub(super) fn run_line(
     start_at: &str,
     fleet_id: &str,
     config: Option<String>,
-) -> String {
+) -> Result<String, String> {
     let mut args: Vec<String> = vec![options.remote_edbstress.clone(), "run".into()];
     if let Some(config) = config {
         args.extend(["--config".into(), config]);
     }
     args.extend(super::host_args(options, h));
-    if let Some(m) = mailboxes {
-        args.extend(["--mailboxes".into(), m.to_string()]);
-    }
+    // The settings the fleet gives each host, written by the settings table.
+    let per_host = ConfigFile {
+        mailboxes,
+        results_dir: Some(PathBuf::from(remote_dir)),
+        ..ConfigFile::default()
+    };
+    args.extend(per_host.to_args()?);
     args.extend([
-        "--results-dir".into(),
-        remote_dir.to_string(),
         "--start-at".into(),
         start_at.to_string(),
         "--host-name".into(),
@@ -91,7 +95,10 @@ pub(super) fn run_line(
         args.extend(["--campaign-id".into(), campaign.clone()]);
     }
     let pid = command_line(&[format!("{remote_dir}/{PID_FILE}")]);
-    format!("set -C && echo $$ > {pid} && exec {}", command_line(&args))
+    Ok(format!(
+        "set -C && echo $$ > {pid} && exec {}",
+        command_line(&args)
+    ))
 }
 
 /// Asks the run in `remote_dir` to stop (SIGINT: it ends cleanly, writing its results);
