@@ -34,7 +34,7 @@ pub struct RunArgs {
     /// Test: performance, stress, database-backup or soft-recovery [default: performance].
     #[arg(long, value_name = "TEST", value_parser = parse_test_type)]
     pub test: Option<TestType>,
-    /// Version profile: exchange2007, exchange2010 or exchange2013 (also 2016, 2019)
+    /// Version profile: exchange2007, exchange2010, exchange2013, exchange2016 or exchange2019
     /// [default: exchange2013].
     #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]
     pub profile: Option<Profile>,
