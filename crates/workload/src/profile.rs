@@ -231,3 +231,57 @@ impl Profile {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ConfigFile, RunConfig};
+
+    fn resolve(text: &str) -> RunConfig {
+        RunConfig::resolve(&[ConfigFile::parse(text).unwrap()]).unwrap()
+    }
+
+    #[test]
+    fn exchange2010_checkpoint_depth_follows_the_copies() {
+        let alone = resolve("profile = \"exchange2010\"\ncopies = 1\n");
+        assert_eq!(alone.checkpoint_depth, 20 * MB);
+        let replicated = resolve("profile = \"exchange2010\"\ncopies = 3\n");
+        assert_eq!(replicated.checkpoint_depth, 100 * MB);
+        // A depth given wins over the profile's.
+        let given =
+            resolve("profile = \"exchange2010\"\ncopies = 3\ncheckpoint_depth = \"30MiB\"\n");
+        assert_eq!(given.checkpoint_depth, 30 * MB);
+        // 2013's depth does not depend on copies.
+        for copies in [1, 2, 4] {
+            let c = resolve(&format!("profile = \"exchange2013\"\ncopies = {copies}\n"));
+            assert_eq!(c.checkpoint_depth, 100 * MB);
+        }
+    }
+
+    #[test]
+    fn exchange2016_and_2019_run_jetstress_2013s_workload_under_their_own_name() {
+        for (name, profile) in [
+            ("exchange2016", Profile::Exchange2016),
+            ("exchange2019", Profile::Exchange2019),
+        ] {
+            assert_eq!(Profile::from_name(name), Some(profile));
+            assert_eq!(profile.name(), name);
+            assert_eq!(profile.jetstress(), "Jetstress 2013");
+            assert_eq!(profile.defaults(), Profile::Exchange2013.defaults());
+            let c = resolve(&format!("profile = \"{name}\"\n"));
+            assert_eq!(c.profile, profile);
+        }
+        assert_eq!(Profile::from_name("2019"), Some(Profile::Exchange2019));
+    }
+
+    #[test]
+    fn every_profile_has_jetstress_2007s_log_buffer() {
+        for p in Profile::ALL {
+            let d = p.defaults();
+            assert_eq!(d.log_buffer, 9000 * 512, "{}", p.name());
+        }
+        // 512-byte log sectors (2007, 2010) write a flush's partial sector apart.
+        assert!(Profile::Exchange2010.defaults().split_tail_write);
+        assert!(!Profile::Exchange2013.defaults().split_tail_write);
+    }
+}
