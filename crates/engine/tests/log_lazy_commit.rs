@@ -133,3 +133,26 @@ fn a_finished_generation_is_written_without_a_commit_waiting() {
     );
     writer.abandon();
 }
+
+#[test]
+fn a_zero_delay_writes_each_lazy_commit_at_once_without_the_committer_waiting() {
+    let (_tmp, dir) = new_log_dir();
+    let mut cfg = ese_config(&dir, DEFAULT_LOG_FILE_LEN, 9000 * 512);
+    cfg.lazy_flush_interval = Some(Duration::ZERO);
+    let writer = LogWriter::open(cfg, START, START, CheckpointState::default()).unwrap();
+    for trx in 0..5u64 {
+        let end = writer.append(&txn(trx, &[300])).unwrap();
+        assert!(
+            eventually(|| writer.durable() >= end),
+            "lazy commit {trx} never written: {:?}",
+            writer.counters()
+        );
+    }
+    let c = writer.counters();
+    assert_eq!(
+        (c.lazy_flushes, c.commit_flushes, c.flush_waits),
+        (5, 0, 0),
+        "{c:?}"
+    );
+    writer.abandon();
+}
