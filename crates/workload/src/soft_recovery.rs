@@ -307,7 +307,6 @@ fn soft_recover_one(
             io_mode: options.io_mode,
             backend: options.backend,
             cache_bytes: options.cache_max_bytes,
-            ..RecoveryOptions::default()
         },
     );
     let elapsed_seconds = replay_started.elapsed().as_secs_f64();
