@@ -23,6 +23,7 @@ mod flags;
 mod fleet_cmd;
 mod inject_cmd;
 mod man_cmd;
+mod man_sections;
 mod metrics_server;
 mod prepare_cmd;
 mod recover_cmd;
@@ -130,7 +131,9 @@ enum Command {
     Config(config_cmd::ConfigArgs),
     /// Render a run directory's report again, or in another format (md, json, junit).
     Report(report_cmd::ReportArgs),
-    /// Compare runs side by side (differences against the first), optionally as HTML.
+    /// Compare runs side by side (differences against the first), optionally as HTML;
+    /// with --max-iops-drop, --max-p99-rise or --max-avg-latency-rise, a regression
+    /// gate for CI (exit code 1 when a run is worse than the first beyond the limits).
     Compare(report_cmd::CompareArgs),
     /// Merge the run directories of one test on several hosts into one result (the
     /// ESRP Individual and Aggregate Server Performance tables, exact percentiles).

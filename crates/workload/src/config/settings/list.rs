@@ -16,7 +16,8 @@ use crate::profile::Profile;
 run_settings! {
     /// Test: performance, stress, database-backup or soft-recovery [default: performance].
     test: TestType [with = "crate::config::file::forms::test_type"] {
-        flag: (value "--test" "TEST" parse::test_type),
+        flag: (choice "--test" "TEST" parse::test_type,
+            ["performance", "stress", "database-backup", "soft-recovery"]),
         template: r#"# The test: performance, stress (long, lenient maximum latencies), database-backup
 # (sequential read of every database) or soft-recovery (crash, then log replay).
 # test = "performance""#,
@@ -24,7 +25,8 @@ run_settings! {
     /// Version profile: exchange2007, exchange2010 or exchange2013 (also 2016, 2019)
     /// [default: exchange2013].
     profile: Profile [with = "crate::config::file::forms::profile"] {
-        flag: (value "--profile" "PROFILE" parse::profile),
+        flag: (choice "--profile" "PROFILE" parse::profile,
+            ["exchange2007", "exchange2010", "exchange2013"]),
         template: r#"# Version profile whose I/O pattern the run imitates: exchange2007, exchange2010 or
 # exchange2013 (also for 2016 and 2019). It sets the defaults of page_size, op_mix,
 # lazy_commits, cache_min, cache_max, bdm, bdm_rate, checkpoint_depth and thresholds;
@@ -197,7 +199,7 @@ copies = 2",
     }
     /// Background database maintenance: on or off [default: the profile's].
     bdm: bool {
-        flag: (value "--bdm" "on|off" parse::on_off),
+        flag: (choice "--bdm" "on|off" parse::on_off, ["on", "off"]),
         template: "# Background database maintenance: sequential reads scanning each database
 # (exchange2007: off).
 # bdm = true",
@@ -277,7 +279,7 @@ copies = 2",
     }
     /// I/O backend: auto (io_uring, else threads), io_uring or threads [default: auto].
     backend: BackendKind {
-        flag: (value "--backend" "BACKEND" parse::backend),
+        flag: (choice "--backend" "BACKEND" parse::backend, ["auto", "io_uring", "threads"]),
         template: r#"# I/O backend: "auto" (io_uring when the kernel allows it, else threads), "io_uring"
 # or "threads".
 # backend = "auto""#,
