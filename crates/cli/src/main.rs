@@ -67,9 +67,9 @@ Examples:
   # a one-minute Performance test in ./edbstress-data, to see the tool work
   edbstress run --quick
 
-  # validate storage for 5,000 mailboxes at 0.12 IOPS each, 2 GiB quotas, 6 databases
+  # validate storage for 5,000 mailboxes at 0.12 IOPS each, 2048 MB quotas, 6 databases
   # with 2 copies, databases on two mount points and logs on a third (2 hours)
-  edbstress run --mailboxes 5000 --iops-per-mailbox 0.12 --mailbox-quota 2GiB \\
+  edbstress run --mailboxes 5000 --iops-per-mailbox 0.12 --mailbox-quota 2048MB \\
       --databases 6 --copies 2 --db-path /mnt/db1 --db-path /mnt/db2 --log-path /mnt/log1
 
   # verify every page and log segment offline (like eseutil /k)

@@ -388,6 +388,11 @@ pub mod parse {
         crate::units::parse_size_value(s)
     }
 
+    /// A mailbox quota (`--mailbox-quota`): MB and GB of 2^20 and 2^30 bytes.
+    pub fn quota(s: &str) -> Result<u64, String> {
+        crate::units::parse_quota_value(s)
+    }
+
     /// `--page-size`.
     pub fn page_size(s: &str) -> Result<PageSize, String> {
         crate::units::parse_page_size(s)
