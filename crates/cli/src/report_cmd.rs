@@ -60,19 +60,23 @@ pub struct CompareArgs {
     /// Regression gate: fail (exit code 1) when a run's achieved transactional IOPS or
     /// an I/O class's rate is this many percent under the first run's; CLASS=PCT sets
     /// one class's limit (e.g. log_write=2). Repeatable.
-    #[arg(long, value_name = "[CLASS=]PCT", value_parser = parse_class_limit, help_heading = "Regression gate")]
+    #[arg(long, value_name = "[CLASS=]PCT", value_parser = parse_class_limit,
+        allow_hyphen_values = true, help_heading = "Regression gate")]
     pub max_iops_drop: Vec<(Option<IoClass>, f64)>,
     /// Regression gate: fail when an I/O class's 99th-percentile latency is this many
     /// percent over the first run's; CLASS=PCT for one class. Repeatable.
-    #[arg(long, value_name = "[CLASS=]PCT", value_parser = parse_class_limit, help_heading = "Regression gate")]
+    #[arg(long, value_name = "[CLASS=]PCT", value_parser = parse_class_limit,
+        allow_hyphen_values = true, help_heading = "Regression gate")]
     pub max_p99_rise: Vec<(Option<IoClass>, f64)>,
     /// Regression gate: fail when an I/O class's average latency is this many percent
     /// over the first run's; CLASS=PCT for one class. Repeatable.
-    #[arg(long, value_name = "[CLASS=]PCT", value_parser = parse_class_limit, help_heading = "Regression gate")]
+    #[arg(long, value_name = "[CLASS=]PCT", value_parser = parse_class_limit,
+        allow_hyphen_values = true, help_heading = "Regression gate")]
     pub max_avg_latency_rise: Vec<(Option<IoClass>, f64)>,
     /// Regression gate: latencies at or under this many milliseconds never count as a
     /// regression [default: 0].
-    #[arg(long, value_name = "MS", value_parser = parse_floor_ms, help_heading = "Regression gate")]
+    #[arg(long, value_name = "MS", value_parser = parse_floor_ms,
+        allow_hyphen_values = true, help_heading = "Regression gate")]
     pub latency_floor: Option<f64>,
     /// Regression gate: judge only these I/O classes (repeatable) [default: every class
     /// the first run measured, the engine's bookkeeping left out].
