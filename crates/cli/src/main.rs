@@ -25,6 +25,7 @@ mod flags;
 mod fleet_cmd;
 mod inject_cmd;
 mod man_cmd;
+mod man_sections;
 mod metrics_server;
 mod prepare_cmd;
 mod recover_cmd;
@@ -68,9 +69,9 @@ Examples:
   # a one-minute Performance test in ./edbstress-data, to see the tool work
   edbstress run --quick
 
-  # validate storage for 5,000 mailboxes at 0.12 IOPS each, 2 GiB quotas, 6 databases
+  # validate storage for 5,000 mailboxes at 0.12 IOPS each, 2048 MB quotas, 6 databases
   # with 2 copies, databases on two mount points and logs on a third (2 hours)
-  edbstress run --mailboxes 5000 --iops-per-mailbox 0.12 --mailbox-quota 2GiB \\
+  edbstress run --mailboxes 5000 --iops-per-mailbox 0.12 --mailbox-quota 2048MB \\
       --databases 6 --copies 2 --db-path /mnt/db1 --db-path /mnt/db2 --log-path /mnt/log1
 
   # verify every page and log segment offline (like eseutil /k)
@@ -132,7 +133,9 @@ enum Command {
     Config(config_cmd::ConfigArgs),
     /// Render a run directory's report again, or in another format (md, json, junit).
     Report(report_cmd::ReportArgs),
-    /// Compare runs side by side (differences against the first), optionally as HTML.
+    /// Compare runs side by side (differences against the first), optionally as HTML;
+    /// with --max-iops-drop, --max-p99-rise or --max-avg-latency-rise, a regression
+    /// gate for CI (exit code 1 when a run is worse than the first beyond the limits).
     Compare(report_cmd::CompareArgs),
     /// Merge the run directories of one test on several hosts into one result (the
     /// ESRP Individual and Aggregate Server Performance tables, exact percentiles).

@@ -1,6 +1,7 @@
 //! `edbstress man`: the manual pages, from the same definitions as `--help`. Without
 //! `--output` it prints `edbstress(1)`; with `--output DIR` it writes it and one page
-//! per command (`edbstress-run.1`, ...) there, for packaging or `MANPATH`.
+//! per command (`edbstress-run.1`, ...) there, for packaging or `MANPATH`. Each page
+//! has a synopsis with the options' values, and EXIT STATUS and EXAMPLES sections.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -8,6 +9,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use crate::common::CommandError;
+use crate::man_sections;
 
 /// Arguments of `edbstress man`.
 #[derive(Args, Debug)]
@@ -75,10 +77,56 @@ fn write_pages(
     Ok(())
 }
 
+/// clap_mangen's page of `command` with a synopsis that shows the values, and EXIT
+/// STATUS and EXAMPLES sections before VERSION (the top page's examples, clap's "EXTRA"
+/// section, are our EXAMPLES there).
 fn render(command: &clap::Command, out: &mut Vec<u8>) -> Result<(), CommandError> {
+    let mut page = Vec::new();
     clap_mangen::Man::new(command.clone())
         .source(format!("edbstress {}", env!("CARGO_PKG_VERSION")))
         .manual("edbstress manual")
-        .render(out)
-        .map_err(|e| CommandError::Usage(format!("cannot render the manual page: {e}")))
+        .render(&mut page)
+        .map_err(|e| CommandError::Usage(format!("cannot render the manual page: {e}")))?;
+    let page = String::from_utf8_lossy(&page);
+    let name = command
+        .get_display_name()
+        .unwrap_or_else(|| command.get_name());
+    let mut sections = split_sections(&page);
+    let synopsis = man_sections::body(&man_sections::synopsis(command));
+    for (heading, text) in &mut sections {
+        if heading == "SYNOPSIS" {
+            *text = synopsis.clone();
+        }
+    }
+    sections.retain(|(heading, _)| heading != "EXTRA");
+    let at = sections
+        .iter()
+        .position(|(heading, _)| heading == "VERSION")
+        .unwrap_or(sections.len());
+    sections.insert(
+        at,
+        (
+            "EXIT STATUS".into(),
+            man_sections::body(&man_sections::exit_status_and_examples(name)),
+        ),
+    );
+    for (_, text) in sections {
+        out.extend_from_slice(text.as_bytes());
+    }
+    Ok(())
+}
+
+/// The page cut before each `.SH`: (heading, text from the `.SH` line on); the title
+/// lines before the first section have an empty heading.
+fn split_sections(page: &str) -> Vec<(String, String)> {
+    let mut sections = vec![(String::new(), String::new())];
+    for line in page.split_inclusive('\n') {
+        if let Some(heading) = line.strip_prefix(".SH ") {
+            sections.push((heading.trim().trim_matches('"').to_string(), String::new()));
+        }
+        if let Some((_, text)) = sections.last_mut() {
+            text.push_str(line);
+        }
+    }
+    sections
 }

@@ -1,12 +1,16 @@
 //! `edbstress report RUN_DIR`: renders a run directory's results again (after an
-//! upgrade, or in another format), and `edbstress compare RUN_DIR RUN_DIR…`.
+//! upgrade, or in another format), and `edbstress compare RUN_DIR RUN_DIR…` with its
+//! regression gate (exit code 1 when a run is worse than the first by more than the
+//! limits given).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use edbstress_report::aggregate::{AGGREGATE_KIND, AggregateResults, page};
+use edbstress_io::IoClass;
 use edbstress_report::compare::RunComparison;
+use edbstress_report::regression::{self, ClassLimit, RegressionLimits};
 use edbstress_report::{
     Exporter, HtmlReport, JunitXml, MarkdownSummary, ResultsJson, RunResults, is_edbstress_output,
     read_results, read_test_log, write_atomically,
@@ -53,6 +57,98 @@ pub struct CompareArgs {
     /// file is replaced only if edbstress wrote it).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Regression gate: fail (exit code 1) when a run's achieved transactional IOPS or
+    /// an I/O class's rate is this many percent under the first run's; CLASS=PCT sets
+    /// one class's limit (e.g. log_write=2). Repeatable.
+    #[arg(long, value_name = "[CLASS=]PCT", value_parser = parse_class_limit,
+        allow_hyphen_values = true, help_heading = "Regression gate")]
+    pub max_iops_drop: Vec<(Option<IoClass>, f64)>,
+    /// Regression gate: fail when an I/O class's 99th-percentile latency is this many
+    /// percent over the first run's; CLASS=PCT for one class. Repeatable.
+    #[arg(long, value_name = "[CLASS=]PCT", value_parser = parse_class_limit,
+        allow_hyphen_values = true, help_heading = "Regression gate")]
+    pub max_p99_rise: Vec<(Option<IoClass>, f64)>,
+    /// Regression gate: fail when an I/O class's average latency is this many percent
+    /// over the first run's; CLASS=PCT for one class. Repeatable.
+    #[arg(long, value_name = "[CLASS=]PCT", value_parser = parse_class_limit,
+        allow_hyphen_values = true, help_heading = "Regression gate")]
+    pub max_avg_latency_rise: Vec<(Option<IoClass>, f64)>,
+    /// Regression gate: latencies at or under this many milliseconds never count as a
+    /// regression [default: 0].
+    #[arg(long, value_name = "MS", value_parser = parse_floor_ms,
+        allow_hyphen_values = true, help_heading = "Regression gate")]
+    pub latency_floor: Option<f64>,
+    /// Regression gate: judge only these I/O classes (repeatable) [default: every class
+    /// the first run measured, the engine's bookkeeping left out].
+    #[arg(long = "class", value_name = "CLASS", value_parser = parse_io_class, help_heading = "Regression gate")]
+    pub classes: Vec<IoClass>,
+}
+
+/// The I/O classes a limit can name, as results.json spells them.
+fn class_names() -> String {
+    IoClass::ALL
+        .iter()
+        .map(|c| c.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// An I/O class by its results.json name (`db_read`).
+fn parse_io_class(s: &str) -> Result<IoClass, String> {
+    IoClass::ALL
+        .into_iter()
+        .find(|c| c.name() == s.trim())
+        .ok_or_else(|| format!("'{s}' is not an I/O class; use one of {}", class_names()))
+}
+
+/// `PCT` (every class) or `CLASS=PCT` (one class): a percentage from 0 up.
+fn parse_class_limit(s: &str) -> Result<(Option<IoClass>, f64), String> {
+    let (class, pct) = match s.split_once('=') {
+        Some((class, pct)) => (Some(parse_io_class(class)?), pct),
+        None => (None, s),
+    };
+    let text = pct.trim().trim_end_matches('%').trim();
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok((class, v)),
+        _ => Err(format!(
+            "'{pct}' is not a percentage; give a number from 0 up, e.g. 10 (or db_read=10 for one class)"
+        )),
+    }
+}
+
+/// A latency floor in milliseconds, from 0 up.
+fn parse_floor_ms(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a latency in milliseconds; give a number from 0 up, e.g. 0.5"
+        )),
+    }
+}
+
+impl CompareArgs {
+    /// The gate's limits as given.
+    fn limits(&self) -> RegressionLimits {
+        let limit = |given: &[(Option<IoClass>, f64)]| {
+            let mut l = ClassLimit::default();
+            for (class, pct) in given {
+                match class {
+                    Some(c) => {
+                        l.per_class.insert(*c, *pct);
+                    }
+                    None => l.all = Some(*pct),
+                }
+            }
+            l
+        };
+        RegressionLimits {
+            max_iops_drop_pct: limit(&self.max_iops_drop),
+            max_p99_rise_pct: limit(&self.max_p99_rise),
+            max_avg_latency_rise_pct: limit(&self.max_avg_latency_rise),
+            latency_floor_ms: self.latency_floor.unwrap_or(0.0),
+            classes: self.classes.clone(),
+        }
+    }
 }
 
 /// The aggregate in `dir` (written by `edbstress aggregate`), or None when its
@@ -229,11 +325,29 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode, CommandError> {
             runs.len()
         )));
     }
+    let limits = args.limits();
+    if !limits.any() && (args.latency_floor.is_some() || !args.classes.is_empty()) {
+        return Err(CommandError::Usage(
+            "--latency-floor and --class shape the regression gate, which needs a limit: \
+             add --max-iops-drop, --max-p99-rise or --max-avg-latency-rise"
+                .into(),
+        ));
+    }
     let comparison = RunComparison::new(runs);
     out!("{}", comparison.to_text());
     if let Some(path) = &args.html {
         write_ours(path, comparison.to_html().as_bytes())?;
         eprintln!("wrote {}", path.display());
     }
-    Ok(ExitCode::SUCCESS)
+    if !limits.any() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let gate = regression::judge(&comparison, &limits);
+    println!();
+    print!("{}", gate.to_text(&comparison));
+    Ok(if gate.regressed() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use clap::builder::ArgAction;
+use clap::builder::{ArgAction, PossibleValue, TypedValueParser};
 use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
 use edbstress_workload::config::{
     ConfigFile, FlagForm, RunConfig, SETTINGS, Setting, quick_preset,
@@ -52,12 +52,18 @@ fn arg_of(setting: &Setting) -> Option<Arg> {
             value_name,
             hyphen,
             check,
+            choices,
         } => arg
             .long(&long[2..])
             .value_name(value_name)
             .allow_hyphen_values(hyphen)
             .action(ArgAction::Set)
-            .value_parser(move |s: &str| check(s).map(|()| s.to_string())),
+            // The help already names the values; completion offers them.
+            .hide_possible_values(true)
+            .value_parser(Offering {
+                parser: move |s: &str| check(s).map(|()| s.to_string()),
+                choices,
+            }),
         FlagForm::Repeated { long, value_name } => arg
             .long(&long[2..])
             .value_name(value_name)
@@ -68,6 +74,39 @@ fn arg_of(setting: &Setting) -> Option<Arg> {
             .value_name("NAME=MS")
             .action(ArgAction::Append),
     })
+}
+
+/// A flag's parser that also tells clap the values to offer (shell completion, the
+/// man page): the parser alone decides what is accepted, with its own messages.
+#[derive(Clone)]
+struct Offering<P> {
+    parser: P,
+    choices: &'static [&'static str],
+}
+
+impl<P> TypedValueParser for Offering<P>
+where
+    P: TypedValueParser,
+{
+    type Value = P::Value;
+
+    fn parse_ref(
+        &self,
+        cmd: &Command,
+        arg: Option<&Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        self.parser.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        if self.choices.is_empty() {
+            return None;
+        }
+        Some(Box::new(
+            self.choices.iter().map(|c| PossibleValue::new(*c)),
+        ))
+    }
 }
 
 impl Args for RunArgs {

@@ -1,6 +1,7 @@
 //! `edbstress run`: the main job. Resolves the configuration, runs the test through the
-//! workload crate, shows live progress on a terminal, and prints the verdict, the main
-//! figures and where the report is.
+//! workload crate, shows live progress on a terminal (a progress line a minute in the
+//! test log and on standard error otherwise), and prints the verdict, the main figures
+//! and where the report is.
 //!
 //! Ctrl-C (or SIGTERM) asks the run to stop: sessions finish their transaction, the
 //! instances shut down cleanly and the result files are written, marked aborted. A
@@ -99,6 +100,38 @@ fn parse_start_at(s: &str) -> Result<SystemTime, String> {
     }
 }
 
+/// How often a run without a terminal logs its progress, unless
+/// [`PROGRESS_INTERVAL_ENV`] says otherwise.
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The environment variable that sets the progress interval of runs without a terminal
+/// (`30s`, `5m`; `off` for none): tests and jobs that want more or fewer lines.
+pub const PROGRESS_INTERVAL_ENV: &str = "EDBSTRESS_PROGRESS_INTERVAL";
+
+/// The progress-line interval: none on a terminal (the live status line shows
+/// progress there), else a minute or what [`PROGRESS_INTERVAL_ENV`] gives.
+fn progress_interval(terminal: bool) -> Result<Option<Duration>, CommandError> {
+    if terminal {
+        return Ok(None);
+    }
+    let Some(value) = std::env::var_os(PROGRESS_INTERVAL_ENV) else {
+        return Ok(Some(PROGRESS_INTERVAL));
+    };
+    let value = value.to_string_lossy();
+    if value.trim() == "off" {
+        return Ok(None);
+    }
+    match edbstress_workload::units::parse_duration(&value) {
+        Ok(d) if !d.is_zero() => Ok(Some(d)),
+        Ok(_) => Err(CommandError::Usage(format!(
+            "{PROGRESS_INTERVAL_ENV}={value}: give a duration above zero (e.g. 30s or 5m), or off"
+        ))),
+        Err(e) => Err(CommandError::Usage(format!(
+            "{PROGRESS_INTERVAL_ENV}: {e}, or off"
+        ))),
+    }
+}
+
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells do).
 const EXIT_INTERRUPTED: u8 = 130;
 
@@ -121,6 +154,7 @@ pub fn run(args: RunCmdArgs) -> Result<ExitCode, CommandError> {
     let stop = Arc::new(AtomicBool::new(false));
     install_interrupt_handler(stop.clone())?;
     let terminal = std::io::stderr().is_terminal();
+    config.progress_interval = progress_interval(terminal)?;
     let bar = if terminal {
         let bar = ProgressBar::new_spinner();
         bar.enable_steady_tick(Duration::from_millis(200));

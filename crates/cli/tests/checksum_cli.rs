@@ -282,4 +282,10 @@ fn bad_input_gets_a_clear_message_and_exit_2() {
         );
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+    // The filesystem is named by an absolute path ("." says nothing to a reader).
+    let out = edbstress(&["prepare", "--database-size", "100TiB"], dir.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let cwd = dir.path().canonicalize().unwrap();
+    let holding = format!("filesystem holding {}:", cwd.display());
+    assert!(err.contains(&holding), "expected '{holding}' in: {err}");
 }

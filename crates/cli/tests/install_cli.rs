@@ -67,3 +67,193 @@ fn man_prints_the_page_and_writes_one_per_command_without_overwriting_others() {
         "mine\n"
     );
 }
+
+/// What bash's completion function `_edbstress` offers for the command line `words`
+/// (the last word being completed), run in `dir`; None without bash.
+fn bash_completes(
+    script: &std::path::Path,
+    dir: &std::path::Path,
+    words: &[&str],
+) -> Option<Vec<String>> {
+    let Ok(bash) = which_bash() else {
+        eprintln!("SKIPPED: bash is not installed; the completion test needs it");
+        return None;
+    };
+    // As bash calls a completion function: COMP_WORDS, COMP_CWORD, and the command,
+    // the word being completed and the one before as arguments.
+    let driver = r#"
+source "$1"; shift
+COMP_WORDS=("$@")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+COMP_LINE="${COMP_WORDS[*]}"
+COMP_POINT=${#COMP_LINE}
+_edbstress edbstress "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+printf '%s\n' "${COMPREPLY[@]}"
+"#;
+    let out = std::process::Command::new(bash)
+        .args(["--norc", "--noprofile", "-c", driver, "bash"])
+        .arg(script)
+        .args(words)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+fn which_bash() -> Result<std::path::PathBuf, ()> {
+    ["/bin/bash", "/usr/bin/bash"]
+        .into_iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.is_file())
+        .ok_or(())
+}
+
+#[test]
+fn bash_completion_offers_the_tests_and_profiles_not_file_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = edbstress(&["completions", "bash"], dir.path());
+    assert_exit(&out, 0, "completions bash");
+    let script = dir.path().join("edbstress.bash");
+    fs::write(&script, out.stdout).unwrap();
+    // Files a file-name completion would offer.
+    let cwd = dir.path().join("cwd");
+    fs::create_dir(&cwd).unwrap();
+    for f in ["stress-notes.txt", "site.toml"] {
+        fs::write(cwd.join(f), "").unwrap();
+    }
+    let Some(tests) = bash_completes(&script, &cwd, &["edbstress", "run", "--test", ""]) else {
+        return;
+    };
+    assert_eq!(
+        tests,
+        ["performance", "stress", "database-backup", "soft-recovery"],
+        "--test <TAB>"
+    );
+    let stress = bash_completes(&script, &cwd, &["edbstress", "run", "--test", "st"]).unwrap();
+    assert_eq!(stress, ["stress"], "--test st<TAB>");
+    let profiles = bash_completes(&script, &cwd, &["edbstress", "run", "--profile", ""]).unwrap();
+    assert_eq!(
+        profiles,
+        [
+            "exchange2007",
+            "exchange2010",
+            "exchange2013",
+            "exchange2016",
+            "exchange2019"
+        ],
+        "--profile <TAB>"
+    );
+    // `config show` takes the run flags too.
+    let show = bash_completes(
+        &script,
+        &cwd,
+        &["edbstress", "config", "show", "--test", ""],
+    )
+    .unwrap();
+    assert!(show.contains(&"soft-recovery".to_string()), "{show:?}");
+    // A file is still completed where a file is asked for.
+    let config = bash_completes(&script, &cwd, &["edbstress", "run", "--config", "si"]).unwrap();
+    assert_eq!(config, ["site.toml"], "--config si<TAB>");
+}
+
+#[test]
+fn offering_values_keeps_the_flags_own_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = edbstress(&["config", "show", "--test", "stres"], dir.path());
+    assert_exit(&out, 2, "an unknown test");
+    assert!(text(&out).contains("stres"), "{}", text(&out));
+    assert!(
+        text(&out).contains("soft-recovery"),
+        "names the tests: {}",
+        text(&out)
+    );
+    // Spellings the parser accepts beyond the offered ones still work.
+    let out = edbstress(&["config", "show", "--profile", "exchange2019"], dir.path());
+    assert_exit(&out, 0, "an accepted alias");
+}
+
+#[test]
+fn man_pages_have_a_synopsis_with_values_exit_status_and_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let pages = dir.path().join("man");
+    let out = edbstress(&["man", "--output", pages.to_str().unwrap()], dir.path());
+    assert_exit(&out, 0, "man --output");
+    let mut count = 0;
+    for entry in fs::read_dir(&pages).unwrap() {
+        let path = entry.unwrap().path();
+        let page = fs::read_to_string(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        assert!(page.contains(".SH \"EXIT STATUS\""), "{name}:\n{page}");
+        assert!(page.contains("\\fB2\\fR"), "{name}: exit code 2 explained");
+        assert!(!page.contains(".SH EXTRA"), "{name}");
+        assert_eq!(
+            page.matches(".ie \\n(.g").count(),
+            1,
+            "{name}: one preamble"
+        );
+        count += 1;
+    }
+    assert!(count > 20, "{count} pages");
+    let run = fs::read_to_string(pages.join("edbstress-run.1")).unwrap();
+    let synopsis = run
+        .split(".SH SYNOPSIS")
+        .nth(1)
+        .unwrap()
+        .split(".SH ")
+        .next()
+        .unwrap();
+    for shown in [
+        "[\\fB\\-\\-test\\fR \\fITEST\\fR]",
+        "[\\fB\\-\\-db\\-path\\fR \\fIDIR\\fR]...",
+        "[\\fB\\-\\-buffered\\fR]",
+    ] {
+        assert!(synopsis.contains(shown), "{shown} in\n{synopsis}");
+    }
+    let examples = run.split(".SH EXAMPLES").nth(1).expect("run has EXAMPLES");
+    assert!(examples.contains("edbstress run \\-\\-quick"), "{examples}");
+    assert!(run.contains("\\fB130\\fR"), "Ctrl-C's exit code");
+    let compare = fs::read_to_string(pages.join("edbstress-compare.1")).unwrap();
+    assert!(
+        compare.contains("\\-\\-max\\-p99\\-rise"),
+        "the gate's example"
+    );
+    // Rendered by man(1) when it is installed: the sections read as headings.
+    if let Ok(man) = std::process::Command::new("man")
+        .arg("-l")
+        .arg(pages.join("edbstress-run.1"))
+        .env("MANWIDTH", "100")
+        .output()
+    {
+        if man.status.success() {
+            // Without a terminal man still overstrikes bold ("X\bX"): keep the last of each.
+            let mut text = String::new();
+            for c in String::from_utf8_lossy(&man.stdout).chars() {
+                if c == '\u{8}' {
+                    text.pop();
+                } else {
+                    text.push(c);
+                }
+            }
+            assert!(text.contains("EXIT STATUS"), "{text}");
+            assert!(text.contains("--test TEST"), "{text}");
+        } else {
+            eprintln!(
+                "SKIPPED rendering with man: {}",
+                String::from_utf8_lossy(&man.stderr)
+            );
+        }
+    } else {
+        eprintln!("SKIPPED rendering with man: man is not installed");
+    }
+}

@@ -41,6 +41,7 @@ fn report_compare_and_chromium_on_a_real_run() {
     re_rendering_reproduces_every_file(&dir);
     bad_input_is_refused_and_foreign_files_are_kept(&dir, tmp.path());
     compare_shows_the_differences_of_two_runs(&dir, tmp.path());
+    the_regression_gate_exits_1_beyond_its_limits_and_0_within(&dir, tmp.path());
     chromium_renders_the_verdict_and_the_charts(&dir, &outcome.results, tmp.path());
 }
 
@@ -140,6 +141,184 @@ fn compare_shows_the_differences_of_two_runs(dir: &Path, tmp: &Path) {
     assert!(o.status.success(), "{}", stderr(&o));
     let o = edbstress(&["compare", s(dir)]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// A copy of the run directory `dir`'s results.json under `tmp/name`, edited by `edit`.
+fn edited_copy(
+    dir: &Path,
+    tmp: &Path,
+    name: &str,
+    edit: impl Fn(&mut serde_json::Value),
+) -> std::path::PathBuf {
+    let copy = tmp.join(name);
+    std::fs::create_dir(&copy).unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
+    edit(&mut v);
+    std::fs::write(copy.join("results.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    copy
+}
+
+/// The gate's line of `metric` in `compare`'s output.
+fn gate_line(text: &str, metric: &str) -> String {
+    text.lines()
+        .find(|l| {
+            let l = l.trim_start();
+            (l.starts_with("ok ") || l.starts_with("REGRESSION ")) && l.contains(metric)
+        })
+        .unwrap_or_else(|| panic!("no gate line for {metric}:\n{text}"))
+        .to_string()
+}
+
+fn the_regression_gate_exits_1_beyond_its_limits_and_0_within(dir: &Path, tmp: &Path) {
+    // The baseline: the real run with every limit set to what it measured, so that it
+    // passes (a few seconds on a shared machine may fail the stall limit; the gate's
+    // verdict check needs a passing baseline).
+    let base = edited_copy(dir, tmp, "gate-base", |v| {
+        for c in v["criteria"].as_array_mut().unwrap() {
+            c["threshold"] = c["measured"].clone();
+            c["not_measured"] = false.into();
+            c["passed"] = true.into();
+        }
+        v["failed_criteria"] = serde_json::json!([]);
+        v["overall_result"] = "Pass".into();
+        v["aborted"] = false.into();
+    });
+    let measured = |v: &serde_json::Value, class: &str, key: &str| {
+        v["totals"]["io"][class][key].as_f64().unwrap()
+    };
+    let base_json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(base.join("results.json")).unwrap()).unwrap();
+    assert!(measured(&base_json, "db_read", "p99_ms") > 0.0);
+    assert!(measured(&base_json, "log_write", "per_sec") > 0.0);
+    let gate = |args: &[&str]| {
+        let mut all = vec!["compare"];
+        all.extend_from_slice(args);
+        edbstress(&all)
+    };
+
+    // The run against itself: every check within every limit.
+    let o = gate(&[
+        s(&base),
+        s(&base),
+        "--max-iops-drop",
+        "5",
+        "--max-p99-rise",
+        "10",
+        "--max-avg-latency-rise",
+        "10",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("Regression gate: B against A"), "{text}");
+    assert!(text.contains("none over its limit"), "{text}");
+    assert!(
+        gate_line(&text, "Log Writes p99 latency")
+            .trim_start()
+            .starts_with("ok")
+    );
+
+    // After a "firmware change": database read p99 doubled, log writes 20 % slower in
+    // rate, everything else as before.
+    let after = edited_copy(&base, tmp, "gate-after", |v| {
+        let p99 = v["totals"]["io"]["db_read"]["p99_ms"].as_f64().unwrap();
+        v["totals"]["io"]["db_read"]["p99_ms"] = (p99 * 2.0).into();
+        let rate = v["totals"]["io"]["log_write"]["per_sec"].as_f64().unwrap();
+        v["totals"]["io"]["log_write"]["per_sec"] = (rate * 0.8).into();
+    });
+    let o = gate(&[s(&base), s(&after), "--max-p99-rise", "50"]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}{}", stderr(&o));
+    let line = gate_line(&text, "Database Reads p99 latency");
+    assert!(line.trim_start().starts_with("REGRESSION"), "{line}");
+    assert!(line.contains("+100.0 % (limit +50.0 %)"), "{line}");
+    assert!(
+        gate_line(&text, "Log Writes p99 latency")
+            .trim_start()
+            .starts_with("ok")
+    );
+    assert!(text.contains("Regression: 1 of "), "{text}");
+
+    // A limit for database reads alone that the doubling is within.
+    let o = gate(&[
+        s(&base),
+        s(&after),
+        "--max-p99-rise",
+        "50",
+        "--max-p99-rise",
+        "db_read=150",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    // A floor above the new p99: fast enough not to count.
+    let p99 = measured(&base_json, "db_read", "p99_ms") * 2.0;
+    let floor = format!("{}", p99 + 1.0);
+    let o = gate(&[
+        s(&base),
+        s(&after),
+        "--max-p99-rise",
+        "50",
+        "--latency-floor",
+        &floor,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("ms floor"), "{}", stdout(&o));
+
+    // The rate drop: over a 10 % limit for every class, within a 25 % one for log writes.
+    let o = gate(&[s(&base), s(&after), "--max-iops-drop", "10"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let line = gate_line(&stdout(&o), "Log Writes/sec");
+    assert!(
+        line.contains("-20.0 % (limit -10.0 %)") && line.contains("REGRESSION"),
+        "{line}"
+    );
+    let o = gate(&[
+        s(&base),
+        s(&after),
+        "--max-iops-drop",
+        "10",
+        "--max-iops-drop",
+        "log_write=25",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    // Judging only database reads leaves the log writes out.
+    let o = gate(&[
+        s(&base),
+        s(&after),
+        "--max-iops-drop",
+        "10",
+        "--class",
+        "db_read",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let gate_part = stdout(&o)
+        .split("Regression gate:")
+        .nth(1)
+        .unwrap()
+        .to_string();
+    assert!(gate_part.contains("Database Reads/sec"), "{gate_part}");
+    assert!(!gate_part.contains("Log Writes"), "{gate_part}");
+
+    // A run that stopped early where the baseline passed fails the gate whatever the limits.
+    let stopped = edited_copy(&base, tmp, "gate-stopped", |v| v["aborted"] = true.into());
+    let o = gate(&[s(&base), s(&stopped), "--max-iops-drop", "100"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let line = gate_line(&stdout(&o), "Overall Test Result");
+    assert!(line.contains("Pass -> Fail (stopped early)"), "{line}");
+    assert!(line.trim_start().starts_with("REGRESSION"), "{line}");
+
+    // Usage errors: exit code 2 with the fix named.
+    for (args, says) in [
+        (vec!["--max-p99-rise", "lots"], "not a percentage"),
+        (vec!["--max-p99-rise", "disk_read=5"], "not an I/O class"),
+        (vec!["--max-iops-drop", "-5"], "not a percentage"),
+        (vec!["--class", "db_read"], "needs a limit"),
+    ] {
+        let mut all = vec![s(&base), s(&after)];
+        all.extend(args);
+        let o = gate(&all);
+        assert_eq!(o.status.code(), Some(2), "{all:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{all:?}: {}", stderr(&o));
+    }
 }
 
 fn chromium_renders_the_verdict_and_the_charts(dir: &Path, results: &RunResults, tmp: &Path) {

@@ -205,3 +205,56 @@ fn bad_configuration_is_a_clear_error_with_exit_2() {
         "nothing is written for a bad configuration"
     );
 }
+
+#[test]
+fn without_a_terminal_a_run_logs_progress_lines_to_stderr_and_the_test_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let stderr_path = tmp.path().join("stderr.txt");
+    let stderr_file = std::fs::File::create(&stderr_path).unwrap();
+    let status = command(tmp.path())
+        .args(SMALL)
+        .args(["--duration", "4s"])
+        // A second instead of a minute, so a short run shows several lines.
+        .env("EDBSTRESS_PROGRESS_INTERVAL", "1s")
+        .stdout(Stdio::null())
+        .stderr(stderr_file)
+        .status()
+        .unwrap();
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert!(
+        status.code() == Some(0) || status.code() == Some(1),
+        "{stderr}"
+    );
+    let measuring: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("Progress: measuring, "))
+        .collect();
+    assert!(measuring.len() >= 2, "{stderr}");
+    for line in &measuring {
+        assert!(line.contains(" elapsed, "), "{line}");
+        assert!(line.contains(" transactions/s"), "{line}");
+        assert!(line.contains("Database Reads "), "{line}");
+        assert!(line.contains(" ms"), "{line}");
+    }
+    assert!(stderr.contains("Progress is logged every 1s."), "{stderr}");
+    let dirs = run_dirs(tmp.path());
+    let log = std::fs::read_to_string(dirs[0].join("test.log")).unwrap();
+    for line in &measuring {
+        assert!(log.contains(line), "test.log lacks {line}:\n{log}");
+    }
+}
+
+#[test]
+fn a_bad_progress_interval_is_a_usage_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = command(tmp.path())
+        .args(SMALL)
+        .args(["--duration", "4s"])
+        .env("EDBSTRESS_PROGRESS_INTERVAL", "soon")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("EDBSTRESS_PROGRESS_INTERVAL"), "{stderr}");
+    assert!(run_dirs(tmp.path()).is_empty(), "nothing ran");
+}

@@ -4,11 +4,12 @@
 //! percentiles), the interval time series, and the exporters that write them
 //! (`results.json`, `samples.csv`, `report.html`, `summary.md`, `junit.xml`), every file
 //! written whole under a temporary name and renamed, the SVG charts of the report, the
-//! comparison of several runs (`edbstress compare`), the workload shape of a run
-//! (`shape`: how Exchange-like its I/O was, beside published Jetstress figures), the
-//! ESRP-style solution document of a campaign (`solution`: its checks, summary figures,
-//! HTML and Markdown), and a parameter sweep's results (`sweep.json`, `sweep.csv`,
-//! `sweep.html` with the parameter on the x axis, the best point).
+//! comparison of several runs (`edbstress compare`) and its regression gate, the
+//! workload shape of a run (`shape`: how Exchange-like its I/O was, beside published
+//! Jetstress figures), the ESRP-style solution document of a campaign (`solution`: its
+//! checks, summary figures, HTML and Markdown), and a parameter sweep's results
+//! (`sweep.json`, `sweep.csv`, `sweep.html` with the parameter on the x axis, the best
+//! point).
 //!
 //! It must not run tests, touch databases or decide pass/fail: the workload crate
 //! measures and judges, this crate records and presents what it was given.
@@ -21,6 +22,7 @@ pub mod charts;
 pub mod compare;
 pub mod export;
 pub mod model;
+pub mod regression;
 pub mod shape;
 pub mod solution;
 pub mod summary;

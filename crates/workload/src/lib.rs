@@ -5,7 +5,8 @@
 //! log replication readers), counter sampling (engine, I/O, host), the kernel-log
 //! watch on the devices under test and what Linux says about them, the pass/fail
 //! criteria (per instance, or per volume as Jetstress 2007 judged), auto-tuning, the
-//! run directory with its test log, and the live counters a run publishes while it
+//! run directory with its test log (with progress lines at an interval, for runs
+//! without a terminal), and the live counters a run publishes while it
 //! goes (OpenMetrics text, for a scraper).
 //!
 //! It drives the engine through its public API (`Instance`, `prepare`, `recover`,
@@ -25,6 +26,7 @@ pub mod host;
 pub mod live;
 mod per_instance;
 pub mod profile;
+pub mod progress;
 pub mod replication;
 pub mod rundir;
 pub mod runner;

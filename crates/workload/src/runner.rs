@@ -31,6 +31,7 @@ use crate::host::kernel_log::KernelLogWatch;
 use crate::host::{HostPeriod, HostSampler, describe_devices, host_info};
 use crate::live::CounterSnapshot;
 use crate::profile::Profile;
+use crate::progress::ProgressLines;
 use crate::rundir::{RunDirectory, TestLog};
 use crate::soft_recovery::{SoftRecoveryOptions, run_soft_recovery};
 use crate::transactional::{LiveStatus, Measurement, PhaseKind, StopReason, Workbench, join_list};
@@ -98,7 +99,26 @@ pub fn run(
         .collect();
     let sampler = HostSampler::new(&watched);
     let kernel_watch = KernelLogWatch::start(sampler.devices());
-    let run = run_in(config, &log, stop, events);
+    let progress = config.progress_interval.map(|every| {
+        log.line(format!(
+            "Progress is logged every {}.",
+            crate::units::format_duration(every)
+        ));
+        ProgressLines::new(every)
+    });
+    // Progress lines go through the test log, which passes them on to the caller.
+    let observed = |event: RunEvent<'_>| {
+        if let Some(p) = &progress {
+            match &event {
+                RunEvent::Live(s) => p.live(s, &log),
+                RunEvent::Prepare(prep) => p.prepare(prep, &log),
+                RunEvent::Progress(what, done, total) => p.step(what, *done, *total, &log),
+                RunEvent::Log(_) | RunEvent::Counters(_) => {}
+            }
+        }
+        events(event);
+    };
+    let run = run_in(config, &log, stop, &observed);
     let kernel_log = kernel_watch.finish();
     let mut results = match run {
         Ok(results) => results,

@@ -77,6 +77,34 @@ pub fn parse_size_value(s: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
+/// Parses a mailbox quota as Exchange and the ESRP documents count one: KB, MB, GB and
+/// TB are binary (a "2 GB" quota is 2048 MB of 1,048,576 bytes), as are KiB, MiB, GiB
+/// and TiB; no unit means bytes. The error says only what is wrong, as
+/// [`parse_size_value`]'s.
+pub fn parse_quota_value(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    for (decimal, binary) in [("kb", "KiB"), ("mb", "MiB"), ("gb", "GiB"), ("tb", "TiB")] {
+        if let Some(number) = lower.strip_suffix(decimal) {
+            return parse_size_value(&format!("{}{binary}", &t[..number.len()]));
+        }
+    }
+    parse_size_value(t)
+}
+
+/// Writes a mailbox quota as the ESRP documents show one, in MB of 1,048,576 bytes
+/// ("2048MB"); a quota of no whole MB in KiB or bytes. [`parse_quota_value`] reads it
+/// back.
+pub fn format_quota(bytes: u64) -> String {
+    if bytes != 0 && bytes % (1 << 20) == 0 {
+        format!("{}MB", bytes >> 20)
+    } else if bytes != 0 && bytes % (1 << 10) == 0 {
+        format!("{}KiB", bytes >> 10)
+    } else {
+        bytes.to_string()
+    }
+}
+
 /// Parses a page size: 4KiB, 8KiB, 16KiB or 32KiB (also 8K, 32KB, 8192).
 pub fn parse_page_size(s: &str) -> Result<PageSize, String> {
     let fix = "use 4KiB, 8KiB, 16KiB or 32KiB";
@@ -202,6 +230,21 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quotas_count_mb_as_exchange_does_and_read_back() {
+        assert_eq!(parse_quota_value("2GB"), Ok(2 << 30));
+        assert_eq!(parse_quota_value("2048MB"), Ok(2 << 30));
+        assert_eq!(parse_quota_value("2048 mb"), Ok(2 << 30));
+        assert_eq!(parse_quota_value("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_quota_value("1.5GB"), Ok(1536 << 20));
+        assert_eq!(parse_quota_value("1000"), Ok(1000));
+        assert!(parse_quota_value("-1GB").is_err());
+        for bytes in [2u64 << 30, 100 << 20, 1536 << 10, 1000] {
+            assert_eq!(parse_quota_value(&format_quota(bytes)), Ok(bytes));
+        }
+        assert_eq!(format_quota(2 << 30), "2048MB");
+    }
 
     #[test]
     fn sizes() {

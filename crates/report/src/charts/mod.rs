@@ -75,10 +75,10 @@ impl Axis {
         }
     }
 
-    /// The text of the tick at `v`.
-    fn tick_text(&self, v: f64, step: f64) -> String {
+    /// The text of the tick at `v` on an axis with tick `step` reaching `hi`.
+    fn tick_text(&self, v: f64, step: f64, hi: f64) -> String {
         if self.labels.is_empty() {
-            tick_label(v, self.ticks, step)
+            tick_label(v, self.ticks, step, hi)
         } else {
             let i = v.round().max(0.0) as usize;
             self.labels.get(i).cloned().unwrap_or_default()
@@ -310,7 +310,7 @@ impl Chart {
                     "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
                     num(left - 6.0),
                     num(py + 4.0),
-                    escape(&self.y.tick_text(v, ys.step))
+                    escape(&self.y.tick_text(v, ys.step, ys.hi))
                 );
             }
         }
@@ -330,7 +330,7 @@ impl Chart {
                     "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
                     num(px),
                     num(plot_bottom + 16.0),
-                    escape(&self.x.tick_text(v, xs.step))
+                    escape(&self.x.tick_text(v, xs.step, xs.hi))
                 );
             }
         }
@@ -573,7 +573,10 @@ fn draw_series(o: &mut String, s: &Series, xs: &Mapping, ys: &Mapping) {
     }
 }
 
+/// A marker of the series slot `slot`: five shapes, filled for slots 0–4 and hollow
+/// for 5–9 (so up to ten series never share one), or hollow when asked.
 fn marker(o: &mut String, slot: usize, x: f64, y: f64, color: &str, hollow: bool) {
+    let hollow = hollow || (slot / 5) % 2 == 1;
     let fill = if hollow { "#fff" } else { color };
     let attrs = format!("fill=\"{fill}\" stroke=\"{color}\" stroke-width=\"1.5\"");
     let _ = match slot % 5 {
@@ -640,10 +643,14 @@ impl Mapping {
                 if hi <= lo {
                     hi = lo + if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
                 }
-                let step = if axis.labels.is_empty() {
-                    nice_step((hi - lo) / 6.0)
-                } else {
+                let step = if !axis.labels.is_empty() {
                     1.0
+                } else if axis.ticks == Ticks::Elapsed {
+                    // Whole steps of the axis's one unit (1min, not 100s on a 5min axis).
+                    let (unit, _) = elapsed_unit(hi);
+                    nice_step((hi - lo) / 6.0 / unit) * unit
+                } else {
+                    nice_step((hi - lo) / 6.0)
                 };
                 let lo = if axis.min.is_some() {
                     lo
@@ -773,13 +780,13 @@ fn nice_step(raw: f64) -> f64 {
     nice * base
 }
 
-/// A tick label.
-fn tick_label(v: f64, ticks: Ticks, step: f64) -> String {
+/// A tick label on an axis with tick `step` reaching `hi`.
+fn tick_label(v: f64, ticks: Ticks, step: f64, hi: f64) -> String {
     match ticks {
         Ticks::Number => short_number(v, step),
         Ticks::Percent => format!("{}%", short_number(v, step)),
         Ticks::Millis => millis_label(v),
-        Ticks::Elapsed => elapsed_label(v),
+        Ticks::Elapsed => elapsed_label(v, step, hi),
     }
 }
 
@@ -824,14 +831,23 @@ pub fn millis_label(ms: f64) -> String {
     }
 }
 
-fn elapsed_label(s: f64) -> String {
-    if s < 120.0 {
-        format!("{}s", trim(s, 1))
-    } else if s < 7200.0 {
-        format!("{}min", trim(s / 60.0, 1))
+/// The one unit of an elapsed-time axis reaching `hi` seconds: (seconds, suffix).
+fn elapsed_unit(hi: f64) -> (f64, &'static str) {
+    if hi < 120.0 {
+        (1.0, "s")
+    } else if hi < 7200.0 {
+        (60.0, "min")
     } else {
-        format!("{}h", trim(s / 3600.0, 1))
+        (3600.0, "h")
     }
+}
+
+/// `s` seconds in the unit of an axis reaching `hi` with tick `step`: every tick of an
+/// axis has the same unit ("0min, 1min, 5min", never "100s, 3.3min").
+fn elapsed_label(s: f64, step: f64, hi: f64) -> String {
+    let (unit, suffix) = elapsed_unit(hi);
+    let digits = if step / unit >= 1.0 { 0 } else { 1 };
+    format!("{}{suffix}", trim(s / unit, digits))
 }
 
 /// A coordinate with at most 1 decimal (small, deterministic output).

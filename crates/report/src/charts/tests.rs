@@ -18,8 +18,9 @@ fn labels_pick_a_fitting_unit() {
     assert_eq!(millis_label(2.0), "2ms");
     assert_eq!(millis_label(20.0), "20ms");
     assert_eq!(millis_label(1500.0), "1.5s");
-    assert_eq!(elapsed_label(30.0), "30s");
-    assert_eq!(elapsed_label(3600.0), "60min");
+    assert_eq!(elapsed_label(30.0, 10.0, 60.0), "30s");
+    assert_eq!(elapsed_label(3600.0, 600.0, 3600.0), "60min");
+    assert_eq!(elapsed_label(90.0, 30.0, 3600.0), "1.5min");
     assert_eq!(short_number(2500.0, 500.0), "2500");
     assert_eq!(short_number(25000.0, 5000.0), "25k");
     assert_eq!(short_number(0.25, 0.05), "0.25");
@@ -117,4 +118,42 @@ fn gaps_split_lines_and_empty_charts_say_so() {
         hollow: false,
     });
     assert_eq!(c.to_svg().matches("<polyline").count(), 2);
+}
+
+#[test]
+fn a_time_axis_writes_every_tick_in_one_unit() {
+    // Five minutes of samples: 0s … 300s, once labelled "0s, 100s, 3.3min, 5min".
+    let mut c = Chart::new(
+        "IOPS",
+        Axis::linear("elapsed", Ticks::Elapsed),
+        Axis::linear("IOPS", Ticks::Number),
+    );
+    c.series.push(Series::line(
+        "db reads",
+        0,
+        (0..=30).map(|i| (f64::from(i) * 10.0, 100.0)).collect(),
+    ));
+    let svg = c.to_svg();
+    let labels: Vec<&str> = svg
+        .split("text-anchor=\"middle\">")
+        .skip(1)
+        .filter_map(|t| t.split('<').next())
+        .filter(|t| t.chars().next().is_some_and(|c| c.is_ascii_digit()))
+        .collect();
+    assert!(labels.len() >= 4, "{labels:?}");
+    assert!(labels.iter().all(|l| l.ends_with("min")), "{labels:?}");
+    assert!(
+        labels.contains(&"0min") && labels.contains(&"5min"),
+        "{labels:?}"
+    );
+}
+
+#[test]
+fn series_five_apart_have_markers_of_their_own() {
+    let mut filled = String::new();
+    marker(&mut filled, 1, 10.0, 10.0, "#000", false);
+    let mut other = String::new();
+    marker(&mut other, 6, 10.0, 10.0, "#000", false);
+    assert!(filled.contains("fill=\"#000\""), "{filled}");
+    assert!(other.contains("fill=\"#fff\""), "slot 6 is hollow: {other}");
 }

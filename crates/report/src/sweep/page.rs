@@ -101,8 +101,10 @@ fn chart(s: &SweepResults, stats: &[PointStats], x: usize, spec: ChartSpec) -> S
     c.to_svg()
 }
 
+/// Logarithmic, as the run report's latency charts: sub-millisecond points and the
+/// 20 ms limit fit on one chart instead of the points lying flat under the limit.
 fn latency(title: &str) -> Axis {
-    Axis::linear(format!("{title} (ms)"), Ticks::Millis)
+    Axis::log(format!("{title} (ms, log scale)"), Ticks::Millis)
 }
 
 /// The charts, in the order of the study: latency per volume type, then throughput.

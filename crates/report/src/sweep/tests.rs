@@ -155,6 +155,8 @@ fn the_page_draws_the_parameter_on_the_x_axis() {
         "category labels on the x axis"
     );
     assert!(html.contains("average limit 20 ms"));
+    // Latency on a log axis: the 20 ms limit does not flatten the points under it.
+    assert!(html.contains("average latency (ms, log scale)"), "{html}");
     assert!(html.contains("points/p02-r1/Performance_x/report.html"));
     assert!(html.contains("Best: compression=lzo"));
 }

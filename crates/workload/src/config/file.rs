@@ -345,6 +345,39 @@ pub(crate) mod forms {
         }
     }
 
+    /// A mailbox quota: MB of 1,048,576 bytes, as Exchange counts them.
+    pub(crate) mod quota {
+        use serde::de::Error as _;
+        use serde::{Deserializer, Serializer};
+
+        use super::{Scalar, scalar};
+        use crate::units::{format_quota, parse_quota_value};
+
+        pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+            match v {
+                Some(bytes) => s.serialize_str(&format_quota(*bytes)),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+            match scalar(
+                d,
+                "a quota such as \"2048MB\" or \"2GB\", or a number of bytes",
+            )? {
+                Scalar::Text(t) => parse_quota_value(&t)
+                    .map(Some)
+                    .map_err(|why| D::Error::custom(format!("invalid quota '{t}': {why}"))),
+                Scalar::Integer(n) => u64::try_from(n).map(Some).map_err(|_| {
+                    D::Error::custom(format!("invalid quota {n}: a quota cannot be negative"))
+                }),
+                Scalar::Float(x) => Err(D::Error::custom(format!(
+                    "invalid quota {x}: give a whole number of bytes or a string such as \"2048MB\""
+                ))),
+            }
+        }
+    }
+
     pub(crate) mod duration {
         use std::time::Duration;
 

@@ -116,6 +116,11 @@ pub struct RunConfig {
     /// campaign's runs. Never from a file.
     #[serde(skip)]
     pub campaign_id: Option<String>,
+    /// Write a progress line (phase, elapsed time, rates and latencies so far) to the
+    /// test log at this interval; the CLI sets it when standard error is not a
+    /// terminal. Set per run, never from a file.
+    #[serde(skip)]
+    pub progress_interval: Option<Duration>,
 }
 
 impl RunConfig {

@@ -140,6 +140,7 @@ impl RunConfig {
             host_name: None,
             fleet_id: None,
             campaign_id: None,
+            progress_interval: None,
         };
         if config.write_coalesce == 0 {
             config.write_coalesce = defaults.write_coalesce.max(config.page_size.bytes() as u64);

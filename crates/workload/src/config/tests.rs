@@ -135,17 +135,19 @@ fn cache_bound_given_alone_moves_the_default() {
 #[test]
 fn database_size_is_derived() {
     // Mailbox profile: mailboxes × quota / databases, rounded down to GiB (MiB below
-    // 1 GiB), so that config.toml reads "1552GiB", not "1589457MiB".
+    // 1 GiB), so that config.toml reads "1666GiB", not "1706666MiB".
+    // A quota's GB is Exchange's: 2^30 bytes.
     let c = resolve_text("mailboxes = 5000\nmailbox_quota = \"2GB\"\ndatabases = 6").unwrap();
-    assert_eq!(c.database_size, 5000 * 2_000_000_000 / 6 / GIB * GIB);
+    assert_eq!(c.mailbox_quota, 2 * GIB);
+    assert_eq!(c.database_size, 5000 * 2 * GIB / 6 / GIB * GIB);
     assert!(
-        c.to_toml().contains("database_size = \"1552GiB\""),
+        c.to_toml().contains("database_size = \"1666GiB\""),
         "{}",
         c.to_toml()
     );
     let c =
         resolve_text("mailboxes = 100\nmailbox_quota = \"10MB\"\ncache_max = \"64MiB\"").unwrap();
-    assert_eq!(c.database_size, 100 * 10_000_000 / MIB * MIB);
+    assert_eq!(c.database_size, 100 * 10 * MIB);
     // Explicit wins.
     let c =
         resolve_text("mailboxes = 5000\ndatabase_size = \"64MiB\"\ncache_max = \"16MiB\"").unwrap();
@@ -363,7 +365,7 @@ fn to_toml_round_trips() {
         "database_size = \"256MiB\"",
         "duration = \"45s\"",
         "page_size = \"32KiB\"",
-        "mailbox_quota = \"2GiB\"",
+        "mailbox_quota = \"2048MB\"",
         "op_mix = \"40/20/5/35\"",
         "test = \"performance\"",
     ] {

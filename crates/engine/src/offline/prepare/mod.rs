@@ -401,6 +401,9 @@ impl PreparePlan {
         }
         for (path, bytes) in needed.into_values() {
             let available = available_space(&path)?;
+            // The message names the directory as an absolute path: "." or "db" says
+            // nothing once the reader is elsewhere.
+            let path = std::path::absolute(&path).unwrap_or(path);
             if bytes > available && (run_log_bytes > 0 || db_growth_bytes > 0) {
                 return Err(PrepareError::NoSpaceForRun {
                     path,

@@ -333,12 +333,14 @@ fn time_series(doc: &mut Doc, r: &RunResults) {
             });
         }
     }
+    // The engine's bookkeeping and classes with no I/O in any interval would be lines
+    // flat at zero hiding the others; the tables have their rates.
     for (i, c) in classes.iter().enumerate() {
-        iops.series.push(Series::line(
-            c.label(),
-            i,
-            rate(s, "Total", c.name(), per_sec),
-        ));
+        let points = rate(s, "Total", c.name(), per_sec);
+        if c.is_bookkeeping() || points.iter().all(|&(_, v)| v == 0.0) {
+            continue;
+        }
+        iops.series.push(Series::line(c.label(), i, points));
     }
     doc.svg(&iops.to_svg());
     if !r.test_type.is_transactional() {

@@ -129,7 +129,7 @@ pub(crate) fn description(r: &RunResults) -> String {
         (Some(n), Some(iops), quota) => format!(
             "{} mailboxes, {iops} IOPS per mailbox{}",
             group_thousands(n as i64),
-            quota.map_or(String::new(), |q| format!(", {q} MiB mailbox quota"))
+            quota.map_or(String::new(), |q| format!(", {q} MB mailbox quota"))
         ),
         _ if r.test_type.is_transactional() => "disk subsystem throughput".to_string(),
         _ => r.test_type.label().to_string(),
@@ -347,7 +347,8 @@ fn system_parameters(doc: &mut Doc, r: &RunResults) {
         rows.push(("I/O per Second per Mailbox", i.to_string()));
     }
     if let Some(q) = p.mailbox_quota_mb {
-        rows.push(("Mailbox Quota", format!("{q} MiB")));
+        // MB of 2^20 bytes, as the ESRP documents and `config show` write a quota.
+        rows.push(("Mailbox Quota", format!("{q} MB")));
     }
     rows.extend([
         (

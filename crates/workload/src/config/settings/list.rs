@@ -16,7 +16,8 @@ use crate::profile::Profile;
 run_settings! {
     /// Test: performance, stress, database-backup or soft-recovery [default: performance].
     test: TestType [with = "crate::config::file::forms::test_type"] {
-        flag: (value "--test" "TEST" parse::test_type),
+        flag: (choice "--test" "TEST" parse::test_type,
+            ["performance", "stress", "database-backup", "soft-recovery"]),
         template: r#"# The test: performance, stress (long, lenient maximum latencies), database-backup
 # (sequential read of every database) or soft-recovery (crash, then log replay).
 # test = "performance""#,
@@ -24,7 +25,8 @@ run_settings! {
     /// Version profile: exchange2007, exchange2010, exchange2013, exchange2016 or exchange2019
     /// [default: exchange2013].
     profile: Profile [with = "crate::config::file::forms::profile"] {
-        flag: (value "--profile" "PROFILE" parse::profile),
+        flag: (choice "--profile" "PROFILE" parse::profile,
+            ["exchange2007", "exchange2010", "exchange2013", "exchange2016", "exchange2019"]),
         template: r#"# Version profile whose I/O pattern the run imitates: exchange2007, exchange2010,
 # exchange2013, exchange2016 or exchange2019. It sets the defaults of page_size, op_mix,
 # lazy_commits, cache_min, cache_max, bdm, bdm_rate, checkpoint_depth and thresholds;
@@ -47,12 +49,14 @@ mailboxes = 5000",
         template: "# Transactional IOPS (database reads + writes) per mailbox. Default 0.12.
 iops_per_mailbox = 0.12",
     }
-    /// Mailbox quota, e.g. 2GB [default: 2GB].
-    mailbox_quota: u64 [with = "crate::config::file::forms::size"] {
-        flag: (number "--mailbox-quota" "SIZE" parse::size),
-        template: r#"# Mailbox quota: the databases together hold mailboxes × mailbox_quota. Default "2GiB"
-# (2048 MB, what Exchange calls a 2 GB quota).
-mailbox_quota = "2GiB""#,
+    /// Mailbox quota in MB of 1,048,576 bytes, as Exchange counts them (2GB = 2048MB)
+    /// [default: 2048MB].
+    mailbox_quota: u64 [with = "crate::config::file::forms::quota"] {
+        flag: (number "--mailbox-quota" "SIZE" parse::quota),
+        template: r#"# Mailbox quota: the databases together hold mailboxes × mailbox_quota. As Exchange and
+# the ESRP documents count a quota, 1 MB is 1,048,576 bytes and "2GB" is 2048 MB.
+# Default "2048MB".
+mailbox_quota = "2048MB""#,
     }
     /// Number of databases (instances), 1 to 256 [default: 1].
     databases: u32 {
@@ -198,7 +202,7 @@ copies = 2",
     }
     /// Background database maintenance: on or off [default: the profile's].
     bdm: bool {
-        flag: (value "--bdm" "on|off" parse::on_off),
+        flag: (choice "--bdm" "on|off" parse::on_off, ["on", "off"]),
         template: "# Background database maintenance: sequential reads scanning each database
 # (exchange2007: off).
 # bdm = true",
@@ -278,7 +282,7 @@ copies = 2",
     }
     /// I/O backend: auto (io_uring, else threads), io_uring or threads [default: auto].
     backend: BackendKind {
-        flag: (value "--backend" "BACKEND" parse::backend),
+        flag: (choice "--backend" "BACKEND" parse::backend, ["auto", "io_uring", "threads"]),
         template: r#"# I/O backend: "auto" (io_uring when the kernel allows it, else threads), "io_uring"
 # or "threads".
 # backend = "auto""#,

@@ -52,6 +52,9 @@ pub enum FlagForm {
         hyphen: bool,
         /// Checks the text as the flag's parser does; the error says what is wrong.
         check: fn(&str) -> Result<(), String>,
+        /// The values to offer (shell completion), for a flag with a fixed set; the
+        /// parser still decides what is accepted and says why not.
+        choices: &'static [&'static str],
     },
     /// `--flag VALUE`, repeatable: each gives one element of a list.
     Repeated {
@@ -121,6 +124,16 @@ macro_rules! flag_form {
             value_name: $name,
             hyphen: false,
             check: |s| ($parse)(s).map(|_| ()),
+            choices: &[],
+        }
+    };
+    (choice $long:literal $name:literal $parse:expr, [$($choice:literal),+]) => {
+        FlagForm::Value {
+            long: $long,
+            value_name: $name,
+            hyphen: false,
+            check: |s| ($parse)(s).map(|_| ()),
+            choices: &[$($choice),+],
         }
     };
     (number $long:literal $name:literal $parse:expr) => {
@@ -129,6 +142,7 @@ macro_rules! flag_form {
             value_name: $name,
             hyphen: true,
             check: |s| ($parse)(s).map(|_| ()),
+            choices: &[],
         }
     };
     (repeated $long:literal $name:literal) => {
@@ -158,6 +172,9 @@ macro_rules! apply_flag {
     ($layer:ident . $key:ident, $values:ident, number $long:literal $name:literal $parse:expr) => {
         apply_flag!($layer.$key, $values, value $long $name $parse)
     };
+    ($layer:ident . $key:ident, $values:ident, choice $long:literal $name:literal $parse:expr, [$($choice:literal),+]) => {
+        apply_flag!($layer.$key, $values, value $long $name $parse)
+    };
     ($layer:ident . $key:ident, $values:ident, repeated $long:literal $name:literal) => {{
         $layer.$key = Some($values.iter().map(PathBuf::from).collect());
         Ok(())
@@ -177,7 +194,8 @@ macro_rules! apply_flag {
 /// /// Help line(s) of the flag.
 /// key: Type [with = "serde_module"] {
 ///     flag: (value "--flag" "VALUE" parser) | (number …) | (repeated "--flag" "DIR")
-///           | (switch "--flag" value) | (file_only),
+///           | (choice "--flag" "VALUE" parser, ["a", "b"]) | (switch "--flag" value)
+///           | (file_only),
 ///     template: "comment lines\n# key = default",
 ///     section: "heading",   // optional
 /// }
@@ -368,6 +386,11 @@ pub mod parse {
     /// A size (`--cache-max`).
     pub fn size(s: &str) -> Result<u64, String> {
         crate::units::parse_size_value(s)
+    }
+
+    /// A mailbox quota (`--mailbox-quota`): MB and GB of 2^20 and 2^30 bytes.
+    pub fn quota(s: &str) -> Result<u64, String> {
+        crate::units::parse_quota_value(s)
     }
 
     /// `--page-size`.

@@ -20,6 +20,7 @@ pub fn small_config(root: &Path, test: TestType) -> RunConfig {
         host_name: None,
         fleet_id: None,
         campaign_id: None,
+        progress_interval: None,
         test,
         profile,
         mailboxes: None,
