@@ -251,9 +251,11 @@ fn run_fleet(a: FleetRunArgs) -> Result<ExitCode, CommandError> {
     };
     let outcome = fleet::run(&options, &stop, &events).map_err(|e| CommandError::Usage(e.0))?;
     crate::aggregate_cmd::print_summary(&outcome.aggregate, &outcome.dir);
-    println!(
+    outln!(
         "  fleet overhead: {:.1} s checking the hosts over ssh, {:.0} s lead time, {:.1} s copying the run directories back",
-        outcome.check_seconds, outcome.lead_seconds, outcome.copy_seconds
+        outcome.check_seconds,
+        outcome.lead_seconds,
+        outcome.copy_seconds
     );
     Ok(if stop.load(Ordering::SeqCst) {
         ExitCode::from(130)
@@ -271,10 +273,10 @@ fn exec(a: FleetCommonArgs, subcommand: &str) -> Result<ExitCode, CommandError> 
     for answer in &answers {
         let code = answer.code.unwrap_or(2);
         worst = worst.max(code);
-        println!("== {} (exit {code})", answer.host);
-        print!("{}", answer.stdout);
+        outln!("== {} (exit {code})", answer.host);
+        out!("{}", answer.stdout);
         for line in answer.stderr.lines() {
-            println!("   {line}");
+            outln!("   {line}");
         }
     }
     Ok(ExitCode::from(

@@ -152,7 +152,7 @@ pub fn run(args: StorageProbeArgs) -> Result<ExitCode, CommandError> {
     let mut results = Vec::with_capacity(specs.len());
     let mut outcome = Ok(());
     if !args.json {
-        println!(
+        outln!(
             "{} ({}, {}, {})",
             path.display(),
             human_bytes(probe.size()),
@@ -163,13 +163,13 @@ pub fn run(args: StorageProbeArgs) -> Result<ExitCode, CommandError> {
             },
             args.backend
         );
-        println!("{}", table_header());
+        outln!("{}", table_header());
     }
     for spec in &specs {
         match run_probe(&probe, spec) {
             Ok(result) => {
                 if !args.json {
-                    println!("{}", table_row(&result));
+                    outln!("{}", table_row(&result));
                 }
                 results.push(result);
             }
@@ -198,7 +198,7 @@ pub fn run(args: StorageProbeArgs) -> Result<ExitCode, CommandError> {
                 results: &results,
             })?
         };
-        println!("{text}");
+        outln!("{text}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -12,12 +12,12 @@ mod template;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::Local;
-use edbstress_report::solution::campaign::{STATE_FILE, STATE_VERSION};
+use edbstress_report::solution::campaign::{CAMPAIGN_ID_PREFIX, STATE_FILE, STATE_VERSION};
 use edbstress_report::solution::{CampaignState, STEPS, StepState, StepStatus};
 use edbstress_report::{TestType, Verdict, read_results, write_atomically};
 
@@ -26,6 +26,7 @@ pub use load::load_campaign;
 pub use template::SOLUTION_TEMPLATE;
 
 use crate::fleet::{self, FleetHost, FleetOptions};
+use crate::process_group::{GroupChild, OnStop};
 use crate::ssh::Ssh;
 
 /// The campaign's log, next to its state file.
@@ -67,6 +68,10 @@ pub fn run(
     let err = |s: String| CampaignError(s);
     let dir = &options.dir;
     let mut state = open_state(options)?;
+    // A state file from before campaign ids has none: its runs go without one, and the
+    // document says so.
+    let campaign_id_owned = state.id.clone();
+    let campaign_id = campaign_id_owned.as_deref();
     let say = |line: &str| {
         log(line);
         let stamp = Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
@@ -109,6 +114,9 @@ pub fn run(
                     step.test.label(),
                     kept.display()
                 ));
+                if options.solution.fleet.is_none() {
+                    say(&recover_local(options, &kept, stop)?);
+                }
             }
             StepStatus::Pending => {}
         }
@@ -138,13 +146,21 @@ pub fn run(
             }
         ));
         let outcome = if options.solution.fleet.is_some() {
-            run_fleet_step(options, step.test, plan, &step_dir, stop, &say)?
+            run_fleet_step(options, campaign_id, step.test, plan, &step_dir, stop, &say)?
         } else {
             let on_start = |pid: u32| {
                 state.steps[i].pid = Some(pid);
                 let _ = save(dir, &state);
             };
-            run_local_step(options, step.test, plan, &step_dir, stop, on_start)?
+            run_local_step(
+                options,
+                campaign_id,
+                step.test,
+                plan,
+                &step_dir,
+                stop,
+                on_start,
+            )?
         };
         match outcome {
             StepOutcome::Finished(verdict) => {
@@ -238,6 +254,7 @@ fn open_state(options: &CampaignOptions) -> Result<CampaignState, CampaignError>
     };
     let state = CampaignState {
         version: STATE_VERSION,
+        id: Some(format!("{CAMPAIGN_ID_PREFIX}{}", uuid::Uuid::new_v4())),
         solution: options.solution.info.name.clone(),
         rehearsal: options.rehearsal,
         created_at: now(),
@@ -291,6 +308,66 @@ fn keep_interrupted(dir: &Path, step: &StepState) -> Result<PathBuf, String> {
     Ok(kept)
 }
 
+/// Soft recovery of the databases an interrupted step left, as Jetstress recovers its
+/// databases before a test: a killed run leaves them not shut down cleanly, and the
+/// next run would refuse them. `edbstress recover` on the campaign's paths (databases
+/// shut down cleanly are left as they are), its output in `kept/recover.log`.
+fn recover_local(
+    options: &CampaignOptions,
+    kept: &Path,
+    stop: &AtomicBool,
+) -> Result<String, CampaignError> {
+    let c = &options.solution.campaign;
+    let err = |e: String| CampaignError(e);
+    std::fs::create_dir_all(kept)
+        .map_err(|e| err(format!("cannot create {}: {e}", kept.display())))?;
+    let log_path = kept.join("recover.log");
+    let log = std::fs::File::create(&log_path)
+        .and_then(|f| Ok((f.try_clone()?, f)))
+        .map_err(|e| err(format!("cannot write {}: {e}", log_path.display())))?;
+    let mut cmd = Command::new(&options.edbstress);
+    cmd.arg("recover");
+    // The same kind of I/O as the campaign's runs.
+    if c.run_options.iter().any(|o| o == "--buffered") {
+        cmd.arg("--buffered");
+    }
+    for p in &c.db_paths {
+        cmd.arg("--db-path").arg(p);
+    }
+    for p in &c.log_paths {
+        cmd.arg("--log-path").arg(p);
+    }
+    cmd.stdin(Stdio::null()).stdout(log.0).stderr(log.1);
+    let mut child = GroupChild::spawn(&mut cmd)
+        .map_err(|e| err(format!("cannot start {}: {e}", options.edbstress.display())))?;
+    let (status, _) = child
+        .wait(stop, OnStop::Interrupt, None)
+        .map_err(|e| err(e.to_string()))?;
+    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    match status.code() {
+        Some(0) => Ok(format!(
+            "recovery of the databases the interrupted step left: done ({})",
+            log_path.display()
+        )),
+        // No database there yet (the step stopped before making them): nothing to do;
+        // anything else the run finds it names itself.
+        Some(2) => Ok(format!(
+            "no databases recovered: {}",
+            output
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("error: ")
+        )),
+        _ => Err(err(format!(
+            "recovering the databases the interrupted step left failed ({status}); its \
+             output ({}):\n{output}\nrepair or remove the databases (`edbstress clean`), then \
+             run the campaign again",
+            log_path.display()
+        ))),
+    }
+}
+
 /// Whether `pid` is a live edbstress process.
 fn process_alive(pid: u32) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline"))
@@ -299,16 +376,23 @@ fn process_alive(pid: u32) -> bool {
 }
 
 /// The options of `edbstress run` for a step (without paths, results directory or,
-/// for a fleet, mailboxes).
+/// for a fleet, mailboxes and the campaign id, which the fleet adds).
 fn step_args(
     options: &CampaignOptions,
     test: TestType,
     plan: StepPlan,
     fleet: bool,
+    campaign_id: Option<&str>,
 ) -> Vec<String> {
     let s = &options.solution;
     let p = &s.info.profile;
     let mut a: Vec<String> = vec!["--test".into(), test.cli_name().into()];
+    // The run records the campaign it was started for; a fleet passes it to each host.
+    if let Some(id) = campaign_id
+        && !fleet
+    {
+        a.extend(["--campaign-id".into(), id.to_string()]);
+    }
     if let Some(c) = &s.campaign.run_config
         && !fleet
     {
@@ -350,6 +434,7 @@ fn step_args(
 /// One step on this host: `edbstress run` as a child process.
 fn run_local_step(
     options: &CampaignOptions,
+    campaign_id: Option<&str>,
     test: TestType,
     plan: StepPlan,
     step_dir: &Path,
@@ -359,7 +444,7 @@ fn run_local_step(
     let c = &options.solution.campaign;
     let mut cmd = Command::new(&options.edbstress);
     cmd.arg("run")
-        .args(step_args(options, test, plan, false))
+        .args(step_args(options, test, plan, false, campaign_id))
         .arg("--results-dir")
         .arg(step_dir);
     for p in &c.db_paths {
@@ -368,25 +453,14 @@ fn run_local_step(
     for p in &c.log_paths {
         cmd.arg("--log-path").arg(p);
     }
-    let mut child = cmd
-        .spawn()
+    // In its own process group: a Ctrl-C reaches the campaign alone, which passes one
+    // SIGINT on so the run shuts its databases down cleanly and writes its results.
+    let mut child = GroupChild::spawn(&mut cmd)
         .map_err(|e| CampaignError(format!("cannot start {}: {e}", options.edbstress.display())))?;
     on_start(child.id());
-    let mut forwarded = false;
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| CampaignError(e.to_string()))? {
-            break status;
-        }
-        if stop.load(Ordering::Relaxed) && !forwarded {
-            forwarded = true;
-            // Ctrl-C on a terminal reaches the child too; a signal sent to this
-            // process alone is passed on, so the run shuts its databases down cleanly.
-            let _ = Command::new("kill")
-                .args(["-INT", &child.id().to_string()])
-                .status();
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let (status, _) = child
+        .wait(stop, OnStop::Interrupt, None)
+        .map_err(|e| CampaignError(e.to_string()))?;
     let run = crate::run_dir::newest(step_dir, |_| true);
     let results = run
         .as_ref()
@@ -417,6 +491,7 @@ fn run_local_step(
 /// One step on every host at once, through `edbstress fleet run`.
 fn run_fleet_step(
     options: &CampaignOptions,
+    campaign_id: Option<&str>,
     test: TestType,
     plan: StepPlan,
     step_dir: &Path,
@@ -428,7 +503,7 @@ fn run_fleet_step(
         return Err(CampaignError("no [fleet] table".into()));
     };
     let hosts: Vec<FleetHost> = file.fleet_hosts();
-    let mut run_args = step_args(options, test, plan, true);
+    let mut run_args = step_args(options, test, plan, true, campaign_id);
     for p in &s.campaign.db_paths {
         run_args.extend(["--db-path".into(), p.display().to_string()]);
     }
@@ -457,7 +532,7 @@ fn run_fleet_step(
         max_clock_offset: parse(&file.max_clock_offset, 1),
         output: step_dir.to_path_buf(),
         config_file: s.campaign.run_config.clone(),
-        campaign_id: None,
+        campaign_id: campaign_id.map(str::to_string),
     };
     let events = |e: fleet::FleetEvent<'_>| match e {
         fleet::FleetEvent::Ended(host, how) => say(&format!("  {host}: {how}")),
