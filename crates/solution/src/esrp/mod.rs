@@ -20,6 +20,7 @@ use chrono::Local;
 use edbstress_report::solution::campaign::{CAMPAIGN_ID_PREFIX, STATE_FILE, STATE_VERSION};
 use edbstress_report::solution::{CampaignState, STEPS, StepState, StepStatus};
 use edbstress_report::{TestType, Verdict, read_results, write_atomically};
+use edbstress_workload::config::{ConfigFile, settings};
 
 pub use file::{CampaignSettings, RehearsalSettings, SolutionFile, StepPlan};
 pub use load::load_campaign;
@@ -325,18 +326,21 @@ fn recover_local(
     let log = std::fs::File::create(&log_path)
         .and_then(|f| Ok((f.try_clone()?, f)))
         .map_err(|e| err(format!("cannot write {}: {e}", log_path.display())))?;
+    // The campaign's paths, and the same kind of I/O as its runs: `recover` takes these
+    // settings' flags as `run` does.
+    let target = ConfigFile {
+        io_mode: c
+            .run_options
+            .iter()
+            .any(|o| o == "--buffered")
+            .then_some(edbstress_io::IoMode::Buffered),
+        db_paths: (!c.db_paths.is_empty()).then(|| c.db_paths.clone()),
+        log_paths: (!c.log_paths.is_empty()).then(|| c.log_paths.clone()),
+        ..ConfigFile::default()
+    };
+    let target_args = target.to_args().map_err(err)?;
     let mut cmd = Command::new(&options.edbstress);
-    cmd.arg("recover");
-    // The same kind of I/O as the campaign's runs.
-    if c.run_options.iter().any(|o| o == "--buffered") {
-        cmd.arg("--buffered");
-    }
-    for p in &c.db_paths {
-        cmd.arg("--db-path").arg(p);
-    }
-    for p in &c.log_paths {
-        cmd.arg("--log-path").arg(p);
-    }
+    cmd.arg("recover").args(target_args);
     cmd.stdin(Stdio::null()).stdout(log.0).stderr(log.1);
     let mut child = GroupChild::spawn(&mut cmd)
         .map_err(|e| err(format!("cannot start {}: {e}", options.edbstress.display())))?;
@@ -375,18 +379,59 @@ fn process_alive(pid: u32) -> bool {
         && pid != std::process::id()
 }
 
-/// The options of `edbstress run` for a step (without paths, results directory or,
-/// for a fleet, mailboxes and the campaign id, which the fleet adds).
+/// The run settings of a step, as a layer of configuration: the solution's profile,
+/// the step's test and plan, and the campaign's paths.
+fn step_layer(
+    options: &CampaignOptions,
+    test: TestType,
+    plan: StepPlan,
+    fleet: bool,
+) -> Result<ConfigFile, CampaignError> {
+    let s = &options.solution;
+    let p = &s.info.profile;
+    let bad = |what: &str, e: String| {
+        CampaignError(format!(
+            "solution.toml's {what} cannot be given to the runs: {e}"
+        ))
+    };
+    let mut layer = ConfigFile {
+        test: Some(test),
+        profile: Some(settings::parse::profile(&p.version).map_err(|e| bad("version", e))?),
+        iops_per_mailbox: Some(p.iops_per_mailbox),
+        mailbox_quota: Some(
+            settings::parse::size(&p.mailbox_quota).map_err(|e| bad("mailbox_quota", e))?,
+        ),
+        databases: Some(p.databases_per_server),
+        copies: Some(p.copies),
+        // A fleet splits the mailboxes over its hosts itself.
+        mailboxes: (!fleet).then(|| p.mailboxes / u64::from(p.servers.max(1))),
+        duration: plan.duration,
+        logs_to_replay: plan.logs_to_replay,
+        ..ConfigFile::default()
+    };
+    // ESRP verifies checksums after the Stress test; the Performance test follows on
+    // the same databases, so its own verification would only repeat it.
+    if test == TestType::Performance {
+        layer.verify_after = Some(false);
+    }
+    let paths = |v: &[PathBuf]| (!v.is_empty()).then(|| v.to_vec());
+    layer.db_paths = paths(&s.campaign.db_paths);
+    layer.log_paths = paths(&s.campaign.log_paths);
+    Ok(layer)
+}
+
+/// The options of a step's `edbstress run`: the campaign's configuration file, the
+/// step's settings as flags (from [`step_layer`]), the campaign's own run options last
+/// (they win).
 fn step_args(
     options: &CampaignOptions,
     test: TestType,
     plan: StepPlan,
     fleet: bool,
     campaign_id: Option<&str>,
-) -> Vec<String> {
+) -> Result<Vec<String>, CampaignError> {
     let s = &options.solution;
-    let p = &s.info.profile;
-    let mut a: Vec<String> = vec!["--test".into(), test.cli_name().into()];
+    let mut a: Vec<String> = Vec::new();
     // The run records the campaign it was started for; a fleet passes it to each host.
     if let Some(id) = campaign_id
         && !fleet
@@ -398,37 +443,13 @@ fn step_args(
     {
         a.extend(["--config".into(), c.display().to_string()]);
     }
-    a.extend([
-        "--profile".into(),
-        p.version.clone(),
-        "--iops-per-mailbox".into(),
-        p.iops_per_mailbox.to_string(),
-        "--mailbox-quota".into(),
-        p.mailbox_quota.clone(),
-        "--databases".into(),
-        p.databases_per_server.to_string(),
-        "--copies".into(),
-        p.copies.to_string(),
-    ]);
-    if !fleet {
-        a.extend([
-            "--mailboxes".into(),
-            (p.mailboxes / u64::from(p.servers.max(1))).to_string(),
-        ]);
-    }
-    if let Some(d) = plan.duration {
-        a.extend(["--duration".into(), format!("{}s", d.as_secs())]);
-    }
-    if let Some(n) = plan.logs_to_replay {
-        a.extend(["--logs-to-replay".into(), n.to_string()]);
-    }
-    // ESRP verifies checksums after the Stress test; the Performance test follows on
-    // the same databases, so its own verification would only repeat it.
-    if test == TestType::Performance {
-        a.push("--no-verify".into());
-    }
+    a.extend(
+        step_layer(options, test, plan, fleet)?
+            .to_args()
+            .map_err(CampaignError)?,
+    );
     a.extend(s.campaign.run_options.iter().cloned());
-    a
+    Ok(a)
 }
 
 /// One step on this host: `edbstress run` as a child process.
@@ -441,18 +462,14 @@ fn run_local_step(
     stop: &AtomicBool,
     mut on_start: impl FnMut(u32),
 ) -> Result<StepOutcome, CampaignError> {
-    let c = &options.solution.campaign;
+    let results = ConfigFile {
+        results_dir: Some(step_dir.to_path_buf()),
+        ..ConfigFile::default()
+    };
     let mut cmd = Command::new(&options.edbstress);
     cmd.arg("run")
-        .args(step_args(options, test, plan, false, campaign_id))
-        .arg("--results-dir")
-        .arg(step_dir);
-    for p in &c.db_paths {
-        cmd.arg("--db-path").arg(p);
-    }
-    for p in &c.log_paths {
-        cmd.arg("--log-path").arg(p);
-    }
+        .args(step_args(options, test, plan, false, campaign_id)?)
+        .args(results.to_args().map_err(CampaignError)?);
     // In its own process group: a Ctrl-C reaches the campaign alone, which passes one
     // SIGINT on so the run shuts its databases down cleanly and writes its results.
     let mut child = GroupChild::spawn(&mut cmd)
@@ -503,13 +520,7 @@ fn run_fleet_step(
         return Err(CampaignError("no [fleet] table".into()));
     };
     let hosts: Vec<FleetHost> = file.fleet_hosts();
-    let mut run_args = step_args(options, test, plan, true, campaign_id);
-    for p in &s.campaign.db_paths {
-        run_args.extend(["--db-path".into(), p.display().to_string()]);
-    }
-    for p in &s.campaign.log_paths {
-        run_args.extend(["--log-path".into(), p.display().to_string()]);
-    }
+    let run_args = step_args(options, test, plan, true, campaign_id)?;
     let parse = |v: &Option<String>, default: u64| {
         v.as_deref()
             .and_then(|d| edbstress_workload::units::parse_duration(d).ok())
@@ -530,6 +541,7 @@ fn run_fleet_step(
         mailboxes: Some(file.mailboxes.unwrap_or(s.info.profile.mailboxes)),
         lead_time: parse(&file.lead_time, 120),
         max_clock_offset: parse(&file.max_clock_offset, 1),
+        grace: fleet::DEFAULT_GRACE,
         output: step_dir.to_path_buf(),
         config_file: s.campaign.run_config.clone(),
         campaign_id: campaign_id.map(str::to_string),

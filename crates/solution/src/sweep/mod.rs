@@ -439,21 +439,27 @@ impl Sweep<'_> {
             return Ok(RunEnd::Interrupted);
         }
         if self.plan.fresh && self.has_database_paths(table) {
-            let mut args: Vec<String> = vec!["clean".into(), "--yes".into()];
-            for (key, flag) in [("db_paths", "--db-path"), ("log_paths", "--log-path")] {
-                for p in table
+            // The point's paths that exist (a directory not there yet holds nothing to
+            // remove), as the same flags `run` takes.
+            let existing = |key: &str| -> Option<Vec<std::path::PathBuf>> {
+                let dirs: Vec<std::path::PathBuf> = table
                     .get(key)
                     .and_then(|v| v.as_array())
                     .into_iter()
                     .flatten()
                     .filter_map(|v| v.as_str())
-                    // A directory not there yet holds nothing to remove.
                     .filter(|p| self.cwd.join(p).is_dir())
-                {
-                    args.push(flag.into());
-                    args.push(p.into());
-                }
-            }
+                    .map(std::path::PathBuf::from)
+                    .collect();
+                (!dirs.is_empty()).then_some(dirs)
+            };
+            let paths = edbstress_workload::config::ConfigFile {
+                db_paths: existing("db_paths"),
+                log_paths: existing("log_paths"),
+                ..Default::default()
+            };
+            let mut args: Vec<String> = vec!["clean".into(), "--yes".into()];
+            args.extend(paths.to_args()?);
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let log = point_dir.join("clean.log");
             let out = child::edbstress(bin, &args, &self.cwd, &log, &log, self.stop)?;
