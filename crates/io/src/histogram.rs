@@ -2,7 +2,10 @@
 
 use std::fmt;
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use serde::{Deserialize, Serialize};
 
 /// Lowest latency told apart from zero, in nanoseconds (1 µs). hdrhistogram rounds the
@@ -201,6 +204,43 @@ impl LatencyHistogram {
             .map(|v| (v.value_iterated_to(), v.count_since_last_iteration()))
     }
 
+    /// The bucket counts in HdrHistogram's V2 compressed encoding, base64: the form of
+    /// one histogram of an HdrHistogram interval log, readable by HdrHistogram's tools in
+    /// other languages (a few hundred bytes for a sampling interval). The exact sum,
+    /// minimum and maximum are not in it. `None` only if the encoder fails, which it
+    /// cannot for these bounds.
+    pub fn to_v2_base64(&self) -> Option<String> {
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&self.hist, &mut bytes)
+            .ok()?;
+        Some(BASE64.encode(bytes))
+    }
+
+    /// Reads [`LatencyHistogram::to_v2_base64`]'s form (any HdrHistogram V2 encoding,
+    /// compressed or not; values above 1 hour are clamped). Without the exact
+    /// aggregates, the minimum and maximum are their buckets' bounds and the sum adds
+    /// each bucket's middle value.
+    pub fn from_v2_base64(text: &str) -> Result<LatencyHistogram, HistogramDecodeError> {
+        let bytes = BASE64.decode(text.trim())?;
+        let decoded: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| HistogramDecodeError::Hdr(format!("{e:?}")))?;
+        let mut h = LatencyHistogram::new();
+        for v in decoded.iter_recorded() {
+            let value = v.value_iterated_to().min(MAX_LATENCY_NS);
+            let count = v.count_at_value();
+            h.hist.saturating_record_n(value, count);
+            let middle = h.hist.median_equivalent(value);
+            h.sum_ns = h.sum_ns.saturating_add(middle.saturating_mul(count));
+        }
+        if !h.is_empty() {
+            h.min_ns = h.hist.lowest_equivalent(h.hist.min());
+            h.max_ns = h.hist.highest_equivalent(h.hist.max()).min(MAX_LATENCY_NS);
+        }
+        Ok(h)
+    }
+
     /// Empties the histogram, keeping its memory.
     pub fn reset(&mut self) {
         self.hist.reset();
@@ -253,6 +293,17 @@ impl fmt::Debug for LatencyHistogram {
             .field("max_ns", &self.max_ns())
             .finish()
     }
+}
+
+/// Why an encoded histogram could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum HistogramDecodeError {
+    /// The text is not base64.
+    #[error("not base64: {0}")]
+    Base64(#[from] base64::DecodeError),
+    /// The bytes are not an HdrHistogram V2 encoding.
+    #[error("not an HdrHistogram V2 encoding: {0}")]
+    Hdr(String),
 }
 
 /// The stored form: exact aggregates plus the non-empty hdrhistogram buckets, each as

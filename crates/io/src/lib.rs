@@ -85,6 +85,6 @@ pub use buf::{AlignedBuf, BUF_ALIGN};
 pub use class::IoClass;
 pub use error::{IoError, human_bytes};
 pub use file::{Access, DataFile, IoMode, available_space, filesystem_id};
-pub use histogram::{LatencyHistogram, MAX_LATENCY_NS};
+pub use histogram::{HistogramDecodeError, LatencyHistogram, MAX_LATENCY_NS};
 pub use memory::bound_allocator_footprint;
 pub use stats::{ClassStats, IoStats};

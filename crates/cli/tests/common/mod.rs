@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use edbstress_engine::MessageKey;
 
 pub mod chromium;
+pub mod slurm;
 pub mod sshd;
 
 /// The binary under test: this build's, or the one `EDBSTRESS_TEST_BIN` names (to

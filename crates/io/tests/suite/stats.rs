@@ -136,6 +136,42 @@ fn histogram_serialisation_round_trip_and_remerge() {
 }
 
 #[test]
+fn hdr_v2_encoding_keeps_every_bucket_and_refuses_garbage() {
+    let mut h = LatencyHistogram::new();
+    for (i, v) in [1_000, 37_000, 123_456, 7 * MS, 2_500 * MS, MAX_LATENCY_NS]
+        .into_iter()
+        .enumerate()
+    {
+        h.record_n(v, 1 + i as u64 * 100);
+    }
+    let text = h.to_v2_base64().unwrap();
+    // HdrHistogram's V2 compressed cookie (0x1c8493..), as in its interval logs.
+    assert!(text.starts_with("HIST"), "{text}");
+    assert!(text.len() < 200, "{} bytes: {text}", text.len());
+    let back = LatencyHistogram::from_v2_base64(&text).unwrap();
+    assert_eq!(back.count(), h.count());
+    assert_eq!(
+        back.buckets().collect::<Vec<_>>(),
+        h.buckets().collect::<Vec<_>>()
+    );
+    for q in [1.0, 50.0, 90.0, 99.0, 99.9] {
+        assert_eq!(back.percentile_ns(q), h.percentile_ns(q), "p{q}");
+    }
+    let mut merged = back.clone();
+    merged.merge(&h);
+    assert_eq!(merged.count(), 2 * h.count());
+    assert!(
+        LatencyHistogram::from_v2_base64(&LatencyHistogram::new().to_v2_base64().unwrap())
+            .unwrap()
+            .is_empty()
+    );
+    // Garbage is an error naming what is wrong, not a panic.
+    let e = LatencyHistogram::from_v2_base64("not base64!").unwrap_err();
+    assert!(e.to_string().contains("base64"), "{e}");
+    assert!(LatencyHistogram::from_v2_base64("AAAAAAAA").is_err());
+}
+
+#[test]
 fn io_stats_record_get_total_merge_take() {
     let mut s = IoStats::new();
     assert!(s.is_empty());

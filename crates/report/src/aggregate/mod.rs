@@ -20,7 +20,10 @@ use crate::model::{
 use crate::summary::{combined, latency_summary};
 use crate::timeseries;
 
+pub mod cluster;
 pub mod page;
+
+pub use cluster::{ClusterInterval, ClusterSeries, WorstLatency};
 
 /// The `kind` of an aggregate `results.json` (a single run's has none).
 pub const AGGREGATE_KIND: &str = "aggregate";
@@ -181,6 +184,10 @@ pub struct AggregateResults {
     pub common_window: MeasuredWindow,
     /// Totals over the complete hosts.
     pub totals: AggregateTotals,
+    /// The whole fleet's latency per sampling interval and I/O class, from the hosts'
+    /// interval histograms merged (empty for runs that kept none).
+    #[serde(default)]
+    pub cluster: ClusterSeries,
     /// What the reader must know that does not change the verdict (runs by different
     /// edbstress versions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -302,6 +309,8 @@ pub fn aggregate(
         series: HostSeries::default(),
     }));
     let totals = totals(&complete)?;
+    let shifts: Vec<f64> = complete.iter().map(|r| shift(&r.results, origin)).collect();
+    let cluster = cluster::cluster_series(&complete, &shifts)?;
     // The ESRP table adds rates across classes and hosts: each of its rows must be a
     // number too.
     let columns: Vec<(&str, [f64; 7])> = complete
@@ -333,6 +342,7 @@ pub fn aggregate(
         overall_result,
         complete: all_complete,
         totals,
+        cluster,
         warnings: version_warnings(&runs),
         hosts,
         common_window,
@@ -382,13 +392,17 @@ fn version_warnings(runs: &[HostRun]) -> Vec<String> {
     )]
 }
 
-fn outcome(r: &HostRun, origin: Option<DateTime<FixedOffset>>) -> HostOutcome {
-    let res = &r.results;
-    // Seconds from the common window's start to this host's measurement start.
-    let shift = match (origin, measured_window(res)) {
+/// Seconds from the common window's start (`origin`) to this run's measurement start.
+fn shift(res: &RunResults, origin: Option<DateTime<FixedOffset>>) -> f64 {
+    match (origin, measured_window(res)) {
         (Some(o), Some((start, _))) => (start - o).num_milliseconds() as f64 / 1000.0,
         _ => 0.0,
-    };
+    }
+}
+
+fn outcome(r: &HostRun, origin: Option<DateTime<FixedOffset>>) -> HostOutcome {
+    let res = &r.results;
+    let shift = shift(res, origin);
     let series = HostSeries {
         transactional_iops: timeseries::transactional_iops(&res.samples)
             .into_iter()

@@ -7,7 +7,7 @@ use std::path::Path;
 use edbstress_io::IoClass;
 
 use super::{AGGREGATE_KIND, AggregateResults, ESRP_ROWS, EsrpColumn, HostOutcome};
-use crate::charts::{Axis, Chart, Series, Ticks};
+use crate::charts::{Axis, Band, Chart, Series, Ticks};
 use crate::export::html::{Cell, Doc, Table, latency_histogram_chart, page_start};
 use crate::export::{ExportError, JUNIT_MARKER, MARKDOWN_MARKER, write_atomically};
 use crate::model::Verdict;
@@ -103,6 +103,7 @@ pub fn render_html(a: &AggregateResults) -> String {
     esrp_tables(&mut doc, a);
     hosts_section(&mut doc, a);
     percentiles(&mut doc, a);
+    fleet_latency(&mut doc, a);
     over_time(&mut doc, a);
     windows(&mut doc, a);
 
@@ -309,6 +310,73 @@ fn percentiles(doc: &mut Doc, a: &AggregateResults) {
     doc.end();
 }
 
+/// The worst latency's place, in words.
+pub fn worst_latency_text(a: &AggregateResults) -> Option<String> {
+    let w = a.cluster.worst.as_ref()?;
+    Some(format!(
+        "Worst latency: {} ms ({}) on {}, in its interval {} ending {:.0} s into the common \
+         window ({}).",
+        fixed3(w.max_ms),
+        w.class.label(),
+        w.host,
+        w.interval,
+        w.t,
+        timestamp(&w.timestamp)
+    ))
+}
+
+/// The fleet's p99 per interval, with the servers' spread as a band.
+fn fleet_latency(doc: &mut Doc, a: &AggregateResults) {
+    if a.cluster.classes.is_empty() {
+        return;
+    }
+    doc.section("fleet-latency", "Fleet Latency Over Time", true);
+    doc.note(
+        "Per sampling interval, every I/O of every server in that interval (the servers' \
+         interval histograms merged): the fleet's 99th percentile as a line, the band from \
+         the lowest to the highest server's own 99th percentile. 0 is the start of the \
+         common window.",
+    );
+    if let Some(text) = worst_latency_text(a) {
+        doc.note(&text);
+    }
+    for class in [IoClass::DbRead, IoClass::DbWrite, IoClass::LogWrite] {
+        let Some(intervals) = a.cluster.classes.get(&class) else {
+            continue;
+        };
+        let mut chart = Chart::new(
+            format!("{} 99th percentile latency, whole fleet", class.label()),
+            Axis::linear("seconds since the common window started", Ticks::Elapsed),
+            Axis::log("latency, ms (log scale)", Ticks::Millis),
+        );
+        chart.bands.push(Band {
+            name: "servers' own p99, lowest to highest".into(),
+            style: 0,
+            points: intervals
+                .iter()
+                .map(|i| (i.t, i.host_p99_low_ms, i.host_p99_high_ms))
+                .collect(),
+        });
+        chart.series.push(Series::line(
+            "fleet p99",
+            0,
+            intervals.iter().map(|i| (i.t, i.p99_ms)).collect(),
+        ));
+        chart.series.push(Series::line(
+            "fleet p50",
+            2,
+            intervals.iter().map(|i| (i.t, i.p50_ms)).collect(),
+        ));
+        chart.series.push(Series::line(
+            "fleet maximum",
+            1,
+            intervals.iter().map(|i| (i.t, i.max_ms)).collect(),
+        ));
+        doc.svg(&chart.to_svg());
+    }
+    doc.end();
+}
+
 fn over_time(doc: &mut Doc, a: &AggregateResults) {
     doc.section("over-time", "Servers Over Time", true);
     doc.note("One series per server, on one clock: 0 is the start of the common window.");
@@ -431,6 +499,9 @@ pub fn render_markdown(a: &AggregateResults) -> String {
             fixed3(s.p999_ms),
             fixed3(s.max_ms)
         );
+    }
+    if let Some(text) = worst_latency_text(a) {
+        let _ = writeln!(o, "\n{}", crate::export::md_cell(&text));
     }
     o
 }

@@ -11,6 +11,9 @@ use std::fmt::Write;
 
 use crate::text::escape;
 
+mod band;
+pub use band::Band;
+
 /// How an axis maps values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scale {
@@ -171,6 +174,8 @@ pub struct Chart {
     pub series: Vec<Series>,
     /// Histogram bars (drawn under the series).
     pub bars: Vec<Bar>,
+    /// Bands (drawn under the series).
+    pub bands: Vec<Band>,
     /// Legend text of the bars.
     pub bars_label: Option<String>,
     /// Horizontal reference lines (y values).
@@ -212,6 +217,7 @@ impl Chart {
             y,
             series: Vec::new(),
             bars: Vec::new(),
+            bands: Vec::new(),
             bars_label: None,
             h_lines: Vec::new(),
             v_lines: Vec::new(),
@@ -235,6 +241,7 @@ impl Chart {
             .flat_map(|s| s.points.iter().filter(|p| p.1.is_some()).map(|p| p.0))
             .collect();
         v.extend(self.bars.iter().flat_map(|b| [b.x0, b.x1]));
+        v.extend(self.bands.iter().flat_map(|b| b.points.iter().map(|p| p.0)));
         v.extend(self.v_lines.iter().map(|l| l.value));
         v
     }
@@ -246,6 +253,11 @@ impl Chart {
             .flat_map(|s| s.points.iter().filter_map(|p| p.1))
             .collect();
         v.extend(self.bars.iter().map(|b| b.y));
+        v.extend(
+            self.bands
+                .iter()
+                .flat_map(|b| b.points.iter().flat_map(|p| [p.1, p.2])),
+        );
         v.extend(self.h_lines.iter().map(|l| l.value));
         v
     }
@@ -369,6 +381,9 @@ impl Chart {
             }
             o.push_str("</g>");
         }
+        for b in &self.bands {
+            band::draw_band(&mut o, b, &xs, &ys);
+        }
         // Series.
         for s in &self.series {
             draw_series(&mut o, s, &xs, &ys);
@@ -442,6 +457,7 @@ impl Chart {
         if let Some(label) = &self.bars_label {
             items.push(LegendItem::Bars(label));
         }
+        items.extend(self.bands.iter().map(LegendItem::Band));
         items.extend(self.series.iter().map(LegendItem::Series));
         items.extend(
             self.h_lines
@@ -454,6 +470,7 @@ impl Chart {
 }
 
 enum LegendItem<'a> {
+    Band(&'a Band),
     Series(&'a Series),
     Ref(&'a RefLine),
     Bars(&'a str),
@@ -462,6 +479,7 @@ enum LegendItem<'a> {
 impl LegendItem<'_> {
     fn text(&self) -> &str {
         match self {
+            LegendItem::Band(b) => &b.name,
             LegendItem::Series(s) => &s.name,
             LegendItem::Ref(l) => &l.label,
             LegendItem::Bars(t) => t,
@@ -508,6 +526,15 @@ fn draw_legend_key(o: &mut String, item: &LegendItem<'_>, x: f64, y: f64) {
                 num(x),
                 num(x + 28.0),
                 y = num(y)
+            );
+        }
+        LegendItem::Band(b) => {
+            let _ = write!(
+                o,
+                "<rect x=\"{}\" y=\"{}\" width=\"28\" height=\"10\" fill=\"{}\" fill-opacity=\"0.22\"/>",
+                num(x),
+                num(y - 5.0),
+                band::band_color(b.style)
             );
         }
         LegendItem::Bars(_) => {

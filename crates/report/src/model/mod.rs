@@ -675,6 +675,11 @@ pub struct Sample {
     /// I/O and transaction rows: errors.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub errors: Option<u64>,
+    /// I/O rows of the "Total" scope: the interval's latency histogram in HdrHistogram's
+    /// V2 compressed encoding, base64 (results-schema.md), so the interval's percentiles
+    /// of several hosts merge exactly (`edbstress aggregate`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub latency_histogram: Option<String>,
     /// Engine rows: cache size, MB.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub cache_mb: Option<f64>,

@@ -131,6 +131,9 @@ impl MeasureRecorder {
                 continue;
             }
             io_row("Total".into(), class, &s, &mut rows);
+            if let Some(row) = rows.last_mut().filter(|_| !s.latency.is_empty()) {
+                row.latency_histogram = s.latency.to_v2_base64();
+            }
             if s.ops > 0 {
                 let m = self.max_interval.entry((None, class)).or_insert(0.0);
                 *m = m.max(s.latency.mean_ns() / 1e6);
