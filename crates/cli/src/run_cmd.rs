@@ -140,8 +140,8 @@ pub fn run(args: RunCmdArgs) -> Result<ExitCode, CommandError> {
             bar.set_message(format!(
                 "preparing database {:03}: {} / {}",
                 p.instance,
-                edbstress_engine::human_bytes(p.bytes_done),
-                edbstress_engine::human_bytes(p.bytes_total)
+                edbstress_io::ByteSize(p.bytes_done).approx(),
+                edbstress_io::ByteSize(p.bytes_total).approx()
             ));
         }
         RunEvent::Live(status) => {

@@ -78,7 +78,6 @@ pub use offline::check::{CheckReport, LeafFill, deep_check};
 pub use offline::fault;
 pub use offline::prepare::{
     InstanceAction, PrepareError, PrepareOptions, PreparePlan, PrepareProgress, PrepareReport,
-    human_bytes,
 };
 pub use offline::recovery::{LostFlush, RecoveryOptions, RecoveryReport, recover};
 pub use offline::verify::{

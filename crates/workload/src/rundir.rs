@@ -142,7 +142,7 @@ impl<'s> TestLog<'s> {
                             Some(Ok(a)) => format!(
                                 " (the line needs {} B, {} available)",
                                 line.len() + 1,
-                                edbstress_io::human_bytes(a)
+                                edbstress_io::ByteSize(a).approx()
                             ),
                             _ => String::new(),
                         }

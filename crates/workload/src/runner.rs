@@ -10,8 +10,9 @@ use chrono::Local;
 use edbstress_engine::CacheConfig;
 use edbstress_engine::Compressibility;
 use edbstress_engine::InstanceLayout;
-use edbstress_engine::{InstanceAction, PrepareOptions, PreparePlan, PrepareProgress, human_bytes};
+use edbstress_engine::{InstanceAction, PrepareOptions, PreparePlan, PrepareProgress};
 use edbstress_engine::{ScanOptions, scan_database_until, scan_log_dir};
+use edbstress_io::ByteSize;
 use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::summary::{io_summary, transactional_iops};
 use edbstress_report::{
@@ -232,18 +233,20 @@ fn prepare(
     log.line(match growth {
         Some(bytes) => format!(
             "Free space checked for the databases, logs and {} of expected growth per database ({} per transactional I/O).",
-            human_bytes(bytes),
-            human_bytes(crate::config::model::GROWTH_PER_TRANSACTIONAL_IO),
+            ByteSize(bytes).approx(),
+            ByteSize(crate::config::model::GROWTH_PER_TRANSACTIONAL_IO).approx(),
         ),
         None if matches!(config.test, TestType::Performance | TestType::Stress) => format!(
             "Free space checked for the databases and logs; a throughput run has no target, so database growth (about {} per transactional I/O) is not budgeted.",
-            human_bytes(crate::config::model::GROWTH_PER_TRANSACTIONAL_IO),
+            ByteSize(crate::config::model::GROWTH_PER_TRANSACTIONAL_IO).approx(),
         ),
         None => "Free space checked for the databases and logs.".to_string(),
     });
     for (layout, action) in &plan.instances {
         let what = match action {
-            InstanceAction::Create => format!("creating ({})", human_bytes(config.database_size)),
+            InstanceAction::Create => {
+                format!("creating ({})", ByteSize(config.database_size).approx())
+            }
             InstanceAction::Reuse => "reusing the existing database".to_string(),
             InstanceAction::Rebuild(why) => format!("rebuilding ({why})"),
         };
@@ -264,7 +267,7 @@ fn prepare(
         log.line(format!(
             "Created {} database(s), {} in {:.1} s ({:.0} MiB/s).",
             created.len(),
-            human_bytes(bytes),
+            ByteSize(bytes).approx(),
             secs,
             bytes as f64 / 1_048_576.0 / secs.max(1e-9)
         ));
@@ -392,8 +395,8 @@ fn transactional_test(
     log.line("Starting transaction dispatch ..");
     log.line(format!(
         "Database cache settings: (minimum: {}, maximum: {}) per instance",
-        human_bytes(config.cache_min_per_instance()),
-        human_bytes(config.cache_max_per_instance())
+        ByteSize(config.cache_min_per_instance()).approx(),
+        ByteSize(config.cache_max_per_instance()).approx()
     ));
     let page = config.page_size.bytes() as u64;
     let pool = CacheConfig::new(
@@ -402,8 +405,8 @@ fn transactional_test(
     );
     log.line(format!(
         "Database flush thresholds: (start: {}, stop: {})",
-        human_bytes(pool.available_start() as u64 * page),
-        human_bytes(pool.available_stop() as u64 * page)
+        ByteSize(pool.available_start() as u64 * page).approx(),
+        ByteSize(pool.available_stop() as u64 * page).approx()
     ));
     let t = &config.thresholds;
     log.line(format!(
@@ -768,7 +771,7 @@ fn backup_test(
         log.line(format!(
             "{}: {} read in {:.1} s, {:.2} MiB/s{}.",
             instance_name(r.instance),
-            human_bytes(r.bytes_read),
+            ByteSize(r.bytes_read).approx(),
             r.seconds,
             r.mb_per_sec,
             if r.bad_pages > 0 {
@@ -796,7 +799,7 @@ fn backup_test(
     let total_mb_s = total_bytes as f64 / 1_048_576.0 / seconds.max(1e-9);
     log.line(format!(
         "Total: {} in {seconds:.1} s, {total_mb_s:.2} MiB/s.",
-        human_bytes(total_bytes)
+        ByteSize(total_bytes).approx()
     ));
     results.totals.io = io_summary(&io, None, seconds, &|_| 0.0);
     results.totals.mb_per_sec = Some(total_mb_s);

@@ -97,10 +97,10 @@ impl PrepareOptions {
             };
             PrepareError::Invalid(format!(
                 "--database-size {} is too large for {} pages (at most {} pages, {} per database); use a smaller --database-size{larger} or more --databases",
-                human_bytes(self.database_bytes),
+                ByteSize(self.database_bytes).approx(),
                 self.page_size,
                 u32::MAX,
-                human_bytes((u64::from(u32::MAX) + 2) * ps)
+                ByteSize((u64::from(u32::MAX) + 2) * ps).approx()
             ))
         })
     }
@@ -162,27 +162,31 @@ pub enum PrepareError {
     },
     /// Not enough free space.
     #[error(
-        "not enough free space on the filesystem holding {path}: {needed} needed, {available} available; reduce --database-size or --databases, or use another path"
+        "not enough free space on the filesystem holding {path}: {} needed, {} available; reduce --database-size or --databases, or use another path",
+        needed.approx(),
+        available.approx()
     )]
     NoSpace {
         /// A path on the filesystem.
         path: PathBuf,
-        /// Bytes needed, formatted.
-        needed: String,
-        /// Bytes available, formatted.
-        available: String,
+        /// Bytes needed.
+        needed: ByteSize,
+        /// Bytes available.
+        available: ByteSize,
     },
     /// Not enough free space for a run's databases, their growth and growing logs.
     #[error(
-        "not enough free space on the filesystem holding {path} for the run: {needed} needed (the databases, the growth expected of them over the run, and logs growing to about the checkpoint depth per instance), {available} available; shorten --duration, lower the target, checkpoint_depth, --database-size or --databases, or use another path"
+        "not enough free space on the filesystem holding {path} for the run: {} needed (the databases, the growth expected of them over the run, and logs growing to about the checkpoint depth per instance), {} available; shorten --duration, lower the target, checkpoint_depth, --database-size or --databases, or use another path",
+        needed.approx(),
+        available.approx()
     )]
     NoSpaceForRun {
         /// A path on the filesystem.
         path: PathBuf,
-        /// Bytes needed, formatted.
-        needed: String,
-        /// Bytes available, formatted.
-        available: String,
+        /// Bytes needed.
+        needed: ByteSize,
+        /// Bytes available.
+        available: ByteSize,
     },
     /// The bulk load could not be planned.
     #[error(transparent)]
@@ -312,9 +316,7 @@ impl PrepareReport {
     }
 }
 
-/// Formats a byte count with a binary unit ("1.5 GiB"); the I/O layer's, so that every
-/// message writes sizes alike.
-pub use edbstress_io::human_bytes;
+use edbstress_io::ByteSize;
 
 /// Bytes the initial log files of an instance take.
 const LOG_BYTES: u64 = DEFAULT_LOG_FILE_LEN as u64 + 2 * SEGMENT_LEN as u64;
@@ -404,15 +406,15 @@ impl PreparePlan {
             if bytes > available && (run_log_bytes > 0 || db_growth_bytes > 0) {
                 return Err(PrepareError::NoSpaceForRun {
                     path,
-                    needed: human_bytes(bytes),
-                    available: human_bytes(available),
+                    needed: ByteSize(bytes),
+                    available: ByteSize(available),
                 });
             }
             if bytes > available {
                 return Err(PrepareError::NoSpace {
                     path,
-                    needed: human_bytes(bytes),
-                    available: human_bytes(available),
+                    needed: ByteSize(bytes),
+                    available: ByteSize(available),
                 });
             }
         }

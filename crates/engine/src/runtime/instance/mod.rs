@@ -471,7 +471,7 @@ impl Instance {
                     let name = path.file_name().unwrap_or_default().to_string_lossy();
                     format!(
                         "growing {name} by {}",
-                        crate::offline::prepare::human_bytes(grown)
+                        edbstress_io::ByteSize(grown).approx()
                     )
                 },
                 grown,
