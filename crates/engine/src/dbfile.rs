@@ -306,6 +306,12 @@ pub fn sync_dir(dir: &Path) {
 /// what prepare and database growth write for pages beyond the data, and what
 /// recovery restores for a page whose logged image is empty.
 pub fn format_unused_page(page: &mut [u8], pgno: u32) {
-    edbstress_format::page::PageMut::format(page, pgno, 0, edbstress_format::page::flags::EMPTY, 0);
-    edbstress_format::checksum::seal_page(page, pgno);
+    edbstress_format::page::PageMut::format(
+        page,
+        edbstress_format::Pgno::new(pgno),
+        0,
+        edbstress_format::page::flags::EMPTY,
+        0,
+    );
+    edbstress_format::checksum::seal_page(page, edbstress_format::Pgno::new(pgno));
 }

@@ -18,9 +18,9 @@ use edbstress_engine::DatabaseLock;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::{HeaderReadError, read_header_from, sync_dir};
 use edbstress_engine::{SequentialReadOptions, read_sequentially};
-use edbstress_format::PageSize;
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_format::header::{DatabaseHeader, HeaderError};
+use edbstress_format::{PageSize, Pgno};
 use edbstress_io::ByteSize;
 use edbstress_io::{
     Access, BackendKind, DataFile, IoClass, IoError, IoMode, IoStats, MAX_DEPTH, available_space,
@@ -366,7 +366,7 @@ fn page_is_sound(page: &[u8], offset: u64, page_size: PageSize) -> bool {
         return DatabaseHeader::decode(page).is_ok();
     }
     matches!(
-        verify_page(page, (offset / ps - 1) as u32),
+        verify_page(page, Pgno::new((offset / ps - 1) as u32)),
         PageVerdict::Valid | PageVerdict::Uninitialized
     )
 }

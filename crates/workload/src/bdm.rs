@@ -22,7 +22,7 @@ use edbstress_io::blocking::{self, Target};
 use edbstress_engine::{HeaderReadError, read_header_from};
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_format::header::HeaderError;
-use edbstress_format::{PageSize, page_offset};
+use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{
     Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoError, IoMode,
     IoStats, open_backend,
@@ -399,7 +399,7 @@ impl Scan {
                 return false;
             }
         };
-        let mut offset = page_offset(1, self.page_size);
+        let mut offset = Pgno::FIRST.offset(self.page_size);
         if offset >= end {
             // Nothing but headers: wait rather than spin; no pass was made.
             self.stop.sleep(StopSignal::STEP);
@@ -429,7 +429,7 @@ impl Scan {
             let first = (offset / ps - 1) as u32;
             let mut outcomes = Vec::new();
             for i in 0..got / ps as usize {
-                let pgno = first + i as u32;
+                let pgno = Pgno::new(first + i as u32);
                 let page = &self.buf[i * ps as usize..(i + 1) * ps as usize];
                 match verify_page(page, pgno) {
                     PageVerdict::Valid | PageVerdict::Uninitialized => {}
@@ -449,11 +449,11 @@ impl Scan {
                 match outcome {
                     PageOutcome::Fine => {}
                     PageOutcome::Correctable => {
-                        s.correctable.insert(pgno);
+                        s.correctable.insert(pgno.get());
                     }
                     PageOutcome::Bad(what) => {
-                        if s.bad.insert(pgno) && s.bad_listed.len() < MAX_LISTED {
-                            s.bad_listed.push((pgno, what));
+                        if s.bad.insert(pgno.get()) && s.bad_listed.len() < MAX_LISTED {
+                            s.bad_listed.push((pgno.get(), what));
                         }
                     }
                 }
@@ -466,8 +466,8 @@ impl Scan {
 
     /// Reads page `pgno` again, alone, up to [`REREADS`] times after a short pause;
     /// the page is damaged only if no read of it verifies. None if stopped meanwhile.
-    fn recheck(&mut self, pgno: u32, first: PageVerdict) -> Option<PageOutcome> {
-        let offset = page_offset(pgno, self.page_size);
+    fn recheck(&mut self, pgno: Pgno, first: PageVerdict) -> Option<PageOutcome> {
+        let offset = pgno.offset(self.page_size);
         let mut verdict = first;
         for _ in 0..REREADS {
             if !self.stop.sleep(REREAD_DELAY) || !self.throttle.acquire(self.page.len(), &self.stop)

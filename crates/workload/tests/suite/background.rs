@@ -13,7 +13,7 @@ use edbstress_engine::InstanceLayout;
 use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::{PrepareOptions, PreparePlan};
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN, log_file_name};
-use edbstress_format::{PageSize, page_offset};
+use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::OpMix;
 use edbstress_workload::bdm::{BdmConfig, BdmError, BdmHandle, BdmScanner};
@@ -88,7 +88,7 @@ fn flip_bits(db_file: &Path, pgno: u32, bits: &[(usize, u8)]) {
         .open(db_file)
         .unwrap();
     let mut page = vec![0u8; PS.bytes()];
-    let offset = page_offset(pgno, PS);
+    let offset = Pgno::new(pgno).offset(PS);
     file.read_exact_at(&mut page, offset).unwrap();
     for &(byte, bit) in bits {
         page[byte] ^= 1 << bit;

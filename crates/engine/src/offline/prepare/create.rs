@@ -9,7 +9,6 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use edbstress_format::header::{DatabaseHeader, DbState, TreeRoot};
 use edbstress_format::log::{CheckpointState, LogPosition};
-use edbstress_format::page_offset;
 use edbstress_io::{
     AlignedBuf, DataFile, IoBackend, IoClass, IoError, IoMode, IoOp, IoRequest, open_backend,
 };
@@ -329,7 +328,7 @@ pub(super) fn write_pages(
                         backend.submit(IoRequest {
                             file: file_id,
                             op: IoOp::Write,
-                            offset: page_offset(first, ps),
+                            offset: edbstress_format::Pgno::new(first).offset(ps),
                             len: pages as usize * ps.bytes(),
                             buf,
                             class: IoClass::DbWrite,

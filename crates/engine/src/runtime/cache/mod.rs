@@ -174,10 +174,10 @@ impl<S> Shared<S> {
                     self.corrupt(pgno, format!("valid checksum but malformed structure: {e}"))
                 })
         };
-        match verify_page(page, pgno.get()) {
+        match verify_page(page, pgno) {
             PageVerdict::Valid => structure(page).map(|()| None),
             PageVerdict::Correctable { bit } => {
-                repair_page(page, pgno.get());
+                repair_page(page, pgno);
                 tracing::warn!(pgno = pgno.get(), bit, path = %self.file.path().display(), "repaired a flipped bit in a page read from the database");
                 structure(page).map(|()| Some(bit))
             }

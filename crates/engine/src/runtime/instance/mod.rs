@@ -492,7 +492,7 @@ impl Instance {
                     IoClass::DbGrowth,
                     &mut buf,
                     n as usize * ps,
-                    edbstress_format::page_offset(pgno, page_size),
+                    edbstress_format::Pgno::new(pgno).offset(page_size),
                 )
                 .map_err(full)?;
             pgno += n;
