@@ -11,6 +11,7 @@
 //! which times and counts them as [`IoClass::BdmRead`]; the scan times nothing itself.
 
 use std::collections::BTreeSet;
+use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -98,6 +99,41 @@ pub struct BdmProgress {
     pub correctable_pages: u64,
 }
 
+/// A page the scan found damaged, with what was wrong with it the first time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BadPage {
+    /// The page.
+    pub pgno: Pgno,
+    /// What was wrong.
+    pub damage: PageDamage,
+}
+
+/// What is wrong with a damaged page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageDamage {
+    /// The checksum does not match and one flipped bit does not explain it.
+    ChecksumMismatch,
+    /// The page is intact but holds the contents of another page (a misdirected
+    /// write or read).
+    HoldsPage(Pgno),
+}
+
+impl fmt::Display for PageDamage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PageDamage::ChecksumMismatch => f.write_str("checksum mismatch"),
+            PageDamage::HoldsPage(found) => write!(f, "holds the contents of page {found}"),
+        }
+    }
+}
+
+/// "page N (what)".
+impl fmt::Display for BadPage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "page {} ({})", self.pgno, self.damage)
+    }
+}
+
 /// What a scan did, from its start to its stop.
 #[derive(Clone, Debug, Default)]
 pub struct BdmReport {
@@ -109,7 +145,7 @@ pub struct BdmReport {
     pub bytes_read: u64,
     /// Damaged pages (each page once, with what was wrong the first time), at most
     /// 1000 listed; `bad_page_count` counts them all.
-    pub bad_pages: Vec<(u32, String)>,
+    pub bad_pages: Vec<BadPage>,
     /// Distinct damaged pages.
     pub bad_page_count: u64,
     /// Distinct pages with a single flipped bit (left as they are: the scan is
@@ -131,9 +167,9 @@ struct ScanState {
     pages_checked: u64,
     passes: u64,
     bytes_read: u64,
-    bad: BTreeSet<u32>,
-    bad_listed: Vec<(u32, String)>,
-    correctable: BTreeSet<u32>,
+    bad: BTreeSet<Pgno>,
+    bad_listed: Vec<BadPage>,
+    correctable: BTreeSet<Pgno>,
     io_errors: u64,
     last_error: Option<String>,
 }
@@ -350,7 +386,7 @@ impl Drop for BdmHandle {
 enum PageOutcome {
     Fine,
     Correctable,
-    Bad(String),
+    Bad(PageDamage),
 }
 
 /// Which of the scan's buffers a read fills.
@@ -449,11 +485,11 @@ impl Scan {
                 match outcome {
                     PageOutcome::Fine => {}
                     PageOutcome::Correctable => {
-                        s.correctable.insert(pgno.get());
+                        s.correctable.insert(pgno);
                     }
                     PageOutcome::Bad(what) => {
-                        if s.bad.insert(pgno.get()) && s.bad_listed.len() < MAX_LISTED {
-                            s.bad_listed.push((pgno.get(), what));
+                        if s.bad.insert(pgno) && s.bad_listed.len() < MAX_LISTED {
+                            s.bad_listed.push(BadPage { pgno, damage: what });
                         }
                     }
                 }
@@ -504,9 +540,9 @@ impl Scan {
             PageVerdict::Valid | PageVerdict::Uninitialized => PageOutcome::Fine,
             PageVerdict::Correctable { .. } => PageOutcome::Correctable,
             PageVerdict::WrongPageNumber { found } => {
-                PageOutcome::Bad(format!("holds the contents of page {found}"))
+                PageOutcome::Bad(PageDamage::HoldsPage(found))
             }
-            PageVerdict::Bad => PageOutcome::Bad("checksum mismatch".into()),
+            PageVerdict::Bad => PageOutcome::Bad(PageDamage::ChecksumMismatch),
         })
     }
 

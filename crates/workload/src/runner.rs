@@ -526,8 +526,11 @@ fn transactional_test(
         instance_count: config.databases,
     };
     results.criteria = evaluate(&measurements, &config.thresholds);
-    for p in &close.bdm_bad_pages {
-        log.line(format!("BDM found a corrupt page: {p}"));
+    for (instance, page) in &close.bdm_bad_pages {
+        log.line(format!(
+            "BDM found a corrupt page: {}: {page}",
+            edbstress_report::instance_name(*instance)
+        ));
     }
     results.verification = verification;
     results.autotune = autotune;

@@ -30,7 +30,7 @@ use edbstress_report::{
 use parking_lot::Mutex;
 
 use crate::RunError;
-use crate::bdm::{BdmConfig, BdmHandle, BdmScanner};
+use crate::bdm::{BadPage, BdmConfig, BdmHandle, BdmScanner};
 use crate::config::RunConfig;
 use crate::host::{HostInterval, HostSampler, HostSnapshot, host_counters};
 use crate::live::CounterSnapshot;
@@ -293,8 +293,9 @@ pub struct Workbench<'a> {
 /// What closing the workbench found.
 #[derive(Debug, Default)]
 pub struct CloseReport {
-    /// Database pages BDM found corrupt during the run, as "instance: page N (what)".
-    pub bdm_bad_pages: Vec<String>,
+    /// Database pages BDM found corrupt during the run, with their instance (its
+    /// number).
+    pub bdm_bad_pages: Vec<(u32, BadPage)>,
     /// Database file sizes at the end, per instance.
     pub final_bytes: Vec<u64>,
     /// Problems shutting down (each makes the run fail).
@@ -630,12 +631,9 @@ impl<'a> Workbench<'a> {
         for slot in self.slots {
             if let Some(b) = slot.bdm {
                 let r = b.stop_and_join();
-                for (pgno, what) in r.bad_pages {
-                    report.bdm_bad_pages.push(format!(
-                        "{}: page {pgno} ({what})",
-                        instance_name(slot.number)
-                    ));
-                }
+                report
+                    .bdm_bad_pages
+                    .extend(r.bad_pages.into_iter().map(|page| (slot.number, page)));
             }
             if let Some(r) = slot.replication {
                 r.stop_and_join();

@@ -16,7 +16,7 @@ use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN, log_file_na
 use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::OpMix;
-use edbstress_workload::bdm::{BdmConfig, BdmError, BdmHandle, BdmScanner};
+use edbstress_workload::bdm::{BadPage, BdmConfig, BdmError, BdmHandle, BdmScanner, PageDamage};
 use edbstress_workload::replication::{LogReplicator, ReplicationConfig, ReplicationError};
 use edbstress_workload::transaction::TransactionGenerator;
 
@@ -181,7 +181,17 @@ fn bdm_scans_every_page_and_reports_damaged_ones(backend: BackendKind) {
         "each page once: {:?}",
         report.bad_pages
     );
-    assert_eq!(report.bad_pages[0].0, 50);
+    assert_eq!(
+        report.bad_pages[0],
+        BadPage {
+            pgno: Pgno::new(50),
+            damage: PageDamage::ChecksumMismatch
+        }
+    );
+    assert_eq!(
+        report.bad_pages[0].to_string(),
+        "page 50 (checksum mismatch)"
+    );
     assert_eq!(report.correctable_pages, 1);
     // The damaged page was read again on its own before it was reported.
     let reads = report.stats.get(1, IoClass::BdmRead).unwrap();
