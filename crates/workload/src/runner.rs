@@ -711,7 +711,8 @@ fn wait_for_start(
     log: &TestLog<'_>,
     stop: &AtomicBool,
 ) -> Result<(), RunError> {
-    let wait = crate::transactional::until_start(config).map_err(RunError::Config)?;
+    let wait = crate::transactional::until_start(config)
+        .map_err(|late| RunError::Config(late.to_string()))?;
     if wait.is_zero() {
         return Ok(());
     }

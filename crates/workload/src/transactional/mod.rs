@@ -691,7 +691,7 @@ fn self_drive(
                     ));
                     wait
                 }
-                Err(late) => return (measurement, Some(StopReason::Failed(late))),
+                Err(late) => return (measurement, Some(StopReason::Failed(late.to_string()))),
             },
             _ => length,
         };
@@ -859,22 +859,34 @@ fn self_drive(
     (measurement, None)
 }
 
+/// The host was not ready at the run's start time (`--start-at`), so it cannot measure
+/// with the others.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "not ready at the start time {}: the databases were ready {:.1} s after it, so this host \
+     cannot measure with the others; give a later --start-at (or a longer lead time to \
+     `edbstress fleet`)",
+    chrono::DateTime::<chrono::Local>::from(*start).to_rfc3339_opts(chrono::SecondsFormat::Millis, false),
+    late.as_secs_f64()
+)]
+pub struct NotReadyInTime {
+    /// The start time.
+    pub start: std::time::SystemTime,
+    /// How long after it the databases were ready.
+    pub late: Duration,
+}
+
 /// How long until the run's start time; an error saying how late the run is when the
-/// time has passed (the host was not ready in time).
-pub fn until_start(config: &RunConfig) -> Result<Duration, String> {
-    let Some(at) = config.start_at else {
+/// time has passed.
+pub fn until_start(config: &RunConfig) -> Result<Duration, NotReadyInTime> {
+    let Some(start) = config.start_at else {
         return Ok(Duration::ZERO);
     };
-    at.duration_since(std::time::SystemTime::now())
-        .map_err(|late| {
-            format!(
-                "not ready at the start time {}: the databases were ready {:.1} s after it, so \
-                 this host cannot measure with the others; give a later --start-at (or a longer \
-                 lead time to `edbstress fleet`)",
-                chrono::DateTime::<chrono::Local>::from(at)
-                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, false),
-                late.duration().as_secs_f64()
-            )
+    start
+        .duration_since(std::time::SystemTime::now())
+        .map_err(|late| NotReadyInTime {
+            start,
+            late: late.duration(),
         })
 }
 
