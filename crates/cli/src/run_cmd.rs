@@ -332,6 +332,18 @@ fn print_summary(outcome: &RunOutcome) {
     for c in &r.failed_criteria {
         println!("  FAILED: {}", c.describe());
     }
-    println!("  report: {}", outcome.dir.join("report.html").display());
-    println!("  results: {}", outcome.dir.join("results.json").display());
+    println!(
+        "  report: {}",
+        outcome
+            .dir
+            .join(edbstress_report::run_files::REPORT_HTML)
+            .display()
+    );
+    println!(
+        "  results: {}",
+        outcome
+            .dir
+            .join(edbstress_report::run_files::RESULTS_JSON)
+            .display()
+    );
 }

@@ -75,7 +75,7 @@ impl RunDirectory {
 
     /// Opens `test.log` for appending.
     pub fn test_log(&self) -> Result<TestLog<'static>, RunDirError> {
-        let path = self.path.join("test.log");
+        let path = self.path.join(edbstress_report::run_files::TEST_LOG);
         let file = OpenOptions::new()
             .create(true)
             .append(true)

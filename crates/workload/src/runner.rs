@@ -87,7 +87,7 @@ pub fn run(
     let forward = |line: &str| events(RunEvent::Log(line));
     let log = dir.test_log()?.with_sink(&forward);
     edbstress_report::write_atomically(
-        &dir.path().join("config.toml"),
+        &dir.path().join(edbstress_report::run_files::CONFIG_TOML),
         config.to_toml().as_bytes(),
     )?;
     log.line("edbstress testing begins ...");
@@ -132,7 +132,10 @@ pub fn run(
         "Overall Test Result: {}",
         results.overall_result.label()
     ));
-    let mut files = vec![dir.path().join("config.toml"), dir.path().join("test.log")];
+    let mut files = vec![
+        dir.path().join(edbstress_report::run_files::CONFIG_TOML),
+        dir.path().join(edbstress_report::run_files::TEST_LOG),
+    ];
     for exporter in standard_exporters() {
         files.push(exporter.export(&results, dir.path())?);
     }
