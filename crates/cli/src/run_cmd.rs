@@ -17,8 +17,8 @@ use edbstress_io::IoClass;
 use edbstress_report::{RunResults, Verdict};
 use edbstress_workload::RunError;
 use edbstress_workload::live::LiveCounters;
+use edbstress_workload::live::LiveStatus;
 use edbstress_workload::runner::{INTERRUPTED, RunEvent, RunOutcome, run as run_test};
-use edbstress_workload::transactional::LiveStatus;
 use indicatif::ProgressBar;
 
 use crate::common::CommandError;

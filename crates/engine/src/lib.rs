@@ -42,14 +42,14 @@
 #![warn(missing_docs, unnameable_types)]
 
 mod dbfile;
+mod dbheader;
 mod error;
 mod layout;
 mod offline;
 mod runtime;
 
-pub use dbfile::{
-    HeaderReadError, check_database_signature, read_header, read_header_from, sync_dir,
-};
+pub use dbfile::sync_dir;
+pub use dbheader::{HeaderReadError, check_database_signature, read_header, read_header_from};
 pub use edbstress_format::Pgno;
 pub use error::{EngineError, NoSpaceError};
 pub use layout::{

@@ -14,9 +14,11 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use crate::stop::StopSignal;
 
 use edbstress_io::blocking::{self, Target};
 
@@ -172,52 +174,6 @@ struct ScanState {
     correctable: BTreeSet<Pgno>,
     io_errors: u64,
     last_error: Option<String>,
-}
-
-/// The stop condition of a background thread: the run's stop flag, or its own
-/// handle's (so that stopping one activity leaves the run's flag alone).
-#[derive(Clone)]
-pub(crate) struct StopSignal {
-    run: Arc<AtomicBool>,
-    own: Arc<AtomicBool>,
-}
-
-impl StopSignal {
-    /// Longest sleep between checks of the flags.
-    const STEP: Duration = Duration::from_millis(50);
-
-    /// A signal raised by `run` or by [`StopSignal::stop`].
-    pub(crate) fn new(run: Arc<AtomicBool>) -> StopSignal {
-        StopSignal {
-            run,
-            own: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
-    /// Stops this activity only.
-    pub(crate) fn stop(&self) {
-        self.own.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether either flag is set.
-    pub(crate) fn is_stopped(&self) -> bool {
-        self.run.load(Ordering::Relaxed) || self.own.load(Ordering::Relaxed)
-    }
-
-    /// Sleeps for `duration` in steps of at most 50 ms; false if stopped meanwhile.
-    pub(crate) fn sleep(&self, duration: Duration) -> bool {
-        let until = crate::transactional::later(Instant::now(), duration);
-        loop {
-            if self.is_stopped() {
-                return false;
-            }
-            let now = Instant::now();
-            if now >= until {
-                return true;
-            }
-            std::thread::sleep((until - now).min(Self::STEP));
-        }
-    }
 }
 
 /// Token bucket limiting the scan to a rate; holds at most one read's worth (or a

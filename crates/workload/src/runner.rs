@@ -31,10 +31,11 @@ use crate::criteria::{
 use crate::host::kernel_log::KernelLogWatch;
 use crate::host::{HostPeriod, HostSampler, describe_devices, host_info};
 use crate::live::CounterSnapshot;
+use crate::live::{LiveStatus, PhaseKind};
 use crate::profile::Profile;
 use crate::rundir::{RunDirectory, TestLog};
 use crate::soft_recovery::{SoftRecoveryOptions, run_soft_recovery};
-use crate::transactional::{LiveStatus, Measurement, PhaseKind, StopReason, Workbench, join_list};
+use crate::transactional::{Measurement, StopReason, Workbench, join_list};
 use crate::volumes;
 
 /// `abort_reason` of a run the user stopped (Ctrl-C or SIGTERM).
@@ -723,7 +724,7 @@ fn wait_for_start(
         "Waiting {:.1} s for the start time.",
         wait.as_secs_f64()
     ));
-    let until = crate::transactional::later(Instant::now(), wait);
+    let until = crate::stop::later(Instant::now(), wait);
     while Instant::now() < until && !stop.load(std::sync::atomic::Ordering::Relaxed) {
         std::thread::sleep(
             until

@@ -20,7 +20,7 @@ use edbstress_io::{
 };
 use serde::Serialize;
 
-use crate::dbfile::{HeaderReadError, read_header_from};
+use crate::dbheader::{HeaderReadError, read_header_from};
 use crate::error::EngineError;
 use crate::runtime::log::{LogSequenceReport, verify_log_sequence};
 

@@ -20,7 +20,7 @@ use edbstress_format::header::{DbState, HeaderError};
 use edbstress_format::log::{DEFAULT_LOG_FILE_LEN, LogPosition, SEGMENT_LEN, log_file_name};
 use edbstress_io::{BackendKind, IoError, IoMode, available_space, filesystem_id};
 
-use crate::dbfile::read_header;
+use crate::dbheader::read_header;
 use crate::layout::InstanceLayout;
 use crate::offline::bulkload::{BulkLoadError, MIN_PAGES};
 use crate::runtime::content::Compressibility;
@@ -543,13 +543,13 @@ fn inspect_instance(
     crate::runtime::lock::ensure_not_held(path)?;
     let header = match read_header(path, IoMode::Buffered) {
         Ok(sel) => sel.header,
-        Err(crate::dbfile::HeaderReadError::Header(HeaderError::NotOurs)) => {
+        Err(crate::dbheader::HeaderReadError::Header(HeaderError::NotOurs)) => {
             return Err(PrepareError::NotOurs {
                 path: path.clone(),
                 why: "it exists and is not an edbstress database (no edbstress signature in its header); move it away or choose another --db-path".into(),
             });
         }
-        Err(crate::dbfile::HeaderReadError::Header(HeaderError::BadChecksum)) => {
+        Err(crate::dbheader::HeaderReadError::Header(HeaderError::BadChecksum)) => {
             // Our signature is no proof of ownership: random bytes with the magic copied
             // in look the same. Neither reused nor overwritten.
             return Err(PrepareError::Damaged(format!(
@@ -557,7 +557,7 @@ fn inspect_instance(
                 path.display()
             )));
         }
-        Err(crate::dbfile::HeaderReadError::Header(HeaderError::UnsupportedVersion {
+        Err(crate::dbheader::HeaderReadError::Header(HeaderError::UnsupportedVersion {
             found,
             signature,
             log_signature,
@@ -581,7 +581,7 @@ fn inspect_instance(
                 found,
             });
         }
-        Err(crate::dbfile::HeaderReadError::Header(e)) => {
+        Err(crate::dbheader::HeaderReadError::Header(e)) => {
             return Err(PrepareError::NotOurs {
                 path: path.clone(),
                 why: format!(
@@ -589,7 +589,7 @@ fn inspect_instance(
                 ),
             });
         }
-        Err(crate::dbfile::HeaderReadError::Io(e)) => return Err(e.into()),
+        Err(crate::dbheader::HeaderReadError::Io(e)) => return Err(e.into()),
     };
     // A truncated database is not prepared, whatever its header says; its valid
     // header makes it ours, so --recreate may rebuild it.
@@ -648,7 +648,7 @@ fn database_identity(path: &Path) -> Result<LogIdentity, PrepareError> {
     let h = match read_header(path, IoMode::Buffered) {
         Ok(sel) => sel.header,
         // A database of another format version, being rebuilt.
-        Err(crate::dbfile::HeaderReadError::Header(HeaderError::UnsupportedVersion {
+        Err(crate::dbheader::HeaderReadError::Header(HeaderError::UnsupportedVersion {
             signature,
             log_signature,
             ..
@@ -658,8 +658,8 @@ fn database_identity(path: &Path) -> Result<LogIdentity, PrepareError> {
                 log_signature,
             });
         }
-        Err(crate::dbfile::HeaderReadError::Io(e)) => return Err(PrepareError::Io(e)),
-        Err(crate::dbfile::HeaderReadError::Header(e)) => {
+        Err(crate::dbheader::HeaderReadError::Io(e)) => return Err(PrepareError::Io(e)),
+        Err(crate::dbheader::HeaderReadError::Header(e)) => {
             return Err(PrepareError::Invalid(format!("{}: {e}", path.display())));
         }
     };
