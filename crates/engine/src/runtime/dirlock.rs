@@ -126,6 +126,7 @@ fn held_error(dir: &Path, file: File, wanted: LockMode) -> LockError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::lock::LockHolder;
 
     #[test]
     fn a_directory_is_locked_by_its_inode_whatever_the_name() {
