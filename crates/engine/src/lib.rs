@@ -58,7 +58,12 @@ pub use layout::{
 
 // Runtime: an open instance and what it is built of.
 pub use runtime::btree::SpaceCounters;
-pub use runtime::cache::{CacheConfig, CacheCounters, CacheGuard, FrameId, PageCache, WalSync};
+pub use runtime::cache::{CacheConfig, CacheCounters};
+/// The page cache on its own, for the engine's tests and benches (feature
+/// `test-internals`, which the engine's dev-dependency on itself turns on); not part
+/// of the API the other crates use.
+#[cfg(feature = "test-internals")]
+pub use runtime::cache::{CacheGuard, FrameId, PageCache, WalSync};
 pub use runtime::content::{Compressibility, ContentGenerator};
 pub use runtime::dirlock::{LogDirLock, ensure_dir_not_held};
 pub use runtime::instance::{
