@@ -8,22 +8,24 @@
 # Usage: bench/fidelity/run.sh [DIR] [PROFILES...]
 #   DIR       scratch directory (default target/bench-fidelity); each profile's
 #             subdirectory (made by this script, marked inside) is removed after its run
-#   PROFILES  exchange2007 exchange2010 exchange2013 (default: all three)
+#   PROFILES  exchange2007 exchange2010 exchange2013 (default: these three);
+#             exchange2016 and exchange2019 run as exchange2013 (Jetstress 2013)
 #
 # What is kept from each reference run, per database (docs/fidelity.md, "Bench setup"):
 #   exchange2013  Dell PS6210E: 1056.7 IOPS / 6 = 176 IOPS, 26/6 sessions
 #   exchange2010  Cisco C210:    651.7 IOPS / 8 =  81 IOPS,  3 sessions
 #   exchange2007  (no 2007 report readable here): 100 IOPS, 4 sessions, 400 mailboxes;
-#                 compared with the bands Jetstress tunes towards (docs/fidelity.md)
+#                 compared with Microsoft's Exchange 2007 bands (docs/fidelity.md)
 # The runs are open loop at that rate (log write sizes and counts depend on the commit
 # rate per database). What is scaled, by one factor k = 1/4 (FIDELITY_SCALE=4), is
 # every *size* that sets why a page is written, so that the rates stay the report's:
 #   cache: 256 MB per database in both reports (1.5 GB / 6, 2 GB / 8) -> 64 MiB;
-#   checkpoint depth: the profile's, 100 MB (2013) / 20 MB (2010, 2007) -> 25 / 5 MiB;
+#   checkpoint depth: the profile's with 2 copies, 100 MB (2013, and 2010's active copy
+#   with two or more copies) / 20 MB (2007) -> 25 / 5 MiB;
 #   mailboxes per database: 833 (Dell) / 312 (Cisco) / 400 -> 208 / 78 / 100.
 # Then the two time constants keep their ratio — cache turnover = cache pages /
 # reads/s, checkpoint window = depth / log bytes/s (reference: Dell 66 s vs 410 s,
-# Cisco 177 s vs 145 s; × k: 16.5 / 102 s, 44 / 36 s) — and so does the hot set (each
+# Cisco 177 s vs 690 s; × k: 16.5 / 102 s, 44 / 172 s: 2010's ramp is 240 s) — and so does the hot set (each
 # mailbox's last leaves) against the cache and against the window: hot pages are never
 # evicted, only written for checkpoint depth, once per window each, so keeping the
 # report's mailboxes with a window k times shorter writes them 1/k times too often.
@@ -59,17 +61,20 @@ secs() { # 90s, 3m, 1h -> seconds
     *s) echo "${1%s}" ;; *) echo "$1" ;;
   esac
 }
-ramp_s=$(secs "$ramp")
-total_s=$(( ramp_s + $(secs "$measure") ))
 databases=2
 cargo build --release -q -p edbstress-cli
 bin=./target/release/edbstress
 for profile in "${profiles[@]}"; do
   case $profile in
-    exchange2013) iops_per_db=176; report_mailboxes=833; threads=9; depth_mib=100 ;;
-    exchange2010) iops_per_db=81; report_mailboxes=312; threads=6; depth_mib=20 ;;
-    *) iops_per_db=100; report_mailboxes=400; threads=8; depth_mib=20 ;;
+    exchange2013|exchange2016|exchange2019)
+      iops_per_db=176; report_mailboxes=833; threads=9; depth_mib=100; profile_ramp=$ramp ;;
+    # 100 MB: an active copy with two or more copies (the report ran three).
+    exchange2010)
+      iops_per_db=81; report_mailboxes=312; threads=6; depth_mib=100; profile_ramp=${FIDELITY_RAMP:-240s} ;;
+    *) iops_per_db=100; report_mailboxes=400; threads=8; depth_mib=20; profile_ramp=$ramp ;;
   esac
+  ramp_s=$(secs "$profile_ramp")
+  total_s=$(( ramp_s + $(secs "$measure") ))
   depth=${FIDELITY_CHECKPOINT_DEPTH:-$(( depth_mib * 1024 / scale ))KiB}
   mailboxes_per_db=${FIDELITY_MAILBOXES:-$(( report_mailboxes / scale ))}
   work="$dir/$profile"

@@ -29,8 +29,21 @@ pub struct AggregateArgs {
 pub fn run(args: AggregateArgs) -> Result<ExitCode, CommandError> {
     let mut runs = Vec::new();
     let mut missing = Vec::new();
+    // Each run directory once, however it is reached (a second path, `./`, a
+    // symbolic link): the run id catches copies, the real path catches the rest.
+    let mut seen: Vec<(PathBuf, &str)> = Vec::new();
     for arg in &args.runs {
         let (name, dir) = host_and_dir(arg);
+        if let Ok(real) = std::fs::canonicalize(&dir) {
+            if let Some((_, first)) = seen.iter().find(|(p, _)| *p == real) {
+                return Err(CommandError::Usage(format!(
+                    "the run directory {} is given twice ({first} and {arg}); give each \
+                     host's run once (one run counted twice is not two servers)",
+                    real.display()
+                )));
+            }
+            seen.push((real, arg.as_str()));
+        }
         let path = dir.join("results.json");
         match std::fs::read(&path) {
             Ok(bytes) => {
@@ -125,7 +138,7 @@ fn no_results_reason(dir: &Path) -> String {
 }
 
 pub fn print_summary(a: &AggregateResults, out: &Path) {
-    println!(
+    outln!(
         "{} test on {} servers: {}",
         a.test_type.label(),
         a.hosts.len(),
@@ -144,20 +157,23 @@ pub fn print_summary(a: &AggregateResults, out: &Path) {
                     .join("; ")
             ),
         };
-        println!("  {:<24} {state}", h.host);
+        outln!("  {:<24} {state}", h.host);
     }
     let columns: Vec<EsrpColumn> = a.esrp_columns().into_iter().map(|(_, c)| c).collect();
     let all = EsrpColumn::esrp_aggregate(&columns);
-    println!("  Aggregate Server Performance (rates summed, latencies averaged over servers)");
+    outln!("  Aggregate Server Performance (rates summed, latencies averaged over servers)");
     for (row, v) in ESRP_ROWS.iter().zip(all.values()) {
-        println!("    {row:<44} {v:>12.3}");
+        outln!("    {row:<44} {v:>12.3}");
     }
-    println!(
+    outln!(
         "  achieved transactional IOPS: {:.1}{}",
         a.totals.achieved_transactional_iops,
         a.totals
             .target_transactional_iops
             .map_or(String::new(), |t| format!(" (target {t:.1})"))
     );
-    println!("  report: {}", out.join("report.html").display());
+    for w in &a.warnings {
+        outln!("  warning: {w}");
+    }
+    outln!("  report: {}", out.join("report.html").display());
 }

@@ -26,9 +26,9 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, CommandError> {
     if args.target.json {
         let doc =
             serde_json::json!({ "result": if ok { "pass" } else { "fail" }, "databases": reports });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        println!(
+        outln!(
             "{:<40} {:>7} {:>10} {:>10} {:>10} {:>7} {:>7} {:>7} {:>9}",
             "Database",
             "Pages",
@@ -41,7 +41,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, CommandError> {
             "Problems"
         );
         for r in &reports {
-            println!(
+            outln!(
                 "{:<40} {:>7} {:>10} {:>10} {:>10} {:>7} {:>7} {:>7} {:>9}",
                 r.path.display(),
                 r.pages_visited,
@@ -54,11 +54,11 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, CommandError> {
                 r.problem_count
             );
             for p in &r.problems {
-                println!("  {p}");
+                outln!("  {p}");
             }
         }
-        println!();
-        println!("Result: {}", if ok { "PASS" } else { "FAIL" });
+        outln!();
+        outln!("Result: {}", if ok { "PASS" } else { "FAIL" });
     }
     Ok(if ok {
         ExitCode::SUCCESS

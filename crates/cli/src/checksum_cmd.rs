@@ -152,7 +152,7 @@ pub fn run(args: ChecksumArgs) -> Result<ExitCode, CommandError> {
     if args.target.json {
         let doc =
             serde_json::json!({ "result": result, "databases": db_reports, "logs": log_reports });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         print_text(&db_reports, &log_reports, result);
     }
@@ -170,8 +170,8 @@ fn log_dir_instance(dir: &Path) -> Option<u32> {
 }
 
 fn print_text(dbs: &[DatabaseScanReport], logs: &[LogScanReport], result: &str) {
-    println!("Database checksum verification");
-    println!(
+    outln!("Database checksum verification");
+    outln!(
         "{:<40} {:>10} {:>6} {:>11} {:>10} {:>8} {:>14} {:>9} {:>8} {:>8}",
         "Database",
         "Seen pages",
@@ -185,7 +185,7 @@ fn print_text(dbs: &[DatabaseScanReport], logs: &[LogScanReport], result: &str) 
         "MiB/s"
     );
     for r in dbs {
-        println!(
+        outln!(
             "{:<40} {:>10} {:>6} {:>11} {:>10} {:>8} {:>14} {:>9.1} {:>8.2} {:>8.1}",
             r.path.display(),
             r.pages_seen,
@@ -199,10 +199,10 @@ fn print_text(dbs: &[DatabaseScanReport], logs: &[LogScanReport], result: &str) 
             r.mb_per_sec
         );
         if let Some(t) = &r.truncated {
-            println!("  {t}");
+            outln!("  {t}");
         }
         if !r.header.primary_valid || !r.header.shadow_valid {
-            println!(
+            outln!(
                 "  header: primary {}, shadow {} ({})",
                 if r.header.primary_valid {
                     "valid"
@@ -231,22 +231,23 @@ fn print_text(dbs: &[DatabaseScanReport], logs: &[LogScanReport], result: &str) 
                 PageProblemKind::ReadError => "read error".to_string(),
             };
             let repaired = if p.repaired { " [repaired]" } else { "" };
-            println!(
+            outln!(
                 "  page {:>10} at offset {:>14}: {what}{repaired}",
-                p.pgno, p.offset
+                p.pgno,
+                p.offset
             );
         }
         if !r.problems_complete {
-            println!("  (more problems not listed; counts above are complete)");
+            outln!("  (more problems not listed; counts above are complete)");
         }
         if r.repaired_pages > 0 {
-            println!("  {} correctable page(s) repaired", r.repaired_pages);
+            outln!("  {} correctable page(s) repaired", r.repaired_pages);
         }
     }
     if !logs.is_empty() {
-        println!();
-        println!("Log checksum verification");
-        println!(
+        outln!();
+        outln!("Log checksum verification");
+        outln!(
             "{:<40} {:>6} {:>9} {:>7} {:>6} {:>11} {:>9} {:>11}",
             "Log directory",
             "Files",
@@ -258,7 +259,7 @@ fn print_text(dbs: &[DatabaseScanReport], logs: &[LogScanReport], result: &str) 
             "Checkpoint"
         );
         for l in logs {
-            println!(
+            outln!(
                 "{:<40} {:>6} {:>9} {:>7} {:>6} {:>11} {:>9} {:>9}/2",
                 l.dir.display(),
                 l.files,
@@ -270,18 +271,18 @@ fn print_text(dbs: &[DatabaseScanReport], logs: &[LogScanReport], result: &str) 
                 l.checkpoint_copies_valid
             );
             for p in &l.problems {
-                println!("  {} segment {}: {}", p.file.display(), p.segment, p.kind);
+                outln!("  {} segment {}: {}", p.file.display(), p.segment, p.kind);
             }
         }
     }
-    println!();
+    outln!();
     let repaired: u64 = dbs.iter().map(|r| r.repaired_pages).sum();
     if repaired > 0 {
-        println!(
+        outln!(
             "Result: {} ({repaired} correctable page(s) repaired)",
             result.to_uppercase()
         );
     } else {
-        println!("Result: {}", result.to_uppercase());
+        outln!("Result: {}", result.to_uppercase());
     }
 }

@@ -98,14 +98,14 @@ pub fn run(args: CleanArgs) -> Result<ExitCode, CommandError> {
     }
     print_plan(&plan, args.dry_run);
     if plan.is_empty() {
-        println!("nothing to remove");
+        outln!("nothing to remove");
         return Ok(ExitCode::SUCCESS);
     }
     if args.dry_run {
         return Ok(ExitCode::SUCCESS);
     }
     if !args.yes && !confirm()? {
-        println!("nothing removed");
+        outln!("nothing removed");
         return Ok(ExitCode::SUCCESS);
     }
     execute(&plan)?;
@@ -347,13 +347,13 @@ fn is_killed_run(dir: &Path) -> bool {
 fn print_plan(plan: &CleanPlan, dry_run: bool) {
     let verb = if dry_run { "would remove" } else { "remove" };
     for path in plan.databases.iter().chain(&plan.files) {
-        println!("{verb} {}", path.display());
+        outln!("{verb} {}", path.display());
     }
     for dir in &plan.dirs {
-        println!("{verb} {} (if empty afterwards)", dir.display());
+        outln!("{verb} {} (if empty afterwards)", dir.display());
     }
     for (path, why) in &plan.skipped {
-        println!("skip {}: {why}", path.display());
+        outln!("skip {}: {why}", path.display());
     }
 }
 
@@ -364,7 +364,7 @@ fn confirm() -> Result<bool, CommandError> {
             "refusing to remove files without confirmation: standard input is not a terminal; pass --yes to remove them, or --dry-run to only list them".into(),
         ));
     }
-    print!("Remove these? [y/N] ");
+    out!("Remove these? [y/N] ");
     std::io::stdout().flush()?;
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
@@ -406,7 +406,7 @@ fn execute(plan: &CleanPlan) -> Result<(), CommandError> {
         match std::fs::remove_dir(dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
-                println!("kept {}: other files remain in it", dir.display());
+                outln!("kept {}: other files remain in it", dir.display());
             }
             Err(e) => {
                 return Err(CommandError::Usage(format!(
@@ -416,7 +416,7 @@ fn execute(plan: &CleanPlan) -> Result<(), CommandError> {
             }
         }
     }
-    println!(
+    outln!(
         "removed {} database(s) and {} other file(s)",
         plan.databases.len(),
         plan.files.len()

@@ -18,11 +18,8 @@ pub struct CompletionsArgs {
 
 /// Writes the completion script of `command` for the shell on standard output.
 pub fn run(args: CompletionsArgs, mut command: clap::Command) -> Result<ExitCode, CommandError> {
-    clap_complete::generate(
-        args.shell,
-        &mut command,
-        "edbstress",
-        &mut std::io::stdout(),
-    );
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "edbstress", &mut script);
+    crate::stdout::write_all(&script);
     Ok(ExitCode::SUCCESS)
 }

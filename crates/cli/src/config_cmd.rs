@@ -35,7 +35,7 @@ pub fn run(args: ConfigArgs) -> Result<ExitCode, CommandError> {
     match args.command {
         ConfigCommand::Init { file } => init(&file),
         ConfigCommand::Show(run_args) => {
-            print!("{}", run_args.resolve()?.to_toml());
+            out!("{}", run_args.resolve()?.to_toml());
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -47,7 +47,7 @@ fn init(path: &Path) -> Result<ExitCode, CommandError> {
         &config_template(),
         "edbstress config init my-run.toml",
     )?;
-    println!(
+    outln!(
         "wrote {}; edit it, check it with `edbstress config show --config {0}`",
         path.display()
     );

@@ -89,7 +89,7 @@ fn init(a: InitArgs) -> Result<ExitCode, CommandError> {
         SOLUTION_TEMPLATE,
         "edbstress esrp init my-solution.toml",
     )?;
-    println!(
+    outln!(
         "Wrote {}: fill in the texts, the profile, the deployment and the [campaign] paths, \
          then `edbstress esrp run --config {} --rehearsal`.",
         path.display(),
@@ -115,7 +115,11 @@ fn run_campaign(a: RunArgs) -> Result<ExitCode, CommandError> {
         let stop = stop.clone();
         ctrlc::set_handler(move || {
             if stop.swap(true, Ordering::SeqCst) {
-                eprintln!("quitting now; run the campaign again to resume it");
+                eprintln!(
+                    "quitting now: the step's run is killed; run the campaign again to resume \
+                     it (it recovers the databases first)"
+                );
+                edbstress_solution::process_group::kill_all();
                 std::process::exit(130);
             }
         })
@@ -131,13 +135,13 @@ fn run_campaign(a: RunArgs) -> Result<ExitCode, CommandError> {
     match esrp::run(&options, &stop, &log).map_err(|e| CommandError::Usage(e.0))? {
         CampaignEnd::Finished(state) => {
             for s in &state.steps {
-                println!(
+                outln!(
                     "{:<16} {}",
                     s.test.label(),
                     s.verdict.map_or("—", |v| v.label())
                 );
             }
-            println!(
+            outln!(
                 "Campaign directory: {}\nNext: edbstress esrp document {} --solution {}",
                 dir.display(),
                 dir.display(),
@@ -192,23 +196,28 @@ fn document(a: DocumentArgs) -> Result<ExitCode, CommandError> {
     };
     write(&html_path, page.as_bytes())?;
     write(&out.join("solution.md"), md.as_bytes())?;
-    println!("Wrote {}", html_path.display());
-    println!("Wrote {}", out.join("solution.md").display());
+    outln!("Wrote {}", html_path.display());
+    outln!("Wrote {}", out.join("solution.md").display());
     match print_pdf(&html_path, &out.join("solution.pdf")) {
-        Ok(()) => println!("Wrote {}", out.join("solution.pdf").display()),
+        Ok(()) => outln!("Wrote {}", out.join("solution.pdf").display()),
         Err(why) => eprintln!("solution.pdf was not written: {why}"),
     }
     let findings = check(&doc);
     if findings.is_empty() {
-        println!("The campaign meets the ESRP test rules: every step ran in full and passed.");
+        outln!(
+            "The campaign meets the ESRP test rules: every step of every campaign ran on each of \
+             its {} server(s), each run carries its campaign's id and passed, and the profile \
+             the runs ran is the one solution.toml states.",
+            doc.campaign_hosts().len()
+        );
         Ok(ExitCode::SUCCESS)
     } else {
-        println!(
+        outln!(
             "The document is marked as not meeting the ESRP test rules ({} finding(s)):",
             findings.len()
         );
         for f in &findings {
-            println!("  - {}", f.0);
+            outln!("  - {}", f.0);
         }
         Ok(ExitCode::from(1))
     }
@@ -254,6 +263,16 @@ fn find_chromium() -> Option<PathBuf> {
     .find(|p| p.is_file())
 }
 
+/// Chromium options that keep it off the network while it prints.
+const OFFLINE_CHROMIUM: [&str; 6] = [
+    "--proxy-server=socks5://255.255.255.255:9",
+    "--proxy-bypass-list=<-loopback>",
+    "--disable-background-networking",
+    "--dns-prefetch-disable",
+    "--no-pings",
+    "--disable-component-update",
+];
+
 /// Prints `html` to `pdf` with headless Chromium (a temporary name, then renamed).
 fn print_pdf(html: &Path, pdf: &Path) -> Result<(), String> {
     let chromium = find_chromium().ok_or(
@@ -268,6 +287,8 @@ fn print_pdf(html: &Path, pdf: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot create a Chromium profile directory: {e}"))?;
     let tmp = dir.join(".edbstress-solution.pdf.tmp");
     let html = std::fs::canonicalize(html).map_err(|e| e.to_string())?;
+    let page = url::Url::from_file_path(&html)
+        .map_err(|()| format!("{} cannot be named as a file URL", html.display()))?;
     let mut child = Command::new(&chromium)
         .args([
             "--headless",
@@ -276,9 +297,13 @@ fn print_pdf(html: &Path, pdf: &Path) -> Result<(), String> {
             "--no-first-run",
             "--no-pdf-header-footer",
         ])
+        // Printing loads nothing from the network: the page's Content-Security-Policy
+        // allows only inline styles and data: images, and every request that would
+        // still be made goes to a proxy that does not exist (loopback included).
+        .args(OFFLINE_CHROMIUM)
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg(format!("--print-to-pdf={}", tmp.display()))
-        .arg(format!("file://{}", html.display()))
+        .arg(page.as_str())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -79,8 +79,13 @@ struct FleetRunArgs {
     /// Largest clock difference accepted between a host and this machine [default: 1s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     max_clock_offset: Option<Duration>,
-    /// The fleet directory (the aggregate, and hosts/NAME/ with each run directory)
-    /// [default: edbstress-results/Fleet_TIME].
+    /// Time a host's run gets past the lead time and its duration to end: a host still
+    /// running then is named lost and the others are collected; also the longest wait
+    /// (at most 2m) for the runs to stop after Ctrl-C [default: 15m].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    grace: Option<Duration>,
+    /// The fleet directory (the aggregate, and hosts/NAME/ with each run directory): new,
+    /// or empty [default: edbstress-results/Fleet_TIME].
     #[arg(long, value_name = "DIR")]
     output: Option<PathBuf>,
 }
@@ -131,6 +136,7 @@ fn options(common: &FleetCommonArgs) -> Result<(FleetOptions, FleetFile), Comman
         mailboxes: common.mailboxes.or(file.mailboxes),
         lead_time: Duration::from_secs(120),
         max_clock_offset: Duration::from_secs(1),
+        grace: fleet::DEFAULT_GRACE,
         output: PathBuf::new(),
         config_file: None,
         campaign_id: None,
@@ -162,6 +168,7 @@ fn run_fleet(a: FleetRunArgs) -> Result<ExitCode, CommandError> {
             from_file(&file.max_clock_offset, "max_clock_offset")?.unwrap_or(Duration::from_secs(1))
         }
     };
+    options.grace = a.grace.unwrap_or(fleet::DEFAULT_GRACE);
     options.config_file = a.common.config.clone();
     options.output = a.output.unwrap_or_else(|| {
         PathBuf::from("edbstress-results").join(format!(
@@ -174,7 +181,10 @@ fn run_fleet(a: FleetRunArgs) -> Result<ExitCode, CommandError> {
         let stop = stop.clone();
         ctrlc::set_handler(move || {
             if stop.swap(true, Ordering::SeqCst) {
-                eprintln!("quitting; the hosts' runs go on (stop them there)");
+                eprintln!(
+                    "quitting without collecting; runs that did not stop go on there (stop \
+                     them there)"
+                );
                 std::process::exit(130);
             }
         })
@@ -208,7 +218,9 @@ fn run_fleet(a: FleetRunArgs) -> Result<ExitCode, CommandError> {
             eprintln!("{text}");
         }
     };
-    let events = |e: FleetEvent<'_>| match e {
+    let events = |e: FleetEvent<'_>| {
+        match e {
+        FleetEvent::Fleet(id) => say(format!("fleet {id}")),
         FleetEvent::Checked(c) => {
             let free: Vec<String> = c
                 .free
@@ -246,14 +258,18 @@ fn run_fleet(a: FleetRunArgs) -> Result<ExitCode, CommandError> {
             }
         }
         FleetEvent::Stopping => {
-            say("stopping every host cleanly (Ctrl-C again to leave them running)".into())
+            say("stopping every host cleanly, then collecting what finished (Ctrl-C again to quit without collecting)".into())
         }
+    }
     };
     let outcome = fleet::run(&options, &stop, &events).map_err(|e| CommandError::Usage(e.0))?;
     crate::aggregate_cmd::print_summary(&outcome.aggregate, &outcome.dir);
-    println!(
+    outln!("  fleet id: {}", outcome.fleet_id);
+    outln!(
         "  fleet overhead: {:.1} s checking the hosts over ssh, {:.0} s lead time, {:.1} s copying the run directories back",
-        outcome.check_seconds, outcome.lead_seconds, outcome.copy_seconds
+        outcome.check_seconds,
+        outcome.lead_seconds,
+        outcome.copy_seconds
     );
     Ok(if stop.load(Ordering::SeqCst) {
         ExitCode::from(130)
@@ -271,10 +287,10 @@ fn exec(a: FleetCommonArgs, subcommand: &str) -> Result<ExitCode, CommandError> 
     for answer in &answers {
         let code = answer.code.unwrap_or(2);
         worst = worst.max(code);
-        println!("== {} (exit {code})", answer.host);
-        print!("{}", answer.stdout);
+        outln!("== {} (exit {code})", answer.host);
+        out!("{}", answer.stdout);
         for line in answer.stderr.lines() {
-            println!("   {line}");
+            outln!("   {line}");
         }
     }
     Ok(ExitCode::from(

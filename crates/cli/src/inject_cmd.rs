@@ -99,7 +99,7 @@ pub fn run(args: InjectArgs) -> Result<ExitCode, CommandError> {
     };
     if args.json {
         let doc = serde_json::json!({ "seed": args.seed, "faults": faults });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         for f in &faults {
             let what = match (f.pgno, f.segment) {
@@ -107,7 +107,7 @@ pub fn run(args: InjectArgs) -> Result<ExitCode, CommandError> {
                 (None, Some(s)) => format!("segment/copy {s}"),
                 (None, None) => String::new(),
             };
-            println!(
+            outln!(
                 "{} {} {} at offset {}: expect {:?}",
                 f.fault.name(),
                 f.file.display(),

@@ -10,6 +10,8 @@
 
 #![forbid(unsafe_code)]
 
+#[macro_use]
+mod stdout;
 mod aggregate_cmd;
 mod check_cmd;
 mod checksum_cmd;
@@ -201,6 +203,7 @@ fn main() -> ExitCode {
         Command::Inject(args) => inject_cmd::run(args),
     };
     match result {
+        Ok(_) if stdout::failure() => ExitCode::from(2),
         Ok(code) => code,
         Err(CommandError::Usage(msg)) => {
             eprintln!("error: {}", bounded_message(&msg));

@@ -25,10 +25,7 @@ pub fn run(args: ManArgs, command: clap::Command) -> Result<ExitCode, CommandErr
     let Some(dir) = args.output else {
         let mut out = Vec::new();
         render(&command, &mut out)?;
-        use std::io::Write;
-        std::io::stdout()
-            .write_all(&out)
-            .map_err(|e| CommandError::Usage(format!("cannot write the manual page: {e}")))?;
+        crate::stdout::write_all(&out);
         return Ok(ExitCode::SUCCESS);
     };
     std::fs::create_dir_all(&dir).map_err(|e| {
@@ -40,7 +37,7 @@ pub fn run(args: ManArgs, command: clap::Command) -> Result<ExitCode, CommandErr
     let mut written = Vec::new();
     write_pages(&command, &dir, &mut written)?;
     for path in &written {
-        println!("{}", path.display());
+        outln!("{}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -121,7 +121,7 @@ pub fn run(args: PrepareArgs) -> Result<ExitCode, CommandError> {
     let elapsed = started.elapsed().as_secs_f64();
     if args.target.json {
         let doc = serde_json::json!({ "databases": reports, "seconds": elapsed });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         print_reports(&reports, elapsed);
     }
@@ -129,16 +129,21 @@ pub fn run(args: PrepareArgs) -> Result<ExitCode, CommandError> {
 }
 
 fn print_reports(reports: &[PrepareReport], elapsed: f64) {
-    println!(
+    outln!(
         "{:<40} {:>9} {:>10} {:>10} {:>8} {:>9}",
-        "Database", "Page", "Messages", "Size", "Seconds", "MiB/s"
+        "Database",
+        "Page",
+        "Messages",
+        "Size",
+        "Seconds",
+        "MiB/s"
     );
     let mut written = 0u64;
     let mut write_secs = 0.0;
     for r in reports {
         let size = ByteSize(u64::from(r.pages) * r.page_size as u64).approx();
         if r.reused {
-            println!(
+            outln!(
                 "{:<40} {:>9} {:>10} {:>10} {:>8} {:>9}",
                 r.db_file.display(),
                 ByteSize(r.page_size as u64).approx(),
@@ -148,7 +153,7 @@ fn print_reports(reports: &[PrepareReport], elapsed: f64) {
                 "-"
             );
         } else {
-            println!(
+            outln!(
                 "{:<40} {:>9} {:>10} {:>10} {:>8.2} {:>9.1}",
                 r.db_file.display(),
                 ByteSize(r.page_size as u64).approx(),
@@ -166,7 +171,7 @@ fn print_reports(reports: &[PrepareReport], elapsed: f64) {
             .iter()
             .find(|r| !r.reused)
             .map_or("", |r| r.backend.as_str());
-        println!(
+        outln!(
             "Wrote {} in {:.2} s: {:.1} MiB/s while writing ({} backend), {:.2} s in total.",
             ByteSize(written).approx(),
             write_secs,
@@ -175,6 +180,6 @@ fn print_reports(reports: &[PrepareReport], elapsed: f64) {
             elapsed
         );
     } else {
-        println!("All databases were already prepared; nothing written.");
+        outln!("All databases were already prepared; nothing written.");
     }
 }

@@ -56,13 +56,15 @@ pub fn run(args: RecoverArgs) -> Result<ExitCode, CommandError> {
             "instances": reports,
             "refused": refused,
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         print_text(&reports);
         for r in &refused {
-            println!(
+            outln!(
                 "{:<9} {:<40} RECOVERY REFUSED: {}",
-                r.instance, r.db_file, r.error
+                r.instance,
+                r.db_file,
+                r.error
             );
         }
         if !refused.is_empty() {
@@ -89,7 +91,7 @@ struct Refused {
 }
 
 fn print_text(reports: &[RecoveryReport]) {
-    println!(
+    outln!(
         "{:<9} {:<40} {:>11} {:>9} {:>9} {:>9} {:>10} {:>9} {:>8}",
         "Instance",
         "Database",
@@ -103,14 +105,14 @@ fn print_text(reports: &[RecoveryReport]) {
     );
     for r in reports {
         if r.was_clean {
-            println!(
+            outln!(
                 "{:<9} {:<40} clean shutdown: nothing to recover",
                 r.instance,
                 r.db_file.display()
             );
             continue;
         }
-        println!(
+        outln!(
             "{:<9} {:<40} {:>11} {:>9} {:>9} {:>9} {:>10} {:>9} {:>8.2}",
             r.instance,
             r.db_file.display(),
@@ -122,28 +124,33 @@ fn print_text(reports: &[RecoveryReport]) {
             r.transactions_rolled_back,
             r.seconds
         );
-        println!(
+        outln!(
             "          replayed log {} .. {}, {} pages read ahead",
-            r.start, r.end, r.pages_prefetched
+            r.start,
+            r.end,
+            r.pages_prefetched
         );
         if !r.pages_restored.is_empty() {
             let pages: Vec<String> = r.pages_restored.iter().map(ToString::to_string).collect();
-            println!(
+            outln!(
                 "          {} torn page(s) rebuilt from their logged images: {}",
                 pages.len(),
                 pages.join(", ")
             );
         }
         if r.pages_rebuilt_whole > 0 {
-            println!(
+            outln!(
                 "          {} page(s) that verified but were not their logged image rebuilt from it (a checksum cannot prove a page whole)",
                 r.pages_rebuilt_whole
             );
         }
         for lost in &r.lost_flushes {
-            println!(
+            outln!(
                 "          LOST FLUSH: page {} has dbtime {}, the log at {} expects {} — the storage lost an acknowledged write",
-                lost.pgno, lost.page_dbtime, lost.position, lost.expected_dbtime
+                lost.pgno,
+                lost.page_dbtime,
+                lost.position,
+                lost.expected_dbtime
             );
         }
     }

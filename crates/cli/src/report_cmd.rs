@@ -1,11 +1,11 @@
 //! `edbstress report RUN_DIR`: renders a run directory's results again (after an
 //! upgrade, or in another format), and `edbstress compare RUN_DIR RUN_DIR…`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use edbstress_report::aggregate::{AGGREGATE_KIND, AggregateResults, page};
 use edbstress_report::compare::RunComparison;
 use edbstress_report::{
     Exporter, HtmlReport, JunitXml, MarkdownSummary, ResultsJson, RunResults, is_edbstress_output,
@@ -55,9 +55,43 @@ pub struct CompareArgs {
     pub html: Option<PathBuf>,
 }
 
+/// The aggregate in `dir` (written by `edbstress aggregate`), or None when its
+/// results.json is not an aggregate's.
+fn load_aggregate(dir: &Path) -> Result<Option<AggregateResults>, CommandError> {
+    let path = dir.join("results.json");
+    let Ok(bytes) = std::fs::read(&path) else {
+        return Ok(None);
+    };
+    let kind = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string));
+    if kind.as_deref() != Some(AGGREGATE_KIND) {
+        return Ok(None);
+    }
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        CommandError::Usage(format!(
+            "{} is an aggregate this version cannot read: {e}; aggregate its hosts' run \
+             directories again with `edbstress aggregate`",
+            path.display()
+        ))
+    })
+}
+
 /// Reads `dir/results.json`, checking it is an edbstress results file of a schema this
 /// version reads.
 pub fn load_run(dir: &Path) -> Result<RunResults, CommandError> {
+    if let Some(a) = load_aggregate(dir)? {
+        let sources: Vec<&str> = a.hosts.iter().map(|h| h.source.as_str()).collect();
+        return Err(CommandError::Usage(format!(
+            "{} is an aggregate of {} servers (written by `edbstress aggregate`), not one \
+             run: compare its hosts' run directories ({}), or render it with `edbstress \
+             report {}`",
+            dir.display(),
+            a.hosts.len(),
+            sources.join(" "),
+            dir.display()
+        )));
+    }
     let path = dir.join("results.json");
     let bytes = std::fs::read(&path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
@@ -97,31 +131,47 @@ fn write_ours(path: &Path, bytes: &[u8]) -> Result<(), CommandError> {
     Ok(())
 }
 
-/// Runs `edbstress report`.
+/// An aggregate's file in `format`: its bytes and its name in the aggregate directory.
+fn render_aggregate(
+    a: &AggregateResults,
+    format: ReportFormat,
+) -> Result<(Vec<u8>, &'static str), CommandError> {
+    Ok(match format {
+        ReportFormat::Html => (page::render_html(a).into_bytes(), "report.html"),
+        ReportFormat::Md => (page::render_markdown(a).into_bytes(), "summary.md"),
+        ReportFormat::Json => (page::render_json(a)?, "results.json"),
+        ReportFormat::Junit => (page::render_junit(a).into_bytes(), "junit.xml"),
+    })
+}
+
+/// Runs `edbstress report` (of a run directory or an aggregate directory).
 pub fn run(args: ReportArgs) -> Result<ExitCode, CommandError> {
-    let results = load_run(&args.run_dir)?;
-    let exporter: Box<dyn Exporter> = match args.format {
-        ReportFormat::Html => {
-            let log = read_test_log(&args.run_dir)?;
-            Box::new(HtmlReport::with_test_log(log))
+    let (bytes, file_name) = match load_aggregate(&args.run_dir)? {
+        Some(a) => render_aggregate(&a, args.format)?,
+        None => {
+            let results = load_run(&args.run_dir)?;
+            let exporter: Box<dyn Exporter> = match args.format {
+                ReportFormat::Html => {
+                    let log = read_test_log(&args.run_dir)?;
+                    Box::new(HtmlReport::with_test_log(log))
+                }
+                ReportFormat::Md => Box::new(MarkdownSummary),
+                ReportFormat::Json => Box::new(ResultsJson),
+                ReportFormat::Junit => Box::new(JunitXml),
+            };
+            (exporter.render(&results)?, exporter.file_name())
         }
-        ReportFormat::Md => Box::new(MarkdownSummary),
-        ReportFormat::Json => Box::new(ResultsJson),
-        ReportFormat::Junit => Box::new(JunitXml),
     };
-    let bytes = exporter.render(&results)?;
     match &args.output {
         Some(p) if p.as_os_str() == "-" => {
-            std::io::stdout()
-                .write_all(&bytes)
-                .map_err(|e| CommandError::Usage(format!("cannot write standard output: {e}")))?;
+            crate::stdout::write_all(&bytes);
         }
         Some(p) => {
             write_ours(p, &bytes)?;
             eprintln!("wrote {}", p.display());
         }
         None => {
-            let p = args.run_dir.join(exporter.file_name());
+            let p = args.run_dir.join(file_name);
             write_ours(&p, &bytes)?;
             eprintln!("wrote {}", p.display());
         }
@@ -180,7 +230,7 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode, CommandError> {
         )));
     }
     let comparison = RunComparison::new(runs);
-    print!("{}", comparison.to_text());
+    out!("{}", comparison.to_text());
     if let Some(path) = &args.html {
         write_ours(path, comparison.to_html().as_bytes())?;
         eprintln!("wrote {}", path.display());

@@ -168,7 +168,7 @@ pub fn run(args: RunCmdArgs) -> Result<ExitCode, CommandError> {
     bar.finish_and_clear();
     drop(metrics);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&outcome.results)?);
+        outln!("{}", serde_json::to_string_pretty(&outcome.results)?);
     } else {
         print_summary(&outcome);
     }
@@ -244,14 +244,14 @@ fn short(class: IoClass) -> &'static str {
 
 fn print_summary(outcome: &RunOutcome) {
     let r = &outcome.results;
-    println!();
-    println!("{} test: {}", r.test_type.label(), r.overall_result.label());
+    outln!();
+    outln!("{} test: {}", r.test_type.label(), r.overall_result.label());
     if let Some(why) = &r.abort_reason {
-        println!("  aborted: {why}");
+        outln!("  aborted: {why}");
     }
     if let Some(t) = &r.autotune {
         let failed = t.steps.iter().filter(|s| !s.passed).count();
-        println!(
+        outln!(
             "  auto-tune chose {} sessions ({} step(s), {failed} failed; the report's Auto-Tuning section says why)",
             t.chosen_threads,
             t.steps.len()
@@ -265,17 +265,17 @@ fn print_summary(outcome: &RunOutcome) {
             "achieved transactional IOPS"
         };
         match r.target_transactional_iops {
-            Some(t) => println!(
+            Some(t) => outln!(
                 "  {what}: {:.1} (target {t:.1})",
                 r.achieved_transactional_iops
             ),
-            None => println!(
+            None => outln!(
                 "  {what}: {:.1} (throughput run, no target)",
                 r.achieved_transactional_iops
             ),
         }
         if let Some(t) = &r.totals.transactions {
-            println!(
+            outln!(
                 "  transactions: {:.1}/s, latency avg {:.1} ms, p99 {:.1} ms{}",
                 t.per_sec,
                 t.latency.avg_ms,
@@ -288,9 +288,14 @@ fn print_summary(outcome: &RunOutcome) {
             );
         }
     }
-    println!(
+    outln!(
         "  {:<24} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "I/O class", "per sec", "avg KiB", "avg ms", "p99 ms", "max ms"
+        "I/O class",
+        "per sec",
+        "avg KiB",
+        "avg ms",
+        "p99 ms",
+        "max ms"
     );
     // The engine's bookkeeping (growth, headers, flushes, log creation, the checkpoint
     // file) after the measured classes, under a heading of its own.
@@ -301,9 +306,9 @@ fn print_summary(outcome: &RunOutcome) {
                 continue;
             }
             if std::mem::take(&mut heading) {
-                println!("  engine bookkeeping (not transactional I/O):");
+                outln!("  engine bookkeeping (not transactional I/O):");
             }
-            println!(
+            outln!(
                 "  {:<24} {:>10.1} {:>10.1} {:>10.2} {:>10.2} {:>10.2}",
                 class.label(),
                 s.per_sec,
@@ -315,35 +320,30 @@ fn print_summary(outcome: &RunOutcome) {
         }
     }
     if let Some(mb) = r.totals.mb_per_sec {
-        println!("  total throughput: {mb:.1} MiB/s");
+        outln!("  total throughput: {mb:.1} MiB/s");
     }
     if let Some(s) = r.totals.seconds_per_log {
-        println!("  average time to replay one log file: {s:.3} s");
+        outln!("  average time to replay one log file: {s:.3} s");
     }
     if let Some(v) = &r.verification {
-        println!(
+        outln!(
             "  checksum verification after the run: {}",
             if v.passed { "clean" } else { "FAILED" }
         );
     }
     for s in &r.sampling_stalls {
-        println!("  {}", s.describe());
+        outln!("  {}", s.describe());
     }
     for c in &r.failed_criteria {
-        println!("  FAILED: {}", c.describe());
+        outln!("  FAILED: {}", c.describe());
     }
-    println!(
+    let in_dir = |name: &str| outcome.dir.join(name).display().to_string();
+    outln!(
         "  report: {}",
-        outcome
-            .dir
-            .join(edbstress_report::run_files::REPORT_HTML)
-            .display()
+        in_dir(edbstress_report::run_files::REPORT_HTML)
     );
-    println!(
+    outln!(
         "  results: {}",
-        outcome
-            .dir
-            .join(edbstress_report::run_files::RESULTS_JSON)
-            .display()
+        in_dir(edbstress_report::run_files::RESULTS_JSON)
     );
 }

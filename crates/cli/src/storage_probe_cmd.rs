@@ -154,7 +154,7 @@ pub fn run(args: StorageProbeArgs) -> Result<ExitCode, CommandError> {
     let mut results = Vec::with_capacity(specs.len());
     let mut outcome = Ok(());
     if !args.json {
-        println!(
+        outln!(
             "{} ({}, {}, {})",
             path.display(),
             ByteSize(probe.size()).approx(),
@@ -165,13 +165,13 @@ pub fn run(args: StorageProbeArgs) -> Result<ExitCode, CommandError> {
             },
             args.backend
         );
-        println!("{}", table_header());
+        outln!("{}", table_header());
     }
     for spec in &specs {
         match run_probe(&probe, spec) {
             Ok(result) => {
                 if !args.json {
-                    println!("{}", table_row(&result));
+                    outln!("{}", table_row(&result));
                 }
                 results.push(result);
             }
@@ -200,7 +200,7 @@ pub fn run(args: StorageProbeArgs) -> Result<ExitCode, CommandError> {
                 results: &results,
             })?
         };
-        println!("{text}");
+        outln!("{text}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -64,12 +64,17 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CommandError> {
         let stop = stop.clone();
         ctrlc::set_handler(move || {
             if stop.swap(true, Ordering::SeqCst) {
-                eprintln!("quitting at once; the current point's run goes on until it ends");
+                eprintln!(
+                    "quitting at once: the current point's run and commands are killed; \
+                     resume the sweep to redo that point"
+                );
+                edbstress_solution::process_group::kill_all();
                 std::process::exit(130);
             }
             eprintln!(
-                "\nstopping: the current run writes its results, the teardown runs and the \
-                 sweep files are written (Ctrl-C again to quit at once)"
+                "\nstopping: a setup or measure command is ended, the current run writes its \
+                 results, the teardown runs and the sweep files are written (Ctrl-C again to \
+                 quit at once)"
             );
         })
         .map_err(|e| CommandError::Usage(format!("cannot install the Ctrl-C handler: {e}")))?;
@@ -99,8 +104,8 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CommandError> {
     })?;
     let s = &outcome.results;
     let done = s.runs.iter().filter(|r| r.status == "done").count();
-    println!();
-    println!(
+    outln!();
+    outln!(
         "sweep {}: {done} of {} runs finished{}",
         s.name,
         s.runs.len(),
@@ -110,14 +115,14 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CommandError> {
             ""
         }
     );
-    println!("  rule: {RULE}");
+    outln!("  rule: {RULE}");
     for line in recommend(s).describe(s) {
-        println!("  {line}");
+        outln!("  {line}");
     }
-    println!("  charts: {}", outcome.dir.join("sweep.html").display());
-    println!("  table:  {}", outcome.dir.join("sweep.csv").display());
+    outln!("  charts: {}", outcome.dir.join("sweep.html").display());
+    outln!("  table:  {}", outcome.dir.join("sweep.csv").display());
     if outcome.interrupted {
-        println!("  resume with: {resume}");
+        outln!("  resume with: {resume}");
         return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::SUCCESS)
@@ -125,7 +130,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CommandError> {
 
 fn init(path: &Path) -> Result<ExitCode, CommandError> {
     write_new_template(path, TEMPLATE, "edbstress sweep init my-sweep.toml")?;
-    println!(
+    outln!(
         "wrote {}; edit it, then run `edbstress sweep --config {0}`",
         path.display()
     );

@@ -214,3 +214,170 @@ fn three_hosts_started_together_aggregate_with_exact_percentiles() {
     }
     sentinel.assert_untouched();
 }
+
+/// `results.json` of `from` copied to a new run directory `to`, edited by `edit`, with
+/// a run id of its own (a copy edited by hand, as an attacker or a careless operator
+/// would make one).
+fn edited_copy(from: &Path, to: &Path, run_id: &str, edit: impl Fn(&mut serde_json::Value)) {
+    fs::create_dir_all(to).unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&fs::read(from.join("results.json")).unwrap()).unwrap();
+    v["run_id"] = run_id.into();
+    edit(&mut v);
+    fs::write(
+        to.join("results.json"),
+        serde_json::to_vec_pretty(&v).unwrap(),
+    )
+    .unwrap();
+}
+
+/// One real run, then what must not become a solution's evidence: the same run under
+/// two names or through a symbolic link, a copy with the same run id, rates that sum
+/// to infinity, counts that wrap `u64`; runs of different versions aggregate with a
+/// warning naming them; `report` renders an aggregate directory and `compare` refuses
+/// one naming the command that reads it.
+#[test]
+fn one_run_counts_once_and_totals_are_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sentinel = Sentinel::new(tmp.path());
+    let root = tmp.path().join("work");
+    fs::create_dir(&root).unwrap();
+    write_loose_limits(&root);
+    let host = root.join("db1");
+    fs::create_dir(&host).unwrap();
+    let out = command(&host).args(run_args("db1", None)).output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", text(&out));
+    let run = run_dir(&host);
+    let run_s = run.to_str().unwrap();
+    let link = root.join("link");
+    std::os::unix::fs::symlink(&run, &link).unwrap();
+
+    // The same directory under two names, directly or through a link.
+    for second in [run_s.to_string(), link.to_str().unwrap().to_string()] {
+        let out = edbstress(
+            &[
+                "aggregate",
+                &format!("one={run_s}"),
+                &format!("two={second}"),
+            ],
+            &root,
+        );
+        assert_exit(&out, 2, "one run directory given twice");
+        assert!(
+            text(&out).contains(&format!(
+                "the run directory {} is given twice",
+                fs::canonicalize(&run).unwrap().display()
+            )),
+            "{}",
+            text(&out)
+        );
+    }
+    // A copy of the run (same run id) under another host name.
+    let copy = root.join("copy");
+    fs::create_dir(&copy).unwrap();
+    fs::copy(run.join("results.json"), copy.join("results.json")).unwrap();
+    let out = edbstress(
+        &[
+            "aggregate",
+            &format!("one={run_s}"),
+            &format!("two={}", copy.display()),
+        ],
+        &root,
+    );
+    assert_exit(&out, 2, "a copy of one run");
+    let id = results(&run).run_id.expect("a run records its run id");
+    assert!(
+        text(&out).contains(&format!("run {id} is given twice")),
+        "{}",
+        text(&out)
+    );
+
+    // Rates that add up to infinity, counts that pass u64::MAX.
+    for (what, field, edit) in [
+        (
+            "rates",
+            "achieved_transactional_iops",
+            (|v: &mut serde_json::Value| v["achieved_transactional_iops"] = 1.7e308.into())
+                as fn(&mut serde_json::Value),
+        ),
+        ("counts", "db_read count", |v: &mut serde_json::Value| {
+            v["totals"]["io"]["db_read"]["count"] = (u64::MAX - 1).into()
+        }),
+    ] {
+        let a = root.join(format!("{what}-a"));
+        let b = root.join(format!("{what}-b"));
+        edited_copy(&run, &a, &format!("{what}-a"), edit);
+        edited_copy(&run, &b, &format!("{what}-b"), edit);
+        let out = edbstress(
+            &[
+                "aggregate",
+                "--output",
+                &format!("agg-{what}"),
+                &format!("ha={}", a.display()),
+                &format!("hb={}", b.display()),
+            ],
+            &root,
+        );
+        assert_exit(&out, 2, what);
+        let said = text(&out);
+        assert!(
+            said.contains(field) && said.contains("ha:") && said.contains("hb:"),
+            "{what}: {said}"
+        );
+        assert!(
+            !said
+                .split(|c: char| !c.is_alphanumeric())
+                .any(|w| w == "inf"),
+            "{said}"
+        );
+        assert!(!root.join(format!("agg-{what}")).exists());
+    }
+
+    // Runs of two versions: aggregated, with a warning naming both.
+    let other = root.join("other-version");
+    edited_copy(&run, &other, "other-version", |v| {
+        v["tool"]["version"] = "0.0.1-other".into()
+    });
+    let out = edbstress(
+        &[
+            "aggregate",
+            "--output",
+            "agg",
+            &format!("one={run_s}"),
+            &format!("two={}", other.display()),
+        ],
+        &root,
+    );
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", text(&out));
+    let ours = env!("CARGO_PKG_VERSION");
+    let said = text(&out);
+    assert!(
+        said.contains("warning: the runs were made by different edbstress versions")
+            && said.contains("0.0.1-other on two")
+            && said.contains(&format!("{ours} on one")),
+        "{said}"
+    );
+    let agg: serde_json::Value =
+        serde_json::from_slice(&fs::read(root.join("agg/results.json")).unwrap()).unwrap();
+    assert!(
+        agg["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("0.0.1-other"))
+    );
+
+    // `report` of the aggregate directory renders it; `compare` names the right command.
+    let out = edbstress(&["report", "agg", "--format", "md", "--output", "-"], &root);
+    assert_exit(&out, 0, "report of an aggregate");
+    assert!(stdout(&out).contains("## Aggregate Server Performance"));
+    let out = edbstress(&["report", "agg", "--format", "json"], &root);
+    assert_exit(&out, 0, "the aggregate's results.json rewritten");
+    let out = edbstress(&["compare", "agg", run_s], &root);
+    assert_exit(&out, 2, "compare of an aggregate");
+    let said = text(&out);
+    assert!(
+        said.contains("is an aggregate of 2 servers") && said.contains("edbstress report agg"),
+        "{said}"
+    );
+    assert!(!said.contains("missing field"), "{said}");
+    sentinel.assert_untouched();
+}

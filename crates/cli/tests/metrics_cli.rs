@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use prometheus_parse::{Scrape, Value};
 
-use common::{SHORT_RUN, command, results, run_dirs, write_loose_limits};
+use common::{SHORT_RUN, Sentinel, command, results, run_dirs, write_loose_limits};
 
 /// One HTTP GET of `/metrics`: (status line, headers, body), or None when the server
 /// is gone (the run ended).
@@ -276,4 +276,195 @@ fn an_address_that_cannot_be_listened_on_is_refused_before_the_run() {
         assert!(text.contains("127.0.0.1:9464"), "names a fix: {text}");
         assert!(!Path::new(&dir.path().join("db")).exists(), "nothing ran");
     }
+}
+
+/// A figure of `/proc/PID/status` ("VmRSS" in KiB, "Threads").
+fn proc_status(pid: u32, key: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in /proc/{pid}/status"))
+}
+
+#[test]
+fn the_live_endpoint_bounds_each_client_and_ends_with_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let sentinel = Sentinel::new(dir.path());
+    let limits = write_loose_limits(dir.path());
+    // The short run, measured long enough for the attacks below to happen during it.
+    let mut run_args: Vec<&str> = SHORT_RUN.to_vec();
+    let at = run_args.iter().position(|a| *a == "--duration").unwrap();
+    run_args[at + 1] = "15s";
+    let started = Instant::now();
+    let mut child = command(dir.path())
+        .args(["run", "--config", limits.to_str().unwrap()])
+        .args(&run_args)
+        .args(["--mailboxes", "200", "--db-path", "db", "--log-path", "log"])
+        .args([
+            "--results-dir",
+            "results",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start edbstress run");
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in stderr.lines().map_while(Result::ok) {
+            if let Some(url) = line.strip_prefix("live counters: http://") {
+                let _ = tx.send(url.trim_end_matches("/metrics").to_string());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("run prints the address of its live counters");
+    // Every attack is tried; what did not hold is listed at the end.
+    let mut problems: Vec<String> = Vec::new();
+    let scrape_ok = |what: &str| -> Option<String> {
+        match scrape(&addr) {
+            Some((status, _, body)) if status.contains("200") && body.ends_with("# EOF\n") => None,
+            Some((status, _, _)) => Some(format!("a scrape {what} was answered {status}")),
+            None => Some(format!("no answer to a scrape {what} within 5 s")),
+        }
+    };
+    assert_eq!(scrape_ok("before the attacks"), None);
+    // The baseline once the run measures (its threads and cache are all there by then).
+    let measuring = Instant::now() + Duration::from_secs(60);
+    while !scrape(&addr).is_some_and(|(_, _, body)| {
+        value(&parse(&body), "edbstress_phase", &[("phase", "measuring")]) == Some(1.0)
+    }) {
+        assert!(
+            Instant::now() < measuring,
+            "the run never started measuring"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let rss_before = proc_status(pid, "VmRSS");
+    let threads_before = proc_status(pid, "Threads");
+
+    // A request line that never ends: the server stops reading it and closes the
+    // connection long before 64 MiB, and keeps none of it.
+    let mut endless = TcpStream::connect(&addr).unwrap();
+    endless
+        .set_write_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let chunk = vec![b'A'; 1 << 20];
+    let mut sent = 0usize;
+    let ended = loop {
+        if sent >= 64 << 20 {
+            break None;
+        }
+        match endless.write_all(&chunk) {
+            Ok(()) => sent += chunk.len(),
+            Err(e) => break Some(e),
+        }
+    };
+    let rss_grown_kib = proc_status(pid, "VmRSS").saturating_sub(rss_before);
+    eprintln!(
+        "endless request line: {} MiB accepted, then {ended:?}; resident memory +{} MiB",
+        sent >> 20,
+        rss_grown_kib >> 10
+    );
+    if !ended.as_ref().is_some_and(|e| {
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+        )
+    }) {
+        problems.push(format!(
+            "the server did not close a connection whose request line never ended \
+             ({} MiB accepted, then {ended:?})",
+            sent >> 20
+        ));
+    }
+    if rss_grown_kib >= 32 << 10 {
+        problems.push(format!(
+            "an endless request line grew the run by {} MiB",
+            rss_grown_kib >> 10
+        ));
+    }
+    drop(endless);
+
+    // A client that pipelines requests and never reads its answers: others are still
+    // served (it stays connected to the end of the test).
+    let mut pipelining = TcpStream::connect(&addr).unwrap();
+    pipelining.set_nonblocking(true).unwrap();
+    let requests = b"GET /metrics HTTP/1.1\r\nHost: edbstress\r\n\r\n".repeat(20_000);
+    let mut written = 0;
+    let until = Instant::now() + Duration::from_secs(2);
+    while written < requests.len() && Instant::now() < until {
+        match pipelining.write(&requests[written..]) {
+            Ok(n) => written += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            Err(_) => break,
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    problems.extend(scrape_ok(
+        "while a client pipelines requests and never reads",
+    ));
+
+    // Connections that send nothing: no thread each, and scrapes still answered.
+    let idle: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect(&addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let threads = proc_status(pid, "Threads");
+    eprintln!("threads: {threads_before} before, {threads} with 300 idle connections");
+    if threads > threads_before + 2 {
+        problems.push(format!(
+            "300 idle connections took the run from {threads_before} to {threads} threads"
+        ));
+    }
+    problems.extend(scrape_ok("with 300 idle connections open"));
+
+    // The run ends on time although those clients stay connected.
+    let deadline = started + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    if status.is_none() {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let log = reader.join().unwrap();
+    drop((pipelining, idle));
+    eprintln!(
+        "waited {:.1} s for the run to end ({})",
+        started.elapsed().as_secs_f64(),
+        if status.is_some() {
+            "it ended"
+        } else {
+            "killed"
+        }
+    );
+    let Some(status) = status else {
+        problems
+            .push("the run was still alive 120 s after it started, held by its scrapers".into());
+        panic!("{}\n{log}", problems.join("\n"));
+    };
+    assert!(problems.is_empty(), "{}\n{log}", problems.join("\n"));
+    assert!(status.success(), "the run passes:\n{log}");
+    let run = &run_dirs(dir.path())[0];
+    assert_eq!(results(run)["overall_result"], "Pass");
+    sentinel.assert_untouched();
 }

@@ -303,3 +303,102 @@ fn extra_paths(args: &[String]) -> Vec<String> {
     }
     extra
 }
+
+/// The write end of a pipe whose reader has already gone (what `| head -3` leaves once
+/// head has its lines): every write to it fails with EPIPE.
+fn closed_pipe() -> std::process::Stdio {
+    let mut reader = Command::new("true")
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("start true");
+    let writer = reader.stdin.take().unwrap();
+    reader.wait().unwrap();
+    writer.into()
+}
+
+#[test]
+fn a_closed_standard_output_ends_the_printing_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path();
+    let sentinel = common::Sentinel::new(t);
+    let limits = common::write_loose_limits(t);
+    let limits = limits.to_str().unwrap();
+    let mut run: Vec<&str> = vec!["run", "--config", limits];
+    run.extend(common::SHORT_RUN);
+    run.extend([
+        "--db-path",
+        "db",
+        "--log-path",
+        "log",
+        "--results-dir",
+        "results",
+    ]);
+    let mut problems = Vec::new();
+    // `code`: the exit code the command gives with its output read; a closed pipe must
+    // not change it.
+    let mut check = |args: &[&str], code: i32| {
+        let out = command(t)
+            .args(args)
+            .stdout(closed_pipe())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let said = err
+            .lines()
+            .filter(|l| {
+                l.contains("panicked") || l.contains("Broken pipe") || l.starts_with("error")
+            })
+            .collect::<Vec<_>>();
+        if out.status.code() != Some(code) || !said.is_empty() {
+            problems.push(format!(
+                "`edbstress {}` into a closed pipe: {:?} (expected exit {code}): {}",
+                args.join(" "),
+                out.status,
+                said.join(" / ")
+            ));
+        }
+    };
+    // The run's own verdict (a loaded machine may fail it) is its exit code.
+    let mut run_problems = Vec::new();
+    let out = command(t)
+        .args(&run)
+        .stdout(closed_pipe())
+        .output()
+        .unwrap();
+    let runs = common::run_dirs(t);
+    assert_eq!(
+        runs.len(),
+        1,
+        "the run wrote its results although nobody read its output"
+    );
+    let run_dir = runs[0].to_str().unwrap();
+    let verdict = if common::results(&runs[0])["overall_result"] == "Pass" {
+        0
+    } else {
+        1
+    };
+    if out.status.code() != Some(verdict) {
+        run_problems.push(format!(
+            "`edbstress run` into a closed pipe: {:?}, its verdict says exit {verdict}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .filter(|l| l.contains("panicked") || l.starts_with("error"))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        ));
+    }
+    check(&["aggregate", run_dir], verdict);
+    check(&["report", run_dir, "--format", "md", "--output", "-"], 0);
+    check(&["compare", run_dir, run_dir], 0);
+    check(&["config", "show", "--quick"], 0);
+    check(&["completions", "bash"], 0);
+    check(&["man"], 0);
+    check(&["esrp", "init", "solution.toml"], 0);
+    check(&["sweep", "init", "sweep.toml"], 0);
+    check(&["recover", "--db-path", "db", "--log-path", "log"], 0);
+    check(&["check", "--db-path", "db", "--log-path", "log"], 0);
+    problems.extend(run_problems);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    sentinel.assert_untouched();
+}

@@ -7,7 +7,7 @@
 
 mod common;
 use common::chromium::{chromium_or_skip, decode_png, dump_dom, screenshot};
-use common::{command, text};
+use common::{Sentinel, command, text};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -450,4 +450,164 @@ fn init_writes_a_template_and_mistakes_are_refused_before_anything_runs() {
         std::fs::read_to_string(dir.join("busy/notes.txt")).unwrap(),
         "mine"
     );
+}
+
+/// The processes whose command line holds `marker`, with their PIDs (zombies left out:
+/// they are gone, only not yet reaped).
+fn processes_with(marker: &str) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let zombie = std::fs::read_to_string(entry.path().join("stat"))
+            .ok()
+            .and_then(|s| Some(s.rsplit_once(')')?.1.trim_start().starts_with('Z')))
+            .unwrap_or(true);
+        if cmdline.contains(marker) && !zombie {
+            found.push((pid, cmdline));
+        }
+    }
+    found
+}
+
+/// Waits up to `limit` for `pid` to end; its exit code, or None (then it is killed).
+fn exit_within(child: &mut std::process::Child, limit: Duration) -> Option<i32> {
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status.code().unwrap_or(-1));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    None
+}
+
+#[test]
+fn a_hanging_setup_command_is_ended_with_everything_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let sentinel = Sentinel::new(dir);
+    // A sleep no other process runs, in the shell's command line and its children's.
+    let seconds = 100_000 + std::process::id() % 100_000;
+    let marker = format!("sleep {seconds}");
+    let mut problems: Vec<String> = Vec::new();
+    // (what, setup script, extra [commands] lines, Ctrl-C presses, expected exit).
+    let cases = [
+        (
+            "one Ctrl-C during a hanging setup",
+            format!("{marker} & {marker}; wait"),
+            "",
+            1,
+            130,
+        ),
+        (
+            "two Ctrl-C during a setup that ignores SIGTERM",
+            format!("trap '' TERM; {marker} & {marker}; wait"),
+            "",
+            2,
+            130,
+        ),
+        (
+            "a setup that overruns [commands] timeout",
+            format!("{marker} & {marker}; wait"),
+            "timeout = \"2s\"\n",
+            0,
+            2,
+        ),
+    ];
+    for (n, (what, setup, extra, presses, code)) in cases.iter().enumerate() {
+        let file = dir.join(format!("hang{n}.toml"));
+        std::fs::write(
+            &file,
+            format!(
+                "[run]\n{BASE_RUN}db_paths = [\"data/db\"]\nlog_paths = [\"data/log\"]\n{LOOSE}\
+                 [[axis]]\nname = \"threads\"\nvalues = [2]\n\
+                 [commands]\nsetup = {setup:?}\nteardown = \"echo torn down > torn-down-{n}\"\n{extra}"
+            ),
+        )
+        .unwrap();
+        let out = dir.join(format!("hang{n}"));
+        let mut child = command(dir)
+            .arg("sweep")
+            .arg("--config")
+            .arg(&file)
+            .arg("--output")
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join(format!("hang{n}.err"))).unwrap())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while processes_with(&marker).len() < 3 && started.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if processes_with(&marker).len() < 3 {
+            let exited = exit_within(&mut child, Duration::ZERO);
+            let said = std::fs::read_to_string(dir.join(format!("hang{n}.err"))).unwrap();
+            problems.push(format!(
+                "{what}: the setup never started ({exited:?}): {said}"
+            ));
+            continue;
+        }
+        for _ in 0..*presses {
+            let sent = Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(sent.success());
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let exited = exit_within(&mut child, Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(200));
+        let left = processes_with(&marker);
+        eprintln!(
+            "{what}: sweep exit {exited:?} after {:.1} s; {} of its processes left",
+            started.elapsed().as_secs_f64(),
+            left.len()
+        );
+        if exited != Some(*code) {
+            problems.push(format!(
+                "{what}: the sweep gave {exited:?} within 30 s, not exit {code}"
+            ));
+        }
+        if !left.is_empty() {
+            problems.push(format!("{what}: processes left behind: {left:?}"));
+        }
+        // Stop what was left, by PID, before the next case.
+        for (pid, _) in &left {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+        if exited.is_some() && *presses < 2 {
+            let torn = dir.join(format!("torn-down-{n}")).is_file();
+            if !torn {
+                problems.push(format!("{what}: the teardown did not run"));
+            }
+            let s = read_json(&out.join("sweep.json"));
+            let expected = if *presses == 1 {
+                "interrupted"
+            } else {
+                "stopped"
+            };
+            if s["state"] != expected {
+                problems.push(format!("{what}: sweep.json says {}", s["state"]));
+            }
+        }
+        let said = std::fs::read_to_string(dir.join(format!("hang{n}.err"))).unwrap();
+        if *presses == 0 && !said.contains("timeout = \"2s\"") {
+            problems.push(format!(
+                "{what}: the message does not name the timeout:\n{said}"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    sentinel.assert_untouched();
 }

@@ -63,7 +63,7 @@ fn config(layout: &InstanceLayout, torn_write_protection: bool, seed: u64) -> In
     c.cache_max_bytes = 96 * 8192;
     c.checkpoint_depth = 64 * 1024;
     c.backend = BackendKind::Threads;
-    c.lazy_flush_interval = Duration::from_millis(5);
+    c.lazy_flush_interval = Some(Duration::from_millis(5));
     c
 }
 

@@ -20,6 +20,7 @@ mod suite {
     mod io_path;
     mod log_common;
     mod log_group_commit;
+    mod log_lazy_commit;
     mod log_recovery;
     mod log_split_tail;
     mod log_writer;

@@ -134,5 +134,8 @@ pub fn is_edbstress_output(bytes: &[u8]) -> bool {
     text.contains("<meta name=\"generator\" content=\"edbstress\">")
         || text.starts_with(MARKDOWN_MARKER)
         || text.contains(JUNIT_MARKER)
-        || (text.trim_start().starts_with('{') && read_results(bytes).is_ok())
+        || (text.trim_start().starts_with('{')
+            && (read_results(bytes).is_ok()
+                || serde_json::from_slice::<crate::aggregate::AggregateResults>(bytes)
+                    .is_ok_and(|a| a.kind == crate::aggregate::AGGREGATE_KIND)))
 }

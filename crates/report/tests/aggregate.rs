@@ -46,6 +46,7 @@ fn host(name: &str, factor: u64, shift_s: f64, failing: bool) -> HostRun {
     r.totals.io = io_summary(&stats, None, r.measured_seconds, &max);
     r.achieved_transactional_iops = transactional_iops(&r.totals.io);
     r.host.hostname = format!("{name}.example");
+    r.run_id = Some(format!("run-of-{name}"));
     for s in &mut r.samples {
         s.timestamp = shift_timestamp(&s.timestamp, shift_s).unwrap();
     }
@@ -264,4 +265,56 @@ fn runs_that_do_not_belong_together_are_refused_saying_what_differs() {
         );
     }
     assert!(err(Vec::new()).contains("no host left results"));
+}
+
+#[test]
+fn one_run_twice_and_sums_past_the_largest_number_are_refused() {
+    let err = |runs: Vec<HostRun>| aggregate(runs, Vec::new(), tool()).unwrap_err().0;
+    let mut twice = three();
+    twice[1].results.run_id = twice[0].results.run_id.clone();
+    let e = err(twice);
+    assert!(e.contains("run run-of-db1 is given twice"), "{e}");
+
+    let mut rates = three();
+    for r in &mut rates[..2] {
+        r.results.achieved_transactional_iops = 1.7e308;
+    }
+    let e = err(rates);
+    assert!(
+        e.contains("achieved_transactional_iops") && e.contains("db1: 1.7e308"),
+        "{e}"
+    );
+    let mut per_sec = three();
+    for r in &mut per_sec {
+        r.results
+            .totals
+            .io
+            .get_mut(&IoClass::LogWrite)
+            .unwrap()
+            .per_sec = f64::MAX;
+    }
+    assert!(err(per_sec).contains("log_write per_sec"));
+    let mut counts = three();
+    for r in &mut counts[..2] {
+        r.results.totals.io.get_mut(&IoClass::DbRead).unwrap().count = u64::MAX - 1;
+    }
+    let e = err(counts);
+    assert!(e.contains("db_read count") && e.contains("db2:"), "{e}");
+}
+
+#[test]
+fn runs_of_different_versions_aggregate_with_a_warning_naming_them() {
+    let mut runs = three();
+    runs[2].results.tool.version = "0.0.9".into();
+    let a = aggregate(runs, Vec::new(), tool()).unwrap();
+    assert_eq!(a.warnings.len(), 1, "{:?}", a.warnings);
+    assert!(a.warnings[0].contains("0.0.9 on db3"), "{:?}", a.warnings);
+    assert!(render_markdown(&a).contains("0.0.9 on db3"));
+    assert!(render_html(&a).contains("0.0.9 on db3"));
+    assert!(
+        aggregate(three(), Vec::new(), tool())
+            .unwrap()
+            .warnings
+            .is_empty()
+    );
 }

@@ -1,7 +1,10 @@
 //! The solution document checks a campaign before it states anything: short runs
 //! outside a rehearsal, failed runs, missing steps and hosts with different
 //! configurations are findings; a clean full campaign has none, and its summary
-//! figures are the runs' own numbers.
+//! figures are the runs' own numbers. The claim is checked against the evidence: the
+//! steps and servers campaign.json lists against the runs found, the profile printed is
+//! the runs' own, a run of another test or campaign is a finding. Vendor Markdown stays
+//! inert: no script links, no images, nothing loaded.
 
 mod common;
 
@@ -14,8 +17,12 @@ use edbstress_report::solution::{
 };
 use edbstress_report::{KernelLog, RunResults, TestType, Verdict, Verification};
 
+const CAMPAIGN_ID: &str = "campaign-7d3e8f00-0000-4000-8000-000000000001";
+
 fn run(host: &str, test: TestType, seconds: f64) -> HostRun {
     let mut r: RunResults = common::crafted();
+    r.run_id = Some(format!("run-{host}-{}", test.label()));
+    r.campaign_id = Some(CAMPAIGN_ID.into());
     r.test_type = test;
     r.measured_seconds = seconds;
     r.aborted = false;
@@ -56,8 +63,10 @@ fn campaign(rehearsal: bool, hosts: &[&str], seconds: [f64; 2]) -> CampaignRuns 
     }
     CampaignRuns {
         dir: "campaign".into(),
+        rejected: Vec::new(),
         state: CampaignState {
             version: 1,
+            id: Some(CAMPAIGN_ID.into()),
             solution: "S".into(),
             rehearsal,
             created_at: String::new(),
@@ -82,9 +91,15 @@ fn campaign(rehearsal: bool, hosts: &[&str], seconds: [f64; 2]) -> CampaignRuns 
     }
 }
 
+/// The document of `c`, solution.toml's profile being what the runs ran (each crafted
+/// run simulates 500 mailboxes on 2 databases with 2 copies).
 fn document(c: CampaignRuns) -> SolutionDocument {
+    let mut info = edbstress_report::solution::SolutionInfo::default();
+    info.profile.servers = c.state.hosts.len() as u32;
+    info.profile.mailboxes = 500 * c.state.hosts.len() as u64;
+    info.profile.databases_per_server = 2;
     SolutionDocument {
-        info: Default::default(),
+        info,
         campaigns: vec![c],
         tool_version: "0.1.0".into(),
         written_at: "2026-11-25T07:00:00Z".into(),
@@ -145,4 +160,148 @@ fn a_rehearsal_is_a_finding_and_marked_but_short_runs_are_expected() {
     assert_eq!(found.len(), 1, "{found:#?}");
     assert!(found[0].contains("rehearsal"));
     assert!(html::render(&doc).contains(html::REHEARSAL_MARK));
+}
+
+#[test]
+fn a_campaign_without_steps_or_runs_does_not_meet_the_rules() {
+    // Every step directory deleted: campaign.json still says done, no run is found.
+    let mut c = campaign(false, &["mbx1"], [86400.0, 7200.0]);
+    c.steps.clear();
+    let found: Vec<String> = check(&document(c)).into_iter().map(|f| f.0).collect();
+    for test in STEPS {
+        let missing = format!("mbx1: no {} run was found", test.label());
+        assert!(found.iter().any(|f| f.contains(&missing)), "{found:#?}");
+    }
+    // `"steps": []`: no step listed is no step done.
+    let mut c = campaign(false, &["mbx1"], [86400.0, 7200.0]);
+    c.steps.clear();
+    c.state.steps.clear();
+    let doc = document(c);
+    let found: Vec<String> = check(&doc).into_iter().map(|f| f.0).collect();
+    assert!(
+        found
+            .iter()
+            .any(|f| f.contains("campaign.json lists no Stress step")),
+        "{found:#?}"
+    );
+    assert!(!html::render(&doc).contains("status ok"));
+    // A state file of an older version (no id) is said, not passed over.
+    let mut c = campaign(false, &["mbx1"], [86400.0, 7200.0]);
+    c.state.id = None;
+    let found: Vec<String> = check(&document(c)).into_iter().map(|f| f.0).collect();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0].contains("has no campaign id"), "{found:#?}");
+}
+
+#[test]
+fn a_server_of_the_campaign_without_runs_is_a_finding() {
+    let mut c = campaign(false, &["mbx1", "mbx2"], [86400.0, 7200.0]);
+    for runs in c.steps.values_mut() {
+        runs.retain(|r| r.host == "mbx1");
+    }
+    let found: Vec<String> = check(&document(c)).into_iter().map(|f| f.0).collect();
+    for test in STEPS {
+        let missing = format!("mbx2: no {} run was found", test.label());
+        assert!(found.iter().any(|f| f.contains(&missing)), "{found:#?}");
+    }
+    assert!(
+        found
+            .iter()
+            .any(|f| f.contains("claims 1000 mailboxes; the runs ran 500")),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn the_profile_printed_is_the_one_the_runs_ran() {
+    let mut doc = document(campaign(false, &["mbx1"], [86400.0, 7200.0]));
+    assert_eq!(check(&doc), vec![]);
+    // solution.toml edited after the campaign.
+    let p = &mut doc.info.profile;
+    p.mailboxes = 100_000;
+    p.iops_per_mailbox = 2.0;
+    p.copies = 3;
+    let found: Vec<String> = check(&doc).into_iter().map(|f| f.0).collect();
+    for claim in [
+        "claims 100000 mailboxes; the runs ran 500",
+        "claims 2 IOPS per mailbox; the runs ran 0.12",
+        "claims 3 database copies; the runs ran 2",
+    ] {
+        assert!(
+            found.iter().any(|f| f.contains(claim)),
+            "{claim}: {found:#?}"
+        );
+    }
+    let page = html::render(&doc);
+    let title = &page[page.find("title-page").unwrap()..page.find("</section>").unwrap()];
+    assert!(
+        title.contains("500 mailboxes with a 2048 MiB quota and 0.12 IOPS per mailbox, kept in 2 database copies"),
+        "{title}"
+    );
+    assert!(!title.contains("100000"), "{title}");
+    let md = markdown::render(&doc);
+    assert!(md.contains("| Number of mailboxes | 500 |"), "{md}");
+    assert!(!md.contains("| Number of mailboxes | 100000 |"), "{md}");
+}
+
+#[test]
+fn a_run_of_another_test_or_campaign_in_a_step_is_a_finding() {
+    let mut c = campaign(false, &["mbx1"], [86400.0, 7200.0]);
+    let perf = c
+        .steps
+        .get_mut(&StepKey::of(TestType::Performance))
+        .unwrap();
+    perf[0].results.test_type = TestType::Stress;
+    let backup = c
+        .steps
+        .get_mut(&StepKey::of(TestType::DatabaseBackup))
+        .unwrap();
+    backup[0].results.campaign_id = Some("campaign-someone-else".into());
+    let found: Vec<String> = check(&document(c)).into_iter().map(|f| f.0).collect();
+    assert!(
+        found
+            .iter()
+            .any(|f| f.contains("the run in the Performance step is a Stress test")),
+        "{found:#?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|f| f.contains("carries campaign id campaign-someone-else")),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn vendor_markdown_links_and_images_stay_inert() {
+    let mut doc = document(campaign(false, &["mbx1"], [86400.0, 7200.0]));
+    doc.info.features = "[js](javascript:alert(1)) [tab](java\tscript:alert(2)) \
+        [data](data:text/html;base64,PHNjcmlwdD4=) [vb](vbscript:msgbox) \
+        [file](file:///etc/passwd) <javascript:alert(3)> \
+        ![pixel](http://127.0.0.1:9/track.png) ![local](file:///etc/hostname) \
+        [site](https://example.com/x) [mail](mailto:esrp@example.com) [up](#features)"
+        .into();
+    let page = html::render(&doc);
+    let prose_start = page.find("id=\"features\"").unwrap();
+    let prose = &page[prose_start..page[prose_start..].find("</div>").unwrap() + prose_start];
+    for bad in ["javascript:", "data:", "vbscript:", "file:"] {
+        assert!(
+            !prose.contains(&format!("href=\"{bad}")),
+            "{bad} is live in {prose}"
+        );
+    }
+    assert!(!prose.contains("href=\"java"), "{prose}");
+    assert!(!page.contains("<img"), "no image in the document");
+    assert!(prose.contains("[image not shown: pixel]"), "{prose}");
+    for good in [
+        "href=\"https://example.com/x\"",
+        "href=\"mailto:esrp@example.com\"",
+        "href=\"#features\"",
+    ] {
+        assert!(prose.contains(good), "{good} not in {prose}");
+    }
+    assert!(page.contains(&format!(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">",
+        html::CONTENT_SECURITY_POLICY
+    )));
 }

@@ -13,6 +13,8 @@
 //!   Performance, DatabaseBackup, SoftRecovery) as ordinary runs, locally or through
 //!   the fleet, with a state file to resume after an interruption; solution.toml; and
 //!   reading a campaign back for its document (`edbstress_report::solution`).
+//! - [`process_group`]: the child processes these start, each in its own process
+//!   group, ended with everything it started (deadlines, Ctrl-C, quitting at once);
 //! - [`sweep`]: `edbstress sweep` — an ordinary `edbstress run` (a child process) at
 //!   every point of a grid of run settings and storage parameters, the user's setup,
 //!   teardown and measure commands around each; resume, Ctrl-C, the plan's order. Its
@@ -27,6 +29,7 @@
 
 pub mod esrp;
 pub mod fleet;
+pub mod process_group;
 mod run_dir;
 pub mod ssh;
 pub mod sweep;

@@ -1,9 +1,13 @@
 //! Other hosts through the system's OpenSSH client. Every call is `ssh -o
-//! BatchMode=yes` (never a password prompt in an unattended run), with the user's keys
-//! and `~/.ssh/config`, or the `-F` file and `-o` options given.
+//! BatchMode=yes` (never a password prompt in an unattended run), with keep-alives (a
+//! host that stops answering ends the session instead of holding it open), with the
+//! user's keys and `~/.ssh/config`, or the `-F` file and `-o` options given. Each ssh runs
+//! in its own process group, so a Ctrl-C at the terminal reaches only edbstress (which
+//! stops the hosts cleanly) and a session given up on is ended whole.
 
+use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// How to reach hosts.
@@ -11,7 +15,7 @@ use std::time::{Duration, Instant};
 pub struct Ssh {
     /// An ssh configuration file (`ssh -F`), instead of `~/.ssh/config`.
     pub config: Option<PathBuf>,
-    /// Extra `-o KEY=VALUE` options.
+    /// Extra `-o KEY=VALUE` options (they take precedence over the defaults).
     pub options: Vec<String>,
     /// The ssh client to run (default `ssh`).
     pub program: Option<PathBuf>,
@@ -38,17 +42,30 @@ pub fn command_line(words: &[String]) -> String {
 }
 
 impl Ssh {
-    /// A `Command` running `remote` (a shell command line) on `dest`.
+    /// A `Command` running `remote` (a shell command line) on `dest`, in a process group
+    /// of its own (end it with [`end_group`]).
     pub fn command(&self, dest: &str, remote: &str) -> Command {
+        use std::os::unix::process::CommandExt;
         let mut c = Command::new(self.program.as_deref().unwrap_or("ssh".as_ref()));
-        c.args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=15"]);
         if let Some(cfg) = &self.config {
             c.arg("-F").arg(cfg);
         }
+        // ssh keeps the first value it is given for an option: the user's come first.
         for o in &self.options {
             c.arg("-o").arg(o);
         }
+        c.args([
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "ConnectTimeout=15",
+            "-o",
+            "ServerAliveInterval=15",
+            "-o",
+            "ServerAliveCountMax=4",
+        ]);
         c.arg(dest).arg("--").arg(remote).stdin(Stdio::null());
+        c.process_group(0);
         c
     }
 
@@ -58,23 +75,143 @@ impl Ssh {
         let out = self.command(dest, remote).output()?;
         Ok((out, started.elapsed()))
     }
+
+    /// Runs `remote` on `dest` with `input` on its standard input, waiting at most
+    /// `limit`: past it the session is ended and the error is `TimedOut`.
+    pub fn run_within(
+        &self,
+        dest: &str,
+        remote: &str,
+        input: Option<Vec<u8>>,
+        limit: Duration,
+    ) -> std::io::Result<(Output, Duration)> {
+        let started = Instant::now();
+        let mut cmd = self.command(dest, remote);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        if input.is_some() {
+            cmd.stdin(Stdio::piped());
+        }
+        let mut child = cmd.spawn()?;
+        let writer = match (input, child.stdin.take()) {
+            (Some(bytes), Some(mut stdin)) => Some(std::thread::spawn(move || {
+                let _ = stdin.write_all(&bytes);
+            })),
+            _ => None,
+        };
+        let stdout = read_to_end(child.stdout.take());
+        let stderr = read_to_end(child.stderr.take());
+        let status = wait_until(&mut child, started + limit);
+        let Some(status) = status else {
+            end_group(&mut child);
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "no answer from {dest} within {} s: the host or its sshd stopped answering",
+                    limit.as_secs()
+                ),
+            ));
+        };
+        if let Some(w) = writer {
+            let _ = w.join();
+        }
+        let out = Output {
+            status,
+            stdout: stdout.join().unwrap_or_default(),
+            stderr: stderr.join().unwrap_or_default(),
+        };
+        Ok((out, started.elapsed()))
+    }
 }
 
-/// What an ssh call said when it failed: its exit code and its last stderr line.
-pub fn failure(out: &Output) -> String {
+fn read_to_end(stream: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut s) = stream {
+            let _ = s.read_to_end(&mut buf);
+        }
+        buf
+    })
+}
+
+/// Waits for `child` until `deadline`; `None` when it is still running then.
+pub fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            // Still running at the deadline, or it cannot be waited for: give up on it.
+            _ => return None,
+        }
+    }
+}
+
+/// Ends `child`'s process group (the ssh and anything it started) with SIGKILL, which
+/// also ends a stopped process, then reaps the child.
+pub fn end_group(child: &mut Child) {
+    use nix::sys::signal::{Signal, killpg};
+    use nix::unistd::Pid;
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// What went wrong, from a failed ssh call to `dest`: a sentence naming the cause and
+/// what to check, told from ssh's exit code and its last error line.
+pub fn failure_to(dest: &str, out: &Output) -> String {
     let err = String::from_utf8_lossy(&out.stderr);
     let last = err
         .lines()
         .rev()
         .find(|l| !l.trim().is_empty())
-        .unwrap_or("");
+        .unwrap_or("")
+        .trim();
+    let has = |s: &str| err.contains(s);
     match out.status.code() {
+        Some(255) if has("Permission denied") => format!(
+            "ssh could not log in to {dest} ({last}): check the user (user@host, or User in \
+             the ssh config) and the keys (ssh-agent, IdentityFile, authorized_keys on the \
+             host); a fleet never prompts for a password"
+        ),
+        Some(255) if has("banner exchange") => format!(
+            "{dest} took the connection but its sshd did not answer within the connect \
+             timeout ({last}): the host or its sshd is frozen or overloaded"
+        ),
+        Some(255) if has("Connection refused") => format!(
+            "no sshd answers at {dest} ({last}): start sshd there, or check the address and \
+             Port"
+        ),
+        Some(255)
+            if has("timed out")
+                || has("No route to host")
+                || has("Network is unreachable")
+                || has("Could not resolve") =>
+        {
+            format!("cannot reach {dest} ({last}): check the address, the network and firewalls")
+        }
+        Some(255) if has("not responding") => format!(
+            "the connection to {dest} was lost ({last}): the host stopped answering ssh \
+             keep-alives"
+        ),
+        Some(255) if has("Host key verification failed") => {
+            format!("{dest}'s host key is not the one known ({last}): check known_hosts")
+        }
         Some(255) => {
             format!("ssh failed (exit 255: cannot connect or the connection was lost): {last}")
         }
+        Some(127) => format!("exit code 127, command not found on {dest}: {last}"),
+        Some(126) => format!("exit code 126, not executable on {dest}: {last}"),
         Some(code) => format!("exit code {code}: {last}"),
         None => format!("ended by a signal: {last}"),
     }
+}
+
+/// What an ssh call said when it failed: its exit code and its last stderr line.
+pub fn failure(out: &Output) -> String {
+    failure_to("the host", out)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! Version profiles: the defaults of Exchange 2007, 2010 and 2013 (product spec §3)
-//! and the latency thresholds of the pass/fail rules (§4).
+//! Version profiles: the defaults of Exchange 2007, 2010, 2013, 2016 and 2019 (product
+//! spec §3) and the latency thresholds of the pass/fail rules (§4). Each workload
+//! parameter's source is in docs/fidelity.md.
 
 use edbstress_format::PageSize;
 use edbstress_report::{OpMix, TestType};
@@ -9,15 +10,21 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
-    /// Exchange 2007: 8 KB pages, no BDM.
+    /// Exchange 2007 (Jetstress 2007): 8 KB pages, no BDM.
     Exchange2007,
-    /// Exchange 2010: 32 KB pages, BDM ~6.8 MB/s per database (Jetstress 2010: ~27 reads/s
-    /// of 256 KB).
+    /// Exchange 2010 (Jetstress 2010): 32 KB pages, BDM ~6.8 MB/s per database
+    /// (Jetstress 2010: ~27 reads/s of 256 KB).
     Exchange2010,
-    /// Exchange 2013, 2016 and 2019: 32 KB pages, BDM ~2.15 MB/s (Jetstress 2013: ~8.6
-    /// reads/s of 256 KB), 100 MB checkpoint depth.
+    /// Exchange 2013 (Jetstress 2013): 32 KB pages, BDM ~2.15 MB/s (Jetstress 2013:
+    /// ~8.6 reads/s of 256 KB), 100 MB checkpoint depth.
     #[default]
     Exchange2013,
+    /// Exchange 2016: Microsoft's tool for it is Jetstress 2013, run with the ESE of
+    /// the Exchange 2016 media. The workload is Jetstress 2013's configuration, so the
+    /// defaults are exchange2013's; what the newer ESE changes is not modelled.
+    Exchange2016,
+    /// Exchange 2019: as [`Profile::Exchange2016`], with the ESE of Exchange 2019.
+    Exchange2019,
 }
 
 /// Latency limits of the pass/fail rules, ms.
@@ -46,9 +53,10 @@ pub struct Thresholds {
 pub struct ProfileDefaults {
     /// Database page size.
     pub page_size: PageSize,
-    /// Operation mix.
+    /// Operation mix (Jetstress's `OperationMix`: inserts, deletes, replaces, the rest
+    /// seeks).
     pub op_mix: OpMix,
-    /// Share of lazy commits, percent.
+    /// Share of lazy commits, percent (`LazyCommits`).
     pub lazy_commit_pct: u32,
     /// Minimum database cache per database, bytes.
     pub cache_min_per_db: u64,
@@ -58,29 +66,34 @@ pub struct ProfileDefaults {
     pub bdm: bool,
     /// BDM read rate per database, MB/s.
     pub bdm_mb_per_sec: f64,
-    /// Checkpoint depth, bytes.
+    /// Checkpoint depth of a database without copies, bytes.
     pub checkpoint_depth: u64,
+    /// Checkpoint depth of an active copy with two or more copies, when the version
+    /// sets one of its own (Exchange 2010: 100 MB, against 20 MB stand-alone).
+    pub checkpoint_depth_replicated: Option<u64>,
     /// Largest database write of contiguous dirty pages, bytes: one page for ESE 2007
     /// (Exchange 2007 transfers its 8 KB page; docs/fidelity.md), ESE's documented default
     /// `JET_paramMaxCoalesceWriteSize` (384 KiB) for 2010/2013. How large writes are on
     /// average follows from which neighbours are dirty and durable when a page is
     /// written (docs/fidelity.md: ~36 KB in the 2010 and 2013 reports).
     pub write_coalesce: u64,
-    /// How long a lazy commit's records may wait in the log buffer before a log write
-    /// of their own (a durable commit, a full buffer or a page write's write-ahead
-    /// flush writes them sooner). ESE 2007/2010 write lazy commits almost at once
-    /// (Jetstress 2010: ~1.6 log writes per commit, ~4.6 KB each); ESE 2013 lets them
-    /// ride with the next durable commit (Jetstress 2013: log writes ≈ durable commits,
-    /// ~20 KB each). See docs/fidelity.md.
-    pub lazy_flush_interval: std::time::Duration,
+    /// Log buffer, bytes: half of it ready starts a log write (ESE's capacity write).
+    /// 9000 × 512 bytes, the `LogBuffers` Jetstress 2007 prints among its settings;
+    /// later versions print none and are given the same (docs/fidelity.md).
+    pub log_buffer: usize,
+    /// Whether a lazy commit starts a log write of its own, the committer not waiting
+    /// for it (on for 2007/2010). Off (2013 and later, ESE's published lazy commit): a
+    /// lazy commit only appends to the log buffer, written with the next durable
+    /// commit, capacity write, new generation or page write-ahead. No published ESE
+    /// source gives the earlier behaviour; the 2010 rows need it (Jetstress 2010 writes
+    /// the log ~0.38 times per database I/O, about once per commit: docs/fidelity.md).
+    pub lazy_commit_signals_write: bool,
     /// Whether a log flush writes its closed 4 KiB segments and its partially filled
-    /// tail in two writes (ESE's full-sector write, then its deferred partial-sector
-    /// write; records appended during the first join the second). On for ESE
-    /// 2007/2010, whose 512-byte log sectors put a full-sector write and a
-    /// partial-sector write into almost every flush (Jetstress 2010: ~4.7 KB per log
-    /// write, 0.38 log writes per database I/O, about 1.5 writes per flush); off for
-    /// ESE 2013, whose log writes match its durable commits one for one (Jetstress
-    /// 2013: 0.0715 log writes per database I/O of ~20 KB). See docs/fidelity.md.
+    /// tail in two writes (ESE's full-sector write, then its partial-sector write; records
+    /// appended during the first join the second). On for ESE 2007/2010, whose 512-byte
+    /// log sectors make a write that ends mid-sector a second write; off for 2013 and
+    /// later, whose 4 KiB log sectors end every write on a sector boundary. See
+    /// docs/fidelity.md.
     pub split_tail_write: bool,
 }
 
@@ -88,10 +101,12 @@ const MB: u64 = 1 << 20;
 
 impl Profile {
     /// Every profile.
-    pub const ALL: [Profile; 3] = [
+    pub const ALL: [Profile; 5] = [
         Profile::Exchange2007,
         Profile::Exchange2010,
         Profile::Exchange2013,
+        Profile::Exchange2016,
+        Profile::Exchange2019,
     ];
 
     /// The name used in configuration and on the command line.
@@ -100,23 +115,65 @@ impl Profile {
             Profile::Exchange2007 => "exchange2007",
             Profile::Exchange2010 => "exchange2010",
             Profile::Exchange2013 => "exchange2013",
+            Profile::Exchange2016 => "exchange2016",
+            Profile::Exchange2019 => "exchange2019",
         }
     }
 
-    /// Parses a profile name; "exchange2016" and "exchange2019" are exchange2013.
+    /// Parses a profile name ("exchange2013" or the bare year "2013").
     pub fn from_name(name: &str) -> Option<Profile> {
         match name.to_ascii_lowercase().as_str() {
             "exchange2007" | "2007" => Some(Profile::Exchange2007),
             "exchange2010" | "2010" => Some(Profile::Exchange2010),
-            "exchange2013" | "exchange2016" | "exchange2019" | "2013" | "2016" | "2019" => {
-                Some(Profile::Exchange2013)
-            }
+            "exchange2013" | "2013" => Some(Profile::Exchange2013),
+            "exchange2016" | "2016" => Some(Profile::Exchange2016),
+            "exchange2019" | "2019" => Some(Profile::Exchange2019),
             _ => None,
         }
     }
 
+    /// The Jetstress release that tests this version: Jetstress 2013 for 2013, 2016
+    /// and 2019 (the later ones with their own ESE).
+    pub fn jetstress(self) -> &'static str {
+        match self {
+            Profile::Exchange2007 => "Jetstress 2007",
+            Profile::Exchange2010 => "Jetstress 2010",
+            Profile::Exchange2013 | Profile::Exchange2016 | Profile::Exchange2019 => {
+                "Jetstress 2013"
+            }
+        }
+    }
+
+    /// The checkpoint depth of a database with `copies` copies (itself included).
+    pub fn checkpoint_depth(self, copies: u32) -> u64 {
+        let d = self.defaults();
+        match d.checkpoint_depth_replicated {
+            Some(depth) if copies >= 2 => depth,
+            _ => d.checkpoint_depth,
+        }
+    }
+
+    /// Sets how `instance` writes its log as this version's ESE does: the log buffer,
+    /// whether lazy commits start a write, and the split partial-sector write.
+    pub fn configure_log(self, instance: &mut edbstress_engine::InstanceConfig) {
+        let d = self.defaults();
+        instance.log_buffer = d.log_buffer;
+        instance.lazy_flush_interval = d
+            .lazy_commit_signals_write
+            .then_some(std::time::Duration::ZERO);
+        instance.split_tail_write = d.split_tail_write;
+    }
+
     /// The profile's defaults.
     pub fn defaults(self) -> ProfileDefaults {
+        // Jetstress 2013's configuration file (OperationMix 40/20/5, LazyCommits 70);
+        // Jetstress 2010 ran the same mix (product spec §3).
+        let jetstress_mix = OpMix {
+            insert: 40,
+            delete: 20,
+            replace: 5,
+            read: 35,
+        };
         match self {
             Profile::Exchange2007 => ProfileDefaults {
                 page_size: PageSize::K8,
@@ -132,46 +189,44 @@ impl Profile {
                 bdm: false,
                 bdm_mb_per_sec: 0.0,
                 checkpoint_depth: 20 * MB,
+                checkpoint_depth_replicated: None,
                 write_coalesce: 8 << 10,
-                lazy_flush_interval: std::time::Duration::from_millis(10),
+                log_buffer: 9000 * 512,
+                lazy_commit_signals_write: true,
                 split_tail_write: true,
             },
             Profile::Exchange2010 => ProfileDefaults {
                 page_size: PageSize::K32,
-                op_mix: OpMix {
-                    insert: 40,
-                    delete: 20,
-                    replace: 5,
-                    read: 35,
-                },
+                op_mix: jetstress_mix,
                 lazy_commit_pct: 70,
                 cache_min_per_db: 32 * MB,
                 cache_max_per_db: 256 * MB,
                 bdm: true,
                 bdm_mb_per_sec: 6.8,
                 checkpoint_depth: 20 * MB,
+                checkpoint_depth_replicated: Some(100 * MB),
                 write_coalesce: 384 << 10,
-                lazy_flush_interval: std::time::Duration::from_millis(10),
+                log_buffer: 9000 * 512,
+                lazy_commit_signals_write: true,
                 split_tail_write: true,
             },
-            Profile::Exchange2013 => ProfileDefaults {
-                page_size: PageSize::K32,
-                op_mix: OpMix {
-                    insert: 40,
-                    delete: 20,
-                    replace: 5,
-                    read: 35,
-                },
-                lazy_commit_pct: 70,
-                cache_min_per_db: 32 * MB,
-                cache_max_per_db: 256 * MB,
-                bdm: true,
-                bdm_mb_per_sec: 2.15,
-                checkpoint_depth: 100 * MB,
-                write_coalesce: 384 << 10,
-                lazy_flush_interval: std::time::Duration::from_millis(1000),
-                split_tail_write: false,
-            },
+            Profile::Exchange2013 | Profile::Exchange2016 | Profile::Exchange2019 => {
+                ProfileDefaults {
+                    page_size: PageSize::K32,
+                    op_mix: jetstress_mix,
+                    lazy_commit_pct: 70,
+                    cache_min_per_db: 32 * MB,
+                    cache_max_per_db: 256 * MB,
+                    bdm: true,
+                    bdm_mb_per_sec: 2.15,
+                    checkpoint_depth: 100 * MB,
+                    checkpoint_depth_replicated: None,
+                    write_coalesce: 384 << 10,
+                    log_buffer: 9000 * 512,
+                    lazy_commit_signals_write: false,
+                    split_tail_write: false,
+                }
+            }
         }
     }
 
@@ -195,5 +250,62 @@ impl Profile {
             db_read_p99_ms: None,
             log_write_p99_ms: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ConfigFile, RunConfig};
+
+    fn resolve(text: &str) -> RunConfig {
+        RunConfig::resolve(&[ConfigFile::parse(text).unwrap()]).unwrap()
+    }
+
+    #[test]
+    fn exchange2010_checkpoint_depth_follows_the_copies() {
+        let alone = resolve("profile = \"exchange2010\"\ncopies = 1\n");
+        assert_eq!(alone.checkpoint_depth, 20 * MB);
+        let replicated = resolve("profile = \"exchange2010\"\ncopies = 3\n");
+        assert_eq!(replicated.checkpoint_depth, 100 * MB);
+        // A depth given wins over the profile's.
+        let given =
+            resolve("profile = \"exchange2010\"\ncopies = 3\ncheckpoint_depth = \"30MiB\"\n");
+        assert_eq!(given.checkpoint_depth, 30 * MB);
+        // 2013's depth does not depend on copies.
+        for copies in [1, 2, 4] {
+            let c = resolve(&format!("profile = \"exchange2013\"\ncopies = {copies}\n"));
+            assert_eq!(c.checkpoint_depth, 100 * MB);
+        }
+    }
+
+    #[test]
+    fn exchange2016_and_2019_run_jetstress_2013s_workload_under_their_own_name() {
+        for (name, profile) in [
+            ("exchange2016", Profile::Exchange2016),
+            ("exchange2019", Profile::Exchange2019),
+        ] {
+            assert_eq!(Profile::from_name(name), Some(profile));
+            assert_eq!(profile.name(), name);
+            assert_eq!(profile.jetstress(), "Jetstress 2013");
+            assert_eq!(profile.defaults(), Profile::Exchange2013.defaults());
+            let c = resolve(&format!("profile = \"{name}\"\n"));
+            assert_eq!(c.profile, profile);
+        }
+        assert_eq!(Profile::from_name("2019"), Some(Profile::Exchange2019));
+    }
+
+    #[test]
+    fn every_profile_has_jetstress_2007s_log_buffer() {
+        for p in Profile::ALL {
+            let d = p.defaults();
+            assert_eq!(d.log_buffer, 9000 * 512, "{}", p.name());
+        }
+        // 512-byte log sectors (2007, 2010) write a flush's partial sector apart, and
+        // their lazy commits start a write; 2013's wait for the next one.
+        let d2010 = Profile::Exchange2010.defaults();
+        assert!(d2010.split_tail_write && d2010.lazy_commit_signals_write);
+        let d2013 = Profile::Exchange2013.defaults();
+        assert!(!d2013.split_tail_write && !d2013.lazy_commit_signals_write);
     }
 }

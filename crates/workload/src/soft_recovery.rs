@@ -23,6 +23,7 @@ use serde::Serialize;
 
 use crate::config::RunConfig;
 use crate::per_instance::run_each;
+use crate::profile::Profile;
 use crate::transaction::TransactionGenerator;
 
 /// How to run the SoftRecovery test.
@@ -55,6 +56,9 @@ pub struct SoftRecoveryOptions {
     pub backend: BackendKind,
     /// Log page images (torn-write protection), as in the other tests.
     pub torn_write_protection: bool,
+    /// The version profile: its ESE's log writing (what each log file holds follows
+    /// from how often and how the log is written).
+    pub profile: Profile,
 }
 
 impl SoftRecoveryOptions {
@@ -75,6 +79,7 @@ impl SoftRecoveryOptions {
             io_mode: config.io_mode,
             backend: config.backend,
             torn_write_protection: config.torn_write_protection,
+            profile: config.profile,
         }
     }
 }
@@ -232,6 +237,7 @@ fn soft_recover_one(
     config.backend = options.backend;
     config.hold_checkpoint = true;
     config.torn_write_protection = options.torn_write_protection;
+    options.profile.configure_log(&mut config);
     let instance = Instance::open(config)?;
     let number = layout.instance;
     let wanted = options.logs_to_replay;
@@ -301,7 +307,6 @@ fn soft_recover_one(
             io_mode: options.io_mode,
             backend: options.backend,
             cache_bytes: options.cache_max_bytes,
-            ..RecoveryOptions::default()
         },
     );
     let elapsed_seconds = replay_started.elapsed().as_secs_f64();
@@ -388,6 +393,7 @@ mod tests {
             lazy_commit_pct: 70,
             seed: 1,
             compressibility: edbstress_engine::Compressibility::MAIL,
+            profile: Profile::Exchange2013,
             io_mode: IoMode::Buffered,
             backend: BackendKind::Auto,
             torn_write_protection: false,

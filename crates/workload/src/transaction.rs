@@ -1,14 +1,17 @@
 //! The transactions sessions run: the operation mix of the profile (insert, delete,
-//! replace, read), with the profile's share of lazy commits.
+//! replace, seek), with the profile's share of lazy commits, on Jetstress's record.
 //!
-//! Every transaction touches one mailbox chosen uniformly. Inserts add a message with
-//! a Jetstress-sized body (the same distribution as prepared databases, ~4 KB on average
-//! with a quarter small enough to live in the row; docs/fidelity.md) and its view index
-//! entry; deletes, replaces and reads pick an existing message as a client does, by a
-//! seek to a random position of the mailbox's view, then follow the entry's bookmark to
-//! the row. Replaces rewrite the properties, one in five also the body (a draft saved
-//! again), and one in [`RESORT_ONE_IN`] changes the property the view sorts by, moving
-//! the message's view entry.
+//! What each is, after Jetstress's configuration file and its developer's description
+//! (docs/fidelity.md, "The record and the operations"): every record is the short pad
+//! (200 bytes) in the row and the long pad (2,000 bytes) as a long value
+//! ([`MessageShape::JETSTRESS`]). An insert adds a record and its view index entry; a
+//! seek finds a record and reads its row without fetching the long value
+//! (`RetrieveLVOnRead = false`); a replace rewrites the row's pad and the long value
+//! (`UpdateLV = true`); a delete removes the row, its long value and its view entry.
+//! Every transaction touches one mailbox chosen uniformly, and seeks, replaces and
+//! deletes find their record as a client does, by a seek to a random position of the
+//! mailbox's view, then the entry's bookmark. One replace in [`RESORT_ONE_IN`] changes
+//! the property the view sorts by, moving the record's view entry.
 
 use edbstress_engine::EngineError;
 use edbstress_engine::MessageShape;
@@ -32,9 +35,9 @@ pub enum TxnKind {
     Insert,
     /// Delete a message.
     Delete,
-    /// Replace a message's properties (sometimes its body).
+    /// Replace a message's row and its long value.
     Replace,
-    /// Read a message with its body.
+    /// Seek a message and read its row (not its long value).
     Read,
 }
 
@@ -128,8 +131,8 @@ impl TransactionGenerator {
     pub fn run(&mut self, instance: &Instance, kind: TxnKind) -> Result<TxnOutcome, EngineError> {
         let mailboxes = instance.mailbox_count().max(1);
         let mailbox = self.rng.random_range(0..mailboxes);
+        let shape = MessageShape::JETSTRESS;
         if kind == TxnKind::Insert {
-            let shape = MessageShape::of(self.rng.random(), 0);
             self.fill_props(shape.props_len as usize);
             self.fill_body(shape.body_len as usize);
             let durability = self.durability();
@@ -157,7 +160,8 @@ impl TransactionGenerator {
         let (durability, found) = match kind {
             TxnKind::Insert => unreachable!("handled above"),
             TxnKind::Read => {
-                let found = instance.read(key, true)?.is_some();
+                // RetrieveLVOnRead = false: the long value is not fetched.
+                let found = instance.read(key, false)?.is_some();
                 return Ok(TxnOutcome {
                     kind,
                     lazy: false,
@@ -170,13 +174,9 @@ impl TransactionGenerator {
                 (durability, outcome.found.first().copied().unwrap_or(false))
             }
             TxnKind::Replace => {
-                let props_len = self.rng.random_range(180..=420);
-                self.fill_props(props_len);
-                let with_body = self.rng.random_range(0..5) == 0;
-                if with_body {
-                    let shape = MessageShape::of(self.rng.random(), 0);
-                    self.fill_body(shape.body_len as usize);
-                }
+                // UpdateLV = true: the long value is written again with the row.
+                self.fill_props(shape.props_len as usize);
+                self.fill_body(shape.body_len as usize);
                 let resort =
                     (self.rng.random_range(0..RESORT_ONE_IN) == 0).then(|| self.rng.random());
                 let durability = self.durability();
@@ -184,7 +184,7 @@ impl TransactionGenerator {
                     &[TxnOp::Replace {
                         key,
                         props: &self.props,
-                        body: with_body.then_some(&self.body[..]),
+                        body: Some(&self.body[..]),
                         resort,
                     }],
                     durability,

@@ -27,6 +27,12 @@ impl Sshd {
     /// Starts sshd on `addresses` under `dir`; `None` after a loud notice when sshd,
     /// ssh or ssh-keygen is missing (install openssh-server and openssh-client).
     pub fn start(dir: &Path, addresses: &[&str]) -> Option<Sshd> {
+        Self::start_with(dir, addresses, "")
+    }
+
+    /// [`Sshd::start`] with `extra` appended to the server configuration (`Match`
+    /// blocks: a host that behaves differently).
+    pub fn start_with(dir: &Path, addresses: &[&str], extra: &str) -> Option<Sshd> {
         let (Some(sshd), Some(keygen), Some(_)) =
             (which("sshd"), which("ssh-keygen"), which("ssh"))
         else {
@@ -70,6 +76,7 @@ impl Sshd {
              UsePAM no\nPermitRootLogin yes\nLogLevel ERROR\nMaxStartups 100\nMaxSessions 100\n",
             d = dir.display()
         ));
+        server.push_str(extra);
         std::fs::write(dir.join("sshd_config"), server).unwrap();
         let client_config = dir.join("ssh_config");
         std::fs::write(
@@ -114,6 +121,11 @@ impl Sshd {
             }
         }
         Some(sshd)
+    }
+
+    /// The listening server's PID (to freeze it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Runs `command` on `address` through the client configuration.

@@ -814,8 +814,11 @@ mod tests {
             let lv = fill(plan.long_values.first_leaf, plan.long_values.leaf_count());
             // 3 of 4 chunks at 16/32 KiB pages; 2 of 2 (short last chunks included) below.
             let most = if ps.bytes() >= 16 * 1024 { 0.76 } else { 1.0 };
+            // At 4 KiB a 2,000-byte long value is a full chunk and a 2-byte one: half
+            // the leaf's second chunk slot goes unused.
+            let least = if ps.bytes() < 8 * 1024 { 0.45 } else { 0.55 };
             assert!(
-                (0.55..=most).contains(&lv),
+                (least..=most).contains(&lv),
                 "{ps} long-value leaves {lv:.3} full"
             );
             // Mostly full, with the growth reserve left as empty pages.

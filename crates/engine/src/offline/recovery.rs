@@ -50,8 +50,6 @@ pub struct RecoveryOptions {
     pub backend: BackendKind,
     /// Cache used for replay, in bytes.
     pub cache_bytes: u64,
-    /// Records looked ahead for prefetching.
-    pub prefetch_records: usize,
 }
 
 impl Default for RecoveryOptions {
@@ -60,7 +58,6 @@ impl Default for RecoveryOptions {
             io_mode: IoMode::Direct,
             backend: BackendKind::Auto,
             cache_bytes: 256 << 20,
-            prefetch_records: 512,
         }
     }
 }
@@ -329,8 +326,12 @@ pub fn recover(
         },
     )?;
 
-    let look_ahead = options.prefetch_records.max(1);
-    let mut window: VecDeque<LogEntry> = VecDeque::with_capacity(look_ahead);
+    // ESE's soft-recovery pre-read: before a log file is replayed, the pages its
+    // records reference are read, sorted and de-duplicated, adjacent ones joined, at
+    // most 8 reads outstanding (`PageCache::prefetch`). The window holds one log file's
+    // records (1 MiB of log), `carry` the first record of the next file.
+    let mut window: VecDeque<LogEntry> = VecDeque::new();
+    let mut carry: Option<LogEntry> = None;
     let mut log_exhausted = false;
     let file_io = DbFileIo::open(&file, options.backend, layout.instance as u16)?;
     let mut torn_pages = TornPageRestorer::new(file_io, page_size, &layout.log_dir);
@@ -360,24 +361,36 @@ pub fn recover(
     let mut pending: HashMap<u64, Vec<LogEntry>> = HashMap::new();
     let mut poisoned: HashSet<Pgno> = HashSet::new();
     loop {
-        // Refill the look-ahead window when half of it is consumed: page images are
-        // checked as they enter it (before any change to their page can be fetched),
-        // the pages of its redo records are prefetched.
-        if !log_exhausted && window.len() <= look_ahead / 2 {
+        // When a log file is replayed, read the next one's records and pre-read the
+        // pages they reference. Page images are checked as they enter the window
+        // (before any change to their page can be fetched).
+        if window.is_empty() && !log_exhausted {
             let mut pgnos = Vec::new();
-            while window.len() < look_ahead {
-                let Some(entry) = reader.next_record()? else {
-                    log_exhausted = true;
-                    break;
+            let mut generation = None;
+            loop {
+                let entry = match carry.take() {
+                    Some(entry) => entry,
+                    None => match reader.next_record()? {
+                        Some(entry) => {
+                            if let LogRecord::PageImage { pgno, image } = &entry.record {
+                                torn_pages.check(Pgno::new(*pgno), image, entry.start)?;
+                            }
+                            report.records += 1;
+                            entry
+                        }
+                        None => {
+                            log_exhausted = true;
+                            break;
+                        }
+                    },
                 };
-                match &entry.record {
-                    LogRecord::PageImage { pgno, image } => {
-                        torn_pages.check(Pgno::new(*pgno), image, entry.start)?;
-                    }
-                    LogRecord::PageRedo { pgno, .. } => pgnos.push(Pgno::new(*pgno)),
-                    _ => {}
+                if *generation.get_or_insert(entry.start.generation) != entry.start.generation {
+                    carry = Some(entry);
+                    break;
                 }
-                report.records += 1;
+                if let LogRecord::PageRedo { pgno, .. } = &entry.record {
+                    pgnos.push(Pgno::new(*pgno));
+                }
                 window.push_back(entry);
             }
             cache.prefetch(&pgnos)?;

@@ -265,6 +265,33 @@ fn prefetch_installs_pages_without_evicting() {
 }
 
 #[test]
+fn prefetch_joins_adjacent_pages_into_one_read_in_page_order() {
+    let db = database();
+    let wal = FakeWal::new(1000);
+    let mut cfg = config(16);
+    cfg.min_frames = 16;
+    let cache = new_cache(&db, cfg, &wal);
+    // Unsorted, with repeats, as a log file references its pages.
+    let pgnos = [42u32, 50, 40, 41, 42, 40, 60, 61];
+    cache.prefetch(&pgnos.map(Pgno::new)).expect("prefetch");
+    let c = cache.counters();
+    assert_eq!((c.prefetched, c.reads), (6, 0), "{c:?}");
+    {
+        let mut guard = cache.lock();
+        for p in [40u32, 41, 42, 50, 60, 61] {
+            let f = guard.lookup(Pgno::new(p)).expect("prefetched");
+            assert_eq!(guard.page(f), &disk_page(&db.path, p)[..], "page {p}");
+        }
+    }
+    // 40–42, 50 and 60–61: three reads, of six pages' bytes.
+    let stats = cache.io_stats();
+    let read = stats.get(3, IoClass::RecoveryRead).expect("recovery reads");
+    assert_eq!(read.ops, 3);
+    assert_eq!(read.bytes, 6 * disk_page(&db.path, 40).len() as u64);
+    cache.shutdown().expect("shutdown");
+}
+
+#[test]
 fn dropped_write_is_reported_done_but_not_issued() {
     let db = database();
     let wal = FakeWal::new(1000);

@@ -21,7 +21,7 @@ fn a_committer_runs_its_round_itself_and_records_each_generation_before_acknowle
     let (_tmp, dir) = new_log_dir();
     let mut cfg = config(&dir, SMALL_FILE);
     // Nothing for the flusher thread: no lazy deadline, no capacity wake-up.
-    cfg.lazy_flush_interval = Duration::from_secs(60);
+    cfg.lazy_flush_interval = Some(Duration::from_secs(60));
     let writer = Arc::new(LogWriter::open(cfg, START, START, CheckpointState::default()).unwrap());
     // Which thread recorded each generation, and how far the log was durable then.
     let hooks: Arc<Mutex<Vec<(u32, String, bool)>>> = Arc::default();
@@ -114,7 +114,7 @@ fn committers_and_the_flusher_race_then_abandon_loses_nothing_acknowledged() {
         let (_tmp, dir) = new_log_dir();
         let mut cfg = config(&dir, SMALL_FILE);
         cfg.split_tail_write = split;
-        cfg.lazy_flush_interval = Duration::from_millis(2);
+        cfg.lazy_flush_interval = Some(Duration::from_millis(2));
         // Four segments: the flusher wakes for every closed segment (capacity rounds)
         // and appends wait for space.
         cfg.buffer_len = 4 * SEGMENT_LEN;
@@ -162,7 +162,7 @@ fn committers_and_the_flusher_race_then_abandon_loses_nothing_acknowledged() {
 fn a_failed_round_poisons_the_log_for_every_committer() {
     let (tmp, dir) = new_log_dir();
     let mut cfg = config(&dir, SMALL_FILE);
-    cfg.lazy_flush_interval = Duration::from_secs(60);
+    cfg.lazy_flush_interval = Some(Duration::from_secs(60));
     let writer = Arc::new(LogWriter::open(cfg, START, START, CheckpointState::default()).unwrap());
     // The directory goes away under the open generation file: its writes still
     // succeed, but the roll to the next generation cannot find or create a file, so

@@ -20,7 +20,7 @@ use rand::{Rng, SeedableRng};
 /// The configuration of a writer that flushes only when asked.
 fn quiet_config(dir: &std::path::Path) -> LogConfig {
     let mut cfg = config(dir, SMALL_FILE);
-    cfg.lazy_flush_interval = Duration::from_secs(60);
+    cfg.lazy_flush_interval = Some(Duration::from_secs(60));
     cfg
 }
 

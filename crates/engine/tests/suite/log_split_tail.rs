@@ -17,7 +17,7 @@ use rand::Rng;
 
 fn split_config(dir: &std::path::Path, lazy: Duration) -> edbstress_engine::log::LogConfig {
     let mut cfg = config(dir, SMALL_FILE);
-    cfg.lazy_flush_interval = lazy;
+    cfg.lazy_flush_interval = Some(lazy);
     cfg.split_tail_write = true;
     cfg
 }

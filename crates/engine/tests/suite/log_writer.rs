@@ -152,7 +152,7 @@ fn log_group_commit_shares_fsyncs_between_committers() {
 fn log_lazy_append_becomes_durable_by_the_timer() {
     let (_tmp, dir) = new_log_dir();
     let mut cfg = config(&dir, SMALL_FILE);
-    cfg.lazy_flush_interval = Duration::from_millis(200);
+    cfg.lazy_flush_interval = Some(Duration::from_millis(200));
     let writer = LogWriter::open(cfg, START, START, CheckpointState::default()).unwrap();
     let before = Instant::now();
     let end = writer.append(&txn(1, &[300])).unwrap();
@@ -178,7 +178,7 @@ fn log_lazy_append_becomes_durable_by_the_timer() {
 fn log_abandon_loses_only_unacknowledged_records() {
     let (_tmp, dir) = new_log_dir();
     let mut cfg = config(&dir, SMALL_FILE);
-    cfg.lazy_flush_interval = Duration::from_secs(60);
+    cfg.lazy_flush_interval = Some(Duration::from_secs(60));
     let writer = LogWriter::open(cfg.clone(), START, START, CheckpointState::default()).unwrap();
     let mut acknowledged = Vec::new();
     for trx in 0..60 {
@@ -337,7 +337,7 @@ fn log_circular_logging_deletes_only_behind_checkpoint_and_floor() {
 fn log_checkpoint_is_written_but_never_beyond_the_durable_end() {
     let (_tmp, dir) = new_log_dir();
     let mut cfg = config(&dir, SMALL_FILE);
-    cfg.lazy_flush_interval = Duration::from_secs(60);
+    cfg.lazy_flush_interval = Some(Duration::from_secs(60));
     let writer = LogWriter::open(cfg, START, START, CheckpointState::default()).unwrap();
     let end = writer.append(&txn(1, &[100])).unwrap();
     writer.flush_to(end).unwrap();
@@ -364,7 +364,7 @@ fn log_measure_commit_rate() {
     for threads in [1u64, 4, 16] {
         let (_tmp, dir) = new_log_dir();
         let mut cfg = config(&dir, edbstress_format::log::DEFAULT_LOG_FILE_LEN);
-        cfg.lazy_flush_interval = edbstress_engine::log::DEFAULT_LAZY_FLUSH_INTERVAL;
+        cfg.lazy_flush_interval = None;
         let writer =
             Arc::new(LogWriter::open(cfg, START, START, CheckpointState::default()).unwrap());
         let started = Instant::now();

@@ -181,6 +181,10 @@ pub struct AggregateResults {
     pub common_window: MeasuredWindow,
     /// Totals over the complete hosts.
     pub totals: AggregateTotals,
+    /// What the reader must know that does not change the verdict (runs by different
+    /// edbstress versions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Why runs cannot be aggregated (a usage error: the message says what differs).
@@ -220,9 +224,10 @@ fn derived_verdict(r: &RunResults) -> Verdict {
 }
 
 /// Aggregates `runs` (and names `missing` hosts). Refused: no run, runs of different
-/// test types or profiles, a host twice, and for Performance and Stress, measured
-/// windows of the complete hosts that overlap by less than [`MIN_OVERLAP`] of the
-/// shortest.
+/// test types or profiles, a host twice, one run (by its run id) twice, totals that
+/// overflow (a sum of rates that is not a finite number, a count past `u64`), and for
+/// Performance and Stress, measured windows of the complete hosts that overlap by less
+/// than [`MIN_OVERLAP`] of the shortest.
 pub fn aggregate(
     runs: Vec<HostRun>,
     missing: Vec<MissingHost>,
@@ -271,6 +276,7 @@ pub fn aggregate(
             w[0]
         )));
     }
+    refuse_repeated_runs(&runs)?;
     let complete: Vec<&HostRun> = runs.iter().filter(|r| !r.results.aborted).collect();
     // Simultaneous load is what a transactional test of a solution is about. A backup or
     // a soft recovery is judged per server (the ESRP documents list each server's MB/s
@@ -295,6 +301,22 @@ pub fn aggregate(
         transactions: None,
         series: HostSeries::default(),
     }));
+    let totals = totals(&complete)?;
+    // The ESRP table adds rates across classes and hosts: each of its rows must be a
+    // number too.
+    let columns: Vec<(&str, [f64; 7])> = complete
+        .iter()
+        .map(|r| {
+            (
+                r.host.as_str(),
+                EsrpColumn::of_host(&r.results.totals.io).values(),
+            )
+        })
+        .collect();
+    for (i, row) in ESRP_ROWS.iter().enumerate() {
+        let values: Vec<(&str, f64)> = columns.iter().map(|(h, v)| (*h, v[i])).collect();
+        finite_sum(row, &values)?;
+    }
     let all_complete = hosts.iter().all(|h| h.incomplete.is_none());
     let overall_result = if all_complete && hosts.iter().all(|h| h.overall_result == Verdict::Pass)
     {
@@ -310,10 +332,54 @@ pub fn aggregate(
         profile,
         overall_result,
         complete: all_complete,
-        totals: totals(&complete),
+        totals,
+        warnings: version_warnings(&runs),
         hosts,
         common_window,
     })
+}
+
+/// One run (one run id) given under two names or paths would count its load twice.
+fn refuse_repeated_runs(runs: &[HostRun]) -> Result<(), AggregateError> {
+    let mut seen: BTreeMap<&str, &HostRun> = BTreeMap::new();
+    for r in runs {
+        let Some(id) = r.results.run_id.as_deref() else {
+            continue;
+        };
+        if let Some(first) = seen.insert(id, r) {
+            return Err(AggregateError(format!(
+                "run {id} is given twice: as {} ({}) and as {} ({}); each run counts once \
+                 (one host's run under two names, or a copy of a run directory, is not a \
+                 second server)",
+                first.host, first.source, r.host, r.source
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A warning naming each edbstress version when the hosts' runs were made by different
+/// ones (their measurements may not be comparable).
+fn version_warnings(runs: &[HostRun]) -> Vec<String> {
+    let mut versions: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for r in runs {
+        versions
+            .entry(r.results.tool.version.as_str())
+            .or_default()
+            .push(r.host.as_str());
+    }
+    if versions.len() < 2 {
+        return Vec::new();
+    }
+    let listed: Vec<String> = versions
+        .iter()
+        .map(|(v, hosts)| format!("{v} on {}", hosts.join(", ")))
+        .collect();
+    vec![format!(
+        "the runs were made by different edbstress versions ({}); run one version on \
+         every host for figures that compare",
+        listed.join("; ")
+    )]
 }
 
 fn outcome(r: &HostRun, origin: Option<DateTime<FixedOffset>>) -> HostOutcome {
@@ -427,45 +493,147 @@ fn check_overlap(complete: &[&HostRun], together: bool) -> Result<MeasuredWindow
     })
 }
 
-fn totals(complete: &[&HostRun]) -> AggregateTotals {
+fn totals(complete: &[&HostRun]) -> Result<AggregateTotals, AggregateError> {
     let mut io: BTreeMap<IoClass, AggregateClass> = BTreeMap::new();
     for class in IoClass::ALL {
-        let per_host: Vec<&ClassSummary> = complete
+        let per_host: Vec<(&str, &ClassSummary)> = complete
             .iter()
-            .filter_map(|r| r.results.totals.io.get(&class))
-            .filter(|s| s.count > 0)
+            .filter_map(|r| {
+                r.results
+                    .totals
+                    .io
+                    .get(&class)
+                    .map(|s| (r.host.as_str(), s))
+            })
+            .filter(|(_, s)| s.count > 0)
             .collect();
         if per_host.is_empty() {
             continue;
         }
-        io.insert(class, aggregate_class(&per_host));
+        io.insert(class, checked_class(class, &per_host)?);
     }
-    let targets: Option<Vec<f64>> = complete
+    let targets: Option<Vec<(&str, f64)>> = complete
         .iter()
-        .map(|r| r.results.target_transactional_iops)
+        .map(|r| {
+            r.results
+                .target_transactional_iops
+                .map(|t| (r.host.as_str(), t))
+        })
         .collect();
-    AggregateTotals {
-        achieved_transactional_iops: complete
-            .iter()
-            .map(|r| r.results.achieved_transactional_iops)
-            .sum(),
-        target_transactional_iops: targets.filter(|t| !t.is_empty()).map(|t| t.iter().sum()),
+    let achieved: Vec<(&str, f64)> = complete
+        .iter()
+        .map(|r| (r.host.as_str(), r.results.achieved_transactional_iops))
+        .collect();
+    let target_transactional_iops = match targets.filter(|t| !t.is_empty()) {
+        Some(t) => Some(finite_sum("target_transactional_iops", &t)?),
+        None => None,
+    };
+    Ok(AggregateTotals {
+        achieved_transactional_iops: finite_sum("achieved_transactional_iops", &achieved)?,
+        target_transactional_iops,
         io,
-    }
+    })
 }
 
-/// One class over the hosts that saw I/O of it.
+/// The sum of one field over the hosts, refused when a value or the sum is not a finite
+/// number (a results.json is JSON and holds no infinity, but values near `f64::MAX`
+/// add up to one).
+fn finite_sum(field: &str, values: &[(&str, f64)]) -> Result<f64, AggregateError> {
+    let listed = || {
+        values
+            .iter()
+            .map(|(h, v)| format!("{h}: {v:e}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some((host, v)) = values.iter().find(|(_, v)| !v.is_finite()) {
+        return Err(AggregateError(format!(
+            "the run of {host} gives {field} as {v}, which is not a number; its results.json \
+             is damaged: aggregate runs written by edbstress"
+        )));
+    }
+    let sum: f64 = values.iter().map(|(_, v)| v).sum();
+    if !sum.is_finite() {
+        return Err(AggregateError(format!(
+            "{field} summed over the hosts is not a finite number ({}); these results.json \
+             files hold values no run measures: aggregate runs written by edbstress",
+            listed()
+        )));
+    }
+    Ok(sum)
+}
+
+/// The sum of one counter over the hosts, refused when it passes `u64::MAX`.
+fn checked_count(field: &str, values: &[(&str, u64)]) -> Result<u64, AggregateError> {
+    values
+        .iter()
+        .try_fold(0u64, |acc, (_, v)| acc.checked_add(*v))
+        .ok_or_else(|| {
+            AggregateError(format!(
+                "{field} summed over the hosts passes the largest count ({}); these \
+                 results.json files hold counts no run measures: aggregate runs written by \
+                 edbstress",
+                values
+                    .iter()
+                    .map(|(h, v)| format!("{h}: {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
+}
+
+/// One class over the hosts that saw I/O of it, every sum checked.
+fn checked_class(
+    class: IoClass,
+    per_host: &[(&str, &ClassSummary)],
+) -> Result<AggregateClass, AggregateError> {
+    let name = class.name();
+    let field = |f: fn(&ClassSummary) -> f64| -> Vec<(&str, f64)> {
+        per_host.iter().map(|(h, s)| (*h, f(s))).collect()
+    };
+    let counter = |f: fn(&ClassSummary) -> u64| -> Vec<(&str, u64)> {
+        per_host.iter().map(|(h, s)| (*h, f(s))).collect()
+    };
+    checked_count(&format!("{name} count"), &counter(|s| s.count))?;
+    checked_count(&format!("{name} errors"), &counter(|s| s.errors))?;
+    checked_count(
+        &format!("{name} histogram count"),
+        &counter(|s| s.histogram.count()),
+    )?;
+    checked_count(
+        &format!("{name} histogram sum_ns"),
+        &counter(|s| s.histogram.sum_ns()),
+    )?;
+    finite_sum(&format!("{name} per_sec"), &field(|s| s.per_sec))?;
+    finite_sum(
+        &format!("{name} avg_latency_ms"),
+        &field(|s| s.avg_latency_ms),
+    )?;
+    finite_sum(
+        &format!("{name} avg_bytes × count"),
+        &field(|s| s.avg_bytes * s.count as f64),
+    )?;
+    let summaries: Vec<&ClassSummary> = per_host.iter().map(|(_, s)| *s).collect();
+    Ok(aggregate_class(&summaries))
+}
+
+/// One class over the hosts that saw I/O of it (unchecked: [`aggregate`] checks every
+/// sum before).
 pub fn aggregate_class(per_host: &[&ClassSummary]) -> AggregateClass {
     let mut histogram = LatencyHistogram::new();
     for s in per_host {
         histogram.merge(&s.histogram);
     }
-    let count: u64 = per_host.iter().map(|s| s.count).sum();
+    let count: u64 = per_host
+        .iter()
+        .fold(0u64, |acc, s| acc.saturating_add(s.count));
     let bytes: f64 = per_host.iter().map(|s| s.avg_bytes * s.count as f64).sum();
     let l = latency_summary(&histogram);
     AggregateClass {
         count,
-        errors: per_host.iter().map(|s| s.errors).sum(),
+        errors: per_host
+            .iter()
+            .fold(0u64, |acc, s| acc.saturating_add(s.errors)),
         per_sec: per_host.iter().map(|s| s.per_sec).sum(),
         avg_bytes: if count > 0 { bytes / count as f64 } else { 0.0 },
         avg_latency_ms: l.avg_ms,

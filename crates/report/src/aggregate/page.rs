@@ -144,6 +144,13 @@ pub fn render_html(a: &AggregateResults) -> String {
         o.push_str("</ol>");
     }
     o.push_str("</div></div>\n");
+    for w in &a.warnings {
+        let _ = writeln!(
+            o,
+            "<p class=\"note\"><strong>Warning:</strong> {}</p>",
+            escape(w)
+        );
+    }
     o.push_str(&doc.toc_html());
     o.push_str(&doc.body);
     o.push_str("</body></html>\n");
@@ -379,6 +386,9 @@ pub fn render_markdown(a: &AggregateResults) -> String {
     let _ = writeln!(o, "**Overall Test Result: {}**\n", a.overall_result.label());
     for f in a.hosts.iter().flat_map(host_failures) {
         let _ = writeln!(o, "- {}", crate::export::md_cell(&f));
+    }
+    for w in &a.warnings {
+        let _ = writeln!(o, "\n**Warning:** {}", crate::export::md_cell(w));
     }
     let columns = a.esrp_columns();
     let _ = writeln!(o, "\n## Individual Server Performance\n");

@@ -18,6 +18,11 @@ pub const STATE_VERSION: u32 = 1;
 pub struct CampaignState {
     /// [`STATE_VERSION`].
     pub version: u32,
+    /// The campaign's own id (`campaign-<uuid>`), given to every run it starts
+    /// (`edbstress run --campaign-id`): the document counts only runs that carry it.
+    /// Absent in state files of versions before campaign ids.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub id: Option<String>,
     /// The solution's name (from solution.toml).
     pub solution: String,
     /// Whether every step was shortened (`--rehearsal`).
@@ -84,3 +89,6 @@ impl StepStatus {
         }
     }
 }
+
+/// The prefix of a campaign id; the rest is a random UUID.
+pub const CAMPAIGN_ID_PREFIX: &str = "campaign-";

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use super::{
     Finding, ServerFigures, SolutionDocument, aggregate_figures, check, figures, reliability,
-    sections,
+    sections, tested_profile,
 };
 use crate::export::html::{STYLE, appendix_sections, checksum_section, report_title};
 use crate::model::TestType;
@@ -80,6 +80,7 @@ pub fn render(doc: &SolutionDocument) -> String {
     let _ = write!(
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta http-equiv=\"Content-Security-Policy\" content=\"{CONTENT_SECURITY_POLICY}\">\
 <meta name=\"generator\" content=\"edbstress {}\"><title>{}</title>\
 <style>{STYLE}{SOLUTION_STYLE}:root{{--doc-footer:\"{}\"}}{}</style></head>\n<body class=\"solution{}\">\n",
         escape(&doc.tool_version),
@@ -164,7 +165,6 @@ fn css_string(s: &str) -> String {
 }
 
 fn title_page(o: &mut String, doc: &SolutionDocument, title: &str, findings: &[Finding]) {
-    let p = &doc.info.profile;
     o.push_str("<section class=\"title-page\" id=\"title\">");
     let _ = write!(
         o,
@@ -174,17 +174,12 @@ fn title_page(o: &mut String, doc: &SolutionDocument, title: &str, findings: &[F
         escape(title),
         escape(&doc.info.vendor)
     );
+    let version = tested_profile(doc).map_or(doc.info.profile.version.clone(), |t| t.version);
     kv(
         o,
         &[
-            (
-                "Tested for".into(),
-                format!(
-                    "{} mailboxes at {} IOPS per mailbox, {} quota, {} database copies, {} server(s)",
-                    p.mailboxes, p.iops_per_mailbox, p.mailbox_quota, p.copies, p.servers
-                ),
-            ),
-            ("Version profile".into(), p.version.clone()),
+            ("Tested for".into(), sections::profile_sentence(doc)),
+            ("Version profile".into(), version),
             (
                 "Tested with".into(),
                 format!("edbstress {}", doc.tool_version),
@@ -193,7 +188,7 @@ fn title_page(o: &mut String, doc: &SolutionDocument, title: &str, findings: &[F
         ],
     );
     if findings.is_empty() {
-        o.push_str("<p class=\"status ok\">Every step of the campaign finished on every server and passed.</p>");
+        o.push_str("<p class=\"status ok\">Every step of the campaign ran on every server of the campaign, each run carries the campaign's id, and every run passed.</p>");
     } else {
         let _ = write!(
             o,
@@ -397,16 +392,45 @@ fn grid(o: &mut String, t: &sections::Grid) {
     o.push_str("</tbody></table>\n");
 }
 
-/// The vendor's Markdown as HTML (raw HTML in it is shown as text: the document stays
-/// self-contained and nothing in it runs).
+/// What the document allows itself to load: nothing but its own inline styles and
+/// `data:` images. Chromium obeys it while printing, so vendor text that slipped past
+/// [`prose`] still fetches nothing.
+pub const CONTENT_SECURITY_POLICY: &str =
+    "default-src 'none'; img-src data:; style-src 'unsafe-inline'";
+
+/// Whether a vendor link may stay a link: absolute http(s) and mailto URLs (as the
+/// URL standard parses them, so `java\tscript:` or `JAVASCRIPT:` are seen for what
+/// they are), and fragments within the document.
+fn allowed_link(dest: &str) -> bool {
+    if dest.starts_with('#') {
+        return !dest.contains(':');
+    }
+    url::Url::parse(dest).is_ok_and(|u| matches!(u.scheme(), "http" | "https" | "mailto"))
+}
+
+/// The vendor's Markdown as HTML, inert: raw HTML in it is shown as text, a link other
+/// than http(s) or mailto (`javascript:`, `data:`, `vbscript:`, `file:`) is shown as
+/// its text, and an image is shown as its alternative text (the document loads nothing
+/// from the network or the disk).
 fn prose(o: &mut String, markdown: &str) {
-    use pulldown_cmark::{Event, Options, Parser, html};
+    use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd, html};
     if markdown.trim().is_empty() {
         o.push_str("<p class=\"note\">(not given in solution.toml)</p>\n");
         return;
     }
+    let mut dropped_link = false;
     let parser = Parser::new_ext(markdown, Options::ENABLE_TABLES).map(|e| match e {
         Event::Html(t) | Event::InlineHtml(t) => Event::Text(t),
+        Event::Start(Tag::Link { ref dest_url, .. }) if !allowed_link(dest_url) => {
+            dropped_link = true;
+            Event::Text(CowStr::Borrowed(""))
+        }
+        Event::End(TagEnd::Link) if dropped_link => {
+            dropped_link = false;
+            Event::Text(CowStr::Borrowed(""))
+        }
+        Event::Start(Tag::Image { .. }) => Event::Text(CowStr::Borrowed("[image not shown: ")),
+        Event::End(TagEnd::Image) => Event::Text(CowStr::Borrowed("]")),
         e => e,
     });
     o.push_str("<div class=\"prose\">");

@@ -77,6 +77,10 @@ pub struct CustomerProfile {
     pub copies: u32,
     /// Exchange version profile ("exchange2013").
     pub version: String,
+    /// The quota in MiB as the runs record it (`mailbox_quota >> 20`), when the loader
+    /// could read `mailbox_quota`: to compare the claim with the runs.
+    #[serde(skip)]
+    pub mailbox_quota_mb: Option<u64>,
 }
 
 impl Default for CustomerProfile {
@@ -89,6 +93,7 @@ impl Default for CustomerProfile {
             databases_per_server: 6,
             copies: 2,
             version: "exchange2013".into(),
+            mailbox_quota_mb: Some(2048),
         }
     }
 }
@@ -127,8 +132,20 @@ pub struct CampaignRuns {
     pub dir: String,
     /// Its state file (`campaign.json`).
     pub state: CampaignState,
-    /// Each step's runs, one per host (a single-host campaign has one).
+    /// Each step's runs, one per host (a single-host campaign has one): only runs
+    /// that carry the campaign's id and the step's test type, each run once.
     pub steps: BTreeMap<StepKey, Vec<HostRun>>,
+    /// Run directories found in the campaign that were not counted, and why.
+    pub rejected: Vec<RejectedRun>,
+}
+
+/// A run directory in a campaign that the document does not count.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RejectedRun {
+    /// The run directory.
+    pub source: String,
+    /// Why it is not counted.
+    pub reason: String,
 }
 
 /// A step, ordered as in [`STEPS`].
@@ -173,6 +190,18 @@ impl SolutionDocument {
         out
     }
 
+    /// The servers the campaigns' state files list, sorted.
+    pub fn campaign_hosts(&self) -> Vec<String> {
+        let mut hosts: Vec<String> = self
+            .campaigns
+            .iter()
+            .flat_map(|c| c.state.hosts.iter().cloned())
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        hosts
+    }
+
     /// The servers: every host with a run, sorted.
     pub fn servers(&self) -> Vec<String> {
         let mut hosts: Vec<String> = self
@@ -190,9 +219,14 @@ impl SolutionDocument {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Finding(pub String);
 
-/// Checks the campaign before the document states anything: a rehearsal, missing
-/// steps, failed or aborted runs, runs shorter than the rules ask, hosts tested with
-/// different configurations, an unwatched kernel log.
+/// Checks the campaign before the document states anything. Nothing is assumed: the
+/// document meets the rules only when every check below found evidence for it.
+/// Findings: no campaign, a rehearsal, a state file without a campaign id, a step
+/// missing from the state file or not finished, a server of the campaign without a
+/// run of a step, runs that were not counted (another campaign's, the wrong test, a
+/// repeated run id), a server count or a customer profile that differs from what the
+/// runs ran, failed or aborted runs, runs shorter than the rules ask, hosts tested
+/// with different configurations, an unwatched kernel log.
 pub fn check(doc: &SolutionDocument) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut say = |s: String| out.push(Finding(s));
@@ -206,26 +240,38 @@ pub fn check(doc: &SolutionDocument) -> Vec<Finding> {
                 .into(),
         );
     }
-    let servers = doc.servers();
     for c in &doc.campaigns {
-        for step in &c.state.steps {
-            if step.status != StepStatus::Done {
+        for f in campaign_evidence(c) {
+            say(f);
+        }
+    }
+    let mut run_ids: BTreeMap<&str, &HostRun> = BTreeMap::new();
+    for test in STEPS {
+        for r in doc.runs(test) {
+            if let Some(id) = r.results.run_id.as_deref()
+                && let Some(first) = run_ids.insert(id, r)
+            {
                 say(format!(
-                    "{}: the {} step is {} (run `edbstress esrp run` again to finish it)",
-                    c.dir,
-                    step.test.label(),
-                    step.status.label()
+                    "run {id} is counted twice ({} and {}): one run is evidence once",
+                    first.source, r.source
                 ));
             }
         }
     }
+    let claimed = doc.info.profile.servers as usize;
+    let listed = doc.campaign_hosts();
+    if listed.len() != claimed {
+        say(format!(
+            "solution.toml's profile says {claimed} server(s); the campaigns list {} ({})",
+            listed.len(),
+            listed.join(", ")
+        ));
+    }
+    for f in profile_differences(doc) {
+        say(f);
+    }
     for test in STEPS {
         let runs = doc.runs(test);
-        for host in &servers {
-            if !runs.iter().any(|r| &r.host == host) {
-                say(format!("{host}: no {} run", test.label()));
-            }
-        }
         for r in &runs {
             let res = &r.results;
             if res.aborted {
@@ -293,6 +339,189 @@ pub fn check(doc: &SolutionDocument) -> Vec<Finding> {
         ));
     }
     out
+}
+
+/// One campaign's state file against the runs found in its directory: its id, every
+/// step listed and done, a run of every step on every host it lists, each run this
+/// campaign's and of its step's test, the runs that were not counted.
+fn campaign_evidence(c: &CampaignRuns) -> Vec<String> {
+    let mut out = Vec::new();
+    let dir = &c.dir;
+    if c.state.id.is_none() {
+        out.push(format!(
+            "{dir}: campaign.json has no campaign id (it was written by an edbstress older \
+             than campaign ids), so its runs cannot be shown to be this campaign's; run the \
+             campaign again with this version"
+        ));
+    }
+    for test in STEPS {
+        if !c.state.steps.iter().any(|s| s.test == test) {
+            out.push(format!(
+                "{dir}: campaign.json lists no {} step; a campaign runs Stress, Performance, \
+                 DatabaseBackup and SoftRecovery",
+                test.label()
+            ));
+        }
+    }
+    for step in &c.state.steps {
+        if step.status != StepStatus::Done {
+            out.push(format!(
+                "{dir}: the {} step is {} (run `edbstress esrp run` again to finish it)",
+                step.test.label(),
+                step.status.label()
+            ));
+        }
+    }
+    if c.state.hosts.is_empty() {
+        out.push(format!("{dir}: campaign.json lists no host"));
+    }
+    for test in STEPS {
+        let runs = c
+            .steps
+            .get(&StepKey::of(test))
+            .map_or(&[][..], Vec::as_slice);
+        for host in &c.state.hosts {
+            if !runs.iter().any(|r| &r.host == host) {
+                out.push(format!(
+                    "{host}: no {} run was found in {dir}",
+                    test.label()
+                ));
+            }
+        }
+        for r in runs {
+            if !c.state.hosts.contains(&r.host) {
+                out.push(format!(
+                    "{}: a {} run of a host campaign.json does not list ({})",
+                    r.host,
+                    test.label(),
+                    r.source
+                ));
+            }
+            if r.results.test_type != test {
+                out.push(format!(
+                    "{}: the run in the {} step is a {} test ({})",
+                    r.host,
+                    test.label(),
+                    r.results.test_type.label(),
+                    r.source
+                ));
+            }
+            if c.state.id.is_some() && r.results.campaign_id != c.state.id {
+                out.push(format!(
+                    "{}: the {} run carries campaign id {}, not this campaign's ({})",
+                    r.host,
+                    test.label(),
+                    r.results.campaign_id.as_deref().unwrap_or("none"),
+                    r.source
+                ));
+            }
+        }
+    }
+    for r in &c.rejected {
+        out.push(format!("{} was not counted: {}", r.source, r.reason));
+    }
+    out
+}
+
+/// What the runs ran, against solution.toml's profile: mailboxes of the whole
+/// solution (the per-server shares may round it down by less than one per server),
+/// IOPS per mailbox, quota, databases per server, copies, version profile.
+fn profile_differences(doc: &SolutionDocument) -> Vec<String> {
+    let Some(t) = tested_profile(doc) else {
+        return vec!["no Performance or Stress run was found, so no profile was tested".into()];
+    };
+    let p = &doc.info.profile;
+    let mut out = Vec::new();
+    let mut differs = |what: &str, claimed: String, tested: String| {
+        out.push(format!(
+            "solution.toml's profile claims {claimed} {what}; the runs ran {tested}"
+        ));
+    };
+    let servers = t.servers.max(1) as u64;
+    if t.mailboxes.abs_diff(p.mailboxes) >= servers {
+        differs(
+            "mailboxes",
+            p.mailboxes.to_string(),
+            t.mailboxes.to_string(),
+        );
+    }
+    match t.iops_per_mailbox {
+        Some(v) if (v - p.iops_per_mailbox).abs() <= 1e-9 * v.abs().max(1.0) => {}
+        v => differs(
+            "IOPS per mailbox",
+            p.iops_per_mailbox.to_string(),
+            v.map_or("none recorded".into(), |v| v.to_string()),
+        ),
+    }
+    if p.mailbox_quota_mb.is_some() && t.mailbox_quota_mb != p.mailbox_quota_mb {
+        differs(
+            "of mailbox quota",
+            p.mailbox_quota.clone(),
+            t.mailbox_quota_mb
+                .map_or("none recorded".into(), |q| format!("{q} MiB")),
+        );
+    }
+    if t.databases_per_server != p.databases_per_server {
+        differs(
+            "databases per server",
+            p.databases_per_server.to_string(),
+            t.databases_per_server.to_string(),
+        );
+    }
+    if t.copies != p.copies {
+        differs(
+            "database copies",
+            p.copies.to_string(),
+            t.copies.to_string(),
+        );
+    }
+    if t.version != p.version {
+        differs("as version profile", p.version.clone(), t.version.clone());
+    }
+    out
+}
+
+/// The customer profile the runs ran (from their results.json), as the document prints
+/// it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TestedProfile {
+    /// Mailboxes of the whole solution: the servers' mailboxes summed.
+    pub mailboxes: u64,
+    /// Transactional IOPS per mailbox.
+    pub iops_per_mailbox: Option<f64>,
+    /// Mailbox quota, MiB.
+    pub mailbox_quota_mb: Option<u64>,
+    /// Servers with a run.
+    pub servers: usize,
+    /// Databases per server.
+    pub databases_per_server: u32,
+    /// Database copies.
+    pub copies: u32,
+    /// Version profile.
+    pub version: String,
+}
+
+/// The profile of the Performance runs (else the Stress runs), one run per server;
+/// None without such runs.
+pub fn tested_profile(doc: &SolutionDocument) -> Option<TestedProfile> {
+    let mut runs = doc.runs(TestType::Performance);
+    if runs.is_empty() {
+        runs = doc.runs(TestType::Stress);
+    }
+    runs.dedup_by(|a, b| a.host == b.host);
+    let first = &runs.first()?.results.parameters;
+    Some(TestedProfile {
+        mailboxes: runs
+            .iter()
+            .map(|r| r.results.parameters.mailboxes.unwrap_or(0))
+            .fold(0u64, u64::saturating_add),
+        iops_per_mailbox: first.iops_per_mailbox,
+        mailbox_quota_mb: first.mailbox_quota_mb,
+        servers: runs.len(),
+        databases_per_server: first.databases,
+        copies: first.copies,
+        version: first.profile.clone(),
+    })
 }
 
 /// Parameters that differ between hosts' Stress and Performance runs: (parameter,

@@ -1,7 +1,7 @@
 //! The content of the document's sections, shared by the HTML and the Markdown: rows
 //! of names and values, computed from solution.toml and the runs.
 
-use super::{ServerFigures, SolutionDocument};
+use super::{ServerFigures, SolutionDocument, tested_profile};
 use crate::aggregate::ESRP_ROWS;
 use crate::aggregate::HostRun;
 use crate::model::TestType;
@@ -47,9 +47,36 @@ pub fn appendix_title(test: Option<TestType>, _letter: char) -> String {
     }
 }
 
-/// The Overview, written from the profile and the campaign.
+/// "N mailboxes with a Q quota and I IOPS per mailbox, kept in C database copies, on S
+/// mailbox server(s)": what the runs ran, or, without runs, what solution.toml claims
+/// (said so).
+pub fn profile_sentence(doc: &SolutionDocument) -> String {
+    match tested_profile(doc) {
+        Some(t) => format!(
+            "{} mailboxes with a {} quota and {} IOPS per mailbox, kept in {} database \
+             copies, on {} mailbox server(s)",
+            t.mailboxes,
+            t.mailbox_quota_mb
+                .map_or("unrecorded".into(), |q| format!("{q} MiB")),
+            t.iops_per_mailbox
+                .map_or("unrecorded".into(), |v| v.to_string()),
+            t.copies,
+            t.servers
+        ),
+        None => {
+            let p = &doc.info.profile;
+            format!(
+                "{} mailboxes with a {} quota and {} IOPS per mailbox, kept in {} database \
+                 copies, on {} mailbox server(s) (as solution.toml claims: no run was found \
+                 to show it)",
+                p.mailboxes, p.mailbox_quota, p.iops_per_mailbox, p.copies, p.servers
+            )
+        }
+    }
+}
+
+/// The Overview, written from the runs' profile and the campaign.
 pub fn overview(doc: &SolutionDocument) -> String {
-    let p = &doc.info.profile;
     let servers = doc.servers();
     let vendor = if doc.info.vendor.trim().is_empty() {
         "the vendor".to_string()
@@ -58,17 +85,12 @@ pub fn overview(doc: &SolutionDocument) -> String {
     };
     format!(
         "This document describes a storage solution by {vendor} for a mailbox environment of \
-         {} mailboxes with a {} quota and {} IOPS per mailbox, kept in {} database copies, on \
-         {} mailbox server(s). The storage was tested with edbstress, which runs real \
+         {}. The storage was tested with edbstress, which runs real \
          transactions through its own mailbox-database engine at the target rate and judges \
          the result by Exchange's latency rules. The campaign ran the Stress test (followed by \
          a checksum verification of every database page and log segment), the Performance \
          test, the Database Backup test and the Soft Recovery test on {}{}.",
-        p.mailboxes,
-        p.mailbox_quota,
-        p.iops_per_mailbox,
-        p.copies,
-        p.servers,
+        profile_sentence(doc),
         if servers.is_empty() {
             "no server (no run was found)".to_string()
         } else {
@@ -101,23 +123,53 @@ fn first_run(doc: &SolutionDocument) -> Option<&HostRun> {
         .find_map(|t| doc.runs(t).into_iter().next())
 }
 
-/// The Targeted Customer Profile table.
+/// The Targeted Customer Profile table: the profile the runs ran (solution.toml's
+/// only when no run was found, and then said so). Where solution.toml claims otherwise,
+/// the findings say it.
 pub fn customer_profile(doc: &SolutionDocument) -> Vec<(String, String)> {
     let p = &doc.info.profile;
+    let Some(t) = tested_profile(doc) else {
+        return vec![
+            (
+                "Source".into(),
+                "solution.toml only: no Performance or Stress run was found".into(),
+            ),
+            ("Number of mailboxes".into(), p.mailboxes.to_string()),
+            ("IOPS per mailbox".into(), p.iops_per_mailbox.to_string()),
+            ("Mailbox quota".into(), p.mailbox_quota.clone()),
+            ("Database copies".into(), p.copies.to_string()),
+            ("Mailbox servers".into(), p.servers.to_string()),
+            (
+                "Databases per server".into(),
+                p.databases_per_server.to_string(),
+            ),
+            ("Exchange version profile".into(), p.version.clone()),
+        ];
+    };
+    let unrecorded = || "not recorded by the runs".to_string();
     vec![
-        ("Number of mailboxes".into(), p.mailboxes.to_string()),
-        ("IOPS per mailbox".into(), p.iops_per_mailbox.to_string()),
-        ("Mailbox quota".into(), p.mailbox_quota.clone()),
-        ("Database copies".into(), p.copies.to_string()),
-        ("Mailbox servers".into(), p.servers.to_string()),
+        ("Number of mailboxes".into(), t.mailboxes.to_string()),
+        (
+            "IOPS per mailbox".into(),
+            t.iops_per_mailbox
+                .map_or_else(unrecorded, |v| v.to_string()),
+        ),
+        (
+            "Mailbox quota".into(),
+            t.mailbox_quota_mb
+                .map_or_else(unrecorded, |q| format!("{q} MiB")),
+        ),
+        ("Database copies".into(), t.copies.to_string()),
+        ("Mailbox servers".into(), t.servers.to_string()),
         (
             "Databases per server".into(),
-            p.databases_per_server.to_string(),
+            t.databases_per_server.to_string(),
         ),
-        ("Exchange version profile".into(), p.version.clone()),
+        ("Exchange version profile".into(), t.version.clone()),
         (
             "Target transactional IOPS (whole solution)".into(),
-            fixed3(p.mailboxes as f64 * p.iops_per_mailbox),
+            t.iops_per_mailbox
+                .map_or_else(unrecorded, |v| fixed3(t.mailboxes as f64 * v)),
         ),
     ]
 }

@@ -155,7 +155,12 @@ impl SolutionFile {
             best_practices: long("best_practices", &t.best_practices)?,
             backup_strategy: long("backup_strategy", &t.backup_strategy)?,
             conclusion: long("conclusion", &t.conclusion)?,
-            profile: raw.profile.clone(),
+            profile: CustomerProfile {
+                mailbox_quota_mb: edbstress_workload::units::parse_size(&raw.profile.mailbox_quota)
+                    .ok()
+                    .map(|bytes| bytes >> 20),
+                ..raw.profile.clone()
+            },
             deployment: raw.deployment.clone(),
         };
         let mut campaign = raw.campaign.clone();

@@ -12,20 +12,22 @@ mod template;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::Local;
-use edbstress_report::solution::campaign::{STATE_FILE, STATE_VERSION};
+use edbstress_report::solution::campaign::{CAMPAIGN_ID_PREFIX, STATE_FILE, STATE_VERSION};
 use edbstress_report::solution::{CampaignState, STEPS, StepState, StepStatus};
 use edbstress_report::{TestType, Verdict, read_results, write_atomically};
+use edbstress_workload::config::{ConfigFile, settings};
 
 pub use file::{CampaignSettings, RehearsalSettings, SolutionFile, StepPlan};
 pub use load::load_campaign;
 pub use template::SOLUTION_TEMPLATE;
 
 use crate::fleet::{self, FleetHost, FleetOptions};
+use crate::process_group::{GroupChild, OnStop};
 use crate::ssh::Ssh;
 
 /// The campaign's log, next to its state file.
@@ -67,6 +69,10 @@ pub fn run(
     let err = |s: String| CampaignError(s);
     let dir = &options.dir;
     let mut state = open_state(options)?;
+    // A state file from before campaign ids has none: its runs go without one, and the
+    // document says so.
+    let campaign_id_owned = state.id.clone();
+    let campaign_id = campaign_id_owned.as_deref();
     let say = |line: &str| {
         log(line);
         let stamp = Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
@@ -109,6 +115,9 @@ pub fn run(
                     step.test.label(),
                     kept.display()
                 ));
+                if options.solution.fleet.is_none() {
+                    say(&recover_local(options, &kept, stop)?);
+                }
             }
             StepStatus::Pending => {}
         }
@@ -138,13 +147,21 @@ pub fn run(
             }
         ));
         let outcome = if options.solution.fleet.is_some() {
-            run_fleet_step(options, step.test, plan, &step_dir, stop, &say)?
+            run_fleet_step(options, campaign_id, step.test, plan, &step_dir, stop, &say)?
         } else {
             let on_start = |pid: u32| {
                 state.steps[i].pid = Some(pid);
                 let _ = save(dir, &state);
             };
-            run_local_step(options, step.test, plan, &step_dir, stop, on_start)?
+            run_local_step(
+                options,
+                campaign_id,
+                step.test,
+                plan,
+                &step_dir,
+                stop,
+                on_start,
+            )?
         };
         match outcome {
             StepOutcome::Finished(verdict) => {
@@ -238,6 +255,7 @@ fn open_state(options: &CampaignOptions) -> Result<CampaignState, CampaignError>
     };
     let state = CampaignState {
         version: STATE_VERSION,
+        id: Some(format!("{CAMPAIGN_ID_PREFIX}{}", uuid::Uuid::new_v4())),
         solution: options.solution.info.name.clone(),
         rehearsal: options.rehearsal,
         created_at: now(),
@@ -291,6 +309,69 @@ fn keep_interrupted(dir: &Path, step: &StepState) -> Result<PathBuf, String> {
     Ok(kept)
 }
 
+/// Soft recovery of the databases an interrupted step left, as Jetstress recovers its
+/// databases before a test: a killed run leaves them not shut down cleanly, and the
+/// next run would refuse them. `edbstress recover` on the campaign's paths (databases
+/// shut down cleanly are left as they are), its output in `kept/recover.log`.
+fn recover_local(
+    options: &CampaignOptions,
+    kept: &Path,
+    stop: &AtomicBool,
+) -> Result<String, CampaignError> {
+    let c = &options.solution.campaign;
+    let err = |e: String| CampaignError(e);
+    std::fs::create_dir_all(kept)
+        .map_err(|e| err(format!("cannot create {}: {e}", kept.display())))?;
+    let log_path = kept.join("recover.log");
+    let log = std::fs::File::create(&log_path)
+        .and_then(|f| Ok((f.try_clone()?, f)))
+        .map_err(|e| err(format!("cannot write {}: {e}", log_path.display())))?;
+    // The campaign's paths, and the same kind of I/O as its runs: `recover` takes these
+    // settings' flags as `run` does.
+    let target = ConfigFile {
+        io_mode: c
+            .run_options
+            .iter()
+            .any(|o| o == "--buffered")
+            .then_some(edbstress_io::IoMode::Buffered),
+        db_paths: (!c.db_paths.is_empty()).then(|| c.db_paths.clone()),
+        log_paths: (!c.log_paths.is_empty()).then(|| c.log_paths.clone()),
+        ..ConfigFile::default()
+    };
+    let target_args = target.to_args().map_err(err)?;
+    let mut cmd = Command::new(&options.edbstress);
+    cmd.arg("recover").args(target_args);
+    cmd.stdin(Stdio::null()).stdout(log.0).stderr(log.1);
+    let mut child = GroupChild::spawn(&mut cmd)
+        .map_err(|e| err(format!("cannot start {}: {e}", options.edbstress.display())))?;
+    let (status, _) = child
+        .wait(stop, OnStop::Interrupt, None)
+        .map_err(|e| err(e.to_string()))?;
+    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    match status.code() {
+        Some(0) => Ok(format!(
+            "recovery of the databases the interrupted step left: done ({})",
+            log_path.display()
+        )),
+        // No database there yet (the step stopped before making them): nothing to do;
+        // anything else the run finds it names itself.
+        Some(2) => Ok(format!(
+            "no databases recovered: {}",
+            output
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("error: ")
+        )),
+        _ => Err(err(format!(
+            "recovering the databases the interrupted step left failed ({status}); its \
+             output ({}):\n{output}\nrepair or remove the databases (`edbstress clean`), then \
+             run the campaign again",
+            log_path.display()
+        ))),
+    }
+}
+
 /// Whether `pid` is a live edbstress process.
 fn process_alive(pid: u32) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline"))
@@ -298,95 +379,105 @@ fn process_alive(pid: u32) -> bool {
         && pid != std::process::id()
 }
 
-/// The options of `edbstress run` for a step (without paths, results directory or,
-/// for a fleet, mailboxes).
+/// The run settings of a step, as a layer of configuration: the solution's profile,
+/// the step's test and plan, and the campaign's paths.
+fn step_layer(
+    options: &CampaignOptions,
+    test: TestType,
+    plan: StepPlan,
+    fleet: bool,
+) -> Result<ConfigFile, CampaignError> {
+    let s = &options.solution;
+    let p = &s.info.profile;
+    let bad = |what: &str, e: String| {
+        CampaignError(format!(
+            "solution.toml's {what} cannot be given to the runs: {e}"
+        ))
+    };
+    let mut layer = ConfigFile {
+        test: Some(test),
+        profile: Some(settings::parse::profile(&p.version).map_err(|e| bad("version", e))?),
+        iops_per_mailbox: Some(p.iops_per_mailbox),
+        mailbox_quota: Some(
+            settings::parse::size(&p.mailbox_quota).map_err(|e| bad("mailbox_quota", e))?,
+        ),
+        databases: Some(p.databases_per_server),
+        copies: Some(p.copies),
+        // A fleet splits the mailboxes over its hosts itself.
+        mailboxes: (!fleet).then(|| p.mailboxes / u64::from(p.servers.max(1))),
+        duration: plan.duration,
+        logs_to_replay: plan.logs_to_replay,
+        ..ConfigFile::default()
+    };
+    // ESRP verifies checksums after the Stress test; the Performance test follows on
+    // the same databases, so its own verification would only repeat it.
+    if test == TestType::Performance {
+        layer.verify_after = Some(false);
+    }
+    let paths = |v: &[PathBuf]| (!v.is_empty()).then(|| v.to_vec());
+    layer.db_paths = paths(&s.campaign.db_paths);
+    layer.log_paths = paths(&s.campaign.log_paths);
+    Ok(layer)
+}
+
+/// The options of a step's `edbstress run`: the campaign's configuration file, the
+/// step's settings as flags (from [`step_layer`]), the campaign's own run options last
+/// (they win).
 fn step_args(
     options: &CampaignOptions,
     test: TestType,
     plan: StepPlan,
     fleet: bool,
-) -> Vec<String> {
+    campaign_id: Option<&str>,
+) -> Result<Vec<String>, CampaignError> {
     let s = &options.solution;
-    let p = &s.info.profile;
-    let mut a: Vec<String> = vec!["--test".into(), test.cli_name().into()];
+    let mut a: Vec<String> = Vec::new();
+    // The run records the campaign it was started for; a fleet passes it to each host.
+    if let Some(id) = campaign_id
+        && !fleet
+    {
+        a.extend(["--campaign-id".into(), id.to_string()]);
+    }
     if let Some(c) = &s.campaign.run_config
         && !fleet
     {
         a.extend(["--config".into(), c.display().to_string()]);
     }
-    a.extend([
-        "--profile".into(),
-        p.version.clone(),
-        "--iops-per-mailbox".into(),
-        p.iops_per_mailbox.to_string(),
-        "--mailbox-quota".into(),
-        p.mailbox_quota.clone(),
-        "--databases".into(),
-        p.databases_per_server.to_string(),
-        "--copies".into(),
-        p.copies.to_string(),
-    ]);
-    if !fleet {
-        a.extend([
-            "--mailboxes".into(),
-            (p.mailboxes / u64::from(p.servers.max(1))).to_string(),
-        ]);
-    }
-    if let Some(d) = plan.duration {
-        a.extend(["--duration".into(), format!("{}s", d.as_secs())]);
-    }
-    if let Some(n) = plan.logs_to_replay {
-        a.extend(["--logs-to-replay".into(), n.to_string()]);
-    }
-    // ESRP verifies checksums after the Stress test; the Performance test follows on
-    // the same databases, so its own verification would only repeat it.
-    if test == TestType::Performance {
-        a.push("--no-verify".into());
-    }
+    a.extend(
+        step_layer(options, test, plan, fleet)?
+            .to_args()
+            .map_err(CampaignError)?,
+    );
     a.extend(s.campaign.run_options.iter().cloned());
-    a
+    Ok(a)
 }
 
 /// One step on this host: `edbstress run` as a child process.
 fn run_local_step(
     options: &CampaignOptions,
+    campaign_id: Option<&str>,
     test: TestType,
     plan: StepPlan,
     step_dir: &Path,
     stop: &AtomicBool,
     mut on_start: impl FnMut(u32),
 ) -> Result<StepOutcome, CampaignError> {
-    let c = &options.solution.campaign;
+    let results = ConfigFile {
+        results_dir: Some(step_dir.to_path_buf()),
+        ..ConfigFile::default()
+    };
     let mut cmd = Command::new(&options.edbstress);
     cmd.arg("run")
-        .args(step_args(options, test, plan, false))
-        .arg("--results-dir")
-        .arg(step_dir);
-    for p in &c.db_paths {
-        cmd.arg("--db-path").arg(p);
-    }
-    for p in &c.log_paths {
-        cmd.arg("--log-path").arg(p);
-    }
-    let mut child = cmd
-        .spawn()
+        .args(step_args(options, test, plan, false, campaign_id)?)
+        .args(results.to_args().map_err(CampaignError)?);
+    // In its own process group: a Ctrl-C reaches the campaign alone, which passes one
+    // SIGINT on so the run shuts its databases down cleanly and writes its results.
+    let mut child = GroupChild::spawn(&mut cmd)
         .map_err(|e| CampaignError(format!("cannot start {}: {e}", options.edbstress.display())))?;
     on_start(child.id());
-    let mut forwarded = false;
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| CampaignError(e.to_string()))? {
-            break status;
-        }
-        if stop.load(Ordering::Relaxed) && !forwarded {
-            forwarded = true;
-            // Ctrl-C on a terminal reaches the child too; a signal sent to this
-            // process alone is passed on, so the run shuts its databases down cleanly.
-            let _ = Command::new("kill")
-                .args(["-INT", &child.id().to_string()])
-                .status();
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let (status, _) = child
+        .wait(stop, OnStop::Interrupt, None)
+        .map_err(|e| CampaignError(e.to_string()))?;
     let run = crate::run_dir::newest(step_dir, |_| true);
     let results = run
         .as_ref()
@@ -417,6 +508,7 @@ fn run_local_step(
 /// One step on every host at once, through `edbstress fleet run`.
 fn run_fleet_step(
     options: &CampaignOptions,
+    campaign_id: Option<&str>,
     test: TestType,
     plan: StepPlan,
     step_dir: &Path,
@@ -428,13 +520,7 @@ fn run_fleet_step(
         return Err(CampaignError("no [fleet] table".into()));
     };
     let hosts: Vec<FleetHost> = file.fleet_hosts();
-    let mut run_args = step_args(options, test, plan, true);
-    for p in &s.campaign.db_paths {
-        run_args.extend(["--db-path".into(), p.display().to_string()]);
-    }
-    for p in &s.campaign.log_paths {
-        run_args.extend(["--log-path".into(), p.display().to_string()]);
-    }
+    let run_args = step_args(options, test, plan, true, campaign_id)?;
     let parse = |v: &Option<String>, default: u64| {
         v.as_deref()
             .and_then(|d| edbstress_workload::units::parse_duration(d).ok())
@@ -455,9 +541,10 @@ fn run_fleet_step(
         mailboxes: Some(file.mailboxes.unwrap_or(s.info.profile.mailboxes)),
         lead_time: parse(&file.lead_time, 120),
         max_clock_offset: parse(&file.max_clock_offset, 1),
+        grace: fleet::DEFAULT_GRACE,
         output: step_dir.to_path_buf(),
         config_file: s.campaign.run_config.clone(),
-        campaign_id: None,
+        campaign_id: campaign_id.map(str::to_string),
     };
     let events = |e: fleet::FleetEvent<'_>| match e {
         fleet::FleetEvent::Ended(host, how) => say(&format!("  {host}: {how}")),

@@ -67,6 +67,56 @@ impl FleetHost {
     }
 }
 
+/// Checks the hosts' names once, before anything starts: each names the host's directory
+/// under the fleet's `hosts/` (and its runs' host name), so each must be one plain path
+/// component (no `/`, not `.` or `..`, no control characters) and the names must differ,
+/// also when told apart only by case (some file systems ignore it).
+pub fn validate_names(hosts: &[FleetHost]) -> Result<(), String> {
+    let fix = "give it name=… with letters, digits, '.', '-' or '_' (e.g. --host \
+               10.0.0.5,name=mbx1)";
+    let mut seen: Vec<(String, &str)> = Vec::new();
+    for h in hosts {
+        let n = h.name.as_str();
+        let problem = if n.is_empty() {
+            Some("is empty")
+        } else if n.contains('/') {
+            Some("contains '/' (a host's name is one directory name)")
+        } else if n == "." || n == ".." {
+            Some("is '.' or '..'")
+        } else if n.chars().any(char::is_control) {
+            Some("contains a control character")
+        } else if n.len() > 64 {
+            Some("is longer than 64 bytes")
+        } else if n.starts_with('-') {
+            Some("starts with '-'")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(format!(
+                "host name {n:?} (of --host {}) {problem}: {fix}",
+                h.dest
+            ));
+        }
+        let key = n.to_lowercase();
+        if let Some((_, other)) = seen.iter().find(|(k, _)| *k == key) {
+            return Err(if *other == n {
+                format!(
+                    "host {n} is given twice; each host runs once (name=… tells apart two \
+                     hosts reached through one address)"
+                )
+            } else {
+                format!(
+                    "host names {other:?} and {n:?} differ only by case: they would share a \
+                     directory on some file systems; give them distinct names"
+                )
+            });
+        }
+        seen.push((key, n));
+    }
+    Ok(())
+}
+
 /// Each host's mailboxes: its own when given, else an equal share of what the given
 /// ones leave of `total` (the first hosts take the remainder). `None` everywhere for a
 /// throughput run (no total and none given).
@@ -137,5 +187,26 @@ mod tests {
         );
         assert!(split_mailboxes(&hosts, Some(50)).is_err());
         assert!(split_mailboxes(&hosts, None).is_err());
+    }
+
+    #[test]
+    fn names_are_one_distinct_path_component() {
+        let names = |specs: &[&str]| {
+            let hosts: Vec<FleetHost> =
+                specs.iter().map(|s| FleetHost::parse(s).unwrap()).collect();
+            validate_names(&hosts)
+        };
+        assert!(names(&["a,name=mbx1", "b,name=mbx2"]).is_ok());
+        for bad in [
+            &["a,name=mbx1", "b,name=mbx1/"][..],
+            &["a,name=dup", "b,name=dup/."],
+            &["a,name=/abs/path"],
+            &["a,name=.."],
+            &["a,name=."],
+            &["a,name=x", "b,name=X"],
+            &["a,name=x", "b,name=x"],
+        ] {
+            assert!(names(bad).is_err(), "{bad:?}");
+        }
     }
 }

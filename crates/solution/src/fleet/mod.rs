@@ -7,39 +7,81 @@
 //! Afterwards every host's run directory is copied back with `tar` over ssh and the
 //! runs are aggregated; a host that dropped out (ssh died, edbstress killed, host
 //! rebooted) is named with why, and the others' results are kept whole.
+//!
+//! Evidence is tied to the fleet: each fleet has a random id (`fleet-UUID`) that every
+//! host's run records in its results.json and that names its new directory on every
+//! host; collection counts only runs recording this id, each once (by its run id).
+//! Everything waits with a deadline: a host still running past lead time + duration +
+//! grace is lost (named, its ssh session ended), and so is one that stops answering ssh
+//! keep-alives; a stop request waits a bounded time, then collects what finished.
 
+mod copy;
 mod file;
 mod host;
 mod preflight;
+mod remote;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use edbstress_report::aggregate::page::{prepare_aggregate_dir, write_aggregate};
+use edbstress_report::aggregate::page::write_aggregate;
 use edbstress_report::aggregate::{AggregateResults, HostRun, MissingHost, aggregate};
 use edbstress_report::{ToolInfo, read_results};
 
+pub use copy::CopyError;
 pub use file::{FleetFile, HostEntry};
-pub use host::{FleetHost, split_mailboxes};
+pub use host::{FleetHost, split_mailboxes, validate_names};
 pub use preflight::{HostCheck, check_host};
 
-use crate::ssh::{Ssh, command_line, failure};
+use edbstress_workload::config::{ConfigFile, flag_for_key};
+use edbstress_workload::units::parse_duration;
 
-/// Options `fleet run` manages itself; given among the run options they are refused.
-const MANAGED: [&str; 6] = [
-    "--start-at",
-    "--host-name",
-    "--results-dir",
-    "--mailboxes",
-    "--fleet-id",
-    "--campaign-id",
-];
+use crate::ssh::{Ssh, command_line};
+
+/// Options of `run` that `fleet run` manages itself; given among the run options they
+/// are refused.
+const MANAGED_RUN_FLAGS: [&str; 4] = ["--start-at", "--host-name", "--fleet-id", "--campaign-id"];
+
+/// Run settings `fleet run` sets per host itself (their flags are refused among the run
+/// options too).
+const MANAGED_SETTINGS: [&str; 2] = ["results_dir", "mailboxes"];
+
+/// The flag of a run setting, from the settings table (one spelling for every
+/// command line the fleet writes).
+fn flag(key: &str) -> String {
+    flag_for_key(key).unwrap_or_else(|| format!("--{}", key.replace('_', "-")))
+}
+
+/// Every option the fleet manages: the run's own and the settings' flags.
+fn managed_flags() -> Vec<String> {
+    MANAGED_RUN_FLAGS
+        .iter()
+        .map(|f| f.to_string())
+        .chain(MANAGED_SETTINGS.iter().map(|k| flag(k)))
+        .collect()
+}
 
 /// Name of the file holding the remote run's PID, in its results directory.
 const PID_FILE: &str = ".edbstress-fleet.pid";
+
+/// The time a host's run gets past its lead time and measured duration, to write its
+/// results, by default: past it the host is lost.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(15 * 60);
+
+/// Longest wait for one short ssh call (a check, making the fleet's directory).
+const CHECK_LIMIT: Duration = Duration::from_secs(60);
+
+/// Longest wait for the ssh call asking one host's run to stop.
+const STOP_LIMIT: Duration = Duration::from_secs(30);
+
+/// Longest wait for the runs to end after a stop request (at most the grace time).
+const MAX_STOP_WAIT: Duration = Duration::from_secs(120);
+
+/// Shortest time allowed for copying one host's directory back (else the grace time).
+const MIN_COPY_LIMIT: Duration = Duration::from_secs(120);
 
 /// How to run a fleet.
 #[derive(Clone, Debug)]
@@ -60,6 +102,10 @@ pub struct FleetOptions {
     pub lead_time: Duration,
     /// Largest clock difference accepted between a host and this machine.
     pub max_clock_offset: Duration,
+    /// Time a host's run gets past the lead time and its measured duration to end: a
+    /// host still running then is lost (named, its ssh ended), the others collected.
+    /// Also the longest wait for the runs to end after a stop request (at most 2 min).
+    pub grace: Duration,
     /// The local fleet directory: the aggregate's files, and `hosts/NAME/` with each
     /// host's run directory.
     pub output: PathBuf,
@@ -73,6 +119,8 @@ pub struct FleetOptions {
 /// What happens, for progress output.
 #[derive(Debug)]
 pub enum FleetEvent<'a> {
+    /// The fleet's id (`fleet-UUID`), recorded by every host's run.
+    Fleet(&'a str),
     /// A host passed its checks.
     Checked(&'a HostCheck),
     /// Every host was started; measurement starts at this moment.
@@ -97,6 +145,8 @@ pub struct FleetOutcome {
     pub aggregate: AggregateResults,
     /// The fleet directory.
     pub dir: PathBuf,
+    /// The fleet's id: every counted run recorded it.
+    pub fleet_id: String,
     /// Seconds spent checking the hosts before starting them.
     pub check_seconds: f64,
     /// Seconds from starting the hosts to the start of measurement (the lead time).
@@ -105,15 +155,19 @@ pub struct FleetOutcome {
     pub copy_seconds: f64,
 }
 
+/// One host's run while the fleet follows it.
 struct Running {
     host: FleetHost,
     remote_dir: String,
     child: Child,
     reader: Option<std::thread::JoinHandle<()>>,
+    /// How its run ended, once it did.
     ended: Option<String>,
+    /// It stopped answering: given up on, not copied back.
+    lost: bool,
 }
 
-/// Runs the fleet: check, start, follow, (stop,) collect, aggregate.
+/// Runs the fleet: check, start, follow (stop), collect, aggregate.
 pub fn run(
     options: &FleetOptions,
     stop: &AtomicBool,
@@ -123,24 +177,17 @@ pub fn run(
     if options.hosts.is_empty() {
         return Err(err("no host: give --host DEST for each host".into()));
     }
-    let mut names: Vec<&str> = options.hosts.iter().map(|h| h.name.as_str()).collect();
-    names.sort_unstable();
-    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err(err(format!(
-            "host {} is given twice; each host runs once (name=… tells apart two hosts \
-             reached through one address)",
-            w[0]
-        )));
-    }
-    for managed in MANAGED {
+    validate_names(&options.hosts).map_err(err)?;
+    for managed in managed_flags() {
         if options
             .run_args
             .iter()
-            .any(|a| a == managed || a.starts_with(&format!("{managed}=")))
+            .any(|a| *a == managed || a.starts_with(&format!("{managed}=")))
         {
             return Err(err(format!(
                 "{managed} is set by `fleet run` itself (one start time, each host's name, \
-                 results directory and mailbox share); leave it out of the run options"
+                 results directory, mailbox share and the fleet's id); leave it out of the run \
+                 options"
             )));
         }
     }
@@ -157,11 +204,179 @@ pub fn run(
         ));
     }
     let shares = split_mailboxes(&options.hosts, options.mailboxes).map_err(err)?;
-    prepare_aggregate_dir(&options.output).map_err(err)?;
-    let expected = format!("edbstress {}", env!("CARGO_PKG_VERSION"));
+    let config = match &options.config_file {
+        Some(path) => Some(
+            std::fs::read(path).map_err(|e| err(format!("cannot read {}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
+    prepare_fleet_dir(&options.output).map_err(err)?;
+    let fleet_id = format!("fleet-{}", uuid::Uuid::new_v4());
+    events(FleetEvent::Fleet(&fleet_id));
 
-    // Check every host at once.
     let checking = Instant::now();
+    check_all(options, events)?;
+    let check_seconds = checking.elapsed().as_secs_f64();
+
+    // Every host's fleet directory, new, before any host starts.
+    let remote_dirs: Vec<String> = options
+        .hosts
+        .iter()
+        .map(|h| {
+            format!(
+                "{}/{fleet_id}",
+                h.results_dir
+                    .as_deref()
+                    .unwrap_or(Path::new("edbstress-results/fleet"))
+                    .display()
+            )
+        })
+        .collect();
+    let mut configs = Vec::new();
+    for (h, remote_dir) in options.hosts.iter().zip(&remote_dirs) {
+        configs.push(
+            remote::make_fleet_dir(&options.ssh, h, remote_dir, config.as_deref(), CHECK_LIMIT)
+                .map_err(|e| err(format!("{e}; nothing was started")))?,
+        );
+    }
+
+    // Start every host with one start time.
+    let start_at = SystemTime::now() + options.lead_time;
+    let stamp = chrono::DateTime::<chrono::Local>::from(start_at);
+    let start_text = stamp.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let deadline = Instant::now() + options.lead_time + run_duration(options) + options.grace;
+    let mut running = Vec::new();
+    let (lines_tx, lines) = std::sync::mpsc::channel::<(String, String)>();
+    for (((h, share), remote_dir), config) in options
+        .hosts
+        .iter()
+        .zip(&shares)
+        .zip(remote_dirs)
+        .zip(configs)
+    {
+        let line = remote::run_line(
+            options,
+            h,
+            *share,
+            &remote_dir,
+            &start_text,
+            &fleet_id,
+            config,
+        )
+        .map_err(err)?;
+        let spawned = options
+            .ssh
+            .command(&h.dest, &line)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn();
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                stop_all(options, &running);
+                for r in &mut running {
+                    crate::ssh::end_group(&mut r.child);
+                }
+                return Err(err(format!("cannot start ssh for {}: {e}", h.name)));
+            }
+        };
+        let reader = child
+            .stderr
+            .take()
+            .map(|s| follow(s, h.name.clone(), lines_tx.clone()));
+        running.push(Running {
+            host: h.clone(),
+            remote_dir,
+            child,
+            reader,
+            ended: None,
+            lost: false,
+        });
+    }
+    drop(lines_tx);
+    events(FleetEvent::Started(start_at));
+    follow_until_done(options, &mut running, &lines, deadline, stop, events);
+    for r in &mut running {
+        if let Some(reader) = r.reader.take() {
+            let _ = reader.join();
+        }
+    }
+    for (host, line) in lines.try_iter() {
+        events(FleetEvent::Line(&host, &line));
+    }
+
+    let copying = Instant::now();
+    let (runs, missing) = collect(options, &running, &fleet_id);
+    let copy_seconds = copying.elapsed().as_secs_f64();
+    // Runs the fleet lost sight of may go on there: ask them to stop (bounded).
+    let left: Vec<&Running> = running
+        .iter()
+        .filter(|r| {
+            r.lost
+                || r.ended
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("was lost"))
+        })
+        .collect();
+    std::thread::scope(|s| {
+        for r in left {
+            s.spawn(|| remote::stop(&options.ssh, &r.host, &r.remote_dir, STOP_LIMIT));
+        }
+    });
+    let tool = ToolInfo {
+        name: "edbstress".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+    };
+    let aggregate = aggregate(runs, missing.clone(), tool).map_err(|e| {
+        let why: Vec<String> = missing
+            .iter()
+            .map(|m| format!("{}: {}", m.host, m.reason))
+            .collect();
+        err(format!(
+            "the runs could not be aggregated: {e}\n  {}\n(each host's run directory is under {})",
+            why.join("\n  "),
+            options.output.join("hosts").display()
+        ))
+    })?;
+    write_aggregate(&options.output, &aggregate).map_err(|e| err(e.to_string()))?;
+    Ok(FleetOutcome {
+        aggregate,
+        dir: options.output.clone(),
+        fleet_id,
+        check_seconds,
+        lead_seconds: options.lead_time.as_secs_f64(),
+        copy_seconds,
+    })
+}
+
+/// A fleet directory is new: an existing one must be empty (an earlier fleet's files in it
+/// would be taken for this fleet's).
+fn prepare_fleet_dir(out: &Path) -> Result<(), String> {
+    match std::fs::read_dir(out) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(format!(
+                    "{} already holds files (an earlier fleet's?); a fleet writes into a new \
+                     directory: give another --output, or leave --output out for a new \
+                     Fleet_TIME directory",
+                    out.display()
+                ));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(out)
+            .map_err(|e| format!("cannot create {}: {e}", out.display()))?,
+        Err(e) => return Err(format!("cannot use {}: {e}", out.display())),
+    }
+    std::fs::create_dir(out.join("hosts"))
+        .map_err(|e| format!("cannot create {}: {e}", out.join("hosts").display()))
+}
+
+/// Checks every host at once; every problem named, or nothing starts.
+fn check_all(
+    options: &FleetOptions,
+    events: &(dyn Fn(FleetEvent<'_>) + Sync),
+) -> Result<(), FleetError> {
+    let expected = format!("edbstress {}", env!("CARGO_PKG_VERSION"));
     let checks: Vec<Result<HostCheck, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = options
             .hosts
@@ -196,73 +411,59 @@ pub fn run(
             Err(e) => problems.push(e.clone()),
         }
     }
-    if !problems.is_empty() {
-        return Err(err(format!(
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(FleetError(format!(
             "not every host is ready; nothing was started:\n  {}",
             problems.join("\n  ")
-        )));
+        )))
     }
-    let check_seconds = checking.elapsed().as_secs_f64();
+}
 
-    // Start every host with one start time.
-    let start_at = SystemTime::now() + options.lead_time;
-    let stamp = chrono::DateTime::<chrono::Local>::from(start_at);
-    let start_text = stamp.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    let id = format!("fleet-{}", stamp.format("%Y%m%d-%H%M%S"));
-    let remote_dirs: Vec<String> = options
-        .hosts
-        .iter()
-        .map(|h| {
-            format!(
-                "{}/{id}",
-                h.results_dir
-                    .as_deref()
-                    .unwrap_or(Path::new("edbstress-results/fleet"))
-                    .display()
-            )
-        })
-        .collect();
-    // The configuration file reaches every host before any host starts.
-    let mut configs = Vec::new();
-    for (h, remote_dir) in options.hosts.iter().zip(&remote_dirs) {
-        configs.push(match &options.config_file {
-            Some(path) => Some(ship_config(&options.ssh, h, path, remote_dir).map_err(err)?),
+/// The measured duration the runs were given (`--duration` among the run options, else
+/// in the configuration file), else the longest default (a Stress test's day): the
+/// hosts' deadline must not cut a run short.
+fn run_duration(options: &FleetOptions) -> Duration {
+    let duration = flag("duration");
+    let mut it = options.run_args.iter();
+    let mut config = options.config_file.clone();
+    let mut given = None;
+    while let Some(a) = it.next() {
+        let value = match a.strip_prefix(&format!("{duration}=")) {
+            Some(v) => Some(v.to_string()),
+            None if *a == duration => it.next().cloned(),
             None => None,
-        });
+        };
+        if let Some(d) = value.and_then(|v| parse_duration(&v).ok()) {
+            given = Some(d);
+        }
+        if a == "--config" {
+            config = it.next().map(PathBuf::from);
+        } else if let Some(v) = a.strip_prefix("--config=") {
+            config = Some(PathBuf::from(v));
+        }
     }
-    let mut running = Vec::new();
-    let (lines_tx, lines) = std::sync::mpsc::channel::<(String, String)>();
-    for (((h, share), remote_dir), config) in options
-        .hosts
-        .iter()
-        .zip(&shares)
-        .zip(remote_dirs)
-        .zip(configs)
-    {
-        let line = remote_run_line(options, h, *share, &remote_dir, &start_text, config);
-        let mut child = options
-            .ssh
-            .command(&h.dest, &line)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| err(format!("cannot start ssh for {}: {e}", h.name)))?;
-        let reader = child
-            .stderr
-            .take()
-            .map(|s| follow(s, h.name.clone(), lines_tx.clone()));
-        running.push(Running {
-            host: h.clone(),
-            remote_dir,
-            child,
-            reader,
-            ended: None,
-        });
-    }
-    drop(lines_tx);
-    events(FleetEvent::Started(start_at));
-    let lead_seconds = options.lead_time.as_secs_f64();
-    let mut stop_sent = false;
+    given
+        .or_else(|| {
+            config
+                .and_then(|c| edbstress_workload::config::ConfigFile::load(&c).ok())
+                .and_then(|c| c.duration)
+        })
+        .unwrap_or(Duration::from_secs(24 * 3600))
+}
+
+/// Follows the hosts until every run ended, was stopped or was given up on: a host still
+/// running past `deadline` (or past the stop wait after Ctrl-C) is lost, its ssh ended.
+fn follow_until_done(
+    options: &FleetOptions,
+    running: &mut [Running],
+    lines: &std::sync::mpsc::Receiver<(String, String)>,
+    deadline: Instant,
+    stop: &AtomicBool,
+    events: &(dyn Fn(FleetEvent<'_>) + Sync),
+) {
+    let mut stop_deadline: Option<Instant> = None;
     loop {
         for r in running.iter_mut().filter(|r| r.ended.is_none()) {
             if let Ok(Some(status)) = r.child.try_wait() {
@@ -270,10 +471,9 @@ pub fn run(
                     Some(0) => "passed".to_string(),
                     Some(1) => "failed".to_string(),
                     Some(130) => "stopped".to_string(),
-                    Some(255) => {
-                        "ssh failed (exit 255): the connection was lost or the host went down"
-                            .to_string()
-                    }
+                    Some(255) => "was lost (ssh failed with exit 255: the connection was \
+                                  lost, the host went down or its run was killed)"
+                        .to_string(),
                     Some(c) => format!("ended with exit code {c}"),
                     None => "ssh was killed".to_string(),
                 };
@@ -285,169 +485,162 @@ pub fn run(
             events(FleetEvent::Line(&host, &line));
         }
         if running.iter().all(|r| r.ended.is_some()) {
-            break;
+            return;
         }
-        if stop.load(Ordering::Relaxed) && !stop_sent {
-            stop_sent = true;
-            events(FleetEvent::Stopping);
-            for r in running.iter().filter(|r| r.ended.is_none()) {
-                let pid = format!("{}/{PID_FILE}", r.remote_dir);
-                let line = format!("kill -INT \"$(cat {})\"", crate::ssh::shell_quote(&pid));
-                if let Err(e) = options.ssh.run(&r.host.dest, &line) {
-                    tracing::warn!("cannot stop {}: {e}", r.host.name);
-                }
+        let now = Instant::now();
+        let limit = match stop_deadline {
+            Some(d) => Some((
+                d,
+                "did not stop within the grace time after the stop request",
+            )),
+            None if now >= deadline => Some((
+                deadline,
+                "did not end within the lead time + duration + grace (it stopped answering)",
+            )),
+            None => None,
+        };
+        if let Some((at, why)) = limit
+            && now >= at
+        {
+            for r in running.iter_mut().filter(|r| r.ended.is_none()) {
+                crate::ssh::end_group(&mut r.child);
+                let how = format!("was lost: it {why}");
+                events(FleetEvent::Ended(&r.host.name, &how));
+                r.ended = Some(how);
+                r.lost = true;
             }
+            return;
+        }
+        if stop.load(Ordering::Relaxed) && stop_deadline.is_none() {
+            events(FleetEvent::Stopping);
+            stop_deadline = Some(now + options.grace.min(MAX_STOP_WAIT));
+            stop_all(options, running);
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    for r in &mut running {
-        if let Some(reader) = r.reader.take() {
-            let _ = reader.join();
-        }
-    }
-    for (host, line) in lines.try_iter() {
-        events(FleetEvent::Line(&host, &line));
-    }
+}
 
-    // Copy every run directory back, then aggregate.
-    let copying = Instant::now();
-    let mut runs = Vec::new();
+/// Asks every host still running to stop, all at once, each ssh call bounded.
+fn stop_all(options: &FleetOptions, running: &[Running]) {
+    std::thread::scope(|s| {
+        for r in running.iter().filter(|r| r.ended.is_none()) {
+            s.spawn(move || remote::stop(&options.ssh, &r.host, &r.remote_dir, STOP_LIMIT));
+        }
+    });
+}
+
+/// Copies every host's fleet directory back (those not lost, all at once) and keeps the
+/// runs that are this fleet's, each once: the rest are missing hosts, with why.
+fn collect(
+    options: &FleetOptions,
+    running: &[Running],
+    fleet_id: &str,
+) -> (Vec<HostRun>, Vec<MissingHost>) {
+    let copy_limit = options.grace.max(MIN_COPY_LIMIT);
+    let copies: Vec<Option<Result<(), copy::CopyError>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = running
+            .iter()
+            .map(|r| {
+                let local = options.output.join("hosts").join(&r.host.name);
+                s.spawn(move || {
+                    (!r.lost).then(|| {
+                        copy::copy_back(
+                            &options.ssh,
+                            &r.host.dest,
+                            &r.remote_dir,
+                            &local,
+                            copy_limit,
+                        )
+                    })
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().ok().flatten())
+            .collect()
+    });
+    let mut runs: Vec<HostRun> = Vec::new();
     let mut missing = Vec::new();
-    for r in &running {
+    for (r, copied) in running.iter().zip(copies) {
         let local = options.output.join("hosts").join(&r.host.name);
-        let copied = copy_back(&options.ssh, &r.host.dest, &r.remote_dir, &local);
         let ended = r.ended.clone().unwrap_or_default();
-        match (copied, crate::run_dir::newest(&local, |_| true)) {
-            (Ok(()), Some(dir)) => match std::fs::read(dir.join("results.json")) {
-                Ok(bytes) => match read_results(&bytes) {
-                    Ok(results) => runs.push(HostRun {
-                        host: r.host.name.clone(),
-                        source: dir.display().to_string(),
-                        results,
-                    }),
-                    Err(e) => missing.push(missed(
-                        r,
-                        &dir,
-                        format!("its results.json is unreadable ({e})"),
-                    )),
-                },
-                Err(_) => missing.push(missed(
-                    r,
-                    &dir,
-                    format!("its run {ended} without results: {}", last_log_line(&dir)),
-                )),
-            },
-            (Ok(()), None) => missing.push(missed(
-                r,
+        let mut miss = |dir: &Path, reason: String| {
+            missing.push(MissingHost {
+                host: r.host.name.clone(),
+                source: dir.display().to_string(),
+                reason,
+            })
+        };
+        let Some(copied) = copied else {
+            miss(
                 &local,
-                format!("its run {ended} and left no run directory"),
-            )),
-            (Err(e), _) => missing.push(missed(
-                r,
+                format!("its run {ended}; its directory was not copied back"),
+            );
+            continue;
+        };
+        if let Err(e) = copied {
+            miss(
                 &local,
                 format!("its run {ended}, and its run directory could not be copied back: {e}"),
-            )),
+            );
+            continue;
         }
+        let Some(dir) = crate::run_dir::newest(&local, |_| true) else {
+            miss(&local, format!("its run {ended} and left no run directory"));
+            continue;
+        };
+        let results = match std::fs::read(dir.join("results.json")) {
+            Ok(bytes) => read_results(&bytes),
+            Err(_) => {
+                let why = format!("its run {ended} without results: {}", last_log_line(&dir));
+                miss(&dir, why);
+                continue;
+            }
+        };
+        let results = match results {
+            Ok(results) => results,
+            Err(e) => {
+                miss(&dir, format!("its results.json is unreadable ({e})"));
+                continue;
+            }
+        };
+        if results.fleet_id.as_deref() != Some(fleet_id) {
+            let theirs = results.fleet_id.as_deref().unwrap_or("no fleet");
+            miss(
+                &dir,
+                format!(
+                    "its results.json is a run of {theirs}, not of this fleet ({fleet_id}); \
+                     it is not counted"
+                ),
+            );
+            continue;
+        }
+        let Some(run_id) = results.run_id.clone() else {
+            miss(
+                &dir,
+                "its results.json has no run id; it is not counted".into(),
+            );
+            continue;
+        };
+        if let Some(other) = runs
+            .iter()
+            .find(|o| o.results.run_id.as_deref() == Some(&run_id))
+        {
+            let why = format!(
+                "its results.json is the run {run_id} that {} returned too; a run counts once",
+                other.host
+            );
+            miss(&dir, why);
+            continue;
+        }
+        runs.push(HostRun {
+            host: r.host.name.clone(),
+            source: dir.display().to_string(),
+            results,
+        });
     }
-    let copy_seconds = copying.elapsed().as_secs_f64();
-    let tool = ToolInfo {
-        name: "edbstress".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-    };
-    let aggregate = aggregate(runs, missing, tool).map_err(|e| {
-        err(format!(
-            "the runs could not be aggregated: {e}\n(each host's run directory is under {})",
-            options.output.join("hosts").display()
-        ))
-    })?;
-    write_aggregate(&options.output, &aggregate).map_err(|e| err(e.to_string()))?;
-    Ok(FleetOutcome {
-        aggregate,
-        dir: options.output.clone(),
-        check_seconds,
-        lead_seconds,
-        copy_seconds,
-    })
-}
-
-fn missed(r: &Running, dir: &Path, reason: String) -> MissingHost {
-    MissingHost {
-        host: r.host.name.clone(),
-        source: dir.display().to_string(),
-        reason,
-    }
-}
-
-/// The remote shell line of one host: make its results directory, record the shell's
-/// PID (edbstress replaces the shell, keeping it), run.
-fn remote_run_line(
-    options: &FleetOptions,
-    h: &FleetHost,
-    mailboxes: Option<u64>,
-    remote_dir: &str,
-    start_at: &str,
-    config: Option<String>,
-) -> String {
-    let mut args: Vec<String> = vec![options.remote_edbstress.clone(), "run".into()];
-    if let Some(config) = config {
-        args.extend(["--config".into(), config]);
-    }
-    args.extend(host_args(options, h));
-    if let Some(m) = mailboxes {
-        args.extend(["--mailboxes".into(), m.to_string()]);
-    }
-    args.extend([
-        "--results-dir".into(),
-        remote_dir.to_string(),
-        "--start-at".into(),
-        start_at.to_string(),
-        "--host-name".into(),
-        h.name.clone(),
-    ]);
-    if let Some(campaign) = &options.campaign_id {
-        args.extend(["--campaign-id".into(), campaign.clone()]);
-    }
-    let dir = command_line(&[remote_dir.to_string()]);
-    let pid = command_line(&[format!("{remote_dir}/{PID_FILE}")]);
-    format!(
-        "mkdir -p {dir} && echo $$ > {pid} && exec {}",
-        command_line(&args)
-    )
-}
-
-/// Copies the configuration file at `path` into the host's results directory for this
-/// fleet; returns its remote path.
-fn ship_config(ssh: &Ssh, h: &FleetHost, path: &Path, remote_dir: &str) -> Result<String, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let remote = format!("{remote_dir}/config.toml");
-    let line = format!(
-        "mkdir -p {} && cat > {}",
-        command_line(&[remote_dir.to_string()]),
-        command_line(std::slice::from_ref(&remote))
-    );
-    let mut child = ssh
-        .command(&h.dest, &line)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start ssh for {}: {e}", h.name))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        use std::io::Write;
-        stdin
-            .write_all(&bytes)
-            .map_err(|e| format!("{}: sending {}: {e}", h.name, path.display()))?;
-    }
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(format!(
-            "{}: cannot copy {} there ({})",
-            h.name,
-            path.display(),
-            failure(&out)
-        ));
-    }
-    Ok(remote)
+    (runs, missing)
 }
 
 /// The paths a host's run uses, for its check: its own, else those of the run options,
@@ -471,12 +664,12 @@ fn host_paths(h: &FleetHost, run_args: &[String]) -> Vec<PathBuf> {
         out
     };
     let mut paths = if h.db_paths.is_empty() {
-        from_args("--db-path", "edbstress-data")
+        from_args(&flag("db_paths"), "edbstress-data")
     } else {
         h.db_paths.clone()
     };
     paths.extend(if h.log_paths.is_empty() {
-        from_args("--log-path", "edbstress-data")
+        from_args(&flag("log_paths"), "edbstress-data")
     } else {
         h.log_paths.clone()
     });
@@ -500,39 +693,6 @@ fn follow(
             }
         }
     })
-}
-
-/// Copies the remote `dir` into `local` with tar over ssh.
-fn copy_back(ssh: &Ssh, dest: &str, dir: &str, local: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(local)
-        .map_err(|e| format!("cannot create {}: {e}", local.display()))?;
-    let line = format!("tar -C {} -cf - .", command_line(&[dir.to_string()]));
-    let mut remote = ssh
-        .command(dest, &line)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start ssh: {e}"))?;
-    let stdout = remote.stdout.take().ok_or("no ssh output")?;
-    let untar = Command::new("tar")
-        .arg("-C")
-        .arg(local)
-        .arg("-xf")
-        .arg("-")
-        .stdin(Stdio::from(stdout))
-        .output()
-        .map_err(|e| format!("cannot run tar: {e}"))?;
-    let remote = remote.wait_with_output().map_err(|e| e.to_string())?;
-    if !remote.status.success() {
-        return Err(failure(&remote));
-    }
-    if !untar.status.success() {
-        return Err(format!(
-            "tar: {}",
-            String::from_utf8_lossy(&untar.stderr).trim()
-        ));
-    }
-    Ok(())
 }
 
 fn last_log_line(dir: &Path) -> String {
@@ -579,7 +739,7 @@ pub fn exec(options: &FleetOptions, subcommand: &str) -> Result<Vec<HostAnswer>,
                     let mut args = vec![options.remote_edbstress.clone(), subcommand.to_string()];
                     args.extend(host_args(options, h));
                     if let (Some(m), "prepare") = (share, subcommand) {
-                        args.extend(["--mailboxes".into(), m.to_string()]);
+                        args.extend([flag("mailboxes"), m.to_string()]);
                     }
                     match options.ssh.run(&h.dest, &command_line(&args)) {
                         Ok((out, _)) => HostAnswer {
@@ -604,29 +764,28 @@ pub fn exec(options: &FleetOptions, subcommand: &str) -> Result<Vec<HostAnswer>,
 
 /// The run options for host `h`: its own paths replace those among them.
 fn host_args(options: &FleetOptions, h: &FleetHost) -> Vec<String> {
-    let own = |flag: &str| match flag {
-        "--db-path" => !h.db_paths.is_empty(),
-        "--log-path" => !h.log_paths.is_empty(),
-        _ => false,
-    };
+    let (db, log) = (flag("db_paths"), flag("log_paths"));
+    let own =
+        |f: &str| (f == db && !h.db_paths.is_empty()) || (f == log && !h.log_paths.is_empty());
     let mut args = Vec::new();
     let mut skip_value = false;
     for a in &options.run_args {
         if std::mem::take(&mut skip_value) {
             continue;
         }
-        let flag = a.split('=').next().unwrap_or(a);
-        if own(flag) {
+        let f = a.split('=').next().unwrap_or(a);
+        if own(f) {
             skip_value = !a.contains('=');
             continue;
         }
         args.push(a.clone());
     }
-    for p in &h.db_paths {
-        args.extend(["--db-path".into(), p.display().to_string()]);
-    }
-    for p in &h.log_paths {
-        args.extend(["--log-path".into(), p.display().to_string()]);
-    }
+    let paths = ConfigFile {
+        db_paths: (!h.db_paths.is_empty()).then(|| h.db_paths.clone()),
+        log_paths: (!h.log_paths.is_empty()).then(|| h.log_paths.clone()),
+        ..ConfigFile::default()
+    };
+    // Paths as flags cannot fail: they are plain text.
+    args.extend(paths.to_args().unwrap_or_default());
     args
 }

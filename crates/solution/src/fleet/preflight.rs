@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::FleetHost;
-use crate::ssh::{Ssh, command_line, failure};
+use crate::ssh::{Ssh, command_line, failure_to};
+
+/// Longest wait for one check over ssh: a host that answers nothing is named, not
+/// waited for.
+const CHECK_LIMIT: Duration = Duration::from_secs(60);
 
 /// What the check found on one host.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,17 +40,29 @@ pub fn check_host(
     max_offset: Duration,
 ) -> Result<HostCheck, String> {
     let name = &host.name;
+    let dest = &host.dest;
     let (out, _) = ssh
-        .run(
-            &host.dest,
+        .run_within(
+            dest,
             &command_line(&[remote_edbstress.to_string(), "--version".into()]),
+            None,
+            CHECK_LIMIT,
         )
-        .map_err(|e| format!("cannot run ssh for {name}: {e}; is OpenSSH's client installed?"))?;
+        .map_err(|e| ssh_error(name, e))?;
     if !out.status.success() {
-        return Err(format!(
-            "{name}: `{remote_edbstress} --version` failed ({}); install edbstress there, or give its path with --remote-edbstress",
-            failure(&out)
-        ));
+        return Err(match out.status.code() {
+            Some(255) => format!("{name}: {}", failure_to(dest, &out)),
+            Some(126 | 127) => format!(
+                "{name}: `{remote_edbstress}` is not installed there ({}); install edbstress \
+                 there, or give its path with --remote-edbstress",
+                failure_to(dest, &out)
+            ),
+            _ => format!(
+                "{name}: `{remote_edbstress} --version` failed ({}); install edbstress there, \
+                 or give its path with --remote-edbstress",
+                failure_to(dest, &out)
+            ),
+        });
     }
     let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if version != expected_version {
@@ -59,13 +75,18 @@ pub fn check_host(
     for _ in 0..3 {
         let before = unix_seconds();
         let (out, rtt) = ssh
-            .run(&host.dest, "date +%s.%N")
-            .map_err(|e| format!("cannot run ssh for {name}: {e}"))?;
+            .run_within(dest, "date +%s.%N", None, CHECK_LIMIT)
+            .map_err(|e| ssh_error(name, e))?;
         let after = unix_seconds();
         let remote: f64 = String::from_utf8_lossy(&out.stdout)
             .trim()
             .parse()
-            .map_err(|_| format!("{name}: `date +%s.%N` gave no time ({})", failure(&out)))?;
+            .map_err(|_| {
+                format!(
+                    "{name}: `date +%s.%N` gave no time ({})",
+                    failure_to(dest, &out)
+                )
+            })?;
         let offset = remote - (before + after) / 2.0;
         let rtt = rtt.as_secs_f64();
         if best.is_none_or(|(_, r)| rtt < r) {
@@ -87,12 +108,12 @@ pub fn check_host(
         df.extend(paths.iter().map(|p| p.display().to_string()));
         let line = format!("{} && {}", command_line(&words), command_line(&df));
         let (out, _) = ssh
-            .run(&host.dest, &line)
-            .map_err(|e| format!("cannot run ssh for {name}: {e}"))?;
+            .run_within(dest, &line, None, CHECK_LIMIT)
+            .map_err(|e| ssh_error(name, e))?;
         if !out.status.success() {
             return Err(format!(
                 "{name}: its paths cannot be created or measured ({}); check --host …,db-path=/log-path= and the run's paths",
-                failure(&out)
+                failure_to(dest, &out)
             ));
         }
         let text = String::from_utf8_lossy(&out.stdout);
@@ -118,6 +139,15 @@ pub fn check_host(
         round_trip_s,
         free,
     })
+}
+
+/// An ssh call that could not be made or did not end in time.
+fn ssh_error(name: &str, e: std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::TimedOut {
+        format!("{name}: {e}")
+    } else {
+        format!("cannot run ssh for {name}: {e}; is OpenSSH's client installed?")
+    }
 }
 
 fn unix_seconds() -> f64 {

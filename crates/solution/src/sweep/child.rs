@@ -1,19 +1,18 @@
 //! The processes a sweep starts: `sh -c` for the setup, teardown and measure commands,
-//! and `edbstress run` (or `clean`) for each point. Each runs in its own process group,
-//! so a Ctrl-C at the terminal reaches only the sweep, which passes on one SIGINT to
-//! the run (a second would make it quit without writing its results) and lets a
-//! command finish (a half-made filesystem helps no one).
+//! and `edbstress run` (or `clean`) for each point. Each leads its own process group
+//! ([`crate::process_group`]), so a Ctrl-C at the terminal reaches only the sweep: it
+//! passes on one SIGINT to a run (a second would make it quit without writing its
+//! results), ends a setup or measure command with everything it started, and lets a
+//! teardown finish. A command that overruns `[commands] timeout` is ended the same way.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use crate::process_group::{Ending, GroupChild, OnStop};
 
 /// Lines of a command's output shown when it fails.
 const TAIL_LINES: usize = 30;
@@ -23,6 +22,8 @@ const TAIL_LINES: usize = 30;
 pub struct Finished {
     /// Its exit status.
     pub status: ExitStatus,
+    /// How it ended.
+    pub ending: Ending,
     /// Standard output, when captured.
     pub stdout: String,
 }
@@ -35,55 +36,58 @@ fn open_log(log: &Path) -> Result<File, String> {
         .map_err(|e| format!("cannot write {}: {e}", log.display()))
 }
 
-/// Runs `cmd` to its end, in its own process group; SIGINT is passed on once when
-/// `stop` is set and `forward` is true.
+/// Runs `cmd` to its end in its own process group: `on_stop` says what a stop does,
+/// `deadline` how long it may take.
 fn wait(
     mut cmd: Command,
     what: &str,
     stop: &AtomicBool,
-    forward: bool,
+    on_stop: OnStop,
+    deadline: Option<Duration>,
 ) -> Result<Finished, String> {
-    cmd.process_group(0).stdin(Stdio::null());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {what}: {e}"))?;
-    let stdout_reader = child.stdout.take().map(|mut out| {
+    cmd.stdin(Stdio::null());
+    let mut child = GroupChild::spawn(&mut cmd).map_err(|e| format!("cannot start {what}: {e}"))?;
+    let stdout_reader = child.child_mut().stdout.take().map(|mut out| {
         std::thread::spawn(move || {
             let mut s = String::new();
             let _ = std::io::Read::read_to_string(&mut out, &mut s);
             s
         })
     });
-    let mut forwarded = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) => {}
-            Err(e) => return Err(format!("cannot wait for {what}: {e}")),
-        }
-        if forward && !forwarded && stop.load(Ordering::SeqCst) {
-            forwarded = true;
-            if let Ok(pid) = i32::try_from(child.id()) {
-                let _ = kill(Pid::from_raw(pid), Signal::SIGINT);
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let (status, ending) = child
+        .wait(stop, on_stop, deadline)
+        .map_err(|e| format!("cannot wait for {what}: {e}"))?;
     let stdout = stdout_reader
         .and_then(|h| h.join().ok())
         .unwrap_or_default();
-    Ok(Finished { status, stdout })
+    Ok(Finished {
+        status,
+        ending,
+        stdout,
+    })
+}
+
+/// How a sweep runs one shell command.
+#[derive(Clone, Copy, Debug)]
+pub struct ShellRules {
+    /// Standard output returned instead of logged.
+    pub capture: bool,
+    /// What a stop (Ctrl-C) does to it.
+    pub on_stop: OnStop,
+    /// The longest it may take.
+    pub timeout: Duration,
 }
 
 /// Runs `sh -c script` in `cwd`, its output appended to `log` (standard output
-/// returned instead when `capture`).
+/// returned instead when `rules.capture`).
 pub fn shell(
     script: &str,
     cwd: &Path,
     log: &Path,
-    capture: bool,
+    rules: ShellRules,
     stop: &AtomicBool,
 ) -> Result<Finished, String> {
+    let capture = rules.capture;
     let mut f = open_log(log)?;
     let _ = writeln!(f, "$ {script}");
     let err = f
@@ -96,13 +100,22 @@ pub fn shell(
     } else {
         cmd.stdout(f);
     }
-    let out = wait(cmd, "sh", stop, false)?;
+    let out = wait(cmd, "sh", stop, rules.on_stop, Some(rules.timeout))?;
     if capture {
         let mut f = open_log(log)?;
         let _ = f.write_all(out.stdout.as_bytes());
     }
     let mut f = open_log(log)?;
-    let _ = writeln!(f, "[exit: {}]", describe(out.status));
+    let _ = match out.ending {
+        Ending::Exited => writeln!(f, "[exit: {}]", describe(out.status)),
+        Ending::Stopped => writeln!(f, "[stopped (Ctrl-C): {}]", describe(out.status)),
+        Ending::TimedOut => writeln!(
+            f,
+            "[ended after [commands] timeout = \"{}\": {}]",
+            edbstress_workload::units::format_duration(rules.timeout),
+            describe(out.status)
+        ),
+    };
     Ok(out)
 }
 
@@ -125,7 +138,8 @@ pub fn edbstress(
         cmd,
         &format!("{} {}", binary.display(), args.join(" ")),
         stop,
-        true,
+        OnStop::Interrupt,
+        None,
     )
 }
 

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 use edbstress_workload::config::ConfigFile;
 use serde::Deserialize;
@@ -78,7 +79,12 @@ pub struct Commands {
     pub measure: Option<String>,
     /// The measured column's name [default: "measured"].
     pub measure_name: Option<String>,
+    /// The longest one command may take before it is ended [default: 1h].
+    pub timeout: Option<String>,
 }
+
+/// How long one command may take when `[commands] timeout` is not given.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// A checked sweep: the file, its axes' values as text and the grid.
 #[derive(Clone, Debug)]
@@ -99,6 +105,8 @@ pub struct SweepPlan {
     pub fresh: bool,
     /// The x axis.
     pub x_axis: String,
+    /// The longest one command may take.
+    pub command_timeout: Duration,
 }
 
 /// A value as text: strings as written, other values in TOML form.
@@ -199,6 +207,17 @@ impl SweepPlan {
                 ));
             }
         };
+        let command_timeout = match &file.commands.timeout {
+            None => DEFAULT_COMMAND_TIMEOUT,
+            Some(t) => edbstress_workload::units::parse_duration(t)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    format!(
+                        "[commands] timeout = '{t}' is not a duration: give e.g. \"30m\" or \"2h\""
+                    )
+                })?,
+        };
         let x_axis = match &file.sweep.x_axis {
             Some(x) if names.contains(&x.as_str()) => x.clone(),
             Some(x) => {
@@ -242,6 +261,7 @@ impl SweepPlan {
             shuffled,
             fresh,
             x_axis,
+            command_timeout,
         };
         plan.check_commands()?;
         for p in 0..plan.points.len() {
@@ -432,4 +452,7 @@ values = ["incompressible", "mail"]
 # it is a number); {run_dir} is the point's run directory.
 # measure = "du -sk --apparent-size {mnt}/db | cut -f1"
 # measure_name = "database KiB"
+# The longest one command may take; past it (or at Ctrl-C, for setup and measure)
+# the command is ended with everything it started.
+# timeout = "1h"
 "#;

@@ -25,6 +25,8 @@ use edbstress_report::{ToolInfo, read_results};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 
+use crate::process_group::{Ending, OnStop};
+
 pub use file::{SweepPlan, TEMPLATE};
 
 /// Exit code of an `edbstress run` stopped by Ctrl-C.
@@ -306,8 +308,26 @@ impl Sweep<'_> {
             .and_then(|t| t.render(names))
             .map_err(|e| format!("[commands] {what}: {e}"))?;
         let log = point_dir.join(format!("{what}.log"));
-        let out = child::shell(&script, &self.cwd, &log, capture, self.stop)?;
-        if out.status.success() {
+        let rules = child::ShellRules {
+            capture,
+            // A teardown runs after a Ctrl-C too (a half-set-up filesystem helps no one).
+            on_stop: if what == "teardown" {
+                OnStop::Wait
+            } else {
+                OnStop::End
+            },
+            timeout: self.plan.command_timeout,
+        };
+        let out = child::shell(&script, &self.cwd, &log, rules, self.stop)?;
+        if out.ending == Ending::TimedOut {
+            Err(format!(
+                "the {what} command did not finish within [commands] timeout = \"{}\" and \
+                 was ended: {script}\nits output ({}):\n{}",
+                edbstress_workload::units::format_duration(self.plan.command_timeout),
+                log.display(),
+                child::tail(&log)
+            ))
+        } else if out.status.success() {
             Ok(out.stdout)
         } else {
             Err(format!(
@@ -357,6 +377,11 @@ impl Sweep<'_> {
         if let Some(setup) = &commands.setup {
             (self.events)(&format!("{label}: setup"));
             if let Err(e) = self.command("setup", setup, &names, &point_dir, false) {
+                if self.stop.load(Ordering::SeqCst) {
+                    self.results.runs[i].status = "interrupted".into();
+                    self.teardown(&commands, &names, &point_dir);
+                    return Ok(RunEnd::Interrupted);
+                }
                 self.fail(i, &e);
                 self.teardown(&commands, &names, &point_dir);
                 return Err(err(format!("{label}: {e}\nthe sweep stops here.")));
@@ -414,21 +439,27 @@ impl Sweep<'_> {
             return Ok(RunEnd::Interrupted);
         }
         if self.plan.fresh && self.has_database_paths(table) {
-            let mut args: Vec<String> = vec!["clean".into(), "--yes".into()];
-            for (key, flag) in [("db_paths", "--db-path"), ("log_paths", "--log-path")] {
-                for p in table
+            // The point's paths that exist (a directory not there yet holds nothing to
+            // remove), as the same flags `run` takes.
+            let existing = |key: &str| -> Option<Vec<std::path::PathBuf>> {
+                let dirs: Vec<std::path::PathBuf> = table
                     .get(key)
                     .and_then(|v| v.as_array())
                     .into_iter()
                     .flatten()
                     .filter_map(|v| v.as_str())
-                    // A directory not there yet holds nothing to remove.
                     .filter(|p| self.cwd.join(p).is_dir())
-                {
-                    args.push(flag.into());
-                    args.push(p.into());
-                }
-            }
+                    .map(std::path::PathBuf::from)
+                    .collect();
+                (!dirs.is_empty()).then_some(dirs)
+            };
+            let paths = edbstress_workload::config::ConfigFile {
+                db_paths: existing("db_paths"),
+                log_paths: existing("log_paths"),
+                ..Default::default()
+            };
+            let mut args: Vec<String> = vec!["clean".into(), "--yes".into()];
+            args.extend(paths.to_args()?);
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let log = point_dir.join("clean.log");
             let out = child::edbstress(bin, &args, &self.cwd, &log, &log, self.stop)?;

@@ -182,11 +182,13 @@ pub fn parse_test_type(s: &str) -> Result<TestType, String> {
         })
 }
 
-/// Parses a profile name: "exchange2007", "exchange2010", "exchange2013" (also
-/// "exchange2016", "exchange2019" or the bare year).
+/// Parses a profile name: "exchange2007" … "exchange2019", or the bare year.
 pub fn parse_profile(s: &str) -> Result<Profile, String> {
     Profile::from_name(s.trim()).ok_or_else(|| {
-        format!("unknown profile '{s}': use exchange2007, exchange2010 or exchange2013 (also for 2016 and 2019)")
+        format!(
+            "unknown profile '{s}': use exchange2007, exchange2010, exchange2013, exchange2016 \
+             or exchange2019"
+        )
     })
 }
 

@@ -108,8 +108,9 @@ impl RunConfig {
             page_size: last(layers, |l| l.page_size).unwrap_or(defaults.page_size),
             cache_min,
             cache_max,
-            checkpoint_depth: last(layers, |l| l.checkpoint_depth)
-                .unwrap_or(defaults.checkpoint_depth),
+            checkpoint_depth: last(layers, |l| l.checkpoint_depth).unwrap_or_else(|| {
+                profile.checkpoint_depth(last(layers, |l| l.copies).unwrap_or(1))
+            }),
             // 0 until the page size is known: the profile's, at least one page.
             write_coalesce: last(layers, |l| l.write_coalesce).unwrap_or(0),
             torn_write_protection: last(layers, |l| l.torn_write_protection).unwrap_or(false),

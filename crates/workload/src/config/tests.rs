@@ -308,7 +308,7 @@ fn value_forms() {
     assert_eq!(f.mailbox_quota, Some(3 << 29));
     assert_eq!(f.compressibility, Some(1.0));
     assert_eq!(f.test, Some(TestType::DatabaseBackup));
-    assert_eq!(f.profile, Some(Profile::Exchange2013));
+    assert_eq!(f.profile, Some(Profile::Exchange2016));
     let table = layer("op_mix = { insert = 25, delete = 10, replace = 50, read = 15 }");
     assert_eq!(table.op_mix, f.op_mix);
     assert_eq!(

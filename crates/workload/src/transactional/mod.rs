@@ -271,8 +271,7 @@ impl<'a> Workbench<'a> {
             ic.cache_min_bytes = config.cache_min_per_instance();
             ic.cache_max_bytes = config.cache_max_per_instance();
             ic.checkpoint_depth = config.checkpoint_depth;
-            ic.lazy_flush_interval = config.profile.defaults().lazy_flush_interval;
-            ic.split_tail_write = config.profile.defaults().split_tail_write;
+            config.profile.configure_log(&mut ic);
             ic.io_mode = config.io_mode;
             ic.backend = config.backend;
             // Runs can be long; logs behind the checkpoint are not needed for recovery.

@@ -15,6 +15,7 @@ use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::OpMix;
 use edbstress_workload::backup::{BackupError, BackupOptions, run_backup, total_mb_per_sec};
+use edbstress_workload::profile::Profile;
 use edbstress_workload::soft_recovery::{
     SoftRecoveryOptions, SoftRecoveryPhase, average_seconds_per_log, run_soft_recovery,
 };
@@ -188,6 +189,7 @@ fn soft_recovery_replays_every_generated_log_and_leaves_clean_databases() {
         backend: BackendKind::Auto,
         // Page images in the generated logs: replay must pass over them.
         torn_write_protection: true,
+        profile: Profile::Exchange2013,
     };
     let generated = Mutex::new(HashMap::new());
     let (reports, stats) = run_soft_recovery(

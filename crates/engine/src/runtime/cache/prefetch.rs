@@ -1,5 +1,7 @@
-//! Recovery prefetch: many page reads in flight through an asynchronous backend,
-//! installed as they complete, taking only free frames.
+//! Recovery pre-read, as ESE's soft recovery reads the pages a log file references:
+//! sorted and de-duplicated, adjacent pages joined into one read, at most
+//! [`PREREAD_IO_MAX`] reads outstanding through an asynchronous backend; pages are
+//! installed as their reads complete, taking only free frames.
 
 use edbstress_format::Pgno;
 use edbstress_io::{
@@ -11,25 +13,40 @@ use super::frames::FrameState;
 use super::{CacheConfig, Shared};
 use crate::error::EngineError;
 
-/// A read that is over, verified outside the lock, waiting to be installed.
+/// Most pre-reads outstanding at once: ESE's `JET_paramPrereadIOMax` default.
+pub const PREREAD_IO_MAX: usize = 8;
+/// Largest pre-read of adjacent pages, bytes. ESE joins adjacent pages up to its
+/// coalesced-read limit; the reports' recovery reads (~40 KB on 32 KB pages) stay far
+/// below this cap.
+pub const PREREAD_JOIN_MAX: usize = 256 << 10;
+
+/// A page whose read is over, verified outside the lock, waiting to be installed.
 struct FinishedRead {
-    tag: usize,
+    pgno: Pgno,
+    frame: u32,
     /// The repaired bit, if any, or why the page cannot be installed.
     verdict: Result<Option<u32>, EngineError>,
     buf: AlignedBuf,
+}
+
+/// One read in flight: `frames.len()` adjacent pages from `first`.
+struct JoinedRead {
+    first: Pgno,
+    /// The frame reserved for each page, with its own buffer (empty when it had none).
+    frames: Vec<(u32, AlignedBuf)>,
 }
 
 /// The asynchronous reader of [`PageCache::prefetch`], created on first use and kept.
 pub(crate) struct Prefetcher {
     backend: Box<dyn IoBackend>,
     file: FileId,
-    /// Per tag: (pgno, frame) of the read in flight.
-    reserved: Vec<Option<(Pgno, u32)>>,
+    /// Per tag: the read in flight.
+    reserved: Vec<Option<JoinedRead>>,
     free_tags: Vec<usize>,
     completions: Vec<IoCompletion>,
-    /// Reads to submit: (tag, pgno, buffer).
-    to_submit: Vec<(usize, Pgno, AlignedBuf)>,
-    /// Reads over and verified, to install.
+    /// Reads to submit: (tag, first page, pages, buffer).
+    to_submit: Vec<(usize, Pgno, usize, AlignedBuf)>,
+    /// Pages read and verified, to install.
     done: Vec<FinishedRead>,
     /// The backend failed: drop it after this call.
     pub(crate) broken: bool,
@@ -37,17 +54,17 @@ pub(crate) struct Prefetcher {
 
 impl Prefetcher {
     pub(crate) fn new(config: &CacheConfig, file: &DataFile) -> Result<Prefetcher, EngineError> {
-        let mut backend = open_backend(config.backend, config.write_depth)?;
+        let mut backend = open_backend(config.backend, config.write_depth.max(PREREAD_IO_MAX))?;
         let file = backend.register(file)?;
-        let depth = backend.depth();
+        let depth = backend.depth().min(PREREAD_IO_MAX);
         Ok(Prefetcher {
             backend,
             file,
-            reserved: vec![None; depth],
+            reserved: (0..depth).map(|_| None).collect(),
             free_tags: (0..depth).rev().collect(),
             completions: Vec::with_capacity(depth),
             to_submit: Vec::with_capacity(depth),
-            done: Vec::with_capacity(depth),
+            done: Vec::new(),
             broken: false,
         })
     }
@@ -57,10 +74,16 @@ impl Prefetcher {
         self.backend.stats()
     }
 
+    /// Reads `pgnos` (sorted and de-duplicated here), joining adjacent pages that are
+    /// neither cached nor in transit into one read of at most [`PREREAD_JOIN_MAX`]
+    /// bytes, and installs them. Stops taking new pages when no frame is free.
     pub(crate) fn run<S>(&mut self, shared: &Shared<S>, pgnos: &[Pgno]) -> Result<(), EngineError> {
+        let mut pgnos = pgnos.to_vec();
+        pgnos.sort_unstable();
+        pgnos.dedup();
         let page_size = shared.config.page_size;
         let page_len = page_size.bytes();
-        let instance = shared.config.instance;
+        let join_max = (PREREAD_JOIN_MAX / page_len).max(1);
         let mut next = 0;
         let mut in_flight = 0;
         let mut first_error: Option<EngineError> = None;
@@ -69,11 +92,13 @@ impl Prefetcher {
             {
                 let mut core = shared.core.lock();
                 let mut released = 0;
-                for FinishedRead { tag, verdict, buf } in self.done.drain(..) {
-                    let Some((pgno, frame)) = self.reserved[tag].take() else {
-                        continue;
-                    };
-                    self.free_tags.push(tag);
+                for FinishedRead {
+                    pgno,
+                    frame,
+                    verdict,
+                    buf,
+                } in self.done.drain(..)
+                {
                     if let Some(i) = core.reading.iter().position(|&p| p == pgno) {
                         core.reading.swap_remove(i);
                     }
@@ -105,41 +130,59 @@ impl Prefetcher {
                 if let Err(e) = shared.check(&core) {
                     first_error.get_or_insert(e);
                 }
+                let wanted = |core: &super::Core<S>, p: Pgno| {
+                    p != Pgno::NONE && !core.map.contains_key(&p) && !core.in_transit(p)
+                };
                 while first_error.is_none() && !pool_empty && next < pgnos.len() {
                     let Some(&tag) = self.free_tags.last() else {
                         break;
                     };
-                    let pgno = pgnos[next];
-                    if pgno == Pgno::NONE || core.map.contains_key(&pgno) || core.in_transit(pgno) {
+                    let first = pgnos[next];
+                    if !wanted(&core, first) {
                         next += 1;
                         continue;
                     }
-                    let Some(frame) = core.take_frame() else {
-                        pool_empty = true;
+                    let mut frames = Vec::new();
+                    while frames.len() < join_max && next < pgnos.len() {
+                        let pgno = pgnos[next];
+                        if pgno != first + frames.len() as u32 || !wanted(&core, pgno) {
+                            break;
+                        }
+                        let Some(frame) = core.take_frame() else {
+                            pool_empty = true;
+                            break;
+                        };
+                        next += 1;
+                        core.frames[frame as usize].state = FrameState::Reading;
+                        core.reading.push(pgno);
+                        frames.push((frame, std::mem::take(&mut core.pages[frame as usize])));
+                    }
+                    if frames.is_empty() {
                         break;
-                    };
-                    next += 1;
+                    }
                     self.free_tags.pop();
-                    core.frames[frame as usize].state = FrameState::Reading;
-                    core.reading.push(pgno);
-                    self.reserved[tag] = Some((pgno, frame));
-                    let buf = std::mem::take(&mut core.pages[frame as usize]);
-                    self.to_submit.push((tag, pgno, buf));
+                    let count = frames.len();
+                    // One page reads into its frame's own buffer; a joined read into a
+                    // buffer of its own, copied into the frames when it completes.
+                    let buf = if count == 1 {
+                        std::mem::take(&mut frames[0].1)
+                    } else {
+                        AlignedBuf::empty()
+                    };
+                    self.reserved[tag] = Some(JoinedRead { first, frames });
+                    self.to_submit.push((tag, first, count, buf));
                 }
                 if core.obtainable() < shared.config.available_start() {
                     shared.writer_wake.notify_one();
                 }
             }
-            for (tag, pgno, mut buf) in self.to_submit.drain(..) {
-                if buf.is_empty() {
-                    match AlignedBuf::try_new(page_len) {
+            for (tag, first, count, mut buf) in std::mem::take(&mut self.to_submit) {
+                let len = count * page_len;
+                if buf.len() < len {
+                    match AlignedBuf::try_new(len) {
                         Ok(b) => buf = b,
                         Err(e) => {
-                            self.done.push(FinishedRead {
-                                tag,
-                                verdict: Err(e.into()),
-                                buf,
-                            });
+                            self.finish_read(shared, tag, Err(ReadFailure::Failed(e.into())), buf);
                             continue;
                         }
                     }
@@ -147,21 +190,22 @@ impl Prefetcher {
                 let request = IoRequest {
                     file: self.file,
                     op: IoOp::Read,
-                    offset: pgno.offset(page_size),
+                    offset: first.offset(page_size),
                     buf,
-                    len: page_len,
+                    len,
                     class: IoClass::RecoveryRead,
-                    instance,
+                    instance: shared.config.instance,
                     tag: tag as u64,
                 };
                 match self.backend.submit(request) {
                     Ok(()) => in_flight += 1,
-                    // The request and its buffer are gone; the frame gets a new one.
-                    Err(e) => self.done.push(FinishedRead {
+                    // The request and its buffer are gone; the frames get new ones.
+                    Err(e) => self.finish_read(
+                        shared,
                         tag,
-                        verdict: Err(e.into()),
-                        buf: AlignedBuf::empty(),
-                    }),
+                        Err(ReadFailure::Failed(e.into())),
+                        AlignedBuf::empty(),
+                    ),
                 }
             }
             if in_flight == 0 {
@@ -172,25 +216,27 @@ impl Prefetcher {
             }
             match self.backend.wait(1, &mut self.completions) {
                 Ok(_) => {
-                    for c in self.completions.drain(..) {
+                    for c in std::mem::take(&mut self.completions) {
                         in_flight -= 1;
                         let tag = c.tag as usize;
-                        let pgno = self.reserved[tag].map_or(Pgno::NONE, |(p, _)| p);
-                        let mut buf = c.buf;
-                        let verdict = match c.result {
-                            Ok(n) if n == page_len => shared.verify(&mut buf, pgno),
-                            Ok(n) => Err(shared.corrupt(
-                                pgno,
-                                format!("short read: {n} of {page_len} bytes; is the page beyond the end of the file?"),
-                            )),
-                            Err(e) => Err(EngineError::Io(edbstress_io::IoError::Io {
-                                path: shared.file.path().to_path_buf(),
-                                op: "read",
-                                offset: c.offset,
-                                source: e,
-                            })),
+                        let len = self.reserved[tag]
+                            .as_ref()
+                            .map_or(0, |r| r.frames.len() * page_len);
+                        let result = match c.result {
+                            Ok(n) if n == len => Ok(()),
+                            Ok(n) => Err(ReadFailure::Short(format!(
+                                "short read: {n} of {len} bytes; is the page beyond the end of the file?"
+                            ))),
+                            Err(source) => Err(ReadFailure::Failed(EngineError::Io(
+                                edbstress_io::IoError::Io {
+                                    path: shared.file.path().to_path_buf(),
+                                    op: "read",
+                                    offset: c.offset,
+                                    source,
+                                },
+                            ))),
                         };
-                        self.done.push(FinishedRead { tag, verdict, buf });
+                        self.finish_read(shared, tag, result, c.buf);
                     }
                 }
                 Err(e) => {
@@ -198,15 +244,17 @@ impl Prefetcher {
                     // go back to the pool without buffers.
                     self.broken = true;
                     let message = e.to_string();
-                    for (tag, reserved) in self.reserved.iter().enumerate() {
-                        if reserved.is_some() && !self.done.iter().any(|d| d.tag == tag) {
-                            self.done.push(FinishedRead {
+                    for tag in 0..self.reserved.len() {
+                        if self.reserved[tag].is_some() {
+                            let e = EngineError::ShutDown(Some(format!(
+                                "prefetch backend failed: {message}"
+                            )));
+                            self.finish_read(
+                                shared,
                                 tag,
-                                verdict: Err(EngineError::ShutDown(Some(format!(
-                                    "prefetch backend failed: {message}"
-                                )))),
-                                buf: AlignedBuf::empty(),
-                            });
+                                Err(ReadFailure::Failed(e)),
+                                AlignedBuf::empty(),
+                            );
                         }
                     }
                     in_flight = 0;
@@ -218,4 +266,78 @@ impl Prefetcher {
             None => Ok(()),
         }
     }
+
+    /// A read that is over (or never ran): each page verified and handed to its frame,
+    /// or failed. Of a failed read, the first page carries the error itself, the
+    /// others its message.
+    fn finish_read<S>(
+        &mut self,
+        shared: &Shared<S>,
+        tag: usize,
+        result: Result<(), ReadFailure>,
+        mut buf: AlignedBuf,
+    ) {
+        let Some(read) = self.reserved[tag].take() else {
+            return;
+        };
+        self.free_tags.push(tag);
+        let page_len = shared.config.page_size.bytes();
+        let joined = read.frames.len() > 1;
+        let mut failure = result.err();
+        let message = match &failure {
+            Some(ReadFailure::Failed(e)) => e.to_string(),
+            Some(ReadFailure::Short(what)) => what.clone(),
+            None => String::new(),
+        };
+        for (i, (frame, own)) in read.frames.into_iter().enumerate() {
+            let pgno = read.first + i as u32;
+            let (verdict, page) = match failure.take() {
+                Some(ReadFailure::Failed(e)) => (Err(e), own),
+                Some(ReadFailure::Short(what)) => {
+                    failure = Some(ReadFailure::Short(what.clone()));
+                    (Err(shared.corrupt(pgno, what)), own)
+                }
+                None if !message.is_empty() => {
+                    (Err(EngineError::ShutDown(Some(message.clone()))), own)
+                }
+                None if !joined => {
+                    let mut page = std::mem::replace(&mut buf, AlignedBuf::empty());
+                    (shared.verify(&mut page, pgno), page)
+                }
+                None => {
+                    let mut page = own;
+                    if page.len() != page_len {
+                        match AlignedBuf::try_new(page_len) {
+                            Ok(b) => page = b,
+                            Err(e) => {
+                                self.done.push(FinishedRead {
+                                    pgno,
+                                    frame,
+                                    verdict: Err(e.into()),
+                                    buf: AlignedBuf::empty(),
+                                });
+                                continue;
+                            }
+                        }
+                    }
+                    page.copy_from_slice(&buf[i * page_len..(i + 1) * page_len]);
+                    (shared.verify(&mut page, pgno), page)
+                }
+            };
+            self.done.push(FinishedRead {
+                pgno,
+                frame,
+                verdict,
+                buf: page,
+            });
+        }
+    }
+}
+
+/// Why a read gave no pages.
+enum ReadFailure {
+    /// Fewer bytes than asked: the pages are reported corrupt (beyond the file's end).
+    Short(String),
+    /// The read failed, or never ran.
+    Failed(EngineError),
 }

@@ -42,10 +42,11 @@ pub struct InstanceConfig {
     pub cache_max_bytes: u64,
     /// Checkpoint depth in bytes of log.
     pub checkpoint_depth: u64,
-    /// Log buffer size in bytes.
+    /// Log buffer size in bytes (half of it ready starts a log write).
     pub log_buffer: usize,
-    /// How long lazy commits may wait for a log write.
-    pub lazy_flush_interval: Duration,
+    /// A bounded durability delay for lazy commits (`LogConfig::lazy_flush_interval`);
+    /// `None`, as ESE: a lazy commit waits for the next log write.
+    pub lazy_flush_interval: Option<Duration>,
     /// Write a flush's closed log segments and its partially filled tail in two
     /// writes (see `LogConfig::split_tail_write`).
     pub split_tail_write: bool,
@@ -81,7 +82,7 @@ impl InstanceConfig {
             cache_max_bytes: 256 << 20,
             checkpoint_depth: 20 << 20,
             log_buffer: 9000 * 512,
-            lazy_flush_interval: Duration::from_millis(10),
+            lazy_flush_interval: None,
             split_tail_write: true,
             circular_logging: false,
             io_mode: IoMode::Direct,

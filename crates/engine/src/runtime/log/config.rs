@@ -10,10 +10,9 @@ use edbstress_io::{BackendKind, IoMode};
 use super::LogSignatures;
 use crate::error::EngineError;
 
-/// Default log buffer: 9000 × 512 bytes, the value of Jetstress ESRP runs.
+/// Default log buffer: 9000 × 512 bytes, the `LogBuffers` value Jetstress 2007 prints
+/// among its ESE settings in its reports (docs/fidelity.md, "log_buffer").
 pub const DEFAULT_LOG_BUFFER_LEN: usize = 9000 * 512;
-/// Default time after which appended records are written without a commit asking.
-pub const DEFAULT_LAZY_FLUSH_INTERVAL: Duration = Duration::from_millis(10);
 
 /// How an instance's log is written.
 #[derive(Clone, Debug)]
@@ -29,10 +28,18 @@ pub struct LogConfig {
     /// Length of new generation files: a multiple of 4096, at least 3 segments.
     /// Existing files keep the length in their header.
     pub file_len: usize,
-    /// Log buffer size in bytes; appends wait while this much is not yet durable.
+    /// Log buffer size in bytes; appends wait while this much is not yet durable, and
+    /// the buffer is written without a commit asking once half of it is ready (ESE's
+    /// capacity write: `csecReady >= m_csecLGBuf / 2`, logwrite.cxx).
     pub buffer_len: usize,
-    /// Appended records are written at the latest this long after the first of them.
-    pub lazy_flush_interval: Duration,
+    /// `None` (ESE's lazy commit): a lazy commit's records wait in the buffer until a
+    /// durable commit, a capacity write, a new generation or a page write's
+    /// write-ahead writes them; there is no timer. `Some(d)`: the flusher thread writes
+    /// them at the latest `d` after the first of them, the committer not waiting (a
+    /// bounded durability delay; tests use it to have lazy commits written in the
+    /// background). `Some(Duration::ZERO)`: at once, as the exchange2007/2010 profiles
+    /// have it (docs/fidelity.md, "lazy_commit_write").
+    pub lazy_flush_interval: Option<Duration>,
     /// A flush that finds closed segments and a partially filled tail writes the
     /// closed segments first and the tail (closed) in a second write, when a commit
     /// still waits for it or the lazy-flush time of its records has come (ESE's full
@@ -49,7 +56,7 @@ pub struct LogConfig {
 }
 
 impl LogConfig {
-    /// The defaults: 1 MiB files, a 9000 × 512-byte buffer, 10 ms lazy flush, the
+    /// The defaults: 1 MiB files, a 9000 × 512-byte buffer, no lazy-flush timer, the
     /// tail written with the closed segments before it, no circular logging, direct
     /// I/O, the `auto` backend.
     pub fn new(
@@ -65,7 +72,7 @@ impl LogConfig {
             log_signature,
             file_len: DEFAULT_LOG_FILE_LEN,
             buffer_len: DEFAULT_LOG_BUFFER_LEN,
-            lazy_flush_interval: DEFAULT_LAZY_FLUSH_INTERVAL,
+            lazy_flush_interval: None,
             split_tail_write: false,
             circular: false,
             io_mode: IoMode::Direct,
@@ -97,11 +104,6 @@ impl LogConfig {
                 "log buffer of {} bytes is smaller than one {SEGMENT_LEN}-byte segment",
                 self.buffer_len
             )));
-        }
-        if self.lazy_flush_interval.is_zero() {
-            return Err(EngineError::Invalid(
-                "the lazy flush interval must be greater than zero".into(),
-            ));
         }
         Ok(())
     }

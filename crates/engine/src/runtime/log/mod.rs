@@ -1,5 +1,5 @@
 //! The transaction log of an instance: [`LogWriter`] appends records and makes them
-//! durable (group commit, lazy flush, generation rolls, checkpoint file, circular
+//! durable (group commit, capacity writes, generation rolls, checkpoint file, circular
 //! logging); [`LogReader`] / [`read_log`] read them back and find the end of the log
 //! after a crash. Formats are those of `edbstress_format::log` (docs/format.md §6–7).
 //!
@@ -35,10 +35,13 @@
 //! next round itself, on its own thread (no hand-off to another thread); committers
 //! arriving during a round wait for the round that will cover them, and when a round
 //! ends it wakes its own waiters and one of the next round's, which leads it. The
-//! flusher thread runs
-//! the rounds nobody waits for: when the buffer passes a quarter full or an append
-//! waits for space, when the oldest unwritten record is `lazy_flush_interval` old, and
-//! at shutdown. Each round takes everything appended so far (group commit: every
+//! flusher thread runs the rounds nobody waits for, when ESE writes its log buffer
+//! without a commit waiting: when half of the buffer is ready (a capacity write) or an
+//! append waits for space, when a generation's last segment is ready (a new
+//! generation), and at shutdown — and, only if `LogConfig::lazy_flush_interval` is
+//! set, when the oldest unwritten record is that old. A lazy commit alone writes
+//! nothing: its records ride with the next of these, a durable commit, or the
+//! write-ahead flush of a page write that needs them. Each round takes everything appended so far (group commit: every
 //! waiter whose position it covers is released by one round), and whoever runs it
 //! follows the same rules below; a failed round poisons the log for everyone, and an
 //! abandoned writer starts no round and waits for the one in progress to end.
@@ -109,7 +112,7 @@ mod sequence;
 mod writer;
 
 pub use checkpoint::read_checkpoint;
-pub use config::{DEFAULT_LAZY_FLUSH_INTERVAL, DEFAULT_LOG_BUFFER_LEN, LogConfig};
+pub use config::{DEFAULT_LOG_BUFFER_LEN, LogConfig};
 pub use dir::{
     LogDirOwners, LogIdentity, create_initial_logs, is_log_file_name, is_our_log_file,
     log_dir_owners, remove_our_logs, replace_logs,

@@ -52,7 +52,7 @@ pub fn new_log_dir() -> (TempDir, PathBuf) {
 pub fn config(dir: &Path, file_len: usize) -> LogConfig {
     let mut c = LogConfig::new(dir, 0, DB_SIG, LOG_SIG);
     c.file_len = file_len;
-    c.lazy_flush_interval = Duration::from_millis(5);
+    c.lazy_flush_interval = Some(Duration::from_millis(5));
     c
 }
 

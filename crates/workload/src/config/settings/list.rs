@@ -21,12 +21,12 @@ run_settings! {
 # (sequential read of every database) or soft-recovery (crash, then log replay).
 # test = "performance""#,
     }
-    /// Version profile: exchange2007, exchange2010 or exchange2013 (also 2016, 2019)
+    /// Version profile: exchange2007, exchange2010, exchange2013, exchange2016 or exchange2019
     /// [default: exchange2013].
     profile: Profile [with = "crate::config::file::forms::profile"] {
         flag: (value "--profile" "PROFILE" parse::profile),
-        template: r#"# Version profile whose I/O pattern the run imitates: exchange2007, exchange2010 or
-# exchange2013 (also for 2016 and 2019). It sets the defaults of page_size, op_mix,
+        template: r#"# Version profile whose I/O pattern the run imitates: exchange2007, exchange2010,
+# exchange2013, exchange2016 or exchange2019. It sets the defaults of page_size, op_mix,
 # lazy_commits, cache_min, cache_max, bdm, bdm_rate, checkpoint_depth and thresholds;
 # the defaults shown for those are exchange2013's.
 # profile = "exchange2013""#,
@@ -111,11 +111,12 @@ copies = 2",
 # storage. Set to true when a cached run is what you mean to measure.
 # allow_cached_databases = false"#,
     }
-    /// Log the checkpoint may lag behind, per instance [default: the profile's: 20MiB for
-    /// exchange2007 and 2010, 100MiB for exchange2013].
+    /// Log the checkpoint may lag behind, per instance [default: the profile's: 100MiB;
+    /// exchange2007 20MiB; exchange2010 20MiB, 100MiB with 2 or more copies].
     checkpoint_depth: u64 [with = "crate::config::file::forms::size"] {
         flag: (number "--checkpoint-depth" "SIZE" parse::size),
-        template: r#"# Log the checkpoint may lag behind, per instance (exchange2007 and 2010: 20MiB).
+        template: r#"# Log the checkpoint may lag behind, per instance (exchange2007: 20MiB; exchange2010:
+# 20MiB, or 100MiB with 2 or more copies).
 # checkpoint_depth = "100MiB""#,
     }
     /// Largest coalesced database write [default: 384KiB for exchange2010/2013, one page for exchange2007].

@@ -27,9 +27,12 @@ pub struct LogCounters {
     /// Rounds a committer waiting in `flush_to` led, on its own thread (the flusher
     /// thread runs the capacity, lazy and shutdown rounds).
     pub commit_flushes: u64,
-    /// Rounds started because the buffer passed a quarter full.
+    /// Rounds started because half the buffer was ready or an append waited for space
+    /// (ESE's capacity writes).
     pub capacity_flushes: u64,
-    /// Rounds started by the lazy-flush timer.
+    /// Rounds started because a generation's last segment was ready.
+    pub generation_flushes: u64,
+    /// Rounds started by the bounded durability delay (`LogConfig::lazy_flush_interval`).
     pub lazy_flushes: u64,
     /// Rounds that wrote only the closed segments and left the partially filled tail
     /// for a second write (`LogConfig::split_tail_write`).
@@ -64,6 +67,7 @@ pub(super) struct AtomicCounters {
     pub(super) flush_batches: AtomicU64,
     pub(super) commit_flushes: AtomicU64,
     pub(super) capacity_flushes: AtomicU64,
+    pub(super) generation_flushes: AtomicU64,
     pub(super) lazy_flushes: AtomicU64,
     pub(super) tail_deferrals: AtomicU64,
     pub(super) flush_waits: AtomicU64,
@@ -93,6 +97,7 @@ impl AtomicCounters {
             flush_batches: get(&self.flush_batches),
             commit_flushes: get(&self.commit_flushes),
             capacity_flushes: get(&self.capacity_flushes),
+            generation_flushes: get(&self.generation_flushes),
             lazy_flushes: get(&self.lazy_flushes),
             tail_deferrals: get(&self.tail_deferrals),
             flush_waits: get(&self.flush_waits),

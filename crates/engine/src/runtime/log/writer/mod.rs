@@ -166,7 +166,8 @@ impl LogWriter {
                 * CLOSED_MIN_USED)
                 .min(MAX_RECORD_BODY_LEN),
             capacity,
-            wake_segments: (capacity / 4).max(1),
+            // ESE's capacity write: half the buffer ready (logwrite.cxx).
+            wake_segments: (capacity / 2).max(1),
             state: Mutex::new(State {
                 packer: SegmentPacker::new(),
                 tail,
@@ -281,6 +282,7 @@ impl LogWriter {
             st.space_waiters -= 1;
         }
         let staged_before = st.staged.len();
+        let generation_before = st.tail.generation;
         let was_idle = !st.has_unflushed();
         let mut first = None;
         let mut end = st.appended_end;
@@ -328,10 +330,13 @@ impl LogWriter {
         if st.first_unflushed.is_none() {
             st.first_unflushed = Some(Instant::now());
         }
-        let crossed_wake =
-            staged_before < shared.wake_segments && st.staged.len() >= shared.wake_segments;
+        let crossed_wake = (staged_before < shared.wake_segments
+            && st.staged.len() >= shared.wake_segments)
+            || st.tail.generation != generation_before;
         drop(st);
-        if was_idle || crossed_wake {
+        // Without a timer the flusher has nothing to do for a lazy commit: it is woken
+        // only by a capacity write or a new generation.
+        if (was_idle && shared.lazy_flush_interval.is_some()) || crossed_wake {
             shared.work.notify_one();
         }
         let counters = &shared.counters;

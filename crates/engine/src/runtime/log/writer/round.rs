@@ -375,7 +375,11 @@ pub(super) fn unix_now() -> u64 {
 pub(super) enum FlushReason {
     /// A committer waiting in `flush_to` leads it.
     Commit,
+    /// Half the buffer is ready, or an append waits for space.
     Capacity,
+    /// A generation's last segment is ready.
+    Generation,
+    /// The bounded durability delay passed (only with `lazy_flush_interval`).
     Lazy,
     Shutdown,
 }
@@ -439,6 +443,7 @@ impl Shared {
         match reason {
             FlushReason::Commit => bump(&counters.commit_flushes, 1),
             FlushReason::Capacity => bump(&counters.capacity_flushes, 1),
+            FlushReason::Generation => bump(&counters.generation_flushes, 1),
             FlushReason::Lazy => bump(&counters.lazy_flushes, 1),
             FlushReason::Shutdown => {}
         }
@@ -479,9 +484,10 @@ impl Shared {
     }
 }
 
-/// The flusher thread: runs the rounds nobody waits for — when the buffer passes a
-/// quarter full or an append waits for space, when the oldest unwritten record is
-/// `lazy_flush_interval` old, and at shutdown. Committers lead their own rounds.
+/// The flusher thread: runs the rounds nobody waits for — when half the buffer is
+/// ready or an append waits for space, when a generation's last segment is ready, at
+/// shutdown, and (only with `lazy_flush_interval`) when the oldest unwritten record is
+/// that old. Committers lead their own rounds; a lazy commit starts none.
 pub(super) fn run_flusher(shared: Arc<Shared>) {
     let _guard = PanicGuard(&shared);
     let mut st = shared.state.lock();
@@ -508,11 +514,18 @@ pub(super) fn run_flusher(shared: Arc<Shared>) {
             if st.staged.len() >= shared.wake_segments || st.space_waiters > 0 {
                 break FlushReason::Capacity;
             }
+            if st.generation_ready() {
+                break FlushReason::Generation;
+            }
             if st.task_wanted > st.durable {
                 break FlushReason::Commit;
             }
+            let Some(interval) = shared.lazy_flush_interval else {
+                shared.work.wait(&mut st);
+                continue;
+            };
             let since = *st.first_unflushed.get_or_insert_with(Instant::now);
-            let deadline = since + shared.lazy_flush_interval;
+            let deadline = since + interval;
             if Instant::now() >= deadline {
                 break FlushReason::Lazy;
             }

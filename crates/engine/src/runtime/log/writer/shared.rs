@@ -94,6 +94,14 @@ impl State {
         !self.staged.is_empty() || !self.packer.pending().is_empty()
     }
 
+    /// A generation's last segment is staged: the tail has moved on to a later file
+    /// (ESE writes its buffer when it starts a new generation).
+    pub(super) fn generation_ready(&self) -> bool {
+        self.staged
+            .first()
+            .is_some_and(|s| s.addr.generation != self.tail.generation)
+    }
+
     /// Body bytes a record starting now can hold without leaving the tail's file:
     /// the first fragment fills the pending segment, later ones whole segments, each
     /// closed once fewer than a header and one byte are left.
@@ -177,7 +185,9 @@ pub(super) struct Shared {
     pub(super) io_mode: IoMode,
     pub(super) file_len: usize,
     pub(super) circular: bool,
-    pub(super) lazy_flush_interval: Duration,
+    /// A bounded durability delay for lazy commits (`LogConfig::lazy_flush_interval`);
+    /// `None`: no timer, as ESE.
+    pub(super) lazy_flush_interval: Option<Duration>,
     /// Write closed segments and the partially filled tail in two writes.
     pub(super) split_tail_write: bool,
     pub(super) geometry: Geometry,
@@ -185,7 +195,7 @@ pub(super) struct Shared {
     pub(super) max_record_body: usize,
     /// Buffer capacity in segments.
     pub(super) capacity: usize,
-    /// Staged segments that wake the flusher.
+    /// Staged segments that wake the flusher for a capacity write: half the buffer.
     pub(super) wake_segments: usize,
 
     pub(super) state: Mutex<State>,

@@ -4,8 +4,20 @@
 //! the merged histograms recomputed here. Then the same fleet again, with one host's
 //! edbstress killed mid-run: the aggregate is incomplete, names that host and why, and
 //! the two others are complete. Skips loudly without OpenSSH (CI installs it).
+//!
+//! The modules hold the fleet under attack: host names, fleet identity and fresh
+//! directories, a compromised host's copy-back, deadlines, ssh failures, and the
+//! long-mode fault loop.
 
+#[path = "../common/mod.rs"]
 mod common;
+mod copy_back;
+mod deadlines;
+mod fault_loop;
+mod identity;
+mod names;
+mod ssh_errors;
+
 use common::sshd::Sshd;
 use common::*;
 
@@ -33,16 +45,36 @@ fn host_spec(root: &Path, i: usize) -> String {
 
 /// `fleet run` with the hosts as flags, the loose limits in a file given to the runs.
 fn fleet_args(root: &Path, sshd: &Sshd, output: &str, lead: &str) -> Vec<String> {
+    let specs: Vec<String> = (0..3).map(|i| host_spec(root, i)).collect();
+    fleet_cmd(root, sshd, output, lead, &specs, &[])
+}
+
+/// `fleet run` of the hosts `specs` with the fleet options `extra`, the loose limits in
+/// a file given to the runs.
+fn fleet_cmd(
+    root: &Path,
+    sshd: &Sshd,
+    output: &str,
+    lead: &str,
+    specs: &[String],
+    extra: &[&str],
+) -> Vec<String> {
     let mut args: Vec<String> = vec!["fleet".into(), "run".into()];
-    for i in 0..3 {
-        args.extend(["--host".into(), host_spec(root, i)]);
+    for spec in specs {
+        args.extend(["--host".into(), spec.clone()]);
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    if !extra.contains(&"--remote-edbstress") {
+        args.extend(["--remote-edbstress".into(), binary().display().to_string()]);
     }
     args.extend(
         [
+            // One clock on loopback: an offset measured there is the load's round-trip
+            // asymmetry (seconds on a busy CI machine), not a clock difference.
+            "--max-clock-offset",
+            "30s",
             "--ssh-config",
             sshd.client_config.to_str().unwrap(),
-            "--remote-edbstress",
-            binary().to_str().unwrap(),
             "--mailboxes",
             "300",
             "--lead-time",
@@ -64,7 +96,7 @@ fn fleet_args(root: &Path, sshd: &Sshd, output: &str, lead: &str) -> Vec<String>
 fn fleet_file_args(root: &Path, sshd: &Sshd, output: &str, lead: &str) -> Vec<String> {
     let mut toml = fs::read_to_string(root.join("margin.toml")).unwrap();
     toml.push_str(&format!(
-        "[fleet]\nmailboxes = 300\nlead_time = \"{lead}\"\nssh_config = \"{}\"\nremote_edbstress = \"{}\"\n",
+        "[fleet]\nmailboxes = 300\nlead_time = \"{lead}\"\nmax_clock_offset = \"30s\"\nssh_config = \"{}\"\nremote_edbstress = \"{}\"\n",
         sshd.client_config.display(),
         binary().display()
     ));
@@ -97,6 +129,108 @@ fn host_results(fleet: &Path, host: &str) -> (PathBuf, RunResults) {
     assert_eq!(dirs.len(), 1, "{host}: {dirs:?}");
     let r = read_results(&fs::read(dirs[0].join("results.json")).unwrap()).unwrap();
     (dirs[0].clone(), r)
+}
+
+/// Runs edbstress with `args` in `cwd`, waiting at most `limit`: past it the command is
+/// killed (by its PID) and the test fails, naming the wait.
+fn edbstress_within(
+    args: &[String],
+    cwd: &Path,
+    limit: Duration,
+) -> (std::process::Output, Duration) {
+    let started = Instant::now();
+    let child = command(cwd)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_within(child, started, limit)
+}
+
+/// Waits for `child` (started at `started`) at most `limit` from then.
+fn wait_within(
+    mut child: std::process::Child,
+    started: Instant,
+    limit: Duration,
+) -> (std::process::Output, Duration) {
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let read = |mut s: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = s.read_to_end(&mut v);
+            v
+        })
+    };
+    let (out, err) = (read(Box::new(stdout)), read(Box::new(stderr)));
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let output = std::process::Output {
+                status,
+                stdout: out.join().unwrap(),
+                stderr: err.join().unwrap(),
+            };
+            return (output, started.elapsed());
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let said = String::from_utf8_lossy(&err.join().unwrap()).into_owned();
+            panic!(
+                "the fleet did not end within {} s; it was killed. Its stderr:\n{said}",
+                limit.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The fleet id a `fleet run` printed first (`fleet fleet-UUID`).
+fn fleet_id_of(out: &std::process::Output) -> String {
+    let said = text(out);
+    said.lines()
+        .find_map(|l| {
+            l.strip_prefix("fleet ")
+                .filter(|id| id.starts_with("fleet-"))
+        })
+        .unwrap_or_else(|| panic!("no fleet id in:\n{said}"))
+        .trim()
+        .to_string()
+}
+
+/// The aggregate's results.json in `fleet`.
+fn aggregate_of(fleet: &Path) -> serde_json::Value {
+    serde_json::from_slice(&fs::read(fleet.join("results.json")).unwrap()).unwrap()
+}
+
+/// The runs an aggregate counted: each counted host's run (its source, relative to the
+/// fleet's working directory `cwd`) results.json.
+fn counted_runs(cwd: &Path, agg: &serde_json::Value) -> Vec<RunResults> {
+    agg["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        // A missing host has no databases; a counted run (even one stopped early) has.
+        .filter(|h| h["databases"].as_u64().unwrap_or(0) > 0)
+        .map(|h| {
+            let source = cwd.join(h["source"].as_str().unwrap());
+            read_results(&fs::read(source.join("results.json")).unwrap()).unwrap()
+        })
+        .collect()
+}
+
+/// Why the aggregate names `host` incomplete (empty when it counted it).
+fn why_missing(agg: &serde_json::Value, host: &str) -> String {
+    agg["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["host"] == host)
+        .unwrap_or_else(|| panic!("{host} is not in the aggregate: {agg}"))["incomplete"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 #[test]

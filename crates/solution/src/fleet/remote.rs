@@ -1,0 +1,114 @@
+//! What the fleet does on a host besides copying back: make the fleet's directory there
+//! (new, exclusively), ship the configuration file into it, the shell line that runs
+//! edbstress, and stopping that run.
+//!
+//! The host's results directory may be writable by others: the fleet's directory in it is
+//! named by the fleet's random id and made with `mkdir` of the leaf (failing if anything
+//! has that name), and the files in it are created with the shell's noclobber (`set -C`:
+//! `>` fails on anything already there, a link included), so nothing is written through
+//! a link someone left there.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use edbstress_workload::config::ConfigFile;
+
+use super::{FleetHost, FleetOptions, PID_FILE};
+use crate::ssh::{Ssh, command_line, failure_to, shell_quote};
+
+/// Name of the shipped configuration file in the fleet's directory on a host.
+const CONFIG_FILE: &str = "config.toml";
+
+/// Makes `remote_dir` on the host, new (its parents as needed), and writes `config`
+/// into it when given; returns the configuration's remote path.
+pub(super) fn make_fleet_dir(
+    ssh: &Ssh,
+    h: &FleetHost,
+    remote_dir: &str,
+    config: Option<&[u8]>,
+    limit: Duration,
+) -> Result<Option<String>, String> {
+    let parent = Path::new(remote_dir)
+        .parent()
+        .map(|p| p.display().to_string())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| ".".into());
+    let mut line = format!(
+        "mkdir -p -- {} && mkdir -- {}",
+        shell_quote(&parent),
+        shell_quote(remote_dir)
+    );
+    let config_path = config.map(|_| format!("{remote_dir}/{CONFIG_FILE}"));
+    if let Some(path) = &config_path {
+        line.push_str(&format!(" && set -C && cat > {}", shell_quote(path)));
+    }
+    let (out, _) = ssh
+        .run_within(&h.dest, &line, config.map(<[u8]>::to_vec), limit)
+        .map_err(|e| format!("{}: {e}", h.name))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{}: cannot make the fleet's directory {remote_dir} there{} ({})",
+            h.name,
+            if config.is_some() {
+                " and copy the configuration file into it"
+            } else {
+                ""
+            },
+            failure_to(&h.dest, &out)
+        ));
+    }
+    Ok(config_path)
+}
+
+/// The remote shell line of one host: record the shell's PID in the fleet's directory
+/// (made just before; noclobber), then run (edbstress replaces the shell, keeping it).
+pub(super) fn run_line(
+    options: &FleetOptions,
+    h: &FleetHost,
+    mailboxes: Option<u64>,
+    remote_dir: &str,
+    start_at: &str,
+    fleet_id: &str,
+    config: Option<String>,
+) -> Result<String, String> {
+    let mut args: Vec<String> = vec![options.remote_edbstress.clone(), "run".into()];
+    if let Some(config) = config {
+        args.extend(["--config".into(), config]);
+    }
+    args.extend(super::host_args(options, h));
+    // The settings the fleet gives each host, written by the settings table.
+    let per_host = ConfigFile {
+        mailboxes,
+        results_dir: Some(PathBuf::from(remote_dir)),
+        ..ConfigFile::default()
+    };
+    args.extend(per_host.to_args()?);
+    args.extend([
+        "--start-at".into(),
+        start_at.to_string(),
+        "--host-name".into(),
+        h.name.clone(),
+        "--fleet-id".into(),
+        fleet_id.to_string(),
+    ]);
+    if let Some(campaign) = &options.campaign_id {
+        args.extend(["--campaign-id".into(), campaign.clone()]);
+    }
+    let pid = command_line(&[format!("{remote_dir}/{PID_FILE}")]);
+    Ok(format!(
+        "set -C && echo $$ > {pid} && exec {}",
+        command_line(&args)
+    ))
+}
+
+/// Asks the run in `remote_dir` to stop (SIGINT: it ends cleanly, writing its results);
+/// waits at most `limit` for ssh.
+pub(super) fn stop(ssh: &Ssh, h: &FleetHost, remote_dir: &str, limit: Duration) {
+    let pid = format!("{remote_dir}/{PID_FILE}");
+    let line = format!("kill -INT \"$(cat {})\"", shell_quote(&pid));
+    match ssh.run_within(&h.dest, &line, None, limit) {
+        Ok((out, _)) if out.status.success() => {}
+        Ok((out, _)) => tracing::warn!("cannot stop {}: {}", h.name, failure_to(&h.dest, &out)),
+        Err(e) => tracing::warn!("cannot stop {}: {e}", h.name),
+    }
+}
