@@ -396,31 +396,7 @@ fn transactional_test(
     let counters = |c: &CounterSnapshot| events(RunEvent::Counters(c));
     let mut bench = Workbench::open(config, layouts, log, &live)?;
     bench.publish_counters(&counters);
-    log.line("Starting transaction dispatch ..");
-    log.line(format!(
-        "Database cache settings: (minimum: {}, maximum: {}) per instance",
-        ByteSize(config.cache_min_per_instance()).approx(),
-        ByteSize(config.cache_max_per_instance()).approx()
-    ));
-    let page = config.page_size.bytes() as u64;
-    let pool = CacheConfig::new(
-        config.page_size,
-        (config.cache_max_per_instance() / page) as usize,
-    );
-    log.line(format!(
-        "Database flush thresholds: (start: {}, stop: {})",
-        ByteSize(pool.available_start() as u64 * page).approx(),
-        ByteSize(pool.available_stop() as u64 * page).approx()
-    ));
-    let t = &config.thresholds;
-    log.line(format!(
-        "Database read latency thresholds: (average: {} msec/read, maximum: {} msec/read).",
-        t.db_read_avg_ms, t.db_read_max_ms
-    ));
-    log.line(format!(
-        "Log write latency thresholds: (average: {} msec/write, maximum: {} msec/write).",
-        t.log_write_avg_ms, t.log_write_max_ms
-    ));
+    log_cache_and_thresholds(config, log);
     let mut autotune = None;
     let mut stopped = None;
     let mut threads = config.sessions();
@@ -448,20 +424,7 @@ fn transactional_test(
             autotune = Some(tune);
         }
     }
-    let m = config.op_mix;
-    log.line(format!(
-        "Operation mix: Sessions {threads}, Inserts {}%, Deletes {}%, Replaces {}%, Reads {}%, Lazy Commits {}%.",
-        m.insert, m.delete, m.replace, m.read, config.lazy_commit_pct
-    ));
-    match config.target_iops() {
-        Some(target) => log.line(format!(
-            "Open-loop dispatch: target {target:.1} transactional IOPS ({} mailboxes x {} IOPS), offered with a {:.0} % margin; latency measured from each transaction's intended start.",
-            config.mailboxes.unwrap_or(0),
-            config.iops_per_mailbox,
-            (config.target_margin - 1.0) * 100.0
-        )),
-        None => log.line("Closed-loop dispatch (throughput run): every session starts its next transaction when the last one ends."),
-    }
+    log_dispatch(config, threads, log);
     let warm_up = if autotune.is_some() {
         // Warm already; the new session count settles for one sampling interval.
         (PhaseKind::Settle, config.sample_interval)
@@ -539,6 +502,54 @@ fn transactional_test(
     results.verification = verification;
     results.autotune = autotune;
     Ok(results)
+}
+
+/// The test log's lines on the cache and the latency thresholds, before dispatch.
+fn log_cache_and_thresholds(config: &RunConfig, log: &TestLog<'_>) {
+    log.line("Starting transaction dispatch ..");
+    log.line(format!(
+        "Database cache settings: (minimum: {}, maximum: {}) per instance",
+        ByteSize(config.cache_min_per_instance()).approx(),
+        ByteSize(config.cache_max_per_instance()).approx()
+    ));
+    let page = config.page_size.bytes() as u64;
+    let pool = CacheConfig::new(
+        config.page_size,
+        (config.cache_max_per_instance() / page) as usize,
+    );
+    log.line(format!(
+        "Database flush thresholds: (start: {}, stop: {})",
+        ByteSize(pool.available_start() as u64 * page).approx(),
+        ByteSize(pool.available_stop() as u64 * page).approx()
+    ));
+    let t = &config.thresholds;
+    log.line(format!(
+        "Database read latency thresholds: (average: {} msec/read, maximum: {} msec/read).",
+        t.db_read_avg_ms, t.db_read_max_ms
+    ));
+    log.line(format!(
+        "Log write latency thresholds: (average: {} msec/write, maximum: {} msec/write).",
+        t.log_write_avg_ms, t.log_write_max_ms
+    ));
+}
+
+/// The test log's lines on the operation mix and the dispatch model, once the session
+/// count is known.
+fn log_dispatch(config: &RunConfig, threads: u32, log: &TestLog<'_>) {
+    let m = config.op_mix;
+    log.line(format!(
+        "Operation mix: Sessions {threads}, Inserts {}%, Deletes {}%, Replaces {}%, Reads {}%, Lazy Commits {}%.",
+        m.insert, m.delete, m.replace, m.read, config.lazy_commit_pct
+    ));
+    match config.target_iops() {
+        Some(target) => log.line(format!(
+            "Open-loop dispatch: target {target:.1} transactional IOPS ({} mailboxes x {} IOPS), offered with a {:.0} % margin; latency measured from each transaction's intended start.",
+            config.mailboxes.unwrap_or(0),
+            config.iops_per_mailbox,
+            (config.target_margin - 1.0) * 100.0
+        )),
+        None => log.line("Closed-loop dispatch (throughput run): every session starts its next transaction when the last one ends."),
+    }
 }
 
 fn fill_measurement(results: &mut RunResults, m: Measurement, log: &TestLog<'_>) {
