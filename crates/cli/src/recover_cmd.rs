@@ -28,7 +28,6 @@ pub fn run(args: RecoverArgs) -> Result<ExitCode, CommandError> {
         io_mode: args.target.io.mode(),
         backend: args.target.io.backend,
         cache_bytes: args.cache,
-        ..RecoveryOptions::default()
     };
     let mut reports = Vec::new();
     // Damage found while recovering (a damaged or lost log, a log of another
