@@ -3,6 +3,7 @@
 #![no_main]
 
 use edbstress_format::Page;
+use edbstress_format::Pgno;
 use edbstress_format::checksum::verify_page;
 use libfuzzer_sys::fuzz_target;
 
@@ -10,12 +11,12 @@ fuzz_target!(|data: &[u8]| {
     let pgno = data
         .get(..4)
         .map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap()));
-    let _ = verify_page(data, pgno);
+    let _ = verify_page(data, Pgno::new(pgno));
     let sizes = [4096usize, 8192, 16384, 32768];
     let size = sizes[data.first().copied().unwrap_or(0) as usize % sizes.len()];
     let mut page = data.to_vec();
     page.resize(size, 0);
-    let _ = verify_page(&page, pgno);
+    let _ = verify_page(&page, Pgno::new(pgno));
     for buf in [data, &page[..]] {
         if let Ok(p) = Page::new_unvalidated(buf) {
             let _ = p.check();

@@ -26,19 +26,12 @@ use edbstress_engine::{discover_log_dirs, parse_db_file_name};
 use edbstress_format::header::HeaderError;
 use edbstress_io::IoMode;
 use edbstress_report::export::read_results;
+use edbstress_report::run_files;
 
 use crate::common::{CommandError, PathArgs};
 
 /// Files a run writes into its run directory (besides interrupted `.edbstress-*.tmp`).
-const RUN_FILES: &[&str] = &[
-    "results.json",
-    "test.log",
-    "config.toml",
-    "samples.csv",
-    "report.html",
-    "summary.md",
-    "junit.xml",
-];
+const RUN_FILES: &[&str] = run_files::ALL;
 
 /// Arguments of `edbstress clean`.
 #[derive(Args, Debug)]
@@ -300,7 +293,7 @@ fn plan_run_dirs(entries: &[PathBuf], plan: &mut CleanPlan) {
         if !dir.is_dir() {
             continue;
         }
-        let results = dir.join("results.json");
+        let results = dir.join(run_files::RESULTS_JSON);
         let ours = is_plain_file(&results)
             && std::fs::read(&results)
                 .ok()
@@ -335,7 +328,7 @@ fn plan_run_dirs(entries: &[PathBuf], plan: &mut CleanPlan) {
 /// A run directory whose run was killed before it wrote results.json: its test.log
 /// opens with the line every run writes first.
 fn is_killed_run(dir: &Path) -> bool {
-    let log = dir.join("test.log");
+    let log = dir.join(run_files::TEST_LOG);
     if !is_plain_file(&log) {
         return false;
     }

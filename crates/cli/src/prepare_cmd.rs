@@ -10,7 +10,9 @@ use edbstress_format::PageSize;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::common::{CommandError, TargetArgs};
-use crate::units::{count, human_bytes, parse_page_size, parse_size};
+use edbstress_io::ByteSize;
+
+use crate::units::{count, parse_page_size, parse_size};
 
 /// Arguments of `edbstress prepare`.
 #[derive(Args, Debug)]
@@ -54,7 +56,7 @@ pub fn run(args: PrepareArgs) -> Result<ExitCode, CommandError> {
     {
         return Err(CommandError::Usage(format!(
             "--write-size {} must be a multiple of 4 KiB between the page size and 64 MiB",
-            human_bytes(args.write_size)
+            ByteSize(args.write_size).approx()
         )));
     }
     let options = PrepareOptions {
@@ -139,12 +141,12 @@ fn print_reports(reports: &[PrepareReport], elapsed: f64) {
     let mut written = 0u64;
     let mut write_secs = 0.0;
     for r in reports {
-        let size = human_bytes(u64::from(r.pages) * r.page_size as u64);
+        let size = ByteSize(u64::from(r.pages) * r.page_size as u64).approx();
         if r.reused {
             outln!(
                 "{:<40} {:>9} {:>10} {:>10} {:>8} {:>9}",
                 r.db_file.display(),
-                human_bytes(r.page_size as u64),
+                ByteSize(r.page_size as u64).approx(),
                 r.messages,
                 size,
                 "reused",
@@ -154,7 +156,7 @@ fn print_reports(reports: &[PrepareReport], elapsed: f64) {
             outln!(
                 "{:<40} {:>9} {:>10} {:>10} {:>8.2} {:>9.1}",
                 r.db_file.display(),
-                human_bytes(r.page_size as u64),
+                ByteSize(r.page_size as u64).approx(),
                 r.messages,
                 size,
                 r.seconds,
@@ -171,7 +173,7 @@ fn print_reports(reports: &[PrepareReport], elapsed: f64) {
             .map_or("", |r| r.backend.as_str());
         outln!(
             "Wrote {} in {:.2} s: {:.1} MiB/s while writing ({} backend), {:.2} s in total.",
-            human_bytes(written),
+            ByteSize(written).approx(),
             write_secs,
             written as f64 / 1048576.0 / write_secs.max(1e-9),
             backend,

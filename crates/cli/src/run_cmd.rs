@@ -18,8 +18,8 @@ use edbstress_io::IoClass;
 use edbstress_report::{RunResults, Verdict};
 use edbstress_workload::RunError;
 use edbstress_workload::live::LiveCounters;
+use edbstress_workload::live::LiveStatus;
 use edbstress_workload::runner::{INTERRUPTED, RunEvent, RunOutcome, run as run_test};
-use edbstress_workload::transactional::LiveStatus;
 use indicatif::ProgressBar;
 
 use crate::common::CommandError;
@@ -174,8 +174,8 @@ pub fn run(args: RunCmdArgs) -> Result<ExitCode, CommandError> {
             bar.set_message(format!(
                 "preparing database {:03}: {} / {}",
                 p.instance,
-                edbstress_engine::human_bytes(p.bytes_done),
-                edbstress_engine::human_bytes(p.bytes_total)
+                edbstress_io::ByteSize(p.bytes_done).approx(),
+                edbstress_io::ByteSize(p.bytes_total).approx()
             ));
         }
         RunEvent::Live(status) => {
@@ -371,6 +371,13 @@ fn print_summary(outcome: &RunOutcome) {
     for c in &r.failed_criteria {
         outln!("  FAILED: {}", c.describe());
     }
-    outln!("  report: {}", outcome.dir.join("report.html").display());
-    outln!("  results: {}", outcome.dir.join("results.json").display());
+    let in_dir = |name: &str| outcome.dir.join(name).display().to_string();
+    outln!(
+        "  report: {}",
+        in_dir(edbstress_report::run_files::REPORT_HTML)
+    );
+    outln!(
+        "  results: {}",
+        in_dir(edbstress_report::run_files::RESULTS_JSON)
+    );
 }

@@ -16,7 +16,9 @@ use edbstress_workload::units::parse_duration;
 use serde::Serialize;
 
 use crate::common::{CommandError, parse_backend};
-use crate::units::{count, human_bytes, parse_size};
+use edbstress_io::ByteSize;
+
+use crate::units::{count, parse_size};
 
 /// Arguments of `edbstress probe`.
 #[derive(Args, Debug)]
@@ -145,7 +147,7 @@ pub fn run(args: StorageProbeArgs) -> Result<ExitCode, CommandError> {
         eprintln!(
             "preparing {} ({})...",
             path.display(),
-            human_bytes(args.size)
+            ByteSize(args.size).approx()
         );
     }
     let probe = ProbeFile::open_or_create(&path, args.size, mode)?;
@@ -155,7 +157,7 @@ pub fn run(args: StorageProbeArgs) -> Result<ExitCode, CommandError> {
         outln!(
             "{} ({}, {}, {})",
             path.display(),
-            human_bytes(probe.size()),
+            ByteSize(probe.size()).approx(),
             if args.buffered {
                 "buffered"
             } else {

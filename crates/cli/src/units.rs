@@ -1,12 +1,11 @@
 //! Sizes and counts on the command line: `256MiB`, `1.5GiB`, `4KB`, `32K`, `1048576`;
-//! `4`, `1000`. The size parsers live in the workload crate so that flags and
-//! configuration files read sizes alike.
+//! `4`, `1000`. Sizes are parsed by `edbstress_io::ByteSize` (through the workload
+//! crate's flag adapter) so that flags and configuration files read sizes alike.
 //!
 //! Flags taking these accept values starting with a hyphen (`allow_hyphen_values`), so
 //! that `--cache-max -5MiB` reaches the parser and is refused as negative instead of
 //! being taken for an unknown flag.
 
-pub use edbstress_engine::human_bytes;
 pub use edbstress_workload::units::{count, parse_page_size};
 // Size flags: clap's message already quotes the value and names the flag ("invalid
 // value '-5MiB' for '--cache-max <SIZE>': …"), so the parser says only what is wrong.
@@ -15,12 +14,6 @@ pub use edbstress_workload::units::parse_size_value as parse_size;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn human() {
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(3 << 29), "1.5 GiB");
-    }
 
     #[test]
     fn sizes_and_counts_say_what_is_wrong() {

@@ -14,64 +14,15 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use edbstress_format::PageSize;
-use edbstress_format::header::{DatabaseHeader, HeaderError, HeaderSelection, select_header};
+use edbstress_format::header::{DatabaseHeader, HeaderError, HeaderSelection};
 use edbstress_io::blocking::{self, Target};
 use edbstress_io::{
-    Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoError, IoMode,
-    IoStats, open_backend,
+    AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoError, IoStats, open_backend,
 };
 
+// Recovery and fault injection read the header through here too.
+pub(crate) use crate::dbheader::{HeaderReadError, read_header_from};
 use crate::error::EngineError;
-
-/// Why a header could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum HeaderReadError {
-    /// The file could not be read.
-    #[error(transparent)]
-    Io(#[from] IoError),
-    /// Neither copy is a valid edbstress header.
-    #[error("{0}")]
-    Header(HeaderError),
-}
-
-/// The largest page size: both header slots fit in twice this.
-const MAX_PAGE: usize = 32 * 1024;
-
-/// Reads both header slots of the database at `path` and selects the valid copy.
-pub fn read_header(path: &Path, mode: IoMode) -> Result<HeaderSelection, HeaderReadError> {
-    let file = DataFile::open(path, mode, Access::ReadOnly)?;
-    read_header_from(&file)
-}
-
-/// Like [`read_header`] on an open file.
-pub fn read_header_from(file: &DataFile) -> Result<HeaderSelection, HeaderReadError> {
-    let len = file.len()?;
-    // The slot size is the page size, unknown until a header is decoded: read the
-    // largest possible span and try the page sizes the primary copy claims, then all.
-    let span = (2 * MAX_PAGE as u64).min(len) as usize;
-    if span < 2 * 4096 {
-        return Err(HeaderReadError::Header(HeaderError::Invalid(format!(
-            "file is only {len} bytes long, too short to hold a database header"
-        ))));
-    }
-    let mut buf = AlignedBuf::new(2 * MAX_PAGE);
-    let aligned = span - span % 4096;
-    file.read_exact_at(&mut buf[..aligned], 0)?;
-    let mut last_err = HeaderError::NotOurs;
-    for ps in [PageSize::K32, PageSize::K8, PageSize::K4, PageSize::K16] {
-        let p = ps.bytes();
-        if 2 * p > aligned {
-            continue;
-        }
-        match select_header(&buf[..p], &buf[p..2 * p]) {
-            Ok(sel) if sel.header.page_size == ps => return Ok(sel),
-            Ok(_) => continue,
-            Err(HeaderError::NotOurs) => {}
-            Err(e) => last_err = e,
-        }
-    }
-    Err(HeaderReadError::Header(last_err))
-}
 
 /// The length a database file has at least: its two header slots and every page its
 /// header counts. A longer file is fine: growth writes the new pages before the header
@@ -131,32 +82,6 @@ pub fn read_verified_header(file: &DataFile) -> Result<HeaderSelection, EngineEr
     check_length(path, file.len()?, &sel.header)
         .map_err(|e| EngineError::Damaged(e.to_string()))?;
     Ok(sel)
-}
-
-/// Checks that the file at `path` carries the edbstress database signature (a header
-/// copy with our magic, even if damaged); the error says what was found instead.
-pub fn check_database_signature(path: &Path) -> Result<(), String> {
-    // A file too short for a header has no magic to look at (read_header reports it
-    // as an invalid header, like a damaged one of ours).
-    let len = std::fs::metadata(path)
-        .map_err(|e| format!("it cannot be read: {e}"))?
-        .len();
-    if len < 2 * 4096 {
-        return Err(format!(
-            "it is only {len} bytes long, too short for a database header"
-        ));
-    }
-    match read_header(path, IoMode::Buffered) {
-        Ok(_) => Ok(()),
-        Err(HeaderReadError::Header(HeaderError::NotOurs)) => {
-            Err("no edbstress signature in its header".into())
-        }
-        Err(HeaderReadError::Header(HeaderError::Uninitialized)) => {
-            Err("its header is all zero".into())
-        }
-        Err(HeaderReadError::Header(_)) => Ok(()),
-        Err(HeaderReadError::Io(e)) => Err(format!("it cannot be read: {e}")),
-    }
 }
 
 /// The database file registered with a backend of its own for the I/O an instance or
@@ -306,6 +231,12 @@ pub fn sync_dir(dir: &Path) {
 /// what prepare and database growth write for pages beyond the data, and what
 /// recovery restores for a page whose logged image is empty.
 pub fn format_unused_page(page: &mut [u8], pgno: u32) {
-    edbstress_format::page::PageMut::format(page, pgno, 0, edbstress_format::page::flags::EMPTY, 0);
-    edbstress_format::checksum::seal_page(page, pgno);
+    edbstress_format::page::PageMut::format(
+        page,
+        edbstress_format::Pgno::new(pgno),
+        0,
+        edbstress_format::page::flags::EMPTY,
+        0,
+    );
+    edbstress_format::checksum::seal_page(page, edbstress_format::Pgno::new(pgno));
 }

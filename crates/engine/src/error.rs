@@ -96,8 +96,8 @@ pub enum EngineError {
 #[error(
     "the {place} {} is full: {action} needs {}, {} ({}); {fix}",
     dir.display(),
-    edbstress_io::human_bytes(*needed),
-    available.map_or_else(|| "free space unknown".to_string(), |a| format!("{} available", edbstress_io::human_bytes(a))),
+    edbstress_io::ByteSize(*needed).approx(),
+    available.map_or_else(|| "free space unknown".to_string(), |a| format!("{} available", edbstress_io::ByteSize(a).approx())),
     os_reason(source)
 )]
 pub struct NoSpaceError {

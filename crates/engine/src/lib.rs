@@ -42,14 +42,14 @@
 #![warn(missing_docs, unnameable_types)]
 
 mod dbfile;
+mod dbheader;
 mod error;
 mod layout;
 mod offline;
 mod runtime;
 
-pub use dbfile::{
-    HeaderReadError, check_database_signature, read_header, read_header_from, sync_dir,
-};
+pub use dbfile::sync_dir;
+pub use dbheader::{HeaderReadError, check_database_signature, read_header, read_header_from};
 pub use edbstress_format::Pgno;
 pub use error::{EngineError, NoSpaceError};
 pub use layout::{
@@ -58,7 +58,12 @@ pub use layout::{
 
 // Runtime: an open instance and what it is built of.
 pub use runtime::btree::SpaceCounters;
-pub use runtime::cache::{CacheConfig, CacheCounters, CacheGuard, FrameId, PageCache, WalSync};
+pub use runtime::cache::{CacheConfig, CacheCounters};
+/// The page cache on its own, for the engine's tests and benches (feature
+/// `test-internals`, which the engine's dev-dependency on itself turns on); not part
+/// of the API the other crates use.
+#[cfg(feature = "test-internals")]
+pub use runtime::cache::{CacheGuard, FrameId, PageCache, WalSync};
 pub use runtime::content::{Compressibility, ContentGenerator};
 pub use runtime::dirlock::{LogDirLock, ensure_dir_not_held};
 pub use runtime::instance::{
@@ -78,7 +83,6 @@ pub use offline::check::{CheckReport, LeafFill, deep_check};
 pub use offline::fault;
 pub use offline::prepare::{
     InstanceAction, PrepareError, PrepareOptions, PreparePlan, PrepareProgress, PrepareReport,
-    human_bytes,
 };
 pub use offline::recovery::{LostFlush, RecoveryOptions, RecoveryReport, recover};
 pub use offline::verify::{

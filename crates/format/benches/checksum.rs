@@ -1,10 +1,12 @@
 //! Throughput of page checksum computation and verification.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use edbstress_format::{PageSize, PageVerdict, compute_page_checksums, seal_page, verify_page};
+use edbstress_format::{
+    PageSize, PageVerdict, Pgno, compute_page_checksums, seal_page, verify_page,
+};
 use std::hint::black_box;
 
-fn sealed_page(size: PageSize, pgno: u32) -> Vec<u8> {
+fn sealed_page(size: PageSize, pgno: Pgno) -> Vec<u8> {
     let mut state = 0x2545_F491_4F6C_DD1Du64;
     let mut page: Vec<u8> = (0..size.bytes())
         .map(|_| {
@@ -21,7 +23,7 @@ fn sealed_page(size: PageSize, pgno: u32) -> Vec<u8> {
 fn checksum(c: &mut Criterion) {
     let mut group = c.benchmark_group("page_checksum");
     for size in [PageSize::K8, PageSize::K32] {
-        let pgno = 4711;
+        let pgno = Pgno::new(4711);
         let page = sealed_page(size, pgno);
         assert_eq!(verify_page(&page, pgno), PageVerdict::Valid);
         group.throughput(Throughput::Bytes(size.bytes() as u64));
@@ -36,12 +38,12 @@ fn checksum(c: &mut Criterion) {
     // of sealed pages visited in a scattered order.
     let size = PageSize::K32;
     let count = (256 << 20) / size.bytes();
-    let template = sealed_page(size, 0);
+    let template = sealed_page(size, Pgno::NONE);
     let mut pages = vec![0u8; count * size.bytes()];
     for (pgno, page) in pages.chunks_exact_mut(size.bytes()).enumerate() {
         page.copy_from_slice(&template);
         page[100] = pgno as u8;
-        seal_page(page, pgno as u32);
+        seal_page(page, Pgno::new(pgno as u32));
     }
     let mut next = 0usize;
     group.throughput(Throughput::Bytes(size.bytes() as u64));
@@ -49,7 +51,7 @@ fn checksum(c: &mut Criterion) {
         b.iter(|| {
             next = (next + 7919) % count;
             let page = &pages[next * size.bytes()..][..size.bytes()];
-            verify_page(black_box(page), next as u32)
+            verify_page(black_box(page), Pgno::new(next as u32))
         })
     });
     group.finish();

@@ -6,6 +6,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use edbstress_format::Pgno;
 use edbstress_format::page::{Page, PageMut, flags};
 
 const PAGE: usize = 32 * 1024;
@@ -18,7 +19,7 @@ fn key(i: u32) -> [u8; 8] {
 /// A page filled with 16-byte-data records at even keys; returns it and its count.
 fn full_page() -> (Vec<u8>, u32) {
     let mut buf = vec![0u8; PAGE];
-    let mut page = PageMut::format(&mut buf, 7, 1, 0, 1);
+    let mut page = PageMut::format(&mut buf, Pgno::new(7), 1, 0, 1);
     let mut n = 0;
     while page.append(&key(n), &[n as u8; 16]).is_ok() {
         n += 1;
@@ -30,7 +31,7 @@ fn full_page() -> (Vec<u8>, u32) {
 /// it and its record count.
 fn scattered_branch_page() -> (Vec<u8>, u32) {
     let mut buf = vec![0u8; PAGE];
-    let mut page = PageMut::format(&mut buf, 7, 1, flags::BRANCH, 1);
+    let mut page = PageMut::format(&mut buf, Pgno::new(7), 1, flags::BRANCH, 1);
     // 4,096 slots visited by a stride coprime to them: every key once, out of order.
     let mut n = 0;
     for step in 0..4096u32 {

@@ -98,15 +98,6 @@ impl fmt::Display for PageSize {
     }
 }
 
-/// File offset of data page `pgno`: `(pgno + 1) * page_size` (see [`Pgno::offset`],
-/// which this is, for a page number still held as its on-disk `u32`).
-///
-/// Page numbers start at 1; slot 0 (offset 0) holds the database header and slot 1
-/// (offset `page_size`) its shadow copy. Computed in 64 bits, so it never overflows.
-pub const fn page_offset(pgno: u32, page_size: PageSize) -> u64 {
-    Pgno::new(pgno).offset(page_size)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,8 +118,11 @@ mod tests {
 
     #[test]
     fn page_offsets_skip_the_two_header_slots() {
-        assert_eq!(page_offset(1, PageSize::K32), 65536);
-        assert_eq!(page_offset(1, PageSize::K8), 16384);
-        assert_eq!(page_offset(u32::MAX, PageSize::K32), (1u64 << 32) * 32768);
+        assert_eq!(Pgno::new(1).offset(PageSize::K32), 65536);
+        assert_eq!(Pgno::new(1).offset(PageSize::K8), 16384);
+        assert_eq!(
+            Pgno::new(u32::MAX).offset(PageSize::K32),
+            (1u64 << 32) * 32768
+        );
     }
 }

@@ -21,7 +21,7 @@ use std::cmp::Ordering;
 use thiserror::Error;
 
 use crate::bytes::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64, try_get_u16};
-use crate::{PAGE_HEADER_LEN, PageSize};
+use crate::{PAGE_HEADER_LEN, PageSize, Pgno};
 
 /// Page flag bits (header offset 36).
 pub mod flags {
@@ -79,10 +79,10 @@ pub const fn record_len(key_len: usize, data_len: usize) -> usize {
 pub struct PageHeader {
     /// Database modification counter when the page last changed (offset 8).
     pub dbtime: u64,
-    /// Previous sibling page, 0 for none (offset 16).
-    pub prev: u32,
-    /// Next sibling page, 0 for none (offset 20).
-    pub next: u32,
+    /// Previous sibling page, [`Pgno::NONE`] for none (offset 16).
+    pub prev: Pgno,
+    /// Next sibling page, [`Pgno::NONE`] for none (offset 20).
+    pub next: Pgno,
     /// B+tree the page belongs to (offset 24).
     pub object_id: u32,
     /// Bytes available for a new record plus its tag after compaction (offset 28).
@@ -94,7 +94,7 @@ pub struct PageHeader {
     /// [`flags`] bits (offset 36).
     pub flags: u32,
     /// The page's own number (offset 64).
-    pub pgno: u32,
+    pub pgno: Pgno,
     /// Flush stamp for lost-write detection (offset 68).
     pub flush_stamp: u32,
 }
@@ -109,14 +109,14 @@ impl PageHeader {
         let page = &page[..PAGE_HEADER_LEN];
         PageHeader {
             dbtime: get_u64(page, DBTIME),
-            prev: get_u32(page, PREV),
-            next: get_u32(page, NEXT),
+            prev: Pgno::new(get_u32(page, PREV)),
+            next: Pgno::new(get_u32(page, NEXT)),
             object_id: get_u32(page, OBJECT_ID),
             free_bytes: get_u16(page, FREE_BYTES),
             first_free: get_u16(page, FIRST_FREE),
             tag_count: get_u16(page, TAG_COUNT),
             flags: get_u32(page, FLAGS),
-            pgno: get_u32(page, PGNO),
+            pgno: Pgno::new(get_u32(page, PGNO)),
             flush_stamp: get_u32(page, FLUSH_STAMP),
         }
     }
@@ -130,15 +130,15 @@ impl PageHeader {
     pub fn write(&self, page: &mut [u8]) {
         let page = &mut page[..PAGE_HEADER_LEN];
         put_u64(page, DBTIME, self.dbtime);
-        put_u32(page, PREV, self.prev);
-        put_u32(page, NEXT, self.next);
+        put_u32(page, PREV, self.prev.get());
+        put_u32(page, NEXT, self.next.get());
         put_u32(page, OBJECT_ID, self.object_id);
         put_u16(page, FREE_BYTES, self.free_bytes);
         put_u16(page, RESERVED_30, 0);
         put_u16(page, FIRST_FREE, self.first_free);
         put_u16(page, TAG_COUNT, self.tag_count);
         put_u32(page, FLAGS, self.flags);
-        put_u32(page, PGNO, self.pgno);
+        put_u32(page, PGNO, self.pgno.get());
         put_u32(page, FLUSH_STAMP, self.flush_stamp);
         page[72..80].fill(0);
     }
@@ -500,7 +500,7 @@ impl<'a> PageMut<'a> {
     /// If `buf.len()` is not a [`PageSize`]; see [`PageMut::try_format`].
     pub fn format(
         buf: &'a mut [u8],
-        pgno: u32,
+        pgno: Pgno,
         object_id: u32,
         page_flags: u32,
         dbtime: u64,
@@ -514,7 +514,7 @@ impl<'a> PageMut<'a> {
     /// [`PageMut::format`], returning an error for a buffer that is not page-sized.
     pub fn try_format(
         buf: &'a mut [u8],
-        pgno: u32,
+        pgno: Pgno,
         object_id: u32,
         page_flags: u32,
         dbtime: u64,
@@ -526,8 +526,8 @@ impl<'a> PageMut<'a> {
         buf.fill(0);
         let header = PageHeader {
             dbtime,
-            prev: 0,
-            next: 0,
+            prev: Pgno::NONE,
+            next: Pgno::NONE,
             object_id,
             // At most 32768 - 80: fits the u16 field.
             free_bytes: (len - PAGE_HEADER_LEN) as u16,
@@ -575,13 +575,13 @@ impl<'a> PageMut<'a> {
     }
 
     /// Sets the previous-sibling field.
-    pub fn set_prev(&mut self, prev: u32) {
-        put_u32(self.buf, PREV, prev);
+    pub fn set_prev(&mut self, prev: Pgno) {
+        put_u32(self.buf, PREV, prev.get());
     }
 
     /// Sets the next-sibling field.
-    pub fn set_next(&mut self, next: u32) {
-        put_u32(self.buf, NEXT, next);
+    pub fn set_next(&mut self, next: Pgno) {
+        put_u32(self.buf, NEXT, next.get());
     }
 
     /// Sets the object id field.
@@ -596,8 +596,8 @@ impl<'a> PageMut<'a> {
 
     /// Sets the page-number field (the checksum also binds the page number, see
     /// [`PageMut::seal`]).
-    pub fn set_pgno(&mut self, pgno: u32) {
-        put_u32(self.buf, PGNO, pgno);
+    pub fn set_pgno(&mut self, pgno: Pgno) {
+        put_u32(self.buf, PGNO, pgno.get());
     }
 
     /// Sets the flush-stamp field.
@@ -640,7 +640,7 @@ impl<'a> PageMut<'a> {
     /// ([`crate::checksum::seal_page`]); do this last, right before writing the page.
     pub fn seal(&mut self) {
         let pgno = get_u32(self.buf, PGNO);
-        crate::checksum::seal_page(self.buf, pgno);
+        crate::checksum::seal_page(self.buf, Pgno::new(pgno));
     }
 
     fn first_free(&self) -> usize {

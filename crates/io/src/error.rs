@@ -296,10 +296,13 @@ fn full_message(
     };
     let available_text = available.map_or_else(
         || "free space unknown".to_string(),
-        |a| format!("{} available", human_bytes(a)),
+        |a| format!("{} available", crate::ByteSize(a).approx()),
     );
     let figures = match needed {
-        Some(n) => format!("{action} needs {}, {available_text}", human_bytes(n)),
+        Some(n) => format!(
+            "{action} needs {}, {available_text}",
+            crate::ByteSize(n).approx()
+        ),
         None => format!("{action} failed, {available_text}"),
     };
     // Space that shows as free but cannot be used: inodes, metadata space or a quota.
@@ -313,22 +316,6 @@ fn full_message(
         "the filesystem holding {} is full: {figures}{hint} ({source}); free space on it or move the files to a bigger filesystem",
         path.display()
     )
-}
-
-/// Formats a byte count with a binary unit ("1.5 GiB", "512 B").
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
 }
 
 /// " at offset N" for reads and writes (even at 0) and for any other operation with a
@@ -375,7 +362,5 @@ mod tests {
         // Anything else stays an ordinary I/O error.
         let other = IoError::from_os(&path, "write", 0, Some(1), io::Error::other("boom"));
         assert!(matches!(other, IoError::Io { .. }), "{other:?}");
-        assert_eq!(human_bytes(0), "0 B");
-        assert_eq!(human_bytes(3 << 29), "1.5 GiB");
     }
 }

@@ -73,6 +73,7 @@ mod power_cut {
     }
 }
 pub mod probe;
+mod size;
 mod stats;
 pub mod tasks;
 
@@ -83,8 +84,9 @@ pub use backend::{
 };
 pub use buf::{AlignedBuf, BUF_ALIGN};
 pub use class::IoClass;
-pub use error::{IoError, human_bytes};
+pub use error::IoError;
 pub use file::{Access, DataFile, IoMode, available_space, filesystem_id};
 pub use histogram::{HistogramDecodeError, LatencyHistogram, MAX_LATENCY_NS};
 pub use memory::bound_allocator_footprint;
+pub use size::{ByteSize, ByteSizeError, human_bytes};
 pub use stats::{ClassStats, IoStats};

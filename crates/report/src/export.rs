@@ -36,8 +36,8 @@ pub enum ExportError {
         "the results directory {} is full: writing {} needs {}, {} ({source}); free space there or choose another --results-dir",
         dir.display(),
         file.display(),
-        edbstress_io::human_bytes(*needed),
-        available.map_or_else(|| "free space unknown".to_string(), |a| format!("{} available", edbstress_io::human_bytes(a)))
+        edbstress_io::ByteSize(*needed).approx(),
+        available.map_or_else(|| "free space unknown".to_string(), |a| format!("{} available", edbstress_io::ByteSize(a).approx()))
     )]
     NoSpace {
         /// The directory.

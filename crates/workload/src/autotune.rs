@@ -17,9 +17,10 @@ use edbstress_report::summary::transactional_iops;
 use edbstress_report::{AutoTune, AutoTuneStep};
 
 use crate::criteria::{Measurements, evaluate};
+use crate::live::PhaseKind;
 use crate::profile::Thresholds;
 use crate::rundir::TestLog;
-use crate::transactional::{Measurement, PhaseKind, StopReason, Workbench};
+use crate::transactional::{Measurement, StopReason, Workbench};
 
 /// Bounds of the search.
 #[derive(Clone, Copy, Debug)]

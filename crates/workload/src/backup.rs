@@ -16,12 +16,12 @@ use std::time::Instant;
 
 use edbstress_engine::DatabaseLock;
 use edbstress_engine::InstanceLayout;
-use edbstress_engine::human_bytes;
 use edbstress_engine::{HeaderReadError, read_header_from, sync_dir};
 use edbstress_engine::{SequentialReadOptions, read_sequentially};
-use edbstress_format::PageSize;
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_format::header::{DatabaseHeader, HeaderError};
+use edbstress_format::{PageSize, Pgno};
+use edbstress_io::ByteSize;
 use edbstress_io::{
     Access, BackendKind, DataFile, IoClass, IoError, IoMode, IoStats, MAX_DEPTH, available_space,
 };
@@ -152,15 +152,17 @@ pub enum BackupError {
     },
     /// The copies do not fit.
     #[error(
-        "the backup needs {needed} in {path} but only {available} is free; free space or choose another backup path"
+        "the backup needs {} in {path} but only {} is free; free space or choose another backup path",
+        needed.approx(),
+        available.approx()
     )]
     NoSpace {
         /// The backup directory.
         path: PathBuf,
         /// Bytes needed.
-        needed: String,
+        needed: ByteSize,
         /// Bytes free.
-        available: String,
+        available: ByteSize,
     },
     /// A read or write failed.
     #[error(transparent)]
@@ -310,8 +312,8 @@ fn create_copies(
     if needed > available {
         return Err(BackupError::NoSpace {
             path: dir.to_path_buf(),
-            needed: human_bytes(needed),
-            available: human_bytes(available),
+            needed: ByteSize(needed),
+            available: ByteSize(available),
         });
     }
     let mut copies: Vec<Option<(PathBuf, DataFile)>> = Vec::with_capacity(sources.len());
@@ -364,7 +366,7 @@ fn page_is_sound(page: &[u8], offset: u64, page_size: PageSize) -> bool {
         return DatabaseHeader::decode(page).is_ok();
     }
     matches!(
-        verify_page(page, (offset / ps - 1) as u32),
+        verify_page(page, Pgno::new((offset / ps - 1) as u32)),
         PageVerdict::Valid | PageVerdict::Uninitialized
     )
 }

@@ -11,18 +11,21 @@
 //! which times and counts them as [`IoClass::BdmRead`]; the scan times nothing itself.
 
 use std::collections::BTreeSet;
+use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use crate::stop::StopSignal;
 
 use edbstress_io::blocking::{self, Target};
 
 use edbstress_engine::{HeaderReadError, read_header_from};
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_format::header::HeaderError;
-use edbstress_format::{PageSize, page_offset};
+use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{
     Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoError, IoMode,
     IoStats, open_backend,
@@ -98,6 +101,41 @@ pub struct BdmProgress {
     pub correctable_pages: u64,
 }
 
+/// A page the scan found damaged, with what was wrong with it the first time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BadPage {
+    /// The page.
+    pub pgno: Pgno,
+    /// What was wrong.
+    pub damage: PageDamage,
+}
+
+/// What is wrong with a damaged page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageDamage {
+    /// The checksum does not match and one flipped bit does not explain it.
+    ChecksumMismatch,
+    /// The page is intact but holds the contents of another page (a misdirected
+    /// write or read).
+    HoldsPage(Pgno),
+}
+
+impl fmt::Display for PageDamage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PageDamage::ChecksumMismatch => f.write_str("checksum mismatch"),
+            PageDamage::HoldsPage(found) => write!(f, "holds the contents of page {found}"),
+        }
+    }
+}
+
+/// "page N (what)".
+impl fmt::Display for BadPage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "page {} ({})", self.pgno, self.damage)
+    }
+}
+
 /// What a scan did, from its start to its stop.
 #[derive(Clone, Debug, Default)]
 pub struct BdmReport {
@@ -109,7 +147,7 @@ pub struct BdmReport {
     pub bytes_read: u64,
     /// Damaged pages (each page once, with what was wrong the first time), at most
     /// 1000 listed; `bad_page_count` counts them all.
-    pub bad_pages: Vec<(u32, String)>,
+    pub bad_pages: Vec<BadPage>,
     /// Distinct damaged pages.
     pub bad_page_count: u64,
     /// Distinct pages with a single flipped bit (left as they are: the scan is
@@ -131,57 +169,11 @@ struct ScanState {
     pages_checked: u64,
     passes: u64,
     bytes_read: u64,
-    bad: BTreeSet<u32>,
-    bad_listed: Vec<(u32, String)>,
-    correctable: BTreeSet<u32>,
+    bad: BTreeSet<Pgno>,
+    bad_listed: Vec<BadPage>,
+    correctable: BTreeSet<Pgno>,
     io_errors: u64,
     last_error: Option<String>,
-}
-
-/// The stop condition of a background thread: the run's stop flag, or its own
-/// handle's (so that stopping one activity leaves the run's flag alone).
-#[derive(Clone)]
-pub(crate) struct StopSignal {
-    run: Arc<AtomicBool>,
-    own: Arc<AtomicBool>,
-}
-
-impl StopSignal {
-    /// Longest sleep between checks of the flags.
-    const STEP: Duration = Duration::from_millis(50);
-
-    /// A signal raised by `run` or by [`StopSignal::stop`].
-    pub(crate) fn new(run: Arc<AtomicBool>) -> StopSignal {
-        StopSignal {
-            run,
-            own: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
-    /// Stops this activity only.
-    pub(crate) fn stop(&self) {
-        self.own.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether either flag is set.
-    pub(crate) fn is_stopped(&self) -> bool {
-        self.run.load(Ordering::Relaxed) || self.own.load(Ordering::Relaxed)
-    }
-
-    /// Sleeps for `duration` in steps of at most 50 ms; false if stopped meanwhile.
-    pub(crate) fn sleep(&self, duration: Duration) -> bool {
-        let until = crate::transactional::later(Instant::now(), duration);
-        loop {
-            if self.is_stopped() {
-                return false;
-            }
-            let now = Instant::now();
-            if now >= until {
-                return true;
-            }
-            std::thread::sleep((until - now).min(Self::STEP));
-        }
-    }
 }
 
 /// Token bucket limiting the scan to a rate; holds at most one read's worth (or a
@@ -350,7 +342,7 @@ impl Drop for BdmHandle {
 enum PageOutcome {
     Fine,
     Correctable,
-    Bad(String),
+    Bad(PageDamage),
 }
 
 /// Which of the scan's buffers a read fills.
@@ -399,7 +391,7 @@ impl Scan {
                 return false;
             }
         };
-        let mut offset = page_offset(1, self.page_size);
+        let mut offset = Pgno::FIRST.offset(self.page_size);
         if offset >= end {
             // Nothing but headers: wait rather than spin; no pass was made.
             self.stop.sleep(StopSignal::STEP);
@@ -429,7 +421,7 @@ impl Scan {
             let first = (offset / ps - 1) as u32;
             let mut outcomes = Vec::new();
             for i in 0..got / ps as usize {
-                let pgno = first + i as u32;
+                let pgno = Pgno::new(first + i as u32);
                 let page = &self.buf[i * ps as usize..(i + 1) * ps as usize];
                 match verify_page(page, pgno) {
                     PageVerdict::Valid | PageVerdict::Uninitialized => {}
@@ -453,7 +445,7 @@ impl Scan {
                     }
                     PageOutcome::Bad(what) => {
                         if s.bad.insert(pgno) && s.bad_listed.len() < MAX_LISTED {
-                            s.bad_listed.push((pgno, what));
+                            s.bad_listed.push(BadPage { pgno, damage: what });
                         }
                     }
                 }
@@ -466,8 +458,8 @@ impl Scan {
 
     /// Reads page `pgno` again, alone, up to [`REREADS`] times after a short pause;
     /// the page is damaged only if no read of it verifies. None if stopped meanwhile.
-    fn recheck(&mut self, pgno: u32, first: PageVerdict) -> Option<PageOutcome> {
-        let offset = page_offset(pgno, self.page_size);
+    fn recheck(&mut self, pgno: Pgno, first: PageVerdict) -> Option<PageOutcome> {
+        let offset = pgno.offset(self.page_size);
         let mut verdict = first;
         for _ in 0..REREADS {
             if !self.stop.sleep(REREAD_DELAY) || !self.throttle.acquire(self.page.len(), &self.stop)
@@ -504,9 +496,9 @@ impl Scan {
             PageVerdict::Valid | PageVerdict::Uninitialized => PageOutcome::Fine,
             PageVerdict::Correctable { .. } => PageOutcome::Correctable,
             PageVerdict::WrongPageNumber { found } => {
-                PageOutcome::Bad(format!("holds the contents of page {found}"))
+                PageOutcome::Bad(PageDamage::HoldsPage(found))
             }
-            PageVerdict::Bad => PageOutcome::Bad("checksum mismatch".into()),
+            PageVerdict::Bad => PageOutcome::Bad(PageDamage::ChecksumMismatch),
         })
     }
 

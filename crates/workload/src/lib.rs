@@ -32,6 +32,7 @@ pub mod rundir;
 pub mod runner;
 pub mod schedule;
 pub mod soft_recovery;
+mod stop;
 pub mod transaction;
 pub mod transactional;
 pub mod units;

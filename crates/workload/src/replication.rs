@@ -29,7 +29,7 @@ use edbstress_io::{
 };
 use parking_lot::Mutex;
 
-use crate::bdm::StopSignal;
+use crate::stop::StopSignal;
 
 /// Default bytes per replication read.
 pub const DEFAULT_REPLICATION_READ_LEN: usize = 256 << 10;

@@ -75,7 +75,7 @@ impl RunDirectory {
 
     /// Opens `test.log` for appending.
     pub fn test_log(&self) -> Result<TestLog<'static>, RunDirError> {
-        let path = self.path.join("test.log");
+        let path = self.path.join(edbstress_report::run_files::TEST_LOG);
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -142,7 +142,7 @@ impl<'s> TestLog<'s> {
                             Some(Ok(a)) => format!(
                                 " (the line needs {} B, {} available)",
                                 line.len() + 1,
-                                edbstress_io::human_bytes(a)
+                                edbstress_io::ByteSize(a).approx()
                             ),
                             _ => String::new(),
                         }

@@ -10,8 +10,9 @@ use chrono::Local;
 use edbstress_engine::CacheConfig;
 use edbstress_engine::Compressibility;
 use edbstress_engine::InstanceLayout;
-use edbstress_engine::{InstanceAction, PrepareOptions, PreparePlan, PrepareProgress, human_bytes};
+use edbstress_engine::{InstanceAction, PrepareOptions, PreparePlan, PrepareProgress};
 use edbstress_engine::{ScanOptions, scan_database_until, scan_log_dir};
+use edbstress_io::ByteSize;
 use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::summary::{io_summary, transactional_iops};
 use edbstress_report::{
@@ -30,11 +31,12 @@ use crate::criteria::{
 use crate::host::kernel_log::KernelLogWatch;
 use crate::host::{HostPeriod, HostSampler, describe_devices, host_info};
 use crate::live::CounterSnapshot;
+use crate::live::{LiveStatus, PhaseKind};
 use crate::profile::Profile;
 use crate::progress::ProgressLines;
 use crate::rundir::{RunDirectory, TestLog};
 use crate::soft_recovery::{SoftRecoveryOptions, run_soft_recovery};
-use crate::transactional::{LiveStatus, Measurement, PhaseKind, StopReason, Workbench, join_list};
+use crate::transactional::{Measurement, StopReason, Workbench, join_list};
 use crate::volumes;
 
 /// `abort_reason` of a run the user stopped (Ctrl-C or SIGTERM).
@@ -87,7 +89,7 @@ pub fn run(
     let forward = |line: &str| events(RunEvent::Log(line));
     let log = dir.test_log()?.with_sink(&forward);
     edbstress_report::write_atomically(
-        &dir.path().join("config.toml"),
+        &dir.path().join(edbstress_report::run_files::CONFIG_TOML),
         config.to_toml().as_bytes(),
     )?;
     log.line("edbstress testing begins ...");
@@ -151,7 +153,10 @@ pub fn run(
         "Overall Test Result: {}",
         results.overall_result.label()
     ));
-    let mut files = vec![dir.path().join("config.toml"), dir.path().join("test.log")];
+    let mut files = vec![
+        dir.path().join(edbstress_report::run_files::CONFIG_TOML),
+        dir.path().join(edbstress_report::run_files::TEST_LOG),
+    ];
     for exporter in standard_exporters() {
         files.push(exporter.export(&results, dir.path())?);
     }
@@ -252,18 +257,20 @@ fn prepare(
     log.line(match growth {
         Some(bytes) => format!(
             "Free space checked for the databases, logs and {} of expected growth per database ({} per transactional I/O).",
-            human_bytes(bytes),
-            human_bytes(crate::config::model::GROWTH_PER_TRANSACTIONAL_IO),
+            ByteSize(bytes).approx(),
+            ByteSize(crate::config::model::GROWTH_PER_TRANSACTIONAL_IO).approx(),
         ),
         None if matches!(config.test, TestType::Performance | TestType::Stress) => format!(
             "Free space checked for the databases and logs; a throughput run has no target, so database growth (about {} per transactional I/O) is not budgeted.",
-            human_bytes(crate::config::model::GROWTH_PER_TRANSACTIONAL_IO),
+            ByteSize(crate::config::model::GROWTH_PER_TRANSACTIONAL_IO).approx(),
         ),
         None => "Free space checked for the databases and logs.".to_string(),
     });
     for (layout, action) in &plan.instances {
         let what = match action {
-            InstanceAction::Create => format!("creating ({})", human_bytes(config.database_size)),
+            InstanceAction::Create => {
+                format!("creating ({})", ByteSize(config.database_size).approx())
+            }
             InstanceAction::Reuse => "reusing the existing database".to_string(),
             InstanceAction::Rebuild(why) => format!("rebuilding ({why})"),
         };
@@ -284,7 +291,7 @@ fn prepare(
         log.line(format!(
             "Created {} database(s), {} in {:.1} s ({:.0} MiB/s).",
             created.len(),
-            human_bytes(bytes),
+            ByteSize(bytes).approx(),
             secs,
             bytes as f64 / 1_048_576.0 / secs.max(1e-9)
         ));
@@ -409,31 +416,7 @@ fn transactional_test(
     let counters = |c: &CounterSnapshot| events(RunEvent::Counters(c));
     let mut bench = Workbench::open(config, layouts, log, &live)?;
     bench.publish_counters(&counters);
-    log.line("Starting transaction dispatch ..");
-    log.line(format!(
-        "Database cache settings: (minimum: {}, maximum: {}) per instance",
-        human_bytes(config.cache_min_per_instance()),
-        human_bytes(config.cache_max_per_instance())
-    ));
-    let page = config.page_size.bytes() as u64;
-    let pool = CacheConfig::new(
-        config.page_size,
-        (config.cache_max_per_instance() / page) as usize,
-    );
-    log.line(format!(
-        "Database flush thresholds: (start: {}, stop: {})",
-        human_bytes(pool.available_start() as u64 * page),
-        human_bytes(pool.available_stop() as u64 * page)
-    ));
-    let t = &config.thresholds;
-    log.line(format!(
-        "Database read latency thresholds: (average: {} msec/read, maximum: {} msec/read).",
-        t.db_read_avg_ms, t.db_read_max_ms
-    ));
-    log.line(format!(
-        "Log write latency thresholds: (average: {} msec/write, maximum: {} msec/write).",
-        t.log_write_avg_ms, t.log_write_max_ms
-    ));
+    log_cache_and_thresholds(config, log);
     let mut autotune = None;
     let mut stopped = None;
     let mut threads = config.sessions();
@@ -461,20 +444,7 @@ fn transactional_test(
             autotune = Some(tune);
         }
     }
-    let m = config.op_mix;
-    log.line(format!(
-        "Operation mix: Sessions {threads}, Inserts {}%, Deletes {}%, Replaces {}%, Reads {}%, Lazy Commits {}%.",
-        m.insert, m.delete, m.replace, m.read, config.lazy_commit_pct
-    ));
-    match config.target_iops() {
-        Some(target) => log.line(format!(
-            "Open-loop dispatch: target {target:.1} transactional IOPS ({} mailboxes x {} IOPS), offered with a {:.0} % margin; latency measured from each transaction's intended start.",
-            config.mailboxes.unwrap_or(0),
-            config.iops_per_mailbox,
-            (config.target_margin - 1.0) * 100.0
-        )),
-        None => log.line("Closed-loop dispatch (throughput run): every session starts its next transaction when the last one ends."),
-    }
+    log_dispatch(config, threads, log);
     let warm_up = if autotune.is_some() {
         // Warm already; the new session count settles for one sampling interval.
         (PhaseKind::Settle, config.sample_interval)
@@ -543,12 +513,63 @@ fn transactional_test(
         instance_count: config.databases,
     };
     results.criteria = evaluate(&measurements, &config.thresholds);
-    for p in &close.bdm_bad_pages {
-        log.line(format!("BDM found a corrupt page: {p}"));
+    for (instance, page) in &close.bdm_bad_pages {
+        log.line(format!(
+            "BDM found a corrupt page: {}: {page}",
+            edbstress_report::instance_name(*instance)
+        ));
     }
     results.verification = verification;
     results.autotune = autotune;
     Ok(results)
+}
+
+/// The test log's lines on the cache and the latency thresholds, before dispatch.
+fn log_cache_and_thresholds(config: &RunConfig, log: &TestLog<'_>) {
+    log.line("Starting transaction dispatch ..");
+    log.line(format!(
+        "Database cache settings: (minimum: {}, maximum: {}) per instance",
+        ByteSize(config.cache_min_per_instance()).approx(),
+        ByteSize(config.cache_max_per_instance()).approx()
+    ));
+    let page = config.page_size.bytes() as u64;
+    let pool = CacheConfig::new(
+        config.page_size,
+        (config.cache_max_per_instance() / page) as usize,
+    );
+    log.line(format!(
+        "Database flush thresholds: (start: {}, stop: {})",
+        ByteSize(pool.available_start() as u64 * page).approx(),
+        ByteSize(pool.available_stop() as u64 * page).approx()
+    ));
+    let t = &config.thresholds;
+    log.line(format!(
+        "Database read latency thresholds: (average: {} msec/read, maximum: {} msec/read).",
+        t.db_read_avg_ms, t.db_read_max_ms
+    ));
+    log.line(format!(
+        "Log write latency thresholds: (average: {} msec/write, maximum: {} msec/write).",
+        t.log_write_avg_ms, t.log_write_max_ms
+    ));
+}
+
+/// The test log's lines on the operation mix and the dispatch model, once the session
+/// count is known.
+fn log_dispatch(config: &RunConfig, threads: u32, log: &TestLog<'_>) {
+    let m = config.op_mix;
+    log.line(format!(
+        "Operation mix: Sessions {threads}, Inserts {}%, Deletes {}%, Replaces {}%, Reads {}%, Lazy Commits {}%.",
+        m.insert, m.delete, m.replace, m.read, config.lazy_commit_pct
+    ));
+    match config.target_iops() {
+        Some(target) => log.line(format!(
+            "Open-loop dispatch: target {target:.1} transactional IOPS ({} mailboxes x {} IOPS), offered with a {:.0} % margin; latency measured from each transaction's intended start.",
+            config.mailboxes.unwrap_or(0),
+            config.iops_per_mailbox,
+            (config.target_margin - 1.0) * 100.0
+        )),
+        None => log.line("Closed-loop dispatch (throughput run): every session starts its next transaction when the last one ends."),
+    }
 }
 
 fn fill_measurement(results: &mut RunResults, m: Measurement, log: &TestLog<'_>) {
@@ -725,7 +746,8 @@ fn wait_for_start(
     log: &TestLog<'_>,
     stop: &AtomicBool,
 ) -> Result<(), RunError> {
-    let wait = crate::transactional::until_start(config).map_err(RunError::Config)?;
+    let wait = crate::transactional::until_start(config)
+        .map_err(|late| RunError::Config(late.to_string()))?;
     if wait.is_zero() {
         return Ok(());
     }
@@ -733,7 +755,7 @@ fn wait_for_start(
         "Waiting {:.1} s for the start time.",
         wait.as_secs_f64()
     ));
-    let until = crate::transactional::later(Instant::now(), wait);
+    let until = crate::stop::later(Instant::now(), wait);
     while Instant::now() < until && !stop.load(std::sync::atomic::Ordering::Relaxed) {
         std::thread::sleep(
             until
@@ -788,7 +810,7 @@ fn backup_test(
         log.line(format!(
             "{}: {} read in {:.1} s, {:.2} MiB/s{}.",
             instance_name(r.instance),
-            human_bytes(r.bytes_read),
+            ByteSize(r.bytes_read).approx(),
             r.seconds,
             r.mb_per_sec,
             if r.bad_pages > 0 {
@@ -816,7 +838,7 @@ fn backup_test(
     let total_mb_s = total_bytes as f64 / 1_048_576.0 / seconds.max(1e-9);
     log.line(format!(
         "Total: {} in {seconds:.1} s, {total_mb_s:.2} MiB/s.",
-        human_bytes(total_bytes)
+        ByteSize(total_bytes).approx()
     ));
     results.totals.io = io_summary(&io, None, seconds, &|_| 0.0);
     results.totals.mb_per_sec = Some(total_mb_s);

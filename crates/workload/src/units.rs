@@ -1,80 +1,28 @@
-//! Sizes and durations as people write them: `256MiB`, `1.5GiB`, `500MB`, `32K`,
-//! `1048576`; `90s`, `15m`, `2h`. Binary units (KiB, MiB, …, and the bare K/M/G/T fio
-//! accepts) and decimal units (KB, MB, GB, TB) are both understood; no unit means bytes.
-//! The command line and the configuration file share these parsers, so a value means
-//! the same in both.
+//! Sizes and durations as people write them: `256MiB`, `32KiB` page sizes; `90s`,
+//! `15m`, `2h`. Byte sizes are [`ByteSize`] (the I/O layer's one parser and formatter);
+//! this module adapts it to the error strings of clap's value parsers and adds page
+//! sizes, durations and counts. The command line and the configuration file share these
+//! parsers, so a value means the same in both.
 
 use std::time::Duration;
 
 use edbstress_format::PageSize;
+use edbstress_io::ByteSize;
 
-/// Binary units, largest first, as written by [`format_size`].
-const BINARY_UNITS: [(&str, u64); 4] = [
-    ("TiB", 1 << 40),
-    ("GiB", 1 << 30),
-    ("MiB", 1 << 20),
-    ("KiB", 1 << 10),
-];
-
-/// Decimal units, largest first, as written by [`format_size`].
-const DECIMAL_UNITS: [(&str, u64); 4] = [
-    ("TB", 1_000_000_000_000),
-    ("GB", 1_000_000_000),
-    ("MB", 1_000_000),
-    ("KB", 1_000),
-];
-
-/// Parses a size with an optional unit.
+/// Parses a size with an optional unit; the error quotes the value. [`ByteSize`] is
+/// the parser; this adds the quote for messages that do not already carry the value.
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    parse_size_value(s).map_err(|why| format!("invalid size '{s}': {why}"))
+    s.parse::<ByteSize>()
+        .map(ByteSize::get)
+        .map_err(|why| format!("invalid size '{s}': {why}"))
 }
 
-/// Parses a size like [`parse_size`]; the error says only what is wrong (and the fix),
-/// for callers whose message already quotes the value, such as command-line flags.
+/// Parses a size for a command-line flag: clap's message already quotes the value and
+/// names the flag, so the error says only what is wrong (and the fix).
 pub fn parse_size_value(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let fix = "use a number with an optional unit, e.g. 256MiB, 1GiB, 500MB or 32KiB";
-    if t.starts_with("--") {
-        // A flag taken as the value: the value itself is missing.
-        return Err(format!("a size is missing here ('{t}' is a flag); {fix}"));
-    }
-    if t.starts_with('-') {
-        return Err("a size cannot be negative; give e.g. 512MiB".to_string());
-    }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    if number.is_empty() {
-        return Err(fix.to_string());
-    }
-    let value: f64 = number.parse().map_err(|_| fix.to_string())?;
-    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kib" => 1 << 10,
-        "m" | "mib" => 1 << 20,
-        "g" | "gib" => 1 << 30,
-        "t" | "tib" => 1 << 40,
-        "kb" => 1_000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        "tb" => 1_000_000_000_000,
-        other => return Err(format!("unknown unit '{other}'; {fix}")),
-    };
-    // Whole numbers are multiplied exactly: f64 would round sizes above 2^53 bytes.
-    if let Ok(whole) = number.parse::<u64>() {
-        return whole
-            .checked_mul(multiplier)
-            .ok_or_else(|| "too large".to_string());
-    }
-    let bytes = value * multiplier as f64;
-    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
-        return Err("too large".to_string());
-    }
-    if bytes.fract() != 0.0 {
-        return Err("not a whole number of bytes".to_string());
-    }
-    Ok(bytes as u64)
+    s.parse::<ByteSize>()
+        .map(ByteSize::get)
+        .map_err(|why| why.to_string())
 }
 
 /// Parses a mailbox quota as Exchange and the ESRP documents count one: KB, MB, GB and
@@ -122,19 +70,6 @@ pub fn parse_page_size(s: &str) -> Result<PageSize, String> {
         .ok_or_else(|| format!("unsupported page size '{s}': {fix}"))
 }
 
-/// Writes a size exactly, in the unit that gives the smallest number ("256MiB", "2GB",
-/// "12345"), so that [`parse_size`] reads back the same number of bytes.
-pub fn format_size(bytes: u64) -> String {
-    let mut best = (bytes, "");
-    // Binary first: on a tie (never, in practice) the binary unit wins.
-    for (unit, len) in BINARY_UNITS.iter().chain(DECIMAL_UNITS.iter()) {
-        if bytes != 0 && bytes % len == 0 && bytes / len < best.0 {
-            best = (bytes / len, unit);
-        }
-    }
-    format!("{}{}", best.0, best.1)
-}
-
 /// Characters of one line of user input an error message quotes at most.
 pub const EXCERPT_CHARS: usize = 200;
 /// Lines of a parser's message kept at most.
@@ -167,7 +102,7 @@ pub fn bounded(message: &str) -> String {
 
 /// Writes a page size as "32KiB".
 pub fn format_page_size(page_size: PageSize) -> String {
-    format_size(page_size.bytes() as u64)
+    ByteSize(page_size.bytes() as u64).to_string()
 }
 
 /// Parses a duration: "90s", "15m", "2h", "1h 30m", "500ms"; a bare number is seconds.
@@ -292,15 +227,13 @@ mod tests {
     }
 
     #[test]
-    fn sizes_format_exactly() {
-        assert_eq!(format_size(256 << 20), "256MiB");
-        assert_eq!(format_size(2_000_000_000), "2GB");
-        assert_eq!(format_size(1_000_000_000_000), "1TB");
-        assert_eq!(format_size(32768), "32KiB");
-        assert_eq!(format_size(12345), "12345");
-        assert_eq!(format_size(0), "0");
+    fn sizes_read_back_what_they_write() {
         for bytes in [0, 1, 1000, 1024, 3 << 29, 1_666_666_666_666, u64::MAX] {
-            assert_eq!(parse_size(&format_size(bytes)), Ok(bytes), "{bytes}");
+            assert_eq!(
+                parse_size(&ByteSize(bytes).to_string()),
+                Ok(bytes),
+                "{bytes}"
+            );
         }
     }
 

@@ -16,7 +16,7 @@
 //! empty pages up to the end of the file (room for the database to grow).
 
 use edbstress_format::page::{PageMut, flags};
-use edbstress_format::{PAGE_HEADER_LEN, PageSize, checksum};
+use edbstress_format::{PAGE_HEADER_LEN, PageSize, Pgno, checksum};
 
 use crate::offline::view_layout::ViewLayout;
 use crate::runtime::content::{Compressibility, ContentGenerator};
@@ -457,7 +457,7 @@ impl BulkLoadPlan {
         let internal = |what: String| BulkLoadError::Internal { pgno, what };
         match self.role(pgno) {
             PageRole::Free => {
-                PageMut::format(buf, pgno, 0, flags::EMPTY, 0);
+                PageMut::format(buf, Pgno::new(pgno), 0, flags::EMPTY, 0);
             }
             PageRole::Root(kind) => {
                 let tree = self.tree(kind);
@@ -468,7 +468,7 @@ impl BulkLoadPlan {
                 };
                 let mut page = PageMut::format(
                     buf,
-                    pgno,
+                    Pgno::new(pgno),
                     tree.object_id,
                     flags::ROOT | flags::BRANCH | lv,
                     BULK_LOAD_DBTIME,
@@ -497,7 +497,7 @@ impl BulkLoadPlan {
                 // touching a neighbour.
                 let mut page = PageMut::format(
                     buf,
-                    pgno,
+                    Pgno::new(pgno),
                     tree.object_id,
                     flags::BRANCH | lv,
                     BULK_LOAD_DBTIME,
@@ -521,7 +521,7 @@ impl BulkLoadPlan {
                 };
                 let mut page = PageMut::format(
                     buf,
-                    pgno,
+                    Pgno::new(pgno),
                     tree.object_id,
                     flags::LEAF | lv,
                     BULK_LOAD_DBTIME,
@@ -542,7 +542,7 @@ impl BulkLoadPlan {
                 .map_err(internal)?;
             }
         }
-        checksum::seal_page(buf, pgno);
+        checksum::seal_page(buf, Pgno::new(pgno));
         Ok(())
     }
 
@@ -662,8 +662,18 @@ impl BulkLoadPlan {
 }
 
 fn link_siblings(page: &mut PageMut<'_>, pgno: u32, index: u32, count: u32) {
-    page.set_prev(if index > 0 { pgno - 1 } else { 0 });
-    page.set_next(if index + 1 < count { pgno + 1 } else { 0 });
+    let pgno = Pgno::new(pgno);
+    let none = Pgno::NONE;
+    page.set_prev(if index > 0 {
+        Pgno::new(pgno.get() - 1)
+    } else {
+        none
+    });
+    page.set_next(if index + 1 < count {
+        pgno.next().unwrap_or(none)
+    } else {
+        none
+    });
 }
 
 #[cfg(test)]
@@ -735,7 +745,11 @@ mod tests {
             for pgno in 1..=count {
                 let mut buf = vec![0u8; ps.bytes()];
                 plan.build_page(pgno, &mut buf).unwrap();
-                assert_eq!(verify_page(&buf, pgno), PageVerdict::Valid, "page {pgno}");
+                assert_eq!(
+                    verify_page(&buf, Pgno::new(pgno)),
+                    PageVerdict::Valid,
+                    "page {pgno}"
+                );
                 pages.push(buf);
             }
             let table_keys = walk(&pages, MAILBOX_TABLE_ROOT.get());

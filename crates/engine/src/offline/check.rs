@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_format::page::{Page, PageFormatError, PageHeader, flags};
-use edbstress_format::{PageSize, page_offset};
+use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{Access, AlignedBuf, DataFile, IoMode};
 use serde::Serialize;
 
@@ -130,9 +130,9 @@ impl TreeWalk<'_> {
         }
         self.seen[word] |= bit;
         self.file
-            .read_exact_at(&mut self.buf, page_offset(pgno, self.page_size))?;
+            .read_exact_at(&mut self.buf, Pgno::new(pgno).offset(self.page_size))?;
         self.report.pages_visited += 1;
-        match verify_page(&self.buf, pgno) {
+        match verify_page(&self.buf, Pgno::new(pgno)) {
             PageVerdict::Valid | PageVerdict::Correctable { .. } => Ok(Some(self.buf.to_vec())),
             verdict => {
                 self.report
@@ -242,7 +242,11 @@ impl TreeWalk<'_> {
             self.fill.usable_bytes += usable as u64;
             self.fill.used_bytes += usable.saturating_sub(page.free_space()) as u64;
             // A root has no siblings (the mailbox root's `next` heads the free list).
-            let (prev, next) = if is_root { (0, 0) } else { (h.prev, h.next) };
+            let (prev, next) = if is_root {
+                (0, 0)
+            } else {
+                (h.prev.get(), h.next.get())
+            };
             self.leaves.push((pgno, prev, next));
             for r in records {
                 (self.visit)(r.key, r.data);
@@ -534,7 +538,7 @@ fn check_free_list(
 ) -> Result<(), EngineError> {
     let mut buf = AlignedBuf::new(ps.bytes());
     file.read_exact_at(&mut buf, FREE_LIST_ANCHOR.offset(ps))?;
-    let mut next = PageHeader::read(&buf).next;
+    let mut next = PageHeader::read(&buf).next.get();
     let mut on_list = vec![0u64; page_count as usize / 64 + 1];
     while next != 0 {
         let pgno = next;
@@ -553,10 +557,10 @@ fn check_free_list(
         if seen[word] & bit != 0 {
             report.problem(format!("page {pgno} is on the free list and in a tree"));
         }
-        file.read_exact_at(&mut buf, page_offset(pgno, ps))?;
+        file.read_exact_at(&mut buf, Pgno::new(pgno).offset(ps))?;
         let h = PageHeader::read(&buf);
         if !matches!(
-            verify_page(&buf, pgno),
+            verify_page(&buf, Pgno::new(pgno)),
             PageVerdict::Valid | PageVerdict::Correctable { .. }
         ) || h.flags & flags::EMPTY == 0
             || h.tag_count != 0
@@ -568,7 +572,7 @@ fn check_free_list(
             break;
         }
         report.free_pages += 1;
-        next = h.next;
+        next = h.next.get();
     }
     Ok(())
 }

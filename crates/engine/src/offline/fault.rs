@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use edbstress_format::checksum::seal_page;
 use edbstress_format::header::HeaderError;
 use edbstress_format::log::{CHECKPOINT_FILE_NAME, SEGMENT_LEN, parse_log_file_name};
-use edbstress_format::{PageSize, page_offset};
+use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{Access, DataFile, IoMode};
 use rand::rngs::StdRng;
 use rand::seq::index::sample;
@@ -131,7 +131,7 @@ pub enum ExpectedDetection {
     /// `checksum`: the page holds page `found`.
     WrongPageNumber {
         /// The page whose bytes were copied.
-        found: u32,
+        found: Pgno,
     },
     /// `checksum`: the page is all zero.
     Uninitialized,
@@ -326,7 +326,7 @@ pub fn inject_database(
     let file = open_rw(path)?;
     let mut faults = Vec::with_capacity(targets.len());
     for (i, &pgno) in targets.iter().enumerate() {
-        let offset = page_offset(pgno, page_size);
+        let offset = Pgno::new(pgno).offset(page_size);
         let mut fault = InjectedFault {
             fault: request.kind,
             file: path.to_path_buf(),
@@ -371,17 +371,19 @@ pub fn inject_database(
                 for b in &mut new[start..start + len] {
                     *b ^= rng.random_range(1..=255u8);
                 }
-                seal_page(&mut new, pgno);
+                seal_page(&mut new, Pgno::new(pgno));
                 write_at(&file, path, &new[..k * SECTOR], offset)?;
                 fault.torn_at = Some(k * SECTOR);
                 fault.expected = ExpectedDetection::Bad;
             }
             FaultKind::Misdirect => {
                 let source = sources[i];
-                let bytes = read_at(&file, path, ps, page_offset(source, page_size))?;
+                let bytes = read_at(&file, path, ps, Pgno::new(source).offset(page_size))?;
                 write_at(&file, path, &bytes, offset)?;
                 fault.source_pgno = Some(source);
-                fault.expected = ExpectedDetection::WrongPageNumber { found: source };
+                fault.expected = ExpectedDetection::WrongPageNumber {
+                    found: Pgno::new(source),
+                };
             }
             FaultKind::Zero => {
                 write_at(&file, path, &vec![0u8; ps], offset)?;
@@ -575,7 +577,7 @@ pub fn inject_lost_flush(config: &InstanceConfig, seed: u64) -> Result<InjectedF
         file: db_file,
         pgno: Some(leaf),
         segment: None,
-        offset: page_offset(leaf, page_size),
+        offset: Pgno::new(leaf).offset(page_size),
         bits: Vec::new(),
         torn_at: None,
         source_pgno: None,

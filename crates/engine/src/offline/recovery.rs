@@ -620,7 +620,7 @@ impl<'a> TornPageRestorer<'a> {
             // Past the end of the file: never written, nothing torn.
             return Ok(());
         }
-        let whole = match verify_page(page, pgno.get()) {
+        let whole = match verify_page(page, pgno) {
             PageVerdict::Uninitialized => return Ok(()),
             PageVerdict::Valid => edbstress_format::page::Page::new(page).is_ok(),
             _ => false,
@@ -633,7 +633,7 @@ impl<'a> TornPageRestorer<'a> {
             // The frame's checksum fields may predate its last change (they are sealed
             // into write snapshots, not into frames), and the log segment's checksum
             // already protected the bytes: seal afresh.
-            edbstress_format::checksum::seal_page(rebuilt, pgno.get());
+            edbstress_format::checksum::seal_page(rebuilt, pgno);
         }
         if whole {
             if !self.rebuild_whole

@@ -20,7 +20,7 @@ use edbstress_io::{
 };
 use serde::Serialize;
 
-use crate::dbfile::{HeaderReadError, read_header_from};
+use crate::dbheader::{HeaderReadError, read_header_from};
 use crate::error::EngineError;
 use crate::runtime::log::{LogSequenceReport, verify_log_sequence};
 
@@ -89,7 +89,7 @@ pub enum PageProblemKind {
     /// A valid page of another page number (a misdirected write or read).
     WrongPageNumber {
         /// The page number the contents belong to.
-        found: u32,
+        found: Pgno,
     },
     /// All zero: never written, or zeroed.
     Uninitialized,
@@ -218,7 +218,7 @@ impl PageTally<'_> {
 
     fn check(&mut self, page: &[u8], pgno: Pgno, offset: u64) {
         self.report.pages_seen += 1;
-        let kind = match verify_page(page, pgno.get()) {
+        let kind = match verify_page(page, pgno) {
             PageVerdict::Valid => {
                 let dbtime = u64::from_le_bytes(page[8..16].try_into().unwrap_or_default());
                 self.report.highest_dbtime = self.report.highest_dbtime.max(dbtime);
@@ -516,9 +516,9 @@ fn repair_pages(
         }
         file.read_exact_at(&mut page, problem.offset)?;
         if matches!(
-            repair_page(&mut page, problem.pgno.get()),
+            repair_page(&mut page, problem.pgno),
             PageVerdict::Correctable { .. }
-        ) && verify_page(&page, problem.pgno.get()) == PageVerdict::Valid
+        ) && verify_page(&page, problem.pgno) == PageVerdict::Valid
         {
             file.write_all_at(&page, problem.offset)?;
             problem.repaired = true;

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 
-use crate::runtime::lock::{LockError, LockHolder, LockMode, who_holds};
+use crate::runtime::lock::{LockError, LockMode, who_holds};
 
 /// A held log-directory lock; released on drop.
 #[derive(Debug)]
@@ -123,32 +123,10 @@ fn held_error(dir: &Path, file: File, wanted: LockMode) -> LockError {
     }
 }
 
-/// The message of [`LockError::DirHeld`].
-pub(crate) fn held_message(
-    dir: &Path,
-    pid: Option<u32>,
-    more_pids: &[u32],
-    holder: LockHolder,
-    wanted: LockMode,
-) -> String {
-    let pids = super::lock::holder_pids(pid, more_pids);
-    let dir = dir.display();
-    match (holder, wanted) {
-        (LockHolder::Writer, LockMode::Shared) => format!(
-            "the log directory {dir} is being written by another edbstress process ({pids}), so reading it now could report damage that is not there; wait for that process to finish (or stop it and run `edbstress recover`), then try again"
-        ),
-        (LockHolder::Readers, _) => format!(
-            "the log directory {dir} is being read by another edbstress process (checksum; {pids}); wait for it to finish or stop it, then try again"
-        ),
-        (LockHolder::Writer, LockMode::Exclusive) => format!(
-            "the log directory {dir} is in use by another edbstress process ({pids}): it holds the logs of that process's database, which must not be shared, replaced or removed; wait for that process to finish or stop it, or give this instance another --log-path"
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::lock::LockHolder;
 
     #[test]
     fn a_directory_is_locked_by_its_inode_whatever_the_name() {

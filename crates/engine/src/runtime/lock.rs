@@ -110,7 +110,7 @@ pub enum LockError {
         why: String,
     },
     /// A directory's lock is held (see [`crate::LogDirLock`]).
-    #[error("{}", crate::runtime::dirlock::held_message(dir, *.pid, more_pids, *.holder, *.wanted))]
+    #[error("{}", dir_held_message(dir, *.pid, more_pids, *.holder, *.wanted))]
     DirHeld {
         /// The locked directory.
         dir: PathBuf,
@@ -138,7 +138,7 @@ pub enum LockError {
 }
 
 /// "PID 123", "PIDs 123, 456" or "PID unknown": who holds a refused lock, for messages.
-pub(crate) fn holder_pids(pid: Option<u32>, more_pids: &[u32]) -> String {
+fn holder_pids(pid: Option<u32>, more_pids: &[u32]) -> String {
     match (pid, more_pids) {
         (None, _) => "PID unknown".to_string(),
         (Some(pid), []) => format!("PID {pid}"),
@@ -146,6 +146,29 @@ pub(crate) fn holder_pids(pid: Option<u32>, more_pids: &[u32]) -> String {
             let rest: Vec<String> = more.iter().map(u32::to_string).collect();
             format!("PIDs {pid}, {}", rest.join(", "))
         }
+    }
+}
+
+/// The message of [`LockError::DirHeld`].
+fn dir_held_message(
+    dir: &Path,
+    pid: Option<u32>,
+    more_pids: &[u32],
+    holder: LockHolder,
+    wanted: LockMode,
+) -> String {
+    let pids = holder_pids(pid, more_pids);
+    let dir = dir.display();
+    match (holder, wanted) {
+        (LockHolder::Writer, LockMode::Shared) => format!(
+            "the log directory {dir} is being written by another edbstress process ({pids}), so reading it now could report damage that is not there; wait for that process to finish (or stop it and run `edbstress recover`), then try again"
+        ),
+        (LockHolder::Readers, _) => format!(
+            "the log directory {dir} is being read by another edbstress process (checksum; {pids}); wait for it to finish or stop it, then try again"
+        ),
+        (LockHolder::Writer, LockMode::Exclusive) => format!(
+            "the log directory {dir} is in use by another edbstress process ({pids}): it holds the logs of that process's database, which must not be shared, replaced or removed; wait for that process to finish or stop it, or give this instance another --log-path"
+        ),
     }
 }
 
@@ -443,7 +466,7 @@ pub fn real_database_path(db_file: &Path) -> Result<PathBuf, LockError> {
     if !meta.is_file() {
         return Err(not_db("it is not a regular file".into()));
     }
-    crate::dbfile::check_database_signature(&real).map_err(not_db)?;
+    crate::dbheader::check_database_signature(&real).map_err(not_db)?;
     Ok(real)
 }
 

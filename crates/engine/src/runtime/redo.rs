@@ -48,18 +48,18 @@ pub enum RedoOp {
         /// Page flags.
         flags: u32,
         /// Previous leaf (0 for none).
-        prev: u32,
+        prev: Pgno,
         /// Next leaf (0 for none).
-        next: u32,
+        next: Pgno,
         /// Records in key order.
         records: Vec<(Vec<u8>, Vec<u8>)>,
     },
     /// Set the sibling links.
     SetLinks {
         /// Previous leaf.
-        prev: u32,
+        prev: Pgno,
         /// Next leaf.
-        next: u32,
+        next: Pgno,
     },
     /// Remove every record from `keep` on.
     Truncate {
@@ -76,9 +76,9 @@ pub enum RedoOp {
         /// Page flags.
         flags: u32,
         /// Previous leaf (0 for none).
-        prev: u32,
+        prev: Pgno,
         /// Next leaf (0 for none).
-        next: u32,
+        next: Pgno,
         /// First record of the image that moves to this page.
         first: u16,
         /// Every record of the split page before the split, in key order.
@@ -239,18 +239,18 @@ pub enum RedoRef<'a> {
         /// Page flags.
         flags: u32,
         /// Previous leaf (0 for none).
-        prev: u32,
+        prev: Pgno,
         /// Next leaf (0 for none).
-        next: u32,
+        next: Pgno,
         /// Records in key order.
         records: BuildRecords<'a>,
     },
     /// See [`RedoOp::SetLinks`].
     SetLinks {
         /// Previous leaf.
-        prev: u32,
+        prev: Pgno,
         /// Next leaf.
-        next: u32,
+        next: Pgno,
     },
     /// See [`RedoOp::Truncate`].
     Truncate {
@@ -264,9 +264,9 @@ pub enum RedoRef<'a> {
         /// Page flags.
         flags: u32,
         /// Previous leaf (0 for none).
-        prev: u32,
+        prev: Pgno,
         /// Next leaf (0 for none).
-        next: u32,
+        next: Pgno,
         /// First record of the image that moves to this page.
         first: u16,
         /// Every record of the split page before the split.
@@ -322,7 +322,7 @@ impl<'a> RedoRef<'a> {
                 next,
                 records,
             } => {
-                for v in [object_id, flags, prev, next] {
+                for v in [object_id, flags, &prev.get(), &next.get()] {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
                 out.extend_from_slice(&(records.len() as u16).to_le_bytes());
@@ -336,7 +336,7 @@ impl<'a> RedoRef<'a> {
                 first,
                 image,
             } => {
-                for v in [object_id, flags, prev, next] {
+                for v in [object_id, flags, &prev.get(), &next.get()] {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
                 out.extend_from_slice(&first.to_le_bytes());
@@ -402,8 +402,8 @@ impl<'a> RedoRef<'a> {
                 RedoRef::Build {
                     object_id: u32_at(0)?,
                     flags: u32_at(4)?,
-                    prev: u32_at(8)?,
-                    next: u32_at(12)?,
+                    prev: Pgno::new(u32_at(8)?),
+                    next: Pgno::new(u32_at(12)?),
                     // Bytes after the last record are ignored, as they always were.
                     records: BuildRecords::Encoded {
                         count,
@@ -412,8 +412,8 @@ impl<'a> RedoRef<'a> {
                 }
             }
             5 => RedoRef::SetLinks {
-                prev: u32_at(0)?,
-                next: u32_at(4)?,
+                prev: Pgno::new(u32_at(0)?),
+                next: Pgno::new(u32_at(4)?),
             },
             6 => RedoRef::Truncate { keep: u16_at(0)? },
             7 => {
@@ -428,8 +428,8 @@ impl<'a> RedoRef<'a> {
                 RedoRef::BuildFromSplit {
                     object_id: u32_at(0)?,
                     flags: u32_at(4)?,
-                    prev: u32_at(8)?,
-                    next: u32_at(12)?,
+                    prev: Pgno::new(u32_at(8)?),
+                    next: Pgno::new(u32_at(12)?),
                     first,
                     image: BuildRecords::Encoded {
                         count,
@@ -538,7 +538,7 @@ impl<'a> RedoRef<'a> {
             _ => None,
         };
         if let Some((object_id, flags, prev, next, first, records)) = build {
-            let mut p = PageMut::try_format(page, pgno.get(), object_id, flags, dbtime)
+            let mut p = PageMut::try_format(page, pgno, object_id, flags, dbtime)
                 .map_err(|e| err(format!("cannot format page {pgno}: {e}")))?;
             p.set_prev(prev);
             p.set_next(next);
@@ -687,12 +687,15 @@ mod tests {
                 index: 0,
                 data: b"longer value".to_vec(),
             },
-            RedoOp::SetLinks { prev: 4, next: 9 },
+            RedoOp::SetLinks {
+                prev: Pgno::new(4),
+                next: Pgno::new(9),
+            },
             RedoOp::Delete { index: 1 },
             RedoOp::Truncate { keep: 0 },
         ];
         let mut page = vec![0u8; 8192];
-        PageMut::format(&mut page, 5, 100, flags::LEAF, 1);
+        PageMut::format(&mut page, Pgno::new(5), 100, flags::LEAF, 1);
         for (i, op) in ops.iter().enumerate() {
             let decoded = RedoOp::decode(op.as_ref().code(), &op.as_ref().encode()).unwrap();
             assert_eq!(&decoded, op);
@@ -706,12 +709,15 @@ mod tests {
             }
         }
         let h = PageHeader::read(&page);
-        assert_eq!((h.prev, h.next, h.dbtime, h.tag_count), (4, 9, 15, 0));
+        assert_eq!(
+            (h.prev.get(), h.next.get(), h.dbtime, h.tag_count),
+            (4, 9, 15, 0)
+        );
         let build = RedoOp::Build {
             object_id: 7,
             flags: flags::LEAF,
-            prev: 1,
-            next: 2,
+            prev: Pgno::new(1),
+            next: Pgno::new(2),
             records: vec![(b"a".to_vec(), vec![1; 40]), (b"b".to_vec(), vec![])],
         };
         let decoded = RedoOp::decode(4, &build.as_ref().encode()).unwrap();
@@ -723,7 +729,7 @@ mod tests {
         assert_eq!(p.record_count(), 2);
         assert_eq!(
             (p.header().pgno, p.header().next, p.header().object_id),
-            (6, 2, 7)
+            (Pgno::new(6), Pgno::new(2), 7)
         );
     }
 
@@ -734,8 +740,8 @@ mod tests {
             RedoRef::Build {
                 object_id: 7,
                 flags: flags::LEAF,
-                prev: 1,
-                next: 2,
+                prev: Pgno::new(1),
+                next: Pgno::new(2),
                 records: BuildRecords::Pairs(&records),
             },
             RedoRef::Insert {
@@ -747,7 +753,10 @@ mod tests {
                 index: 0,
                 data: b"shorter",
             },
-            RedoRef::SetLinks { prev: 3, next: 0 },
+            RedoRef::SetLinks {
+                prev: Pgno::new(3),
+                next: Pgno::NONE,
+            },
             RedoRef::Delete { index: 2 },
             RedoRef::Truncate { keep: 1 },
         ];
@@ -798,8 +807,8 @@ mod tests {
         let split = RedoRef::BuildFromSplit {
             object_id: 7,
             flags: flags::LEAF,
-            prev: 3,
-            next: 9,
+            prev: Pgno::new(3),
+            next: Pgno::new(9),
             first: 2,
             image: BuildRecords::Pairs(&image),
         };
@@ -817,8 +826,8 @@ mod tests {
         let build = RedoRef::Build {
             object_id: 7,
             flags: flags::LEAF,
-            prev: 3,
-            next: 9,
+            prev: Pgno::new(3),
+            next: Pgno::new(9),
             records: BuildRecords::Pairs(moved),
         };
         let mut from_build = vec![0u8; 8192];
@@ -832,8 +841,8 @@ mod tests {
             let op = RedoRef::BuildFromSplit {
                 object_id: 7,
                 flags: flags::LEAF,
-                prev: 3,
-                next: 9,
+                prev: Pgno::new(3),
+                next: Pgno::new(9),
                 first,
                 image: BuildRecords::Pairs(&image),
             };
@@ -852,7 +861,7 @@ mod tests {
     #[test]
     fn bad_ops_are_errors_not_panics() {
         let mut page = vec![0u8; 8192];
-        PageMut::format(&mut page, 5, 100, flags::LEAF, 1);
+        PageMut::format(&mut page, Pgno::new(5), 100, flags::LEAF, 1);
         assert!(
             RedoOp::Delete { index: 3 }
                 .apply(&mut page, Pgno::new(5), 2)
@@ -866,8 +875,8 @@ mod tests {
         let split = RedoRef::BuildFromSplit {
             object_id: 1,
             flags: flags::LEAF,
-            prev: 0,
-            next: 0,
+            prev: Pgno::new(0),
+            next: Pgno::new(0),
             first: 1,
             image: BuildRecords::Pairs(&image),
         }

@@ -239,7 +239,11 @@ fn flush_all_writes_sealed_pages_after_the_log() {
     assert_eq!(cache.checkpoint(), pos(wal.state.lock().current));
     for &p in &pages {
         let on_disk = disk_page(&db.path, p);
-        assert_eq!(verify_page(&on_disk, p), PageVerdict::Valid, "page {p}");
+        assert_eq!(
+            verify_page(&on_disk, Pgno::new(p)),
+            PageVerdict::Valid,
+            "page {p}"
+        );
         let mut guard = cache.lock();
         let f = guard.lookup(Pgno::new(p)).expect("still cached");
         assert_eq!(
@@ -316,7 +320,7 @@ fn contiguous_dirty_pages_are_coalesced() {
     assert!(writes.mean_bytes() > PAGE_LEN as f64);
     for p in 500..516 {
         let on_disk = disk_page(&db.path, p);
-        assert_eq!(verify_page(&on_disk, p), PageVerdict::Valid);
+        assert_eq!(verify_page(&on_disk, Pgno::new(p)), PageVerdict::Valid);
         assert_eq!(marker(&on_disk), 1000 + 100 * u64::from(p - 499));
     }
     cache.shutdown().expect("shutdown");
@@ -371,7 +375,10 @@ fn neighbours_join_a_write_only_when_their_log_is_durable() {
         "durable neighbours join one write: {c:?}"
     );
     for p in (500..504).chain(600..604) {
-        assert_eq!(verify_page(&disk_page(&db.path, p), p), PageVerdict::Valid);
+        assert_eq!(
+            verify_page(&disk_page(&db.path, p), Pgno::new(p)),
+            PageVerdict::Valid
+        );
     }
     cache.shutdown().expect("shutdown");
 }
@@ -471,7 +478,7 @@ fn wait_for_frame_and_new_page() {
     cache.shutdown().expect("shutdown");
     for (p, end) in created {
         let on_disk = disk_page(&db.path, p);
-        assert_eq!(verify_page(&on_disk, p), PageVerdict::Valid);
+        assert_eq!(verify_page(&on_disk, Pgno::new(p)), PageVerdict::Valid);
         assert_eq!((on_disk[100], marker(&on_disk)), (0xAB, end));
     }
 }
@@ -513,7 +520,7 @@ fn checkpoint_depth_flushes_old_pages_only() {
     assert_eq!(c.checkpoint_flushes, 5, "{c:?}");
     for p in 1..=5 {
         assert_eq!(
-            verify_page(&disk_page(&db.path, p * 3), p * 3),
+            verify_page(&disk_page(&db.path, p * 3), Pgno::new(p * 3)),
             PageVerdict::Valid
         );
     }

@@ -76,7 +76,11 @@ fn concurrent_sessions(backend: BackendKind) {
     assert!(expected.len() > 250);
     for (&p, &value) in &expected {
         let on_disk = disk_page(&db.path, p);
-        assert_eq!(verify_page(&on_disk, p), PageVerdict::Valid, "page {p}");
+        assert_eq!(
+            verify_page(&on_disk, Pgno::new(p)),
+            PageVerdict::Valid,
+            "page {p}"
+        );
         assert_eq!(marker(&on_disk), value, "page {p} lost its last change");
     }
 }

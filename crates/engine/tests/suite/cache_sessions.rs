@@ -139,7 +139,11 @@ fn sessions_sharing_pages(backend: BackendKind, task_threads: u64) {
     assert!(expected.len() as u64 > PAGES * 3 / 4, "{}", expected.len());
     for (&p, &value) in &expected {
         let on_disk = disk_page(&db.path, p);
-        assert_eq!(verify_page(&on_disk, p), PageVerdict::Valid, "page {p}");
+        assert_eq!(
+            verify_page(&on_disk, Pgno::new(p)),
+            PageVerdict::Valid,
+            "page {p}"
+        );
         assert_eq!(
             test_marker(&on_disk),
             Some(value),

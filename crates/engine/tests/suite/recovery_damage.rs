@@ -18,7 +18,7 @@ use edbstress_engine::InstanceLayout;
 use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::{RecoveryOptions, recover};
 use edbstress_engine::{ScanOptions, scan_database};
-use edbstress_format::{PageSize, page_offset};
+use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{IoClass, IoMode};
 
 /// A small prepared instance (buffered I/O, so tests run on any filesystem).
@@ -131,7 +131,7 @@ fn open_for_damage(layout: &InstanceLayout) -> std::fs::File {
 /// the first sector keeps its old bytes, the second holds new ones.
 fn tear(layout: &InstanceLayout, pgno: u32) {
     let file = open_for_damage(layout);
-    let offset = page_offset(pgno, PageSize::K8) + 4096;
+    let offset = Pgno::new(pgno).offset(PageSize::K8) + 4096;
     let mut sector = vec![0u8; 4096];
     file.read_exact_at(&mut sector, offset).unwrap();
     // New bytes, not complements: complementing whole aligned 8-byte words cancels
@@ -180,14 +180,14 @@ fn recovery_rebuilds_a_torn_page_from_its_logged_image() {
 /// a new second one holding four more tag entries whose bytes XOR to zero.
 fn tear_undetectably(layout: &InstanceLayout, pgno: u32) {
     let file = open_for_damage(layout);
-    let offset = page_offset(pgno, PageSize::K8);
+    let offset = Pgno::new(pgno).offset(PageSize::K8);
     let mut page = vec![0u8; 8192];
     file.read_exact_at(&mut page, offset).unwrap();
     for (word, bit) in [(32, 0), (33, 0), (34, 1), (35, 1)] {
         page[word * 4] ^= 1 << bit;
     }
     assert_eq!(
-        edbstress_format::checksum::verify_page(&page, pgno),
+        edbstress_format::checksum::verify_page(&page, Pgno::new(pgno)),
         edbstress_format::checksum::PageVerdict::Valid,
         "the damage was meant to cancel out in the checksum"
     );

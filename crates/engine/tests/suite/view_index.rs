@@ -14,7 +14,7 @@ use edbstress_engine::{Durability, Instance, TxnOp};
 use edbstress_engine::{PrepareError, PreparePlan};
 use edbstress_format::checksum::{block_checksum, seal_page};
 use edbstress_format::page::{Page, PageHeader, PageMut, flags};
-use edbstress_format::{PageSize, page_offset};
+use edbstress_format::{PageSize, Pgno};
 use edbstress_io::IoMode;
 
 const VIEW_INDEX_OBJECT_ID: u32 = 102;
@@ -36,7 +36,7 @@ fn edit_first_leaf(
     let pages = file.metadata().unwrap().len() / page_size.bytes() as u64;
     let mut buf = vec![0u8; page_size.bytes()];
     for pgno in 1..pages as u32 - 1 {
-        file.read_exact_at(&mut buf, page_offset(pgno, page_size))
+        file.read_exact_at(&mut buf, Pgno::new(pgno).offset(page_size))
             .unwrap();
         let h = PageHeader::read(&buf);
         if h.object_id == object_id
@@ -44,8 +44,8 @@ fn edit_first_leaf(
             && Page::new(&buf).unwrap().record_count() > 1
         {
             edit(&mut PageMut::new(&mut buf).unwrap());
-            seal_page(&mut buf, pgno);
-            file.write_all_at(&buf, page_offset(pgno, page_size))
+            seal_page(&mut buf, Pgno::new(pgno));
+            file.write_all_at(&buf, Pgno::new(pgno).offset(page_size))
                 .unwrap();
             return;
         }

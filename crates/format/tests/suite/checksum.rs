@@ -2,6 +2,7 @@
 //! two-bit flip is reported bad, misplaced pages are recognised, and the fast
 //! implementation agrees with a bit-by-bit transcription of the definition.
 
+use edbstress_format::Pgno;
 use edbstress_format::{
     PageSize, PageVerdict, block_checksum, compute_page_checksums, repair_page, seal_page,
     verify_page,
@@ -52,7 +53,7 @@ fn xorshift_bytes(len: usize, seed: u64) -> Vec<u8> {
 /// Random content, sealed as `pgno` (which also stamps `pgno` at offset 64).
 fn sealed_page(size: PageSize, pgno: u32, seed: u64) -> Vec<u8> {
     let mut page = xorshift_bytes(size.bytes(), seed);
-    seal_page(&mut page, pgno);
+    seal_page(&mut page, Pgno::new(pgno));
     page
 }
 
@@ -86,10 +87,10 @@ fn a_32k_page_matches_eses_reference_sums() {
         0x7cb7_7cb7_7b83_9a0e,
     ];
     assert_eq!(naive_page_checksums(&page, pgno), expected);
-    assert_eq!(compute_page_checksums(&page, pgno), expected);
+    assert_eq!(compute_page_checksums(&page, Pgno::new(pgno)), expected);
 
-    seal_page(&mut page, pgno);
-    assert_eq!(verify_page(&page, pgno), PageVerdict::Valid);
+    seal_page(&mut page, Pgno::new(pgno));
+    assert_eq!(verify_page(&page, Pgno::new(pgno)), PageVerdict::Valid);
     // Sealing stored the page number, then blocks 1..3, then block 0 over them.
     let stored: Vec<u64> = [0usize, 40, 48, 56]
         .iter()
@@ -107,7 +108,7 @@ fn an_8k_page_has_one_block_and_matches_the_definition() {
         .collect();
     let expected = naive_page_checksums(&page, 7);
     assert_eq!(expected[1..], [0, 0, 0]);
-    assert_eq!(compute_page_checksums(&page, 7), expected);
+    assert_eq!(compute_page_checksums(&page, Pgno::new(7)), expected);
     assert_eq!(expected[0], 0xf9e0_061f_4849_bfc6);
 }
 
@@ -143,7 +144,7 @@ fn check_every_single_bit_flip(size: PageSize, pgno: u32, seed: u64) {
     for bit in 0..(size.bytes() * 8) as u32 {
         flip(&mut page, bit);
         assert_eq!(
-            repair_page(&mut page, pgno),
+            repair_page(&mut page, Pgno::new(pgno)),
             PageVerdict::Correctable { bit },
             "{size} page, bit {bit}"
         );
@@ -152,7 +153,7 @@ fn check_every_single_bit_flip(size: PageSize, pgno: u32, seed: u64) {
             "{size} page, bit {bit}: repair did not restore the page"
         );
     }
-    assert_eq!(verify_page(&page, pgno), PageVerdict::Valid);
+    assert_eq!(verify_page(&page, Pgno::new(pgno)), PageVerdict::Valid);
 }
 
 #[test]
@@ -189,7 +190,7 @@ fn every_two_bit_flip_in_checksum_fields_is_bad() {
             for b in a + 1..field_bits {
                 flip(&mut page, b);
                 assert_eq!(
-                    verify_page(&page, pgno),
+                    verify_page(&page, Pgno::new(pgno)),
                     PageVerdict::Bad,
                     "{size}: bits {a} and {b}"
                 );
@@ -199,7 +200,7 @@ fn every_two_bit_flip_in_checksum_fields_is_bad() {
                 let b = block * (size.block_len() as u32 * 8) + 5000 + a;
                 flip(&mut page, b);
                 assert_eq!(
-                    verify_page(&page, pgno),
+                    verify_page(&page, Pgno::new(pgno)),
                     PageVerdict::Bad,
                     "{size}: bits {a} and {b}"
                 );
@@ -229,7 +230,7 @@ fn two_bit_flips_with_one_chosen_bit_are_bad() {
             for b in (0..(size.bytes() * 8) as u32).filter(|&b| b != a) {
                 flip(&mut page, b);
                 assert_eq!(
-                    verify_page(&page, pgno),
+                    verify_page(&page, Pgno::new(pgno)),
                     PageVerdict::Bad,
                     "{size}: bits {a} and {b}"
                 );
@@ -244,28 +245,35 @@ fn two_bit_flips_with_one_chosen_bit_are_bad() {
 /// The fault-injection recipe of docs/format.md, on an in-memory database image.
 #[test]
 fn fault_injection_offsets_from_the_docs() {
-    use edbstress_format::page_offset;
     let size = PageSize::K32;
     let mut file = vec![0u8; 10 * size.bytes()];
     for pgno in 1..=8u32 {
-        let at = page_offset(pgno, size) as usize;
+        let at = Pgno::new(pgno).offset(size) as usize;
         let page = sealed_page(size, pgno, u64::from(pgno));
         file[at..at + size.bytes()].copy_from_slice(&page);
     }
     // "byte 100 of page 7 is at 8 × 32768 + 100 = 262244; flipping its bit 3 …
     // correctable at bit 803".
     file[262_244] ^= 0x08;
-    let at = page_offset(7, size) as usize;
+    let at = Pgno::new(7).offset(size) as usize;
     assert_eq!(at, 262_144);
     let page7 = &mut file[at..at + size.bytes()];
-    assert_eq!(verify_page(page7, 7), PageVerdict::Correctable { bit: 803 });
-    assert_eq!(repair_page(page7, 7), PageVerdict::Correctable { bit: 803 });
-    assert_eq!(verify_page(page7, 7), PageVerdict::Valid);
-    // Page 6's slot read as page 7: a misdirected read.
-    let at6 = page_offset(6, size) as usize;
     assert_eq!(
-        verify_page(&file[at6..at6 + size.bytes()], 7),
-        PageVerdict::WrongPageNumber { found: 6 }
+        verify_page(page7, Pgno::new(7)),
+        PageVerdict::Correctable { bit: 803 }
+    );
+    assert_eq!(
+        repair_page(page7, Pgno::new(7)),
+        PageVerdict::Correctable { bit: 803 }
+    );
+    assert_eq!(verify_page(page7, Pgno::new(7)), PageVerdict::Valid);
+    // Page 6's slot read as page 7: a misdirected read.
+    let at6 = Pgno::new(6).offset(size) as usize;
+    assert_eq!(
+        verify_page(&file[at6..at6 + size.bytes()], Pgno::new(7)),
+        PageVerdict::WrongPageNumber {
+            found: Pgno::new(6)
+        }
     );
 }
 
@@ -273,10 +281,13 @@ fn fault_injection_offsets_from_the_docs() {
 fn all_zero_pages_are_uninitialized() {
     for size in PageSize::ALL {
         let page = vec![0u8; size.bytes()];
-        assert_eq!(verify_page(&page, 1), PageVerdict::Uninitialized);
-        assert_eq!(verify_page(&page, 0), PageVerdict::Uninitialized);
+        assert_eq!(verify_page(&page, Pgno::new(1)), PageVerdict::Uninitialized);
+        assert_eq!(verify_page(&page, Pgno::new(0)), PageVerdict::Uninitialized);
         let mut copy = page.clone();
-        assert_eq!(repair_page(&mut copy, 1), PageVerdict::Uninitialized);
+        assert_eq!(
+            repair_page(&mut copy, Pgno::new(1)),
+            PageVerdict::Uninitialized
+        );
         assert!(copy == page);
     }
 }
@@ -285,13 +296,15 @@ fn all_zero_pages_are_uninitialized() {
 fn misplaced_page_with_a_flip_is_bad() {
     let mut page = sealed_page(PageSize::K32, 10, 31);
     assert_eq!(
-        verify_page(&page, 11),
-        PageVerdict::WrongPageNumber { found: 10 }
+        verify_page(&page, Pgno::new(11)),
+        PageVerdict::WrongPageNumber {
+            found: Pgno::new(10)
+        }
     );
     flip(&mut page, 20_000);
-    assert_eq!(verify_page(&page, 11), PageVerdict::Bad);
+    assert_eq!(verify_page(&page, Pgno::new(11)), PageVerdict::Bad);
     assert_eq!(
-        verify_page(&page, 10),
+        verify_page(&page, Pgno::new(10)),
         PageVerdict::Correctable { bit: 20_000 }
     );
 }
@@ -302,30 +315,35 @@ fn page_number_field_must_agree() {
     // a stored sum bit had flipped, but the page-number field settles it.
     let page = sealed_page(PageSize::K8, 10, 32);
     assert_eq!(
-        verify_page(&page, 11),
-        PageVerdict::WrongPageNumber { found: 10 }
+        verify_page(&page, Pgno::new(11)),
+        PageVerdict::WrongPageNumber {
+            found: Pgno::new(10)
+        }
     );
     // Page 11 with a flipped stored-sum bit 0 looks the same except for the field.
     let mut page = sealed_page(PageSize::K8, 11, 32);
     flip(&mut page, 0);
-    assert_eq!(verify_page(&page, 11), PageVerdict::Correctable { bit: 0 });
+    assert_eq!(
+        verify_page(&page, Pgno::new(11)),
+        PageVerdict::Correctable { bit: 0 }
+    );
 
     // Sums computed for page 10 but the field says 12: a page no writer seals.
     let mut page = sealed_page(PageSize::K8, 10, 33);
     page[64..68].copy_from_slice(&12u32.to_le_bytes());
-    let sums = compute_page_checksums(&page, 10);
+    let sums = compute_page_checksums(&page, Pgno::new(10));
     page[0..8].copy_from_slice(&sums[0].to_le_bytes());
-    assert_eq!(verify_page(&page, 10), PageVerdict::Bad);
-    assert_eq!(verify_page(&page, 11), PageVerdict::Bad);
-    assert_eq!(verify_page(&page, 12), PageVerdict::Bad);
+    assert_eq!(verify_page(&page, Pgno::new(10)), PageVerdict::Bad);
+    assert_eq!(verify_page(&page, Pgno::new(11)), PageVerdict::Bad);
+    assert_eq!(verify_page(&page, Pgno::new(12)), PageVerdict::Bad);
 }
 
 #[test]
 fn wrong_lengths_are_bad() {
     for len in [0usize, 80, 4095, 4097, 65536] {
         let mut buf = vec![0xA5u8; len];
-        assert_eq!(verify_page(&buf, 1), PageVerdict::Bad);
-        assert_eq!(repair_page(&mut buf, 1), PageVerdict::Bad);
+        assert_eq!(verify_page(&buf, Pgno::new(1)), PageVerdict::Bad);
+        assert_eq!(repair_page(&mut buf, Pgno::new(1)), PageVerdict::Bad);
     }
 }
 
@@ -340,13 +358,13 @@ proptest! {
         bit_frac in 0.0f64..1.0,
     ) {
         let original = sealed_page(size, pgno, seed);
-        prop_assert_eq!(verify_page(&original, pgno), PageVerdict::Valid);
+        prop_assert_eq!(verify_page(&original, Pgno::new(pgno)), PageVerdict::Valid);
         let bit = ((size.bytes() * 8) as f64 * bit_frac) as u32;
         let mut page = original.clone();
         flip(&mut page, bit);
-        prop_assert_eq!(repair_page(&mut page, pgno), PageVerdict::Correctable { bit });
+        prop_assert_eq!(repair_page(&mut page, Pgno::new(pgno)), PageVerdict::Correctable { bit });
         prop_assert!(page == original);
-        prop_assert_eq!(verify_page(&page, pgno), PageVerdict::Valid);
+        prop_assert_eq!(verify_page(&page, Pgno::new(pgno)), PageVerdict::Valid);
     }
 
     #[test]
@@ -376,9 +394,9 @@ proptest! {
             }
             flip(&mut page, a);
             flip(&mut page, b);
-            prop_assert_eq!(verify_page(&page, pgno), PageVerdict::Bad, "bits {} and {}", a, b);
+            prop_assert_eq!(verify_page(&page, Pgno::new(pgno)), PageVerdict::Bad, "bits {} and {}", a, b);
             let mut copy = page.clone();
-            prop_assert_eq!(repair_page(&mut copy, pgno), PageVerdict::Bad);
+            prop_assert_eq!(repair_page(&mut copy, Pgno::new(pgno)), PageVerdict::Bad);
             prop_assert!(copy == page, "a bad page must not be modified");
             flip(&mut page, a);
             flip(&mut page, b);
@@ -403,7 +421,7 @@ proptest! {
         let b = block_b * block_bits + second % block_bits;
         flip(&mut page, a);
         flip(&mut page, b);
-        prop_assert_eq!(verify_page(&page, pgno), PageVerdict::Bad);
+        prop_assert_eq!(verify_page(&page, Pgno::new(pgno)), PageVerdict::Bad);
     }
 
     #[test]
@@ -415,9 +433,9 @@ proptest! {
     ) {
         prop_assume!(pgno != other);
         let page = sealed_page(size, pgno, seed);
-        prop_assert_eq!(verify_page(&page, other), PageVerdict::WrongPageNumber { found: pgno });
+        prop_assert_eq!(verify_page(&page, Pgno::new(other)), PageVerdict::WrongPageNumber { found: Pgno::new(pgno) });
         let mut copy = page.clone();
-        prop_assert_eq!(repair_page(&mut copy, other), PageVerdict::WrongPageNumber { found: pgno });
+        prop_assert_eq!(repair_page(&mut copy, Pgno::new(other)), PageVerdict::WrongPageNumber { found: Pgno::new(pgno) });
         prop_assert!(copy == page);
     }
 
@@ -434,13 +452,13 @@ proptest! {
         pgno in any::<u32>(),
     ) {
         let mut page = xorshift_bytes(size.bytes(), seed);
-        let verdict = verify_page(&page, pgno);
+        let verdict = verify_page(&page, Pgno::new(pgno));
         prop_assert_ne!(verdict, PageVerdict::Uninitialized);
         let before = page.clone();
-        let repaired = repair_page(&mut page, pgno);
+        let repaired = repair_page(&mut page, Pgno::new(pgno));
         prop_assert_eq!(repaired, verdict);
         if let PageVerdict::Correctable { .. } = verdict {
-            prop_assert_eq!(verify_page(&page, pgno), PageVerdict::Valid);
+            prop_assert_eq!(verify_page(&page, Pgno::new(pgno)), PageVerdict::Valid);
         } else {
             prop_assert!(page == before);
         }

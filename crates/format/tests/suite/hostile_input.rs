@@ -2,6 +2,7 @@
 //! stable-toolchain equivalents of the cargo-fuzz targets in `fuzz/` (page, log
 //! segment, log record, checkpoint and database header).
 
+use edbstress_format::Pgno;
 use edbstress_format::checksum::verify_page;
 use edbstress_format::header::HEADER_REGION_LEN;
 use edbstress_format::log::{
@@ -34,7 +35,7 @@ proptest! {
 
     #[test]
     fn pages_never_panic(data in bytes(&[4096, 8192, 16384, 32768]), pgno in any::<u32>()) {
-        let _ = verify_page(&data, pgno);
+        let _ = verify_page(&data, Pgno::new(pgno));
         if let Ok(p) = Page::new_unvalidated(&data) {
             let _ = p.check();
             let _ = p.free_space();

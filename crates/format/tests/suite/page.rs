@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use edbstress_format::Pgno;
 use edbstress_format::page::{
     KEY_LEN_PREFIX, TAG_LEN, flags, max_key_data_len, max_record_len, record_len,
 };
@@ -34,20 +35,20 @@ fn expected_free(size: PageSize, model: &BTreeMap<Vec<u8>, Vec<u8>>) -> usize {
 fn format_initialises_an_empty_page() {
     for size in PageSize::ALL {
         let mut buf = vec![0xEEu8; size.bytes()];
-        let page = PageMut::format(&mut buf, 7, 3, flags::LEAF | flags::ROOT, 99);
+        let page = PageMut::format(&mut buf, Pgno::new(7), 3, flags::LEAF | flags::ROOT, 99);
         let header = page.header();
         assert_eq!(
             header,
             PageHeader {
                 dbtime: 99,
-                prev: 0,
-                next: 0,
+                prev: Pgno::new(0),
+                next: Pgno::new(0),
                 object_id: 3,
                 free_bytes: (size.bytes() - PAGE_HEADER_LEN) as u16,
                 first_free: PAGE_HEADER_LEN as u16,
                 tag_count: 0,
                 flags: flags::LEAF | flags::ROOT | flags::NEW_CHECKSUM_FORMAT,
-                pgno: 7,
+                pgno: Pgno::new(7),
                 flush_stamp: 0,
             }
         );
@@ -69,14 +70,23 @@ fn format_initialises_an_empty_page() {
 #[test]
 fn header_fields_sit_at_their_documented_offsets() {
     let mut buf = vec![0u8; 8192];
-    let mut page = PageMut::format(&mut buf, 0x0102_0304, 0x1111_2222, flags::BRANCH, 0xAABB);
-    page.set_prev(0x0A0B_0C0D);
-    page.set_next(0x1A1B_1C1D);
+    let mut page = PageMut::format(
+        &mut buf,
+        Pgno::new(0x0102_0304),
+        0x1111_2222,
+        flags::BRANCH,
+        0xAABB,
+    );
+    page.set_prev(Pgno::new(0x0A0B_0C0D));
+    page.set_next(Pgno::new(0x1A1B_1C1D));
     page.set_flush_stamp(0x5566_7788);
     page.set_dbtime(0x0102_0304_0506_0708);
     page.append(b"k", b"v").unwrap();
     page.seal();
-    assert_eq!(verify_page(&buf, 0x0102_0304), PageVerdict::Valid);
+    assert_eq!(
+        verify_page(&buf, Pgno::new(0x0102_0304)),
+        PageVerdict::Valid
+    );
     let le32 = |o: usize| u32::from_le_bytes(buf[o..o + 4].try_into().unwrap());
     let le16 = |o: usize| u16::from_le_bytes(buf[o..o + 2].try_into().unwrap());
     assert_eq!(
@@ -102,7 +112,7 @@ fn header_fields_sit_at_their_documented_offsets() {
 #[test]
 fn insert_search_delete_replace_compact() {
     let mut buf = vec![0u8; 4096];
-    let mut page = PageMut::format(&mut buf, 1, 1, flags::LEAF, 0);
+    let mut page = PageMut::format(&mut buf, Pgno::new(1), 1, flags::LEAF, 0);
     for key in [b"m".as_slice(), b"c", b"x", b"a"] {
         let at = page.search(key).unwrap_err();
         page.insert(at, key, &[key[0]; 10]).unwrap();
@@ -142,7 +152,7 @@ fn insert_search_delete_replace_compact() {
 #[test]
 fn insert_compacts_fragmented_space() {
     let mut buf = vec![0u8; 4096];
-    let mut page = PageMut::format(&mut buf, 1, 1, flags::LEAF, 0);
+    let mut page = PageMut::format(&mut buf, Pgno::new(1), 1, flags::LEAF, 0);
     // Fill with 10 records of ~380 bytes, then delete every other one.
     for i in 0..10u8 {
         page.append(&[i], &[i; 380]).unwrap();
@@ -169,7 +179,7 @@ fn insert_compacts_fragmented_space() {
 #[test]
 fn corrupt_tags_give_errors() {
     let mut buf = vec![0u8; 4096];
-    let mut page = PageMut::format(&mut buf, 1, 1, flags::LEAF, 0);
+    let mut page = PageMut::format(&mut buf, Pgno::new(1), 1, flags::LEAF, 0);
     page.append(b"key", b"data").unwrap();
     let good = buf.clone();
 
@@ -214,13 +224,13 @@ fn corrupt_tags_give_errors() {
         PageFormatError::UnsupportedLength { len: 4000 }
     );
     let mut short = vec![0u8; 100];
-    assert!(PageMut::try_format(&mut short, 1, 1, 0, 0).is_err());
+    assert!(PageMut::try_format(&mut short, Pgno::new(1), 1, 0, 0).is_err());
 }
 
 #[test]
 fn check_detects_unsorted_keys() {
     let mut buf = vec![0u8; 4096];
-    let mut page = PageMut::format(&mut buf, 1, 1, flags::LEAF, 0);
+    let mut page = PageMut::format(&mut buf, Pgno::new(1), 1, flags::LEAF, 0);
     page.append(b"b", b"").unwrap();
     page.append(b"a", b"").unwrap(); // the caller broke the order
     assert_eq!(
@@ -259,7 +269,7 @@ proptest! {
         ops in prop::collection::vec(op_strategy(), 1..120),
     ) {
         let mut buf = vec![0u8; size.bytes()];
-        PageMut::format(&mut buf, 5, 9, flags::LEAF, 1);
+        PageMut::format(&mut buf, Pgno::new(5), 9, flags::LEAF, 1);
         let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         for op in ops {
             let mut page = PageMut::new(&mut buf).unwrap();
@@ -338,7 +348,7 @@ proptest! {
     ) {
         let mut buf = vec![0u8; 4096];
         {
-            let mut page = PageMut::format(&mut buf, 1, 1, flags::LEAF, 0);
+            let mut page = PageMut::format(&mut buf, Pgno::new(1), 1, flags::LEAF, 0);
             for (key, data) in &seed_records {
                 if let Err(i) = page.search(key) {
                     let _ = page.insert(i, key, data);
@@ -399,7 +409,7 @@ proptest! {
         new_len in 0usize..1400,
     ) {
         let mut buf = vec![0u8; 8192];
-        let mut p = PageMut::format(&mut buf, 9, 2, flags::LEAF, 5);
+        let mut p = PageMut::format(&mut buf, Pgno::new(9), 2, flags::LEAF, 5);
         for (i, &n) in sizes.iter().enumerate() {
             if p.fits(4, n) {
                 p.append(&(i as u32).to_be_bytes(), &vec![i as u8; n]).unwrap();

@@ -54,7 +54,7 @@ pub const COLUMNS: &[Column] = &[
 /// The CSV text of `samples`.
 pub fn render_samples(samples: &[Sample]) -> Result<Vec<u8>, ExportError> {
     let encode = |e: csv::Error| ExportError::Encode {
-        what: "samples.csv",
+        what: crate::model::run_files::SAMPLES_CSV,
         message: e.to_string(),
     };
     let mut w = csv::Writer::from_writer(Vec::new());
@@ -65,14 +65,14 @@ pub fn render_samples(samples: &[Sample]) -> Result<Vec<u8>, ExportError> {
             .map_err(encode)?;
     }
     w.into_inner().map_err(|e| ExportError::Encode {
-        what: "samples.csv",
+        what: crate::model::run_files::SAMPLES_CSV,
         message: e.to_string(),
     })
 }
 
 impl Exporter for SamplesCsv {
     fn file_name(&self) -> &'static str {
-        "samples.csv"
+        crate::model::run_files::SAMPLES_CSV
     }
 
     fn render(&self, results: &RunResults) -> Result<Vec<u8>, ExportError> {

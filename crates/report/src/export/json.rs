@@ -8,12 +8,12 @@ pub struct ResultsJson;
 
 impl Exporter for ResultsJson {
     fn file_name(&self) -> &'static str {
-        "results.json"
+        crate::model::run_files::RESULTS_JSON
     }
 
     fn render(&self, results: &RunResults) -> Result<Vec<u8>, ExportError> {
         let mut bytes = serde_json::to_vec_pretty(results).map_err(|e| ExportError::Encode {
-            what: "results.json",
+            what: crate::model::run_files::RESULTS_JSON,
             message: e.to_string(),
         })?;
         bytes.push(b'\n');

@@ -132,7 +132,7 @@ pub fn render_junit(r: &RunResults) -> String {
 
 impl Exporter for JunitXml {
     fn file_name(&self) -> &'static str {
-        "junit.xml"
+        crate::model::run_files::JUNIT_XML
     }
 
     fn render(&self, results: &RunResults) -> Result<Vec<u8>, ExportError> {

@@ -226,7 +226,7 @@ pub fn render_markdown(r: &RunResults) -> String {
 
 impl Exporter for MarkdownSummary {
     fn file_name(&self) -> &'static str {
-        "summary.md"
+        crate::model::run_files::SUMMARY_MD
     }
 
     fn render(&self, results: &RunResults) -> Result<Vec<u8>, ExportError> {

@@ -9,6 +9,7 @@ use edbstress_io::{IoClass, LatencyHistogram};
 use serde::{Deserialize, Serialize};
 
 mod host;
+pub mod run_files;
 
 pub use host::{
     DiskSummary, HostCounters, KernelLog, KernelLogEvent, StorageDevice, Volume, VolumeRole,

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{ConfigError, MIB, MIN_DATABASE_SIZE, RunConfig, invalid, keys};
-use crate::units::format_size;
+use edbstress_io::ByteSize;
 
 /// The nearest ancestor of `path` that exists ("." for a relative path none of whose
 /// parts exist yet): where the database files will be created.
@@ -41,10 +41,10 @@ pub(super) fn size_from_capacity(pct: f64, config: &RunConfig) -> Result<u64, Co
             keys::capacity_pct,
             format!(
                 "{pct}% of the {} free under {} over {} database(s) is {} each, below the 4MiB minimum; raise capacity_pct, free some space, or set database_size",
-                format_size(free),
+                ByteSize(free),
                 dir.display(),
                 config.databases,
-                format_size(size)
+                ByteSize(size)
             ),
         ));
     }

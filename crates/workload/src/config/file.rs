@@ -316,32 +316,15 @@ pub(crate) mod forms {
     }
 
     pub(crate) mod size {
-        use serde::de::Error as _;
-        use serde::{Deserializer, Serializer};
-
-        use super::{Scalar, scalar};
-        use crate::units::{format_size, parse_size};
+        use edbstress_io::ByteSize;
+        use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
         pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
-            match v {
-                Some(bytes) => s.serialize_str(&format_size(*bytes)),
-                None => s.serialize_none(),
-            }
+            v.map(ByteSize).serialize(s)
         }
 
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-            match scalar(
-                d,
-                "a size such as \"256MiB\" or \"2GB\", or a number of bytes",
-            )? {
-                Scalar::Text(t) => parse_size(&t).map(Some).map_err(D::Error::custom),
-                Scalar::Integer(n) => u64::try_from(n).map(Some).map_err(|_| {
-                    D::Error::custom(format!("invalid size {n}: a size cannot be negative"))
-                }),
-                Scalar::Float(x) => Err(D::Error::custom(format!(
-                    "invalid size {x}: give a whole number of bytes or a string such as \"1.5GiB\""
-                ))),
-            }
+            ByteSize::deserialize(d).map(|size| Some(size.get()))
         }
     }
 

@@ -4,7 +4,7 @@
 //! `allow_cached_databases` says it is intended.
 
 use super::{ConfigError, MIB, RunConfig, invalid, keys};
-use crate::units::format_size;
+use edbstress_io::ByteSize;
 
 /// How many times its cache each database must be at least: Exchange databases are
 /// tens to hundreds of times their cache; below a few times, most reads hit memory.
@@ -25,13 +25,13 @@ pub fn check_not_cached(config: &RunConfig, memory: Option<u64>) -> Result<(), C
             keys::cache_max,
             format!(
                 "each database ({}) is only {:.1} times its cache ({} per instance: {} over {} database(s)), so the cache would hold most of it and the run would measure memory, not storage. Lower `cache_max` to at most {} (the total for the run), raise `database_size` to at least {}, or set `allow_cached_databases` if a cached run is intended",
-                format_size(size),
+                ByteSize(size),
                 size as f64 / cache.max(1) as f64,
-                format_size(cache),
-                format_size(config.cache_max),
+                ByteSize(cache),
+                ByteSize(config.cache_max),
                 config.databases,
-                format_size(max_cache * u64::from(config.databases)),
-                format_size(cache.saturating_mul(MIN_DATABASE_TO_CACHE)),
+                ByteSize(max_cache * u64::from(config.databases)),
+                ByteSize(cache.saturating_mul(MIN_DATABASE_TO_CACHE)),
             ),
         ));
     }
@@ -43,9 +43,9 @@ pub fn check_not_cached(config: &RunConfig, memory: Option<u64>) -> Result<(), C
                 keys::io_mode,
                 format!(
                     "buffered I/O goes through the page cache, and the databases ({} in all) fit in this host's {} of memory, so reads would come from memory, not storage. Use direct I/O (leave out --buffered, or set io_mode = \"direct\"), raise `database_size` to at least {}, or set `allow_cached_databases` if a cached run is intended",
-                    format_size(total),
-                    edbstress_io::human_bytes(memory),
-                    format_size(per_db),
+                    ByteSize(total),
+                    ByteSize(memory).approx(),
+                    ByteSize(per_db),
                 ),
             ));
         }

@@ -15,7 +15,7 @@ use super::{
     MIN_DATABASE_SIZE, RunConfig, invalid, keys,
 };
 use crate::profile::Profile;
-use crate::units::format_size;
+use edbstress_io::ByteSize;
 
 /// The `--quick` preset: a small mailbox-profile Performance run of under a minute on
 /// two 256 MiB databases, for a first look at a machine.
@@ -181,9 +181,9 @@ fn resolve_database_size(layers: &[ConfigFile], config: &RunConfig) -> Result<u6
             key,
             format!(
                 "{source}{} per database, more than the {} a database of {} pages can hold; {fix}{larger_pages}, or use more databases",
-                edbstress_io::human_bytes(size),
-                edbstress_io::human_bytes(max),
-                format_size(config.page_size.bytes() as u64),
+                ByteSize(size).approx(),
+                ByteSize(max).approx(),
+                ByteSize(config.page_size.bytes() as u64),
             ),
         ));
     }
@@ -230,7 +230,7 @@ fn database_size_and_origin(
                 keys::database_size,
                 format!(
                     "{} is below the 4MiB minimum; give a larger size, e.g. \"256MiB\"",
-                    format_size(size)
+                    ByteSize(size)
                 ),
             ));
         }
@@ -256,7 +256,7 @@ fn database_size_and_origin(
             keys::database_size,
             format!(
                 "mailboxes × mailbox_quota / databases gives {} per database, below the 4MiB minimum; raise mailboxes or mailbox_quota, or set database_size",
-                format_size(size)
+                ByteSize(size)
             ),
         ));
     }

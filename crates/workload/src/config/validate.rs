@@ -9,7 +9,9 @@ use super::{
     ConfigError, MAX_BDM_MB_PER_SEC, MAX_DURATION, MAX_IOPS_PER_MAILBOX, MAX_TARGET_IOPS, MIB,
     MIN_DATABASE_SIZE, RunConfig, format_op_mix, invalid, keys,
 };
-use crate::units::{format_duration, format_size};
+use edbstress_io::ByteSize;
+
+use crate::units::format_duration;
 
 impl RunConfig {
     /// Checks every value and the rules between them; the error names the key at fault
@@ -132,7 +134,7 @@ impl RunConfig {
                 keys::database_size,
                 format!(
                     "{} is below the 4MiB minimum; give a larger size, e.g. \"256MiB\"",
-                    format_size(self.database_size)
+                    ByteSize(self.database_size)
                 ),
             ));
         }
@@ -147,8 +149,8 @@ impl RunConfig {
                 keys::cache_min,
                 format!(
                     "{} is more than cache_max ({}); lower cache_min or raise cache_max",
-                    format_size(self.cache_min),
-                    format_size(self.cache_max)
+                    ByteSize(self.cache_min),
+                    ByteSize(self.cache_max)
                 ),
             ));
         }
@@ -171,9 +173,9 @@ impl RunConfig {
                     key,
                     format!(
                         "{} over {} database(s) leaves {} per instance, below the 1MiB minimum; raise {key} (it is the total for the run)",
-                        format_size(total),
+                        ByteSize(total),
                         self.databases,
-                        format_size(per_instance)
+                        ByteSize(per_instance)
                     ),
                 ));
             }
@@ -187,9 +189,9 @@ impl RunConfig {
                 keys::write_coalesce,
                 format!(
                     "{} is not a whole number of {} pages up to 16MiB; give e.g. \"{}\" (one page) or \"256KiB\"",
-                    format_size(self.write_coalesce),
-                    format_size(page),
-                    format_size(page)
+                    ByteSize(self.write_coalesce),
+                    ByteSize(page),
+                    ByteSize(page)
                 ),
             ));
         }
@@ -403,17 +405,14 @@ fn check_cache_fits(
     let (limit, why) = match crate::host::memory_total_bytes() {
         Some(memory) if memory < frames => (
             memory / MIB * MIB,
-            format!(
-                "this host has {} of memory",
-                edbstress_io::human_bytes(memory)
-            ),
+            format!("this host has {} of memory", ByteSize(memory).approx()),
         ),
         _ => (
             frames,
             format!(
                 "an instance's cache holds at most {} pages of {}",
                 u32::MAX,
-                format_size(page_size.bytes() as u64)
+                ByteSize(page_size.bytes() as u64)
             ),
         ),
     };
@@ -422,8 +421,8 @@ fn check_cache_fits(
             keys::cache_max,
             format!(
                 "{} is too large: the cache is held in memory and {why}; give at most {} (the total for the run), e.g. \"256MiB\"",
-                format_size(cache_max),
-                format_size(limit)
+                ByteSize(cache_max),
+                ByteSize(limit)
             ),
         ));
     }

@@ -174,13 +174,48 @@ pub(super) fn parse_uevent_devname(text: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// Why no block device could be found for a path (for the test log).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum NoBlockDevice {
+    /// The device has no line in /proc/diskstats, so it cannot be sampled.
+    #[error("block device {major}:{minor} has no /proc/diskstats line")]
+    NoDiskstatsLine {
+        /// Major device number.
+        major: u32,
+        /// Minor device number.
+        minor: u32,
+    },
+    /// Neither the path nor a parent can be read.
+    #[error("neither it nor any parent directory can be read")]
+    Unreadable,
+    /// An anonymous device number with no mount entry.
+    #[error("no mount found for device 0:{minor}")]
+    NoMount {
+        /// Minor device number.
+        minor: u32,
+    },
+    /// A file system not backed by a block device (tmpfs, overlay, …).
+    #[error(
+        "it is on a {fs_type} file system (source {mount_source:?}), which is not backed by a block device"
+    )]
+    NotBlockBacked {
+        /// The file system type.
+        fs_type: String,
+        /// The mount's source.
+        mount_source: String,
+    },
+    /// The mount's source names no sampled block device.
+    #[error("mount source {0} is not a block device with a /proc/diskstats line")]
+    SourceNotSampled(String),
+}
+
 /// The kernel name of block device MAJ:MIN: from sysfs, else from its diskstats line.
 /// Only a name with a diskstats line is useful.
 pub(super) fn kernel_name(
     major: u32,
     minor: u32,
     diskstats: &[DiskstatsLine],
-) -> Result<String, String> {
+) -> Result<String, NoBlockDevice> {
     let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
     let from_sysfs = fs::read_to_string(sys.join("uevent"))
         .ok()
@@ -197,7 +232,7 @@ pub(super) fn kernel_name(
         .iter()
         .find(|l| (l.major, l.minor) == (major, minor))
         .map(|l| l.name.clone())
-        .ok_or_else(|| format!("block device {major}:{minor} has no /proc/diskstats line"))
+        .ok_or(NoBlockDevice::NoDiskstatsLine { major, minor })
 }
 
 /// The nearest existing ancestor of `path` (itself if it exists); "" counts as ".".
@@ -221,22 +256,21 @@ pub(super) fn resolve_device(
     path: &Path,
     diskstats: &[DiskstatsLine],
     mounts: &[MountEntry],
-) -> Result<String, String> {
-    let (existing, meta) =
-        nearest_existing(path).ok_or("neither it nor any parent directory can be read")?;
+) -> Result<String, NoBlockDevice> {
+    let (existing, meta) = nearest_existing(path).ok_or(NoBlockDevice::Unreadable)?;
     let (major, minor) = dev_major_minor(meta.dev());
     if major != 0 {
         return kernel_name(major, minor, diskstats);
     }
     // Anonymous device number: the mount's source names the device, if it has one.
     let canonical = fs::canonicalize(&existing).unwrap_or(existing);
-    let mount = find_mount(mounts, (major, minor), &canonical)
-        .ok_or_else(|| format!("no mount found for device 0:{minor}"))?;
+    let mount =
+        find_mount(mounts, (major, minor), &canonical).ok_or(NoBlockDevice::NoMount { minor })?;
     if !mount.source.starts_with('/') {
-        return Err(format!(
-            "it is on a {} file system (source {:?}), which is not backed by a block device",
-            mount.fs_type, mount.source
-        ));
+        return Err(NoBlockDevice::NotBlockBacked {
+            fs_type: mount.fs_type.clone(),
+            mount_source: mount.source.clone(),
+        });
     }
     match fs::metadata(&mount.source) {
         Ok(source) if source.file_type().is_block_device() => {
@@ -252,10 +286,7 @@ pub(super) fn resolve_device(
             if diskstats.iter().any(|l| l.name == name) {
                 Ok(name)
             } else {
-                Err(format!(
-                    "mount source {} is not a block device with a /proc/diskstats line",
-                    mount.source
-                ))
+                Err(NoBlockDevice::SourceNotSampled(mount.source.clone()))
             }
         }
     }

@@ -15,9 +15,10 @@ use edbstress_io::{ClassStats, IoClass};
 use edbstress_report::Criterion;
 use parking_lot::Mutex;
 
-use crate::transactional::LiveStatus;
-
 mod openmetrics;
+mod status;
+
+pub use status::{LiveStatus, PhaseKind};
 
 /// The latency histogram buckets' upper bounds: 1 µs × 2^k for k = 0..=24 (1 µs to
 /// about 16.8 s), then +Inf. Fixed, so every scrape has the same series.

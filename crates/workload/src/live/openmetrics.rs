@@ -9,8 +9,9 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
-use super::{CounterSnapshot, InstanceCounters, LATENCY_BUCKETS, bucket_bound_s};
-use crate::transactional::{LiveStatus, PhaseKind};
+use super::{
+    CounterSnapshot, InstanceCounters, LATENCY_BUCKETS, LiveStatus, PhaseKind, bucket_bound_s,
+};
 
 /// Label set of a series: (name, value) pairs.
 type Labels = Vec<(&'static str, String)>;

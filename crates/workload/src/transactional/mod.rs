@@ -30,13 +30,15 @@ use edbstress_report::{
 use parking_lot::Mutex;
 
 use crate::RunError;
-use crate::bdm::{BdmConfig, BdmHandle, BdmScanner};
+use crate::bdm::{BadPage, BdmConfig, BdmHandle, BdmScanner};
 use crate::config::RunConfig;
 use crate::host::{HostInterval, HostSampler, HostSnapshot, host_counters};
 use crate::live::CounterSnapshot;
+use crate::live::{LiveStatus, PhaseKind};
 use crate::replication::{LogReplicator, ReplicationConfig, ReplicationHandle};
 use crate::rundir::TestLog;
 use crate::schedule::{ArrivalSchedule, RateController};
+use crate::stop::later;
 use crate::transaction::{TransactionGenerator, TxnKind};
 
 mod live_counters;
@@ -56,57 +58,6 @@ const LIVE_CLASSES: [IoClass; 5] = [
     IoClass::BdmRead,
     IoClass::ReplicationRead,
 ];
-
-/// What a phase of dispatch is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PhaseKind {
-    /// Warm the caches until each holds ≥ 90 % of its maximum (Jetstress's "attaining
-    /// prerequisites"), or until the warm-up timeout.
-    AttainPrerequisites,
-    /// Run without measuring (latency settles after a change of session count).
-    Settle,
-    /// Keep the load running until the run's start time (`RunConfig::start_at`), so
-    /// that several hosts start measuring at the same moment.
-    WaitForStart,
-    /// The measured period.
-    Measure,
-}
-
-impl PhaseKind {
-    /// Name shown in progress.
-    pub fn name(self) -> &'static str {
-        match self {
-            PhaseKind::AttainPrerequisites => "attaining prerequisites",
-            PhaseKind::Settle => "settling",
-            PhaseKind::WaitForStart => "waiting for the start time",
-            PhaseKind::Measure => "measuring",
-        }
-    }
-}
-
-/// Live figures, once a second.
-#[derive(Clone, Debug)]
-pub struct LiveStatus {
-    /// Current phase.
-    pub phase: PhaseKind,
-    /// Sessions running.
-    pub sessions: u32,
-    /// Time in the phase.
-    pub elapsed: Duration,
-    /// Time left in the phase, when it has a fixed length.
-    pub remaining: Option<Duration>,
-    /// Transactions per second over the last tick.
-    pub txn_per_sec: f64,
-    /// Per class over the last tick: (class, I/Os per second, average latency ms).
-    pub classes: Vec<(IoClass, f64, f64)>,
-    /// Smallest cache fill over the instances, percent of maximum.
-    pub cache_fill_pct: f64,
-    /// Open-loop transaction rate being offered, per second.
-    pub offered_rate: Option<f64>,
-    /// Warm-up only: how fast the smallest cache fills (percentage points per second)
-    /// and the time it should take to reach 90 % at that rate (None: not growing).
-    pub warmup: Option<(f64, Option<Duration>)>,
-}
 
 /// Transaction counters of one instance (cumulative).
 #[derive(Debug, Default)]
@@ -293,8 +244,9 @@ pub struct Workbench<'a> {
 /// What closing the workbench found.
 #[derive(Debug, Default)]
 pub struct CloseReport {
-    /// Database pages BDM found corrupt during the run, as "instance: page N (what)".
-    pub bdm_bad_pages: Vec<String>,
+    /// Database pages BDM found corrupt during the run, with their instance (its
+    /// number).
+    pub bdm_bad_pages: Vec<(u32, BadPage)>,
     /// Database file sizes at the end, per instance.
     pub final_bytes: Vec<u64>,
     /// Problems shutting down (each makes the run fail).
@@ -629,12 +581,9 @@ impl<'a> Workbench<'a> {
         for slot in self.slots {
             if let Some(b) = slot.bdm {
                 let r = b.stop_and_join();
-                for (pgno, what) in r.bad_pages {
-                    report.bdm_bad_pages.push(format!(
-                        "{}: page {pgno} ({what})",
-                        instance_name(slot.number)
-                    ));
-                }
+                report
+                    .bdm_bad_pages
+                    .extend(r.bad_pages.into_iter().map(|page| (slot.number, page)));
             }
             if let Some(r) = slot.replication {
                 r.stop_and_join();
@@ -692,7 +641,7 @@ fn self_drive(
                     ));
                     wait
                 }
-                Err(late) => return (measurement, Some(StopReason::Failed(late))),
+                Err(late) => return (measurement, Some(StopReason::Failed(late.to_string()))),
             },
             _ => length,
         };
@@ -860,33 +809,35 @@ fn self_drive(
     (measurement, None)
 }
 
-/// How long until the run's start time; an error saying how late the run is when the
-/// time has passed (the host was not ready in time).
-pub fn until_start(config: &RunConfig) -> Result<Duration, String> {
-    let Some(at) = config.start_at else {
-        return Ok(Duration::ZERO);
-    };
-    at.duration_since(std::time::SystemTime::now())
-        .map_err(|late| {
-            format!(
-                "not ready at the start time {}: the databases were ready {:.1} s after it, so \
-                 this host cannot measure with the others; give a later --start-at (or a longer \
-                 lead time to `edbstress fleet`)",
-                chrono::DateTime::<chrono::Local>::from(at)
-                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, false),
-                late.duration().as_secs_f64()
-            )
-        })
+/// The host was not ready at the run's start time (`--start-at`), so it cannot measure
+/// with the others.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "not ready at the start time {}: the databases were ready {:.1} s after it, so this host \
+     cannot measure with the others; give a later --start-at (or a longer lead time to \
+     `edbstress fleet`)",
+    chrono::DateTime::<chrono::Local>::from(*start).to_rfc3339_opts(chrono::SecondsFormat::Millis, false),
+    late.as_secs_f64()
+)]
+pub struct NotReadyInTime {
+    /// The start time.
+    pub start: std::time::SystemTime,
+    /// How long after it the databases were ready.
+    pub late: Duration,
 }
 
-/// `start + length`, or the farthest instant the clock can hold when that overflows:
-/// lengths come from the user, and validation bounds them, but an overflowing deadline
-/// must never panic inside the dispatch threads (the databases would stay in use).
-pub fn later(start: Instant, length: Duration) -> Instant {
+/// How long until the run's start time; an error saying how late the run is when the
+/// time has passed.
+pub fn until_start(config: &RunConfig) -> Result<Duration, NotReadyInTime> {
+    let Some(start) = config.start_at else {
+        return Ok(Duration::ZERO);
+    };
     start
-        .checked_add(length)
-        .or_else(|| start.checked_add(crate::config::MAX_DURATION))
-        .unwrap_or(start)
+        .duration_since(std::time::SystemTime::now())
+        .map_err(|late| NotReadyInTime {
+            start,
+            late: late.duration(),
+        })
 }
 
 fn sleep_until(wake: Instant, stop: &AtomicBool) {

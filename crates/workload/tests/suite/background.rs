@@ -13,10 +13,10 @@ use edbstress_engine::InstanceLayout;
 use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::{PrepareOptions, PreparePlan};
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN, log_file_name};
-use edbstress_format::{PageSize, page_offset};
+use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::OpMix;
-use edbstress_workload::bdm::{BdmConfig, BdmError, BdmHandle, BdmScanner};
+use edbstress_workload::bdm::{BadPage, BdmConfig, BdmError, BdmHandle, BdmScanner, PageDamage};
 use edbstress_workload::replication::{LogReplicator, ReplicationConfig, ReplicationError};
 use edbstress_workload::transaction::TransactionGenerator;
 
@@ -88,7 +88,7 @@ fn flip_bits(db_file: &Path, pgno: u32, bits: &[(usize, u8)]) {
         .open(db_file)
         .unwrap();
     let mut page = vec![0u8; PS.bytes()];
-    let offset = page_offset(pgno, PS);
+    let offset = Pgno::new(pgno).offset(PS);
     file.read_exact_at(&mut page, offset).unwrap();
     for &(byte, bit) in bits {
         page[byte] ^= 1 << bit;
@@ -181,7 +181,17 @@ fn bdm_scans_every_page_and_reports_damaged_ones(backend: BackendKind) {
         "each page once: {:?}",
         report.bad_pages
     );
-    assert_eq!(report.bad_pages[0].0, 50);
+    assert_eq!(
+        report.bad_pages[0],
+        BadPage {
+            pgno: Pgno::new(50),
+            damage: PageDamage::ChecksumMismatch
+        }
+    );
+    assert_eq!(
+        report.bad_pages[0].to_string(),
+        "page 50 (checksum mismatch)"
+    );
     assert_eq!(report.correctable_pages, 1);
     // The damaged page was read again on its own before it was reported.
     let reads = report.stats.get(1, IoClass::BdmRead).unwrap();

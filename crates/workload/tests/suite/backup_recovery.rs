@@ -11,7 +11,7 @@ use edbstress_engine::InstanceLayout;
 use edbstress_engine::deep_check;
 use edbstress_engine::{Instance, InstanceConfig};
 use edbstress_engine::{PrepareOptions, PreparePlan};
-use edbstress_format::{PageSize, page_offset};
+use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::OpMix;
 use edbstress_workload::backup::{BackupError, BackupOptions, run_backup, total_mb_per_sec};
@@ -136,7 +136,7 @@ fn backup_counts_a_damaged_page_and_a_stop_leaves_no_copy() {
     let never = AtomicBool::new(false);
     // Two bits of page 100 of the first database flipped: beyond single-bit repair.
     let mut bytes = std::fs::read(&layouts[0].db_file).unwrap();
-    let at = page_offset(100, PageSize::K32) as usize + 5000;
+    let at = Pgno::new(100).offset(PageSize::K32) as usize + 5000;
     bytes[at] ^= 0b0000_0001;
     bytes[at + 700] ^= 0b0100_0000;
     std::fs::write(&layouts[0].db_file, &bytes).unwrap();

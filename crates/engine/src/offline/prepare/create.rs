@@ -9,12 +9,12 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use edbstress_format::header::{DatabaseHeader, DbState, TreeRoot};
 use edbstress_format::log::{CheckpointState, LogPosition};
-use edbstress_format::page_offset;
 use edbstress_io::{
     AlignedBuf, DataFile, IoBackend, IoClass, IoError, IoMode, IoOp, IoRequest, open_backend,
 };
 
-use crate::dbfile::{read_header, write_header};
+use crate::dbfile::write_header;
+use crate::dbheader::read_header;
 use crate::layout::InstanceLayout;
 use crate::offline::bulkload::{
     BULK_LOAD_DBTIME, BulkLoadError, BulkLoadPlan, BulkLoadSpec, DEFAULT_LEAF_FILL,
@@ -38,8 +38,8 @@ pub(super) fn reuse_instance(
     options: &PrepareOptions,
 ) -> Result<PrepareReport, PrepareError> {
     let sel = read_header(&layout.db_file, IoMode::Buffered).map_err(|e| match e {
-        crate::dbfile::HeaderReadError::Io(e) => PrepareError::Io(e),
-        crate::dbfile::HeaderReadError::Header(e) => {
+        crate::dbheader::HeaderReadError::Io(e) => PrepareError::Io(e),
+        crate::dbheader::HeaderReadError::Header(e) => {
             PrepareError::Invalid(format!("{}: {e}", layout.db_file.display()))
         }
     })?;
@@ -329,7 +329,7 @@ pub(super) fn write_pages(
                         backend.submit(IoRequest {
                             file: file_id,
                             op: IoOp::Write,
-                            offset: page_offset(first, ps),
+                            offset: edbstress_format::Pgno::new(first).offset(ps),
                             len: pages as usize * ps.bytes(),
                             buf,
                             class: IoClass::DbWrite,

@@ -20,7 +20,7 @@ use edbstress_format::header::{DbState, HeaderError};
 use edbstress_format::log::{DEFAULT_LOG_FILE_LEN, LogPosition, SEGMENT_LEN, log_file_name};
 use edbstress_io::{BackendKind, IoError, IoMode, available_space, filesystem_id};
 
-use crate::dbfile::read_header;
+use crate::dbheader::read_header;
 use crate::layout::InstanceLayout;
 use crate::offline::bulkload::{BulkLoadError, MIN_PAGES};
 use crate::runtime::content::Compressibility;
@@ -97,10 +97,10 @@ impl PrepareOptions {
             };
             PrepareError::Invalid(format!(
                 "--database-size {} is too large for {} pages (at most {} pages, {} per database); use a smaller --database-size{larger} or more --databases",
-                human_bytes(self.database_bytes),
+                ByteSize(self.database_bytes).approx(),
                 self.page_size,
                 u32::MAX,
-                human_bytes((u64::from(u32::MAX) + 2) * ps)
+                ByteSize((u64::from(u32::MAX) + 2) * ps).approx()
             ))
         })
     }
@@ -162,27 +162,31 @@ pub enum PrepareError {
     },
     /// Not enough free space.
     #[error(
-        "not enough free space on the filesystem holding {path}: {needed} needed, {available} available; reduce --database-size or --databases, or use another path"
+        "not enough free space on the filesystem holding {path}: {} needed, {} available; reduce --database-size or --databases, or use another path",
+        needed.approx(),
+        available.approx()
     )]
     NoSpace {
         /// A path on the filesystem.
         path: PathBuf,
-        /// Bytes needed, formatted.
-        needed: String,
-        /// Bytes available, formatted.
-        available: String,
+        /// Bytes needed.
+        needed: ByteSize,
+        /// Bytes available.
+        available: ByteSize,
     },
     /// Not enough free space for a run's databases, their growth and growing logs.
     #[error(
-        "not enough free space on the filesystem holding {path} for the run: {needed} needed (the databases, the growth expected of them over the run, and logs growing to about the checkpoint depth per instance), {available} available; shorten --duration, lower the target, checkpoint_depth, --database-size or --databases, or use another path"
+        "not enough free space on the filesystem holding {path} for the run: {} needed (the databases, the growth expected of them over the run, and logs growing to about the checkpoint depth per instance), {} available; shorten --duration, lower the target, checkpoint_depth, --database-size or --databases, or use another path",
+        needed.approx(),
+        available.approx()
     )]
     NoSpaceForRun {
         /// A path on the filesystem.
         path: PathBuf,
-        /// Bytes needed, formatted.
-        needed: String,
-        /// Bytes available, formatted.
-        available: String,
+        /// Bytes needed.
+        needed: ByteSize,
+        /// Bytes available.
+        available: ByteSize,
     },
     /// The bulk load could not be planned.
     #[error(transparent)]
@@ -312,9 +316,7 @@ impl PrepareReport {
     }
 }
 
-/// Formats a byte count with a binary unit ("1.5 GiB"); the I/O layer's, so that every
-/// message writes sizes alike.
-pub use edbstress_io::human_bytes;
+use edbstress_io::ByteSize;
 
 /// Bytes the initial log files of an instance take.
 const LOG_BYTES: u64 = DEFAULT_LOG_FILE_LEN as u64 + 2 * SEGMENT_LEN as u64;
@@ -407,15 +409,15 @@ impl PreparePlan {
             if bytes > available && (run_log_bytes > 0 || db_growth_bytes > 0) {
                 return Err(PrepareError::NoSpaceForRun {
                     path,
-                    needed: human_bytes(bytes),
-                    available: human_bytes(available),
+                    needed: ByteSize(bytes),
+                    available: ByteSize(available),
                 });
             }
             if bytes > available {
                 return Err(PrepareError::NoSpace {
                     path,
-                    needed: human_bytes(bytes),
-                    available: human_bytes(available),
+                    needed: ByteSize(bytes),
+                    available: ByteSize(available),
                 });
             }
         }
@@ -544,13 +546,13 @@ fn inspect_instance(
     crate::runtime::lock::ensure_not_held(path)?;
     let header = match read_header(path, IoMode::Buffered) {
         Ok(sel) => sel.header,
-        Err(crate::dbfile::HeaderReadError::Header(HeaderError::NotOurs)) => {
+        Err(crate::dbheader::HeaderReadError::Header(HeaderError::NotOurs)) => {
             return Err(PrepareError::NotOurs {
                 path: path.clone(),
                 why: "it exists and is not an edbstress database (no edbstress signature in its header); move it away or choose another --db-path".into(),
             });
         }
-        Err(crate::dbfile::HeaderReadError::Header(HeaderError::BadChecksum)) => {
+        Err(crate::dbheader::HeaderReadError::Header(HeaderError::BadChecksum)) => {
             // Our signature is no proof of ownership: random bytes with the magic copied
             // in look the same. Neither reused nor overwritten.
             return Err(PrepareError::Damaged(format!(
@@ -558,7 +560,7 @@ fn inspect_instance(
                 path.display()
             )));
         }
-        Err(crate::dbfile::HeaderReadError::Header(HeaderError::UnsupportedVersion {
+        Err(crate::dbheader::HeaderReadError::Header(HeaderError::UnsupportedVersion {
             found,
             signature,
             log_signature,
@@ -582,7 +584,7 @@ fn inspect_instance(
                 found,
             });
         }
-        Err(crate::dbfile::HeaderReadError::Header(e)) => {
+        Err(crate::dbheader::HeaderReadError::Header(e)) => {
             return Err(PrepareError::NotOurs {
                 path: path.clone(),
                 why: format!(
@@ -590,7 +592,7 @@ fn inspect_instance(
                 ),
             });
         }
-        Err(crate::dbfile::HeaderReadError::Io(e)) => return Err(e.into()),
+        Err(crate::dbheader::HeaderReadError::Io(e)) => return Err(e.into()),
     };
     // A truncated database is not prepared, whatever its header says; its valid
     // header makes it ours, so --recreate may rebuild it.
@@ -649,7 +651,7 @@ fn database_identity(path: &Path) -> Result<LogIdentity, PrepareError> {
     let h = match read_header(path, IoMode::Buffered) {
         Ok(sel) => sel.header,
         // A database of another format version, being rebuilt.
-        Err(crate::dbfile::HeaderReadError::Header(HeaderError::UnsupportedVersion {
+        Err(crate::dbheader::HeaderReadError::Header(HeaderError::UnsupportedVersion {
             signature,
             log_signature,
             ..
@@ -659,8 +661,8 @@ fn database_identity(path: &Path) -> Result<LogIdentity, PrepareError> {
                 log_signature,
             });
         }
-        Err(crate::dbfile::HeaderReadError::Io(e)) => return Err(PrepareError::Io(e)),
-        Err(crate::dbfile::HeaderReadError::Header(e)) => {
+        Err(crate::dbheader::HeaderReadError::Io(e)) => return Err(PrepareError::Io(e)),
+        Err(crate::dbheader::HeaderReadError::Header(e)) => {
             return Err(PrepareError::Invalid(format!("{}: {e}", path.display())));
         }
     };

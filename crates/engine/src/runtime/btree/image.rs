@@ -184,7 +184,7 @@ mod tests {
     #[test]
     fn before_images_keep_used_bytes_and_restore_the_whole_page() {
         let mut page = vec![0u8; 8192];
-        let mut p = PageMut::format(&mut page, 9, 2, flags::LEAF, 5);
+        let mut p = PageMut::format(&mut page, Pgno::new(9), 2, flags::LEAF, 5);
         for i in 0..20u8 {
             p.append(&[i; 8], &vec![i; 100 + usize::from(i)]).unwrap();
         }
@@ -258,7 +258,7 @@ mod tests {
             ops in proptest::collection::vec(op_strategy(), 1..10),
         ) {
             let mut page = vec![0u8; 8192];
-            let mut p = PageMut::format(&mut page, 9, 2, flags::LEAF, 5);
+            let mut p = PageMut::format(&mut page, Pgno::new(9), 2, flags::LEAF, 5);
             for (i, &n) in sizes.iter().enumerate() {
                 if p.fits(4, n) {
                     p.append(&(i as u32).to_be_bytes(), &vec![i as u8; n]).unwrap();
@@ -281,7 +281,10 @@ mod tests {
                     Op::Insert(i, n) => RedoRef::Insert { index: index(i, 1), key: &key, data: &filler[..n] },
                     Op::Delete(i) if count > 0 => RedoRef::Delete { index: index(i, 0) },
                     Op::Replace(i, n) if count > 0 => RedoRef::ReplaceData { index: index(i, 0), data: &filler[..n] },
-                    Op::Links(next) => RedoRef::SetLinks { prev: 1, next },
+                    Op::Links(next) => RedoRef::SetLinks {
+                        prev: Pgno::new(1),
+                        next: Pgno::new(next),
+                    },
                     Op::Truncate(keep) => RedoRef::Truncate { keep: index(keep, 1) },
                     _ => continue,
                 };
@@ -302,7 +305,7 @@ mod tests {
     #[test]
     fn before_images_copy_bodies_only_when_a_change_may_rewrite_them() {
         let mut page = vec![0u8; 8192];
-        let mut p = PageMut::format(&mut page, 9, 2, flags::LEAF, 5);
+        let mut p = PageMut::format(&mut page, Pgno::new(9), 2, flags::LEAF, 5);
         for i in (0..40u8).step_by(2) {
             p.append(&[i; 8], &[i; 100]).unwrap();
         }
@@ -313,7 +316,7 @@ mod tests {
         assert!(p.as_page().inserts_without_moving_bodies(8, 100));
         p.insert(3, &[5; 8], &[5; 100]).unwrap();
         p.insert(0, &[0; 4], &[1; 300]).unwrap();
-        p.set_next(77);
+        p.set_next(Pgno::new(77));
         assert_eq!(image.bytes.len(), light, "appends copy no bodies");
         let mut undone = page.clone();
         image.restore(&mut undone);
@@ -337,7 +340,7 @@ mod tests {
 
         // A page too full for a contiguous insert would compact: not an append.
         let mut page = vec![0u8; 8192];
-        let mut p = PageMut::format(&mut page, 9, 2, flags::LEAF, 5);
+        let mut p = PageMut::format(&mut page, Pgno::new(9), 2, flags::LEAF, 5);
         let mut i = 0u8;
         while p.fits(8, 1000) {
             p.append(&[i; 8], &[i; 1000]).unwrap();
@@ -360,7 +363,7 @@ mod tests {
     #[test]
     fn deletes_and_replaces_in_place_save_only_their_records_bytes() {
         let mut page = vec![0u8; 8192];
-        let mut p = PageMut::format(&mut page, 9, 2, flags::LEAF, 5);
+        let mut p = PageMut::format(&mut page, Pgno::new(9), 2, flags::LEAF, 5);
         for i in 0..30u8 {
             p.append(&[i; 8], &[i; 200]).unwrap();
         }

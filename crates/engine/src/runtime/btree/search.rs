@@ -98,13 +98,13 @@ pub(super) fn peek_frame(g: &Guard<'_>, pgno: Pgno) -> TreeResult<FrameId> {
 /// a restart here costs only this walk.
 pub fn warm_free_list(g: &Guard<'_>, count: usize) -> TreeResult<()> {
     let anchor = peek_frame(g, FREE_LIST_ANCHOR)?;
-    let mut next = Pgno::new(PageHeader::read(g.page(anchor)).next);
+    let mut next = PageHeader::read(g.page(anchor)).next;
     for _ in 0..count {
         if next == Pgno::NONE {
             break;
         }
         let frame = peek_frame(g, next)?;
-        next = Pgno::new(PageHeader::read(g.page(frame)).next);
+        next = PageHeader::read(g.page(frame)).next;
     }
     Ok(())
 }
@@ -150,18 +150,18 @@ pub fn warm_range(g: &Guard<'_>, root: Pgno, first: &[u8], last: &[u8]) -> TreeR
                 key_at(&page, pgno, 0)?.as_slice() >= first && last_key.as_slice() <= last;
             (empties, last_key.as_slice() >= last)
         };
-        if first_leaf && empties && h.prev != 0 {
-            peek_frame(g, Pgno::new(h.prev))?;
+        if first_leaf && empties && h.prev != Pgno::NONE {
+            peek_frame(g, h.prev)?;
         }
         first_leaf = false;
-        if h.next == 0 || (ends_here && !empties) {
+        if h.next == Pgno::NONE || (ends_here && !empties) {
             return Ok(());
         }
-        let next_frame = peek_frame(g, Pgno::new(h.next))?;
+        let next_frame = peek_frame(g, h.next)?;
         if ends_here {
             return Ok(());
         }
-        (pgno, frame) = (Pgno::new(h.next), next_frame);
+        (pgno, frame) = (h.next, next_frame);
     }
     Err(corrupt(pgno, "leaf chain does not end (a cycle?)"))
 }
@@ -230,10 +230,10 @@ pub fn scan_from(
             index += 1;
         }
         let next = page.header().next;
-        if next == 0 {
+        if next == Pgno::NONE {
             return Ok(());
         }
-        pgno = Pgno::new(next);
+        pgno = next;
         index = 0;
     }
     Err(corrupt(pgno, "leaf chain does not end (a cycle?)"))

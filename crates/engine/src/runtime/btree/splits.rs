@@ -39,8 +39,8 @@ pub(super) fn split(
             RedoRef::Build {
                 object_id: h.object_id,
                 flags: h.flags & !flags::ROOT,
-                prev: 0,
-                next: 0,
+                prev: Pgno::NONE,
+                next: Pgno::NONE,
                 records: BuildRecords::Pairs(&pairs),
             }
             .encode()
@@ -57,14 +57,14 @@ pub(super) fn split(
     // Where the upper part starts (an index into the old records), and the separator.
     let right_edge = insert_at == n
         && if is_leaf {
-            h.next == 0
+            h.next == Pgno::NONE
         } else {
             is_rightmost(g, path)?
         };
     let (prev, next) = if is_leaf {
-        (pgno.get(), h.next)
+        (pgno, h.next)
     } else {
-        (0, 0)
+        (Pgno::NONE, Pgno::NONE)
     };
     // The records are read in place (no copies): the separator is copied, the moved
     // records are encoded straight into the new page's Build payload.
@@ -164,18 +164,18 @@ pub(super) fn split(
             pgno,
             RedoRef::SetLinks {
                 prev: h.prev,
-                next: new_pgno.get(),
+                next: new_pgno,
             },
         )?;
-        if h.next != 0 {
-            let next_frame = frame_of(g, Pgno::new(h.next))?;
+        if h.next != Pgno::NONE {
+            let next_frame = frame_of(g, h.next)?;
             let next_next = PageHeader::read(g.page(next_frame)).next;
             modify(
                 g,
                 cs,
-                Pgno::new(h.next),
+                h.next,
                 RedoRef::SetLinks {
-                    prev: new_pgno.get(),
+                    prev: new_pgno,
                     next: next_next,
                 },
             )?;
@@ -415,8 +415,8 @@ pub(super) fn split_root(
     let build = RedoRef::Build {
         object_id: h.object_id,
         flags: root_flags,
-        prev: 0,
-        next: 0,
+        prev: Pgno::NONE,
+        next: Pgno::NONE,
         records: BuildRecords::Pairs(&[(&[], &child.to_le_bytes())]),
     };
     modify(g, cs, root, build)

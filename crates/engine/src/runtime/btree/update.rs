@@ -113,8 +113,8 @@ pub(super) fn allocate(g: &mut Guard<'_>, cs: &mut ChangeSet) -> TreeResult<(Pgn
     cs.begin(g);
     let anchor = frame_of(g, FREE_LIST_ANCHOR)?;
     let anchor_header = PageHeader::read(g.page(anchor));
-    if anchor_header.next != 0 {
-        let pgno = Pgno::new(anchor_header.next);
+    if anchor_header.next != Pgno::NONE {
+        let pgno = anchor_header.next;
         let frame = frame_of(g, pgno)?;
         let h = PageHeader::read(g.page(frame));
         if h.flags & flags::EMPTY == 0 || pgno == FREE_LIST_ANCHOR {
@@ -147,7 +147,7 @@ pub(super) fn free_page(g: &mut Guard<'_>, cs: &mut ChangeSet, pgno: Pgno) -> Tr
     let empty = RedoRef::Build {
         object_id: 0,
         flags: flags::EMPTY,
-        prev: 0,
+        prev: Pgno::NONE,
         next: anchor_header.next,
         records: BuildRecords::Pairs(&[]),
     };
@@ -159,7 +159,7 @@ pub(super) fn free_page(g: &mut Guard<'_>, cs: &mut ChangeSet, pgno: Pgno) -> Tr
         FREE_LIST_ANCHOR,
         RedoRef::SetLinks {
             prev: anchor_header.prev,
-            next: pgno.get(),
+            next: pgno,
         },
     )
 }
@@ -216,10 +216,10 @@ fn unlink_and_free(
     h: PageHeader,
 ) -> TreeResult<()> {
     for (neighbour, is_prev) in [(h.prev, true), (h.next, false)] {
-        if neighbour == 0 {
+        if neighbour == Pgno::NONE {
             continue;
         }
-        let f = frame_of(g, Pgno::new(neighbour))?;
+        let f = frame_of(g, neighbour)?;
         let nh = PageHeader::read(g.page(f));
         let links = if is_prev {
             RedoRef::SetLinks {
@@ -232,7 +232,7 @@ fn unlink_and_free(
                 next: nh.next,
             }
         };
-        modify(g, cs, Pgno::new(neighbour), links)?;
+        modify(g, cs, neighbour, links)?;
     }
     free_page(g, cs, leaf)
 }
@@ -296,7 +296,7 @@ fn merge_thinned_leaf(g: &mut Guard<'_>, cs: &mut ChangeSet, pos: &LeafPosition)
     } else {
         None
     };
-    let left = if index > 0 && h.prev != 0 && h.next != 0 {
+    let left = if index > 0 && h.prev != Pgno::NONE && h.next != Pgno::NONE {
         Some(child_of(&parent_page, parent, index - 1)?)
     } else {
         None

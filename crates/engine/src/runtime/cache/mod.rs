@@ -41,6 +41,11 @@
 //! [`PageCache::fault_in`], [`PageCache::flush_all`], [`PageCache::prefetch`] and
 //! [`PageCache::try_wait_for_frame`], and by [`PageCache::failed`].
 
+// Without `test-internals` the cache is driven only through `Instance`: the methods
+// only the engine's tests call (frame waits, guards' inspection, the raw file) are
+// then unused.
+#![cfg_attr(not(feature = "test-internals"), allow(dead_code))]
+
 mod config;
 mod frames;
 mod pacing;
@@ -174,10 +179,10 @@ impl<S> Shared<S> {
                     self.corrupt(pgno, format!("valid checksum but malformed structure: {e}"))
                 })
         };
-        match verify_page(page, pgno.get()) {
+        match verify_page(page, pgno) {
             PageVerdict::Valid => structure(page).map(|()| None),
             PageVerdict::Correctable { bit } => {
-                repair_page(page, pgno.get());
+                repair_page(page, pgno);
                 tracing::warn!(pgno = pgno.get(), bit, path = %self.file.path().display(), "repaired a flipped bit in a page read from the database");
                 structure(page).map(|()| Some(bit))
             }

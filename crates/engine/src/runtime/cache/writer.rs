@@ -593,7 +593,7 @@ impl<S> Writer<S> {
         for &slot in &self.planned {
             let job = &mut self.jobs[slot];
             for (i, page) in job.bufs.iter_mut().enumerate() {
-                seal_page(page, (job.first_pgno + i as u32).get());
+                seal_page(page, job.first_pgno + i as u32);
             }
             needed = needed.max(job.last_change);
         }

@@ -472,7 +472,7 @@ impl Instance {
                     let name = path.file_name().unwrap_or_default().to_string_lossy();
                     format!(
                         "growing {name} by {}",
-                        crate::offline::prepare::human_bytes(grown)
+                        edbstress_io::ByteSize(grown).approx()
                     )
                 },
                 grown,
@@ -493,7 +493,7 @@ impl Instance {
                     IoClass::DbGrowth,
                     &mut buf,
                     n as usize * ps,
-                    edbstress_format::page_offset(pgno, page_size),
+                    edbstress_format::Pgno::new(pgno).offset(page_size),
                 )
                 .map_err(full)?;
             pgno += n;

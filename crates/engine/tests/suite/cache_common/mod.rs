@@ -15,7 +15,7 @@ use edbstress_engine::InstanceLayout;
 use edbstress_engine::{CacheConfig, PageCache, WalSync};
 use edbstress_engine::{PrepareOptions, PreparePlan};
 use edbstress_format::log::LogPosition;
-use edbstress_format::{PageSize, Pgno, page_offset};
+use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{Access, BackendKind, DataFile, IoClass, IoMode};
 use parking_lot::{Condvar, Mutex};
 
@@ -89,7 +89,7 @@ pub fn disk_page(path: &Path, pgno: u32) -> Vec<u8> {
     use std::os::unix::fs::FileExt;
     let file = std::fs::File::open(path).expect("open");
     let mut buf = vec![0u8; PAGE_LEN];
-    file.read_exact_at(&mut buf, page_offset(pgno, PAGE))
+    file.read_exact_at(&mut buf, Pgno::new(pgno).offset(PAGE))
         .expect("read page");
     buf
 }
@@ -100,7 +100,7 @@ pub fn write_disk_page(path: &Path, pgno: u32, page: &[u8]) {
         .write(true)
         .open(path)
         .expect("open");
-    file.write_all_at(page, page_offset(pgno, PAGE))
+    file.write_all_at(page, Pgno::new(pgno).offset(PAGE))
         .expect("write page");
 }
 

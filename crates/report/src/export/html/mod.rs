@@ -63,7 +63,7 @@ impl HtmlReport {
 /// The lines of `dir/test.log`, None when the file does not exist. Invalid UTF-8 is
 /// replaced, never fatal: the log is shown, not parsed.
 pub fn read_test_log(dir: &Path) -> Result<Option<Vec<String>>, ExportError> {
-    let path = dir.join("test.log");
+    let path = dir.join(crate::model::run_files::TEST_LOG);
     match std::fs::read(&path) {
         Ok(bytes) => Ok(Some(
             String::from_utf8_lossy(&bytes)
@@ -78,7 +78,7 @@ pub fn read_test_log(dir: &Path) -> Result<Option<Vec<String>>, ExportError> {
 
 impl Exporter for HtmlReport {
     fn file_name(&self) -> &'static str {
-        "report.html"
+        crate::model::run_files::REPORT_HTML
     }
 
     fn render(&self, results: &RunResults) -> Result<Vec<u8>, ExportError> {
