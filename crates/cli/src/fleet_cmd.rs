@@ -225,7 +225,7 @@ fn run_fleet(a: FleetRunArgs) -> Result<ExitCode, CommandError> {
             let free: Vec<String> = c
                 .free
                 .iter()
-                .map(|(p, b)| format!("{} {} free", p.display(), edbstress_io::human_bytes(*b)))
+                .map(|(p, b)| format!("{} {} free", p.display(), edbstress_io::ByteSize(*b).approx()))
                 .collect();
             say(format!(
                 "[{}] {}, clock {:+.3} s, round trip {:.3} s; {}",

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use edbstress_report::aggregate::{AGGREGATE_KIND, AggregateResults, page};
 use edbstress_io::IoClass;
+use edbstress_report::aggregate::{AGGREGATE_KIND, AggregateResults, page};
 use edbstress_report::compare::RunComparison;
 use edbstress_report::regression::{self, ClassLimit, RegressionLimits};
 use edbstress_report::{

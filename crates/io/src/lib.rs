@@ -88,5 +88,5 @@ pub use error::IoError;
 pub use file::{Access, DataFile, IoMode, available_space, filesystem_id};
 pub use histogram::{HistogramDecodeError, LatencyHistogram, MAX_LATENCY_NS};
 pub use memory::bound_allocator_footprint;
-pub use size::{ByteSize, ByteSizeError, human_bytes};
+pub use size::{ByteSize, ByteSizeError};
 pub use stats::{ClassStats, IoStats};

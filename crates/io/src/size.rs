@@ -77,11 +77,6 @@ impl ByteSize {
     }
 }
 
-/// `ByteSize(bytes).approx()` as a string, for callers not yet moved to [`ByteSize`].
-pub fn human_bytes(bytes: u64) -> String {
-    ByteSize(bytes).approx().to_string()
-}
-
 impl From<u64> for ByteSize {
     fn from(bytes: u64) -> Self {
         Self(bytes)

@@ -8,12 +8,13 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use edbstress_engine::{PrepareProgress, human_bytes};
+use edbstress_engine::PrepareProgress;
+use edbstress_io::ByteSize;
 use edbstress_io::IoClass;
 use parking_lot::Mutex;
 
+use crate::live::{LiveStatus, PhaseKind};
 use crate::rundir::TestLog;
-use crate::transactional::{LiveStatus, PhaseKind};
 use crate::units::format_duration;
 
 /// Every line starts with this word, so that a reader (or `grep`) tells progress from
@@ -85,8 +86,8 @@ impl ProgressLines {
             log.line(format!(
                 "{PROGRESS_PREFIX} preparing database {:03}, {} of {} written.",
                 p.instance,
-                human_bytes(p.bytes_done),
-                human_bytes(p.bytes_total)
+                ByteSize(p.bytes_done).approx(),
+                ByteSize(p.bytes_total).approx()
             ));
         }
     }
