@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fidelity benchmark (issue 19): runs each version profile at the steady state of the
+# Fidelity benchmark: runs each version profile at the steady state of the
 # Jetstress reference run it is compared with (a Performance run, then a SoftRecovery
 # run) and prints the workload-shape rows next to the reference figures of
 # docs/fidelity.md with the relative difference. Not part of the test suite; about
