@@ -2,7 +2,7 @@
 //! histograms (recomputed here independently), the ESRP averages, the verdict naming
 //! host and criterion, incomplete hosts, and every refusal.
 
-mod common;
+use super::common;
 use common::crafted;
 
 use edbstress_io::{IoClass, IoStats, LatencyHistogram};

@@ -6,7 +6,7 @@
 //! the runs' own, a run of another test or campaign is a finding. Vendor Markdown stays
 //! inert: no script links, no images, nothing loaded.
 
-mod common;
+use super::common;
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,7 @@
 //! The exporters and the comparison on crafted results: escaping, JUnit counts,
 //! Markdown tables, the report's sections, SVG well-formedness, comparisons.
 
-mod common;
+use super::common;
 use common::{EVIL, crafted};
 
 use edbstress_io::IoClass;

@@ -1,6 +1,6 @@
 //! The Workload shape ratios computed from results counters.
 
-mod common;
+use super::common;
 
 use edbstress_io::IoClass;
 use edbstress_report::shape::{LOG_FILE_BYTES, ShapeRow, workload_shape};
