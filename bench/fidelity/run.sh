@@ -41,7 +41,9 @@
 #   (256MiB / FIDELITY_SCALE per database), FIDELITY_CHECKPOINT_DEPTH (the profile's
 #   depth / FIDELITY_SCALE), FIDELITY_MAILBOXES (per database: the report's /
 #   FIDELITY_SCALE), FIDELITY_RAMP (180s),
-#   FIDELITY_DURATION (measured part, 150s), FIDELITY_LOGS (20 log files per instance)
+#   FIDELITY_DURATION (measured part, 150s), FIDELITY_LOGS (20 log files per instance),
+#   FIDELITY_BIN (an edbstress binary to run instead of building this tree's: two
+#   builds compared side by side)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=${1:-target/bench-fidelity}
@@ -62,8 +64,13 @@ secs() { # 90s, 3m, 1h -> seconds
   esac
 }
 databases=2
-cargo build --release -q -p edbstress-cli
-bin=./target/release/edbstress
+if [ -n "${FIDELITY_BIN:-}" ]; then
+  bin=$FIDELITY_BIN
+  [ -x "$bin" ] || { echo "FIDELITY_BIN=$bin is not an executable" >&2; exit 2; }
+else
+  cargo build --release -q -p edbstress-cli
+  bin=./target/release/edbstress
+fi
 for profile in "${profiles[@]}"; do
   case $profile in
     exchange2013|exchange2016|exchange2019)

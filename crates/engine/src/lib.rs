@@ -75,7 +75,7 @@ pub use runtime::lock::{
     is_lock_file_content,
 };
 pub use runtime::log;
-pub use runtime::schema::{MessageKey, MessageShape, ViewEntryData, ViewKey};
+pub use runtime::schema::{InsertKeyOrder, MessageKey, MessageShape, ViewEntryData, ViewKey};
 
 // Offline: creating, recovering, verifying and damaging databases.
 pub use offline::bulkload::BulkLoadError;

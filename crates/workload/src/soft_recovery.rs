@@ -237,7 +237,7 @@ fn soft_recover_one(
     config.backend = options.backend;
     config.hold_checkpoint = true;
     config.torn_write_protection = options.torn_write_protection;
-    options.profile.configure_log(&mut config);
+    options.profile.configure_instance(&mut config);
     let instance = Instance::open(config)?;
     let number = layout.instance;
     let wanted = options.logs_to_replay;

@@ -14,9 +14,9 @@
 //! the property the view sorts by, moving the record's view entry.
 
 use edbstress_engine::EngineError;
-use edbstress_engine::MessageShape;
 use edbstress_engine::{Compressibility, ContentGenerator};
 use edbstress_engine::{Durability, Instance, TxnOp};
+use edbstress_engine::{MessageKey, MessageShape};
 use edbstress_report::OpMix;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -71,6 +71,26 @@ pub struct TransactionGenerator {
     lazy_commit_pct: u32,
     props: Vec<u8>,
     body: Vec<u8>,
+    /// Operations per transaction (1: each its own).
+    batch: u32,
+    /// The kinds of the last batch.
+    batch_kinds: Vec<TxnKind>,
+    /// Record buffers of a batch's inserts and replaces: (props, body) each.
+    batch_records: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// One operation of a batch, before its commit.
+enum BatchStep {
+    Insert {
+        mailbox: u32,
+    },
+    Delete {
+        key: MessageKey,
+    },
+    Replace {
+        key: MessageKey,
+        resort: Option<u32>,
+    },
 }
 
 impl TransactionGenerator {
@@ -90,7 +110,46 @@ impl TransactionGenerator {
             lazy_commit_pct,
             props: Vec::with_capacity(512),
             body: Vec::with_capacity(64 << 10),
+            batch: 1,
+            batch_kinds: Vec::new(),
+            batch_records: Vec::new(),
         }
+    }
+
+    /// The generator with `ops` operations per transaction (the profile's
+    /// `ops_per_transaction`; at least 1).
+    pub fn with_batch(mut self, ops: u32) -> TransactionGenerator {
+        self.batch = ops.max(1);
+        self
+    }
+
+    /// Operations per transaction.
+    pub fn batch(&self) -> u32 {
+        self.batch
+    }
+
+    /// Runs one transaction of [`TransactionGenerator::batch`] operations, the first of
+    /// kind `first`, the others drawn from the mix; their kinds are then
+    /// [`TransactionGenerator::batch_kinds`]. Returns whether it committed lazily.
+    pub fn run_batch_from(
+        &mut self,
+        instance: &Instance,
+        first: TxnKind,
+    ) -> Result<bool, EngineError> {
+        let mut kinds = std::mem::take(&mut self.batch_kinds);
+        kinds.clear();
+        kinds.push(first);
+        for _ in 1..self.batch {
+            kinds.push(self.next_kind());
+        }
+        let result = self.run_batch(instance, &kinds);
+        self.batch_kinds = kinds;
+        result
+    }
+
+    /// The kinds of the last [`TransactionGenerator::run_batch_from`].
+    pub fn batch_kinds(&self) -> &[TxnKind] {
+        &self.batch_kinds
     }
 
     /// The kind of the next transaction, drawn from the mix.
@@ -197,6 +256,88 @@ impl TransactionGenerator {
             lazy: durability == Durability::Lazy,
             found,
         })
+    }
+}
+
+impl TransactionGenerator {
+    /// Runs `kinds` as the operations of one transaction, as Jetstress groups
+    /// `BatchUpdates` operations between a begin and a commit (one reading of that
+    /// setting: docs/fidelity.md, "Batching"): seeks read at once; deletes and replaces
+    /// find their record first; every change commits together with one durability
+    /// drawn from the mix. Returns whether it committed lazily.
+    pub fn run_batch(
+        &mut self,
+        instance: &Instance,
+        kinds: &[TxnKind],
+    ) -> Result<bool, EngineError> {
+        let mailboxes = instance.mailbox_count().max(1);
+        let shape = MessageShape::JETSTRESS;
+        let mut steps = Vec::with_capacity(kinds.len());
+        for &kind in kinds {
+            let mailbox = self.rng.random_range(0..mailboxes);
+            if kind == TxnKind::Insert {
+                steps.push(BatchStep::Insert { mailbox });
+                continue;
+            }
+            let Some(key) = instance.seek_view(mailbox, self.rng.random())? else {
+                continue;
+            };
+            match kind {
+                TxnKind::Insert => unreachable!("handled above"),
+                TxnKind::Read => {
+                    instance.read(key, false)?;
+                }
+                TxnKind::Delete => steps.push(BatchStep::Delete { key }),
+                TxnKind::Replace => {
+                    let resort =
+                        (self.rng.random_range(0..RESORT_ONE_IN) == 0).then(|| self.rng.random());
+                    steps.push(BatchStep::Replace { key, resort });
+                }
+            }
+        }
+        if steps.is_empty() {
+            return Ok(false);
+        }
+        let records = steps
+            .iter()
+            .filter(|s| !matches!(s, BatchStep::Delete { .. }))
+            .count();
+        if self.batch_records.len() < records {
+            self.batch_records.resize_with(records, Default::default);
+        }
+        for (props, body) in &mut self.batch_records[..records] {
+            props.resize(shape.props_len as usize, 0);
+            self.content.fill(props);
+            body.resize(shape.body_len as usize, 0);
+            self.content.fill(body);
+        }
+        let durability = self.durability();
+        let mut buffers = self.batch_records.iter();
+        let ops: Vec<TxnOp<'_>> = steps
+            .iter()
+            .map(|step| match *step {
+                BatchStep::Delete { key } => TxnOp::Delete { key },
+                BatchStep::Insert { mailbox } => {
+                    let (props, body) = buffers.next().expect("a buffer per record");
+                    TxnOp::Insert {
+                        mailbox,
+                        props,
+                        body,
+                    }
+                }
+                BatchStep::Replace { key, resort } => {
+                    let (props, body) = buffers.next().expect("a buffer per record");
+                    TxnOp::Replace {
+                        key,
+                        props,
+                        body: Some(&body[..]),
+                        resort,
+                    }
+                }
+            })
+            .collect();
+        instance.commit(&ops, durability)?;
+        Ok(durability == Durability::Lazy)
     }
 }
 

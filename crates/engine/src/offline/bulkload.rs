@@ -24,7 +24,7 @@ use crate::runtime::schema::{
     FIRST_NON_ROOT_PAGE, INLINE_BODY_MAX, LONG_VALUE_OBJECT_ID, LONG_VALUE_ROOT, LongValueKey,
     MAILBOX_TABLE_OBJECT_ID, MAILBOX_TABLE_ROOT, MessageKey, MessageShape, ROW_FIXED_LEN,
     RowHeader, VIEW_INDEX_OBJECT_ID, VIEW_INDEX_ROOT, VIEW_KEY_LEN, ViewKey, chunk_len,
-    record_footprint, view_entry_footprint,
+    prepared_message_id, record_footprint, view_entry_footprint,
 };
 
 /// The dbtime every bulk-loaded page carries; the engine continues from here.
@@ -436,12 +436,7 @@ impl BulkLoadPlan {
     fn leaf_first_key(&self, kind: TreeKind, leaf: u32) -> Vec<u8> {
         let first = self.tree(kind).leaf_firsts[leaf as usize];
         match kind {
-            TreeKind::Table => MessageKey {
-                mailbox: self.mailbox_of(first),
-                message: first,
-            }
-            .encode()
-            .to_vec(),
+            TreeKind::Table => self.table_key(first).encode().to_vec(),
             TreeKind::LongValue => LongValueKey {
                 lvid: first >> 16,
                 chunk: (first & 0xFFFF) as u32,
@@ -592,24 +587,30 @@ impl BulkLoadPlan {
             )
             .write(row);
             content.fill(&mut row[ROW_FIXED_LEN..]);
-            let key = MessageKey {
-                mailbox: self.mailbox_of(message),
-                message,
-            }
-            .encode();
+            let key = self.table_key(message).encode();
             page.append(&key, row)
                 .map_err(|_| format!("row of message {message} does not fit"))?;
         }
         Ok(())
     }
 
+    /// The table key of the message of sequence number `sequence` (1-based).
+    fn table_key(&self, sequence: u64) -> MessageKey {
+        let mailbox = self.mailbox_of(sequence);
+        let ordinal = sequence - 1 - u64::from(mailbox) * self.per_mailbox;
+        MessageKey {
+            mailbox,
+            message: prepared_message_id(ordinal, self.per_mailbox, mailbox),
+        }
+    }
+
     /// The view index entry at position `g` in key order.
     fn view_key_at(&self, g: u64) -> ViewKey {
-        let (mailbox, sort, message) = self.view.entry_at(g);
+        let (mailbox, sort, sequence) = self.view.entry_at(g);
         ViewKey {
             mailbox,
             sort,
-            message,
+            message: self.table_key(sequence).message,
         }
     }
 
@@ -759,21 +760,29 @@ mod tests {
                 .map(|m| u64::from(MessageShape::of(0xfeed, m).chunk_count(chunk_len(ps))))
                 .sum();
             assert_eq!(lv_keys.len() as u64, expected_chunks);
-            // Every long value a row refers to exists, with all its chunks.
+            // Every long value a row refers to exists, with all its chunks; the rows'
+            // sequence numbers are the messages loaded.
             let lv: std::collections::HashSet<_> = lv_keys.iter().cloned().collect();
-            for k in &table_keys {
-                let key = MessageKey::decode(k).unwrap();
-                let shape = MessageShape::of(0xfeed, key.message);
-                for chunk in 0..shape.chunk_count(chunk_len(ps)) {
-                    let lk = LongValueKey {
-                        lvid: key.message,
-                        chunk,
+            let mut sequences = Vec::new();
+            for pgno in plan.table.first_leaf..plan.table.first_leaf + plan.table.leaf_count() {
+                let page = Page::new(&pages[pgno as usize]).unwrap();
+                for r in 0..page.record_count() {
+                    let header = RowHeader::decode(page.record(r).unwrap().data).unwrap();
+                    let shape = MessageShape::of(0xfeed, header.lvid);
+                    for chunk in 0..shape.chunk_count(chunk_len(ps)) {
+                        let lk = LongValueKey {
+                            lvid: header.lvid,
+                            chunk,
+                        }
+                        .encode()
+                        .to_vec();
+                        assert!(lv.contains(&lk), "missing chunk {chunk} of {}", header.lvid);
                     }
-                    .encode()
-                    .to_vec();
-                    assert!(lv.contains(&lk), "missing chunk {chunk} of {}", key.message);
+                    sequences.push(header.lvid);
                 }
             }
+            sequences.sort_unstable();
+            assert!(sequences.iter().copied().eq(1..=plan.messages));
             // The view index: one entry per row, under the row's sort key, with its
             // bookmark; rows and entries agree.
             let view_keys = walk(&pages, VIEW_INDEX_ROOT.get());

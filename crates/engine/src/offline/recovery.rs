@@ -39,7 +39,7 @@ use crate::runtime::log::{
     LogEntry, LogReadOptions, LogReader, LogSignatures, check_log_reaches, read_checkpoint,
 };
 use crate::runtime::redo::{RedoOp, page_dbtime};
-use crate::runtime::schema::{MAILBOX_TABLE_OBJECT_ID, MessageKey};
+use crate::runtime::schema::{MAILBOX_TABLE_OBJECT_ID, RowHeader};
 
 /// How to recover.
 #[derive(Clone, Debug)]
@@ -461,15 +461,16 @@ pub fn recover(
                         g.mark_dirty_span(frame, entry.start, entry.end);
                         report.redone += 1;
                     }
-                    // New message ids must not reuse ids the log handed out.
-                    if let RedoOp::Insert { key, .. } = RedoOp::decode(*op, payload)
+                    // New message sequence numbers (and so ids) must not reuse the
+                    // ones the log handed out.
+                    if let RedoOp::Insert { data, .. } = RedoOp::decode(*op, payload)
                         .map_err(|e| corrupt_record(&layout.log_dir, entry.start, e))?
                     {
                         let h = PageHeader::read(g.page(frame));
                         if h.object_id == MAILBOX_TABLE_OBJECT_ID && h.flags & flags::LEAF != 0 {
-                            if let Some(k) = MessageKey::decode(&key) {
+                            if let Some(row) = RowHeader::decode(&data) {
                                 let s = g.state();
-                                s.next_message_id = s.next_message_id.max(k.message + 1);
+                                s.next_message_id = s.next_message_id.max(row.lvid + 1);
                             }
                         }
                     }

@@ -50,7 +50,9 @@ pub const ROW_FLAG_LONG_VALUE: u8 = 1;
 pub struct MessageKey {
     /// Mailbox number, 0-based within the database.
     pub mailbox: u32,
-    /// Message id, unique within the database (also the long-value id of its body).
+    /// Message id, unique within the database: its place in the mailbox's rows
+    /// ([`InsertKeyOrder`]). The message's sequence number is in its row
+    /// ([`RowHeader::lvid`]).
     pub message: u64,
 }
 
@@ -73,10 +75,62 @@ impl MessageKey {
     }
 }
 
+/// Where a new message's row goes among its mailbox's rows: the order of the table's
+/// keys. Jetstress's insert key order is not published (docs/fidelity.md); the profile
+/// chooses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InsertKeyOrder {
+    /// After every row of its mailbox (ids above every prepared one, growing): each
+    /// mailbox's last leaf takes its inserts, ESE's hotpoint split keeps it full.
+    #[default]
+    Ascending,
+    /// At a uniformly random place among its mailbox's rows: inserts land on any leaf of
+    /// the table, which reads it, dirties it and splits it where it is full (halving,
+    /// the split page's image logged).
+    Random,
+}
+
+/// Ids at or above this sort after every prepared and randomly placed message.
+pub const APPENDED_MESSAGE_BASE: u64 = 1 << 62;
+
+/// The id of a prepared message: ordinal `ordinal` (in load order) of the `per_mailbox`
+/// messages of `mailbox`. Prepared ids spread evenly over `0..APPENDED_MESSAGE_BASE`, in
+/// load order, so randomly placed ids ([`random_message_id`]) land uniformly among a
+/// mailbox's prepared rows; they are even (the random ones odd) and unique across
+/// mailboxes (`2·mailbox` below the stride, which exceeds it while messages × mailboxes
+/// stays below 2^61).
+pub fn prepared_message_id(ordinal: u64, per_mailbox: u64, mailbox: u32) -> u64 {
+    let stride = (APPENDED_MESSAGE_BASE / per_mailbox.max(1)) & !1;
+    ordinal * stride + 2 * u64::from(mailbox)
+}
+
+/// The id of the message with sequence number `sequence` under `order`: above every
+/// prepared id in sequence order, or a random place (an odd id below
+/// [`APPENDED_MESSAGE_BASE`]; a bijection of the sequence number, so never the id of
+/// another message).
+pub fn new_message_id(order: InsertKeyOrder, sequence: u64) -> u64 {
+    match order {
+        InsertKeyOrder::Ascending => APPENDED_MESSAGE_BASE + sequence,
+        InsertKeyOrder::Random => (mix61(sequence) << 1) | 1,
+    }
+}
+
+/// A bijection of the 61-bit integers (xorshifts and odd multipliers modulo 2^61, each
+/// invertible): consecutive inputs give unrelated outputs.
+fn mix61(x: u64) -> u64 {
+    const MASK: u64 = (1 << 61) - 1;
+    let mut x = x & MASK;
+    x ^= x >> 31;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9) & MASK;
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94D0_49BB_1331_11EB) & MASK;
+    x ^ (x >> 31)
+}
+
 /// Key of a long-value chunk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LongValueKey {
-    /// Long-value id (the owning message's id).
+    /// Long-value id (the owning message's sequence number: ids grow, as ESE's).
     pub lvid: u64,
     /// Chunk number within the value.
     pub chunk: u32,
@@ -287,7 +341,8 @@ pub struct RowHeader {
     pub long: bool,
     /// Body length in bytes.
     pub body_len: u32,
-    /// Long-value id (0 when the body is inline).
+    /// The message's sequence number, which is its long value's id when the body is
+    /// one (numbers grow with each insert, as ESE's long-value ids do).
     pub lvid: u64,
     /// Received time (seconds), a property every message has.
     pub received: u64,
@@ -296,13 +351,14 @@ pub struct RowHeader {
 }
 
 impl RowHeader {
-    /// The header of a row for message `message` with a body of `body_len` bytes.
-    pub fn for_message(message: u64, body_len: u32, received: u64, sort: u32) -> RowHeader {
+    /// The header of a row for the message of sequence number `sequence` with a body
+    /// of `body_len` bytes.
+    pub fn for_message(sequence: u64, body_len: u32, received: u64, sort: u32) -> RowHeader {
         let long = body_len > INLINE_BODY_MAX;
         RowHeader {
             long,
             body_len,
-            lvid: if long { message } else { 0 },
+            lvid: sequence,
             received,
             sort,
         }
@@ -477,6 +533,53 @@ mod tests {
         let mut lying = encode(&inline, b"", b"hello");
         lying[1] = 200;
         assert_eq!(RowHeader::decode(&lying), None);
+    }
+
+    #[test]
+    fn message_ids_are_unique_and_random_ones_spread_over_the_prepared() {
+        let per_mailbox = 5_000;
+        let mut prepared = Vec::new();
+        for mailbox in 0..3 {
+            let ids: Vec<u64> = (0..per_mailbox)
+                .map(|i| prepared_message_id(i, per_mailbox, mailbox))
+                .collect();
+            assert!(ids.windows(2).all(|w| w[0] < w[1]), "load order kept");
+            assert!(
+                ids.iter()
+                    .all(|id| id % 2 == 0 && *id < APPENDED_MESSAGE_BASE)
+            );
+            prepared.extend(ids);
+        }
+        let random: Vec<u64> = (1..=20_000)
+            .map(|s| new_message_id(InsertKeyOrder::Random, s))
+            .collect();
+        assert!(
+            random
+                .iter()
+                .all(|id| id % 2 == 1 && *id < APPENDED_MESSAGE_BASE)
+        );
+        let mut all: Vec<u64> = prepared.iter().chain(&random).copied().collect();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(
+            all.len(),
+            prepared.len() + random.len(),
+            "an id given twice"
+        );
+        // Each tenth of a mailbox's prepared rows receives about a tenth of the inserts.
+        let mailbox_0 = &prepared[..per_mailbox as usize];
+        for tenth in 0..10 {
+            let lo = mailbox_0[tenth * 500];
+            let hi = mailbox_0
+                .get(tenth * 500 + 500)
+                .copied()
+                .unwrap_or(APPENDED_MESSAGE_BASE);
+            let share = random.iter().filter(|id| (lo..hi).contains(*id)).count();
+            assert!((1_700..2_300).contains(&share), "tenth {tenth}: {share}");
+        }
+        let appended = new_message_id(InsertKeyOrder::Ascending, 1);
+        assert!(prepared.iter().chain(&random).all(|id| *id < appended));
+        assert!(appended < new_message_id(InsertKeyOrder::Ascending, 2));
     }
 
     #[test]

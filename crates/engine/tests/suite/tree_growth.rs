@@ -10,7 +10,9 @@ use super::instance_common;
 use instance_common::*;
 
 use edbstress_engine::deep_check;
-use edbstress_engine::{Durability, Instance, InstanceConfig, InstanceLayout, MessageKey, TxnOp};
+use edbstress_engine::{
+    Durability, InsertKeyOrder, Instance, InstanceConfig, InstanceLayout, MessageKey, TxnOp,
+};
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
 
@@ -328,4 +330,79 @@ fn appends_to_each_mailbox_fill_their_pages() {
         );
     }
     instance.shutdown().unwrap();
+}
+
+/// Inserts at random keys (`InsertKeyOrder::Random`) land among a mailbox's prepared
+/// rows, not after them, and split the leaves they fill by halving; after a crash,
+/// recovery restores the sequence numbers the log handed out, so later inserts never
+/// reuse a row's long-value id (the deep check would find a long value with the chunks
+/// of two messages) and every message reads back.
+#[test]
+fn random_insert_keys_spread_over_the_mailbox_and_survive_recovery() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = prepare_small(dir.path(), PageSize::K4, 4 << 20, 4, 11);
+    let mut config = small_cache_config(&layout);
+    config.insert_keys = InsertKeyOrder::Random;
+    let instance = Instance::open(config.clone()).unwrap();
+    let prepared = instance.all_keys().unwrap();
+    assert!(prepared.len() > 200, "{} prepared messages", prepared.len());
+    let props = [7u8; 200];
+    let body = vec![3u8; 2000];
+    let insert = |instance: &Instance, i: u32| {
+        let durability = if i % 5 == 0 {
+            Durability::Durable
+        } else {
+            Durability::Lazy
+        };
+        let out = instance
+            .commit(
+                &[TxnOp::Insert {
+                    mailbox: i % 4,
+                    props: &props,
+                    body: &body,
+                }],
+                durability,
+            )
+            .unwrap_or_else(|e| panic!("insert {i}: {e}"));
+        out.inserted[0]
+    };
+    let mut inserted: Vec<MessageKey> = (0..400).map(|i| insert(&instance, i)).collect();
+    // Below, above and between the prepared rows of its mailbox, in proportion.
+    let last_prepared = |mailbox: u32| {
+        prepared
+            .iter()
+            .filter(|k| k.mailbox == mailbox)
+            .map(|k| k.message)
+            .max()
+            .unwrap()
+    };
+    let after_all = inserted
+        .iter()
+        .filter(|k| k.message > last_prepared(k.mailbox))
+        .count();
+    assert!(
+        after_all < inserted.len() / 10,
+        "{after_all} of {} inserts went after every prepared row",
+        inserted.len()
+    );
+    let space = instance.space_counters();
+    assert!(
+        space.splits_halving > 0,
+        "no leaf split by halving: {space:?}"
+    );
+    instance
+        .commit(&[TxnOp::Delete { key: inserted[0] }], Durability::Durable)
+        .unwrap();
+    inserted.remove(0);
+    crash_recover_and_check(instance, &layout);
+    let instance = Instance::open(config).unwrap();
+    inserted.extend((400..500).map(|i| insert(&instance, i)));
+    for key in inserted.iter().chain(&prepared) {
+        let m = instance.read(*key, true).unwrap();
+        assert!(m.is_some(), "message {key:?} lost");
+    }
+    instance.shutdown().unwrap();
+    let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
+    assert!(check.is_clean(), "{:?}", check.problems);
+    assert_eq!(check.messages as usize, inserted.len() + prepared.len());
 }

@@ -271,7 +271,7 @@ impl<'a> Workbench<'a> {
             ic.cache_min_bytes = config.cache_min_per_instance();
             ic.cache_max_bytes = config.cache_max_per_instance();
             ic.checkpoint_depth = config.checkpoint_depth;
-            config.profile.configure_log(&mut ic);
+            config.profile.configure_instance(&mut ic);
             ic.io_mode = config.io_mode;
             ic.backend = config.backend;
             // Runs can be long; logs behind the checkpoint are not needed for recovery.
@@ -534,7 +534,8 @@ impl<'a> Workbench<'a> {
                     config.op_mix,
                     config.lazy_commit_pct,
                     compressibility,
-                );
+                )
+                .with_batch(config.profile.defaults().ops_per_transaction);
                 move || {
                     run_session(
                         slot,
@@ -862,7 +863,10 @@ fn run_session(
     let stopping = || sessions_stop.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed);
     while !stopping() {
         let intended = if open_loop {
+            // The schedule's arrivals are operations: a batch of several takes as many
+            // and starts when its last is due.
             let due = slot.schedule.take();
+            let due = (1..generator.batch()).fold(due, |_, _| slot.schedule.take());
             // Sleep until due, checking for stop; a late arrival starts at once. A
             // session running as a task sleeps alone, its thread runs the others.
             loop {
@@ -883,13 +887,23 @@ fn run_session(
         // whose transactions never wait (cache hits, lazy commits) would keep it.
         tasks::yield_now();
         let kind = generator.next_kind();
-        let result = generator.run(&slot.instance, kind);
+        let result = if generator.batch() > 1 {
+            generator.run_batch_from(&slot.instance, kind)
+        } else {
+            generator.run(&slot.instance, kind).map(|o| o.lazy)
+        };
         let latency = intended.elapsed().as_nanos() as u64;
         let mut t = slot.txn.lock();
         match result {
-            Ok(outcome) => {
-                t.by_kind[kind_index(kind)] += 1;
-                if outcome.lazy {
+            Ok(lazy) => {
+                if generator.batch() > 1 {
+                    for &k in generator.batch_kinds() {
+                        t.by_kind[kind_index(k)] += 1;
+                    }
+                } else {
+                    t.by_kind[kind_index(kind)] += 1;
+                }
+                if lazy {
                     t.lazy += 1;
                 }
                 t.latency.record(latency);

@@ -27,7 +27,7 @@ use crate::layout::InstanceLayout;
 use crate::runtime::btree::{self, SpaceCounters, TreeState};
 use crate::runtime::cache::{CacheConfig, CacheCounters, PageCache, WalSync};
 use crate::runtime::log::{GenerationHook, GenerationRecord, LogConfig, LogCounters, LogWriter};
-use crate::runtime::schema::{MAILBOX_TABLE_ROOT, MessageKey, chunk_len};
+use crate::runtime::schema::{InsertKeyOrder, MAILBOX_TABLE_ROOT, MessageKey, chunk_len};
 
 /// How to open an instance.
 #[derive(Clone, Debug)]
@@ -70,6 +70,8 @@ pub struct InstanceConfig {
     /// written. Off by default, like Exchange's ESE, which detects torn pages by
     /// checksum (-1018) instead and patches them from a passive copy.
     pub torn_write_protection: bool,
+    /// Where a new message's row goes among its mailbox's rows.
+    pub insert_keys: InsertKeyOrder,
 }
 
 impl InstanceConfig {
@@ -90,6 +92,7 @@ impl InstanceConfig {
             hold_checkpoint: false,
             write_coalesce_max: 512 << 10,
             torn_write_protection: false,
+            insert_keys: InsertKeyOrder::Ascending,
         }
     }
 }

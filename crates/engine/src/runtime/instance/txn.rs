@@ -3,7 +3,8 @@
 //! long-value chunks of message bodies.
 //!
 //! Each operation touches what an Exchange one does: an insert adds the row (its
-//! mailbox's last table leaf), the body's chunks (the long-value tree's right edge) and
+//! mailbox's last table leaf, or a random one: [`InsertKeyOrder`]), the body's chunks
+//! (the long-value tree's right edge) and
 //! a view index entry at a random place of the mailbox's view; a delete removes all
 //! three; a replace rewrites the row and, when the view's sort property changes, moves
 //! the view entry; a message is found through the view ([`Instance::seek_view`]).
@@ -17,7 +18,8 @@ use crate::error::EngineError;
 use crate::runtime::btree::{self, ChangeSet, Guard, TreeError, reuse};
 use crate::runtime::schema::{
     INLINE_BODY_MAX, KEY_LEN, LONG_VALUE_ROOT, LongValueKey, MAILBOX_TABLE_ROOT, MessageKey,
-    RowHeader, VIEW_INDEX_ROOT, ViewKey, chunk_len, record_footprint, view_sort_key,
+    RowHeader, VIEW_INDEX_ROOT, ViewKey, chunk_len, new_message_id, record_footprint,
+    view_sort_key,
 };
 
 use super::*;
@@ -168,6 +170,7 @@ impl Instance {
         durability: Durability,
     ) -> Result<CommitOutcome, EngineError> {
         let chunk_len = self.chunk_len;
+        let insert_keys = self.config.insert_keys;
         let ((inserted, found), position, retries) = self.run(durability, |g, cs| {
             // Captures the tree state (message ids included) for undo.
             cs.begin(g);
@@ -187,22 +190,19 @@ impl Instance {
                                 new_long_value_pages(g.state_ref().page_size, body.len(), free);
                             btree::warm_free_list(g, pages)?;
                         }
-                        let message = {
-                            let s = g.state();
-                            s.next_message_id += 1;
-                            s.next_message_id - 1
-                        };
+                        let sequence = take_sequence(g);
+                        let message = new_message_id(insert_keys, sequence);
                         let key = MessageKey { mailbox, message };
                         let sort = view_sort_key(message);
                         let header =
-                            RowHeader::for_message(message, body.len() as u32, unix_now(), sort);
+                            RowHeader::for_message(sequence, body.len() as u32, unix_now(), sort);
                         let mut row = reuse::take_row();
                         let inline = if header.long { &[][..] } else { body };
                         header.encode_into(props, inline, &mut row);
                         btree::insert(g, cs, MAILBOX_TABLE_ROOT, &key.encode(), &row)?;
                         reuse::recycle_row(row);
                         if header.long {
-                            insert_chunks(g, cs, message, body, chunk_len)?;
+                            insert_chunks(g, cs, sequence, body, chunk_len)?;
                         }
                         insert_view_entry(g, cs, ViewKey::of(key, sort))?;
                         inserted.push(key);
@@ -243,14 +243,16 @@ impl Instance {
                                 if fixed.long {
                                     delete_chunks(g, cs, fixed.lvid, fixed.body_len, chunk_len)?;
                                 }
+                                // The long value keeps its id, as ESE's update of a
+                                // separated long value does.
                                 let header = RowHeader::for_message(
-                                    key.message,
+                                    fixed.lvid,
                                     body.len() as u32,
                                     fixed.received,
                                     sort,
                                 );
                                 if header.long {
-                                    insert_chunks(g, cs, key.message, body, chunk_len)?;
+                                    insert_chunks(g, cs, fixed.lvid, body, chunk_len)?;
                                 }
                                 let inline = if header.long { &[][..] } else { body };
                                 header.encode_into(props, inline, &mut new_row);
@@ -470,6 +472,13 @@ impl Instance {
         })?;
         Ok(keys)
     }
+}
+
+/// The next message sequence number (its long value's id).
+fn take_sequence(g: &mut Guard<'_>) -> u64 {
+    let s = g.state();
+    s.next_message_id += 1;
+    s.next_message_id - 1
 }
 
 fn bad_row(key: MessageKey) -> TreeError {
