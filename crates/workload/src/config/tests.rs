@@ -365,7 +365,7 @@ fn to_toml_round_trips() {
         "database_size = \"256MiB\"",
         "duration = \"45s\"",
         "page_size = \"32KiB\"",
-        "mailbox_quota = \"2048MB\"",
+        "mailbox_quota = \"2048 MB\"",
         "op_mix = \"40/20/5/35\"",
         "test = \"performance\"",
     ] {
