@@ -106,12 +106,12 @@ status=0
     --host "$(host 127.0.0.2 mbx2)" \
     --ssh-config "$keys/ssh_config" \
     --remote-edbstress "$bin" \
-    --lead-time 20s \
+    --lead-time 15s \
     --max-clock-offset 30s \
     --mailboxes 200 \
     --output "$out/fleet" \
     -- --iops-per-mailbox 0.25 --databases 1 --database-size 64MiB \
-       --cache-max 16MiB --duration 20s --sample-interval 2s \
+       --cache-max 16MiB --duration 10s --sample-interval 2s \
     || status=$?
 echo "loopback-fleet: fleet run ended with exit code $status; its aggregate: $out/fleet"
 exit "$status"

@@ -13,7 +13,10 @@ use std::process::Command;
 
 fn installed(name: &str) -> bool {
     Command::new("sh")
-        .args(["-c", &format!("command -v {name} || test -x /usr/sbin/{name}")])
+        .args([
+            "-c",
+            &format!("command -v {name} || test -x /usr/sbin/{name}"),
+        ])
         .output()
         .is_ok_and(|o| o.status.success())
 }
@@ -62,7 +65,7 @@ fn the_loopback_fleet_example_runs_two_hosts_and_stops_its_sshd() {
     assert_eq!(hosts, ["mbx1", "mbx2"], "{said}");
     for host in ["mbx1", "mbx2"] {
         assert!(
-            !run_dirs(&out_dir.join(host).join("results")).is_empty(),
+            !run_dirs(&out_dir.join(host)).is_empty(),
             "{host} ran nothing:\n{said}"
         );
     }

@@ -21,6 +21,16 @@ use std::time::{Duration, Instant};
 const GIB: u64 = 1 << 30;
 const MIB: u64 = 1 << 20;
 
+/// The run directories under `dir/edbstress-results` (a run's default results
+/// directory), oldest first.
+fn default_run_dirs(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut dirs: Vec<_> = fs::read_dir(dir.join("edbstress-results"))
+        .map(|rd| rd.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
 /// Free bytes of the filesystem holding `dir`, as `df` reports them.
 fn free_bytes(dir: &Path) -> u64 {
     let out = Command::new("df")
@@ -97,7 +107,12 @@ fn interrupt(mut child: Child) -> (i32, String) {
     loop {
         if let Some(status) = child.try_wait().unwrap() {
             let mut out = String::new();
-            child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+            child
+                .stdout
+                .take()
+                .unwrap()
+                .read_to_string(&mut out)
+                .unwrap();
             return (status.code().unwrap_or(-1), out);
         }
         if start.elapsed() > Duration::from_secs(120) {
@@ -141,15 +156,23 @@ fn config_init_file_names_the_sizes_that_fit_then_runs_small_and_says_so() {
     let flags = advised_flags(&err);
     assert_eq!(flags[0], "--database-size", "{err}");
     let each = size(&flags[1]);
-    assert!(each * 6 <= free, "{} × 6 does not fit {free} B free", flags[1]);
-    assert!(each >= GIB, "{}: the advice is a real test, not a toy", flags[1]);
+    assert!(
+        each * 6 <= free,
+        "{} × 6 does not fit {free} B free",
+        flags[1]
+    );
+    assert!(
+        each >= GIB,
+        "{}: the advice is a real test, not a toy",
+        flags[1]
+    );
     let cache = match flags.iter().position(|f| f == "--cache-max") {
         Some(i) => size(&flags[i + 1]),
         None => 6 * 256 * MIB,
     };
     assert!(each >= 4 * cache / 6, "{flags:?}: cache rule");
     assert!(
-        run_dirs(&root.join("edbstress-results")).is_empty(),
+        default_run_dirs(root).is_empty(),
         "a refused run leaves no run directory"
     );
 
@@ -176,14 +199,22 @@ fn config_init_file_names_the_sizes_that_fit_then_runs_small_and_says_so() {
     let err = stderr(&out);
     let code = out.status.code();
     assert!(matches!(code, Some(0 | 1)), "{code:?}:\n{err}");
-    assert!(err.contains("Warning: the databases are smaller than the profile"), "{err}");
-    let runs = run_dirs(&root.join("edbstress-results"));
+    assert!(
+        err.contains("Warning: the databases are smaller than the profile"),
+        "{err}"
+    );
+    let runs = default_run_dirs(root);
     assert_eq!(runs.len(), 1);
     let r = results(&runs[0]);
     assert_eq!(r["aborted"], false, "{r}");
     assert!(r["measured_seconds"].as_f64().unwrap() >= 2.0);
     let report = fs::read_to_string(runs[0].join("report.html")).unwrap();
-    assert!(report.contains("class=\"warning\">Warning: the databases are smaller than the profile: 64.0 MiB each"), "the report says so");
+    assert!(
+        report.contains(
+            "class=\"warning\">Warning: the databases are smaller than the profile: 64.0 MiB each"
+        ),
+        "the report says so"
+    );
     assert!(report.contains("5000 mailboxes with a 2048 MB quota"));
     sentinel.assert_untouched();
 }
@@ -197,12 +228,19 @@ fn sweep_init_file_starts_unedited_and_a_fixed_file_restarts_as_advised() {
 
     // Unedited: the first point's run starts transactions.
     let log = root.join("sweep.err");
-    let mut child = spawn(&["sweep", "--config", "sweep.toml", "--output", "s1"], root, &log);
+    let mut child = spawn(
+        &["sweep", "--config", "sweep.toml", "--output", "s1"],
+        root,
+        &log,
+    );
     let started = |child: &mut Child| {
         let deadline = Instant::now() + Duration::from_secs(180);
         while Instant::now() < deadline {
             let logs = glob_run_logs(&root.join("s1"));
-            if logs.iter().any(|t| t.contains("Starting transaction dispatch")) {
+            if logs
+                .iter()
+                .any(|t| t.contains("Starting transaction dispatch"))
+            {
                 return true;
             }
             if child.try_wait().unwrap().is_some() {
@@ -219,7 +257,10 @@ fn sweep_init_file_starts_unedited_and_a_fixed_file_restarts_as_advised() {
     );
     let (code, out) = interrupt(child);
     assert_eq!(code, 130, "{out}");
-    assert!(out.contains("resume with: edbstress sweep --config sweep.toml --output s1"), "{out}");
+    assert!(
+        out.contains("resume with: edbstress sweep --config sweep.toml --output s1"),
+        "{out}"
+    );
 
     // A file whose first point is refused (its cache as large as the database)...
     fs::write(

@@ -233,7 +233,12 @@ fn exchange2007_is_judged_per_volume_and_the_report_shows_the_workload_shape() {
     let own_writes = v["own_writes"].as_u64().unwrap() as f64 / seconds;
     assert!(own_reads + own_writes > 0.0);
     assert!(own_reads <= f(&v["reads_per_sec"]) * 1.05 + 1.0);
-    assert!(dom.contains(&format!("edbstress only</td><td>—</td><td>—</td><td>{own_reads:.3}</td><td>{own_writes:.3}</td>")), "no row of edbstress's own I/O");
+    assert!(
+        dom.contains(&format!(
+            "edbstress only</td><td>—</td><td>—</td><td>{own_reads:.3}</td><td>{own_writes:.3}</td>"
+        )),
+        "no row of edbstress's own I/O"
+    );
     assert!(dom.contains("id=\"disk-subsystem\""));
     assert_eq!(dom.contains("it is shared with other work"), shared);
     assert!(

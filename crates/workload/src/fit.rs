@@ -79,10 +79,9 @@ pub fn fit(config: &RunConfig, needed: u64, available: u64) -> Option<Fit> {
 /// The refusal of a run that does not fit: what it needs and has, then the flags that
 /// make it fit (or that only another path helps).
 pub fn no_space_message(config: &RunConfig, path: &Path, needed: u64, available: u64) -> String {
-    let profile = edbstress_report::sizing::ProfileSizing::of(
-        &crate::runner::system_parameters(config, 0),
-    )
-    .filter(|s| !s.short() && s.database_bytes <= s.profile_bytes);
+    let profile =
+        edbstress_report::sizing::ProfileSizing::of(&crate::runner::system_parameters(config, 0))
+            .filter(|s| !s.short() && s.database_bytes <= s.profile_bytes);
     let sized = match config.mailboxes {
         Some(m) if profile.is_some() => format!(
             ", sized from the profile: {m} mailboxes × {} over {} database(s)",
@@ -136,7 +135,9 @@ mod tests {
         assert!(f.flags().starts_with("--database-size "), "{}", f.flags());
 
         let tight = fit(&c, needed, 8 * GIB).unwrap();
-        let cache = tight.cache_max.expect("the cache must shrink with the databases");
+        let cache = tight
+            .cache_max
+            .expect("the cache must shrink with the databases");
         assert!(tight.database_size >= cache / 6 * MIN_DATABASE_TO_CACHE);
         assert!(tight.flags().contains("--cache-max"), "{}", tight.flags());
     }
@@ -147,6 +148,9 @@ mod tests {
         assert_eq!(fit(&c, c.database_size * 6, 20 * MIB), None);
         let m = no_space_message(&c, Path::new("/data"), c.database_size * 6, 20 * MIB);
         assert!(m.contains("even small databases do not fit"), "{m}");
-        assert!(m.contains("5000 mailboxes × 2048 MB over 6 database(s)"), "{m}");
+        assert!(
+            m.contains("5000 mailboxes × 2048 MB over 6 database(s)"),
+            "{m}"
+        );
     }
 }

@@ -249,7 +249,9 @@ fn the_profile_printed_is_the_one_the_runs_ran() {
 #[test]
 fn databases_smaller_than_the_profile_are_a_finding() {
     let mut c = campaign(false, &["mbx1"], [86400.0, 7200.0]);
-    c.steps.get_mut(&StepKey::of(TestType::Performance)).unwrap()[0]
+    c.steps
+        .get_mut(&StepKey::of(TestType::Performance))
+        .unwrap()[0]
         .results
         .parameters
         .database_bytes = 2 << 30;

@@ -159,8 +159,8 @@ impl SolutionFile {
                 mailbox_quota_mb: edbstress_workload::units::parse_quota_value(
                     &raw.profile.mailbox_quota,
                 )
-                    .ok()
-                    .map(|bytes| bytes >> 20),
+                .ok()
+                .map(|bytes| bytes >> 20),
                 ..raw.profile.clone()
             },
             deployment: raw.deployment.clone(),

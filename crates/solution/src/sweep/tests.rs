@@ -135,8 +135,10 @@ fn a_sweep_directory_resumes_only_with_its_own_file() {
     write_sweep(&out, &s).unwrap();
     let fixed = SweepPlan::parse(&GRID.replace("repeats = 2", "repeats = 3")).unwrap();
     let said = std::sync::Mutex::new(Vec::new());
-    let (restarted, done) =
-        open_sweep(&fixed, &out, &|l: &str| said.lock().unwrap().push(l.to_string())).unwrap();
+    let (restarted, done) = open_sweep(&fixed, &out, &|l: &str| {
+        said.lock().unwrap().push(l.to_string())
+    })
+    .unwrap();
     assert_eq!(done, 0);
     assert_eq!(restarted.config_text, fixed.text);
     assert!(restarted.runs.iter().all(|r| r.status == "pending"));

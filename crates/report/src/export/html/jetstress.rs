@@ -159,7 +159,10 @@ pub(crate) fn description(r: &RunResults) -> String {
         (Some(n), Some(iops), quota) => format!(
             "{} mailboxes, {iops} IOPS per mailbox{}",
             group_thousands(n as i64),
-            quota.map_or(String::new(), |q| format!(", {} mailbox quota", crate::text::quota_mb(q)))
+            quota.map_or(String::new(), |q| format!(
+                ", {} mailbox quota",
+                crate::text::quota_mb(q)
+            ))
         ),
         _ if r.test_type.is_transactional() => "disk subsystem throughput".to_string(),
         _ => r.test_type.label().to_string(),
