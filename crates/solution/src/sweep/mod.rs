@@ -169,7 +169,7 @@ fn open_sweep(
     plan: &SweepPlan,
     out: &Path,
     events: &(dyn Fn(&str) + Sync),
-) -> Result<(SweepResults, usize), SweepError> {
+) -> Result<Opened, SweepError> {
     let err = |s: String| SweepError(s);
     match std::fs::read(out.join("sweep.json")) {
         Ok(bytes) => {
@@ -185,7 +185,11 @@ fn open_sweep(
                      starting it again there with this file",
                     out.display()
                 ));
-                return Ok((plan_results(plan, new_seed(plan)), 0));
+                return Ok(Opened {
+                    results: plan_results(plan, new_seed(plan)),
+                    finished: 0,
+                    restarted: true,
+                });
             }
             if s.config_text != plan.text {
                 return Err(err(format!(
@@ -204,7 +208,11 @@ fn open_sweep(
             }
             s.state = "running".into();
             s.stop_reason = None;
-            Ok((s, done))
+            Ok(Opened {
+                results: s,
+                finished: done,
+                restarted: false,
+            })
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let empty = match std::fs::read_dir(out) {
@@ -220,13 +228,28 @@ fn open_sweep(
             }
             std::fs::create_dir_all(out.join("points"))
                 .map_err(|e| err(format!("cannot create {}: {e}", out.display())))?;
-            Ok((plan_results(plan, new_seed(plan)), 0))
+            Ok(Opened {
+                results: plan_results(plan, new_seed(plan)),
+                finished: 0,
+                restarted: false,
+            })
         }
         Err(e) => Err(err(format!(
             "cannot read {}/sweep.json: {e}",
             out.display()
         ))),
     }
+}
+
+/// A sweep directory opened to run.
+#[derive(Debug)]
+struct Opened {
+    /// The sweep's results so far (a new plan's: every run pending).
+    results: SweepResults,
+    /// Runs already finished.
+    finished: usize,
+    /// Started again there with a changed file (no run of the old one had finished).
+    restarted: bool,
 }
 
 /// The seed of a new sweep's shuffle: the file's, else from the clock.
@@ -263,7 +286,11 @@ pub fn run(
 ) -> Result<SweepOutcome, SweepError> {
     let plan = SweepPlan::load(&options.file).map_err(SweepError)?;
     let resuming = options.output.join("sweep.json").is_file();
-    let (results, resumed) = open_sweep(&plan, &options.output, events)?;
+    let Opened {
+        results,
+        finished: resumed,
+        restarted,
+    } = open_sweep(&plan, &options.output, events)?;
     let dir = options
         .output
         .canonicalize()
@@ -279,7 +306,8 @@ pub fn run(
         stop,
         events,
     };
-    if resuming && resumed > 0 {
+    // A sweep started again with a fixed file said so in open_sweep.
+    if resuming && !restarted {
         events(&format!(
             "resuming: {resumed} of {} runs already finished",
             sweep.results.runs.len()

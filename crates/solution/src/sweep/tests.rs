@@ -127,7 +127,11 @@ fn a_sweep_directory_resumes_only_with_its_own_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("s");
     let plan = SweepPlan::parse(GRID).unwrap();
-    let (mut s, done) = open_sweep(&plan, &out, &|_| {}).unwrap();
+    let Opened {
+        results: mut s,
+        finished: done,
+        ..
+    } = open_sweep(&plan, &out, &|_| {}).unwrap();
     assert_eq!(done, 0);
     // The first run refused, the file fixed: nothing finished, so the fixed file
     // starts the sweep again in the same directory.
@@ -135,22 +139,28 @@ fn a_sweep_directory_resumes_only_with_its_own_file() {
     write_sweep(&out, &s).unwrap();
     let fixed = SweepPlan::parse(&GRID.replace("repeats = 2", "repeats = 3")).unwrap();
     let said = std::sync::Mutex::new(Vec::new());
-    let (restarted, done) = open_sweep(&fixed, &out, &|l: &str| {
+    let opened = open_sweep(&fixed, &out, &|l: &str| {
         said.lock().unwrap().push(l.to_string())
     })
     .unwrap();
-    assert_eq!(done, 0);
+    assert!(opened.restarted);
+    assert_eq!(opened.finished, 0);
+    let restarted = opened.results;
     assert_eq!(restarted.config_text, fixed.text);
     assert!(restarted.runs.iter().all(|r| r.status == "pending"));
     assert!(
         said.lock().unwrap()[0].contains("starting it again there"),
         "{said:?}"
     );
-    s.runs[0].status = "pending".into();
     s.runs[0].status = "done".into();
     s.runs[1].status = "interrupted".into();
     write_sweep(&out, &s).unwrap();
-    let (again, done) = open_sweep(&plan, &out, &|_| {}).unwrap();
+    let Opened {
+        results: again,
+        finished: done,
+        restarted,
+    } = open_sweep(&plan, &out, &|_| {}).unwrap();
+    assert!(!restarted);
     assert_eq!(done, 1);
     assert_eq!(
         again.runs[1].status, "pending",
