@@ -91,10 +91,13 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CommandError> {
     );
     let events = |line: &str| eprintln!("{line}");
     let outcome = sweep::run(&options, &stop, &events).map_err(|e| {
-        // Only a sweep that started has points to keep and something to resume.
-        if output.join("sweep.json").is_file() {
+        // Only a sweep that started has points to keep, and the advice is given only
+        // when that command would go on from them.
+        if sweep::resumable(&config, &output) {
             CommandError::Usage(format!(
-                "{}\nthe finished points are kept in {}; fix the cause and resume with: {resume}",
+                "{}\nthe finished points are kept in {}; fix the cause (in the sweep file if it is \
+                 there: a sweep in which no run finished starts again with the fixed file) and \
+                 resume with: {resume}",
                 e.0,
                 output.display()
             ))

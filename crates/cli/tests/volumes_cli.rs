@@ -223,9 +223,21 @@ fn exchange2007_is_judged_per_volume_and_the_report_shows_the_workload_shape() {
     let dom = dump_dom(&chromium, &dir.join("report.html"), &root.join("profile"));
     assert_eq!(cell_after(&dom, "Thread count"), "2 (per-storage group)");
     let row = format!("Database and Log ({device})");
+    assert_eq!(cell_after(&dom, &row), "the device: every program");
     assert_eq!(
-        cell_after(&dom, &row),
+        cell_after(&dom, "the device: every program"),
         format!("{:.4}", f(&v["avg_read_latency_ms"]) / 1000.0)
+    );
+    // edbstress's own reads and writes apart from the device's totals.
+    let own_reads = v["own_reads"].as_u64().unwrap() as f64 / seconds;
+    let own_writes = v["own_writes"].as_u64().unwrap() as f64 / seconds;
+    assert!(own_reads + own_writes > 0.0);
+    assert!(own_reads <= f(&v["reads_per_sec"]) * 1.05 + 1.0);
+    assert!(
+        dom.contains(&format!(
+            "edbstress only</td><td>—</td><td>—</td><td>{own_reads:.3}</td><td>{own_writes:.3}</td>"
+        )),
+        "no row of edbstress's own I/O"
     );
     assert!(dom.contains("id=\"disk-subsystem\""));
     assert_eq!(dom.contains("it is shared with other work"), shared);

@@ -6,7 +6,8 @@
 //! written whole under a temporary name and renamed, the SVG charts of the report, the
 //! comparison of several runs (`edbstress compare`) and its regression gate, the
 //! workload shape of a run (`shape`: how Exchange-like its I/O was, beside published
-//! Jetstress figures), the ESRP-style solution document of a campaign (`solution`: its
+//! Jetstress figures), whether a run's databases are as large as its mailbox profile's
+//! (`sizing`), the ESRP-style solution document of a campaign (`solution`: its
 //! checks, summary figures, HTML and Markdown), and a parameter sweep's results
 //! (`sweep.json`, `sweep.csv`, `sweep.html` with the parameter on the x axis, the best
 //! point).
@@ -24,6 +25,7 @@ pub mod export;
 pub mod model;
 pub mod regression;
 pub mod shape;
+pub mod sizing;
 pub mod solution;
 pub mod summary;
 pub mod sweep;

@@ -42,6 +42,25 @@ pub fn mb(bytes: u64) -> String {
     }
 }
 
+/// A mailbox quota as Exchange and the ESRP documents show one: whole MB of 1,048,576
+/// bytes ("2048 MB"); a quota of no whole MB in KiB or bytes. The quota parser of the
+/// configuration reads every form back. The one formatter of quotas: the run's help,
+/// `config show`, the reports and the solution document all use it.
+pub fn quota(bytes: u64) -> String {
+    if bytes != 0 && bytes % (1 << 20) == 0 {
+        quota_mb(bytes >> 20)
+    } else if bytes != 0 && bytes % (1 << 10) == 0 {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        bytes.to_string()
+    }
+}
+
+/// A quota recorded in whole MB (results.json's `mailbox_quota_mb`): "2048 MB".
+pub fn quota_mb(mb: u64) -> String {
+    format!("{mb} MB")
+}
+
 /// A request size: "4 KiB", "32 KiB", "256 KiB", "1.5 MiB", "612 B".
 pub fn request_size(bytes: f64) -> String {
     if bytes < 1024.0 {

@@ -22,6 +22,7 @@ pub mod backup;
 pub mod bdm;
 pub mod config;
 pub mod criteria;
+pub mod fit;
 pub mod host;
 pub mod live;
 mod per_instance;

@@ -93,6 +93,9 @@ pub fn run(
         config.to_toml().as_bytes(),
     )?;
     log.line("edbstress testing begins ...");
+    if let Some(w) = sizing_warning(config) {
+        log.line(format!("Warning: {w}."));
+    }
     let watched: Vec<PathBuf> = config
         .db_paths
         .iter()
@@ -232,7 +235,7 @@ fn prepare_plan(config: &RunConfig, layouts: &[InstanceLayout]) -> Result<Prepar
         seed: Some(config.seed),
         ..PrepareOptions::default()
     };
-    let plan = PreparePlan::check(layouts.to_vec(), options).map_err(prepare_error)?;
+    let plan = PreparePlan::check(layouts.to_vec(), options).map_err(|e| no_space(config, e))?;
     // Runs use circular logging: the log of an instance stays near the checkpoint depth,
     // plus the log buffer's worth in flight and the pre-created next generation.
     // Databases grow over a run (inserts outnumber deletes): the check budgets that too.
@@ -241,8 +244,32 @@ fn prepare_plan(config: &RunConfig, layouts: &[InstanceLayout]) -> Result<Prepar
         config.checkpoint_depth.saturating_add(RUN_LOG_MARGIN),
         growth.unwrap_or(0),
     )
-    .map_err(|e| RunError::Prepare(e.to_string()))?;
+    .map_err(|e| no_space(config, e))?;
     Ok(plan)
+}
+
+/// A refusal for want of space says what would fit (see [`crate::fit`]); any other
+/// prepare error as it is.
+fn no_space(config: &RunConfig, e: edbstress_engine::PrepareError) -> RunError {
+    use edbstress_engine::PrepareError::{NoSpace, NoSpaceForRun};
+    match &e {
+        NoSpace {
+            path,
+            needed,
+            available,
+        }
+        | NoSpaceForRun {
+            path,
+            needed,
+            available,
+        } => RunError::Prepare(crate::fit::no_space_message(
+            config,
+            path,
+            needed.get(),
+            available.get(),
+        )),
+        _ => prepare_error(e),
+    }
 }
 
 /// Creates missing databases (and reuses existing ones) like `edbstress prepare`.
@@ -306,6 +333,12 @@ fn prepare_error(e: edbstress_engine::PrepareError) -> RunError {
     } else {
         RunError::Prepare(e.to_string())
     }
+}
+
+/// The warning of a mailbox-profile run whose databases are smaller than its profile's
+/// (see [`edbstress_report::sizing`]); the report says the same from results.json.
+pub fn sizing_warning(config: &RunConfig) -> Option<String> {
+    edbstress_report::sizing::ProfileSizing::of(&system_parameters(config, 0))?.warning()
 }
 
 /// The parameters section of the results.

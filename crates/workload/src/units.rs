@@ -40,17 +40,10 @@ pub fn parse_quota_value(s: &str) -> Result<u64, String> {
     parse_size_value(t)
 }
 
-/// Writes a mailbox quota as the ESRP documents show one, in MB of 1,048,576 bytes
-/// ("2048MB"); a quota of no whole MB in KiB or bytes. [`parse_quota_value`] reads it
-/// back.
+/// Writes a mailbox quota as the ESRP documents show one ("2048 MB": MB of 1,048,576
+/// bytes), with the report's formatter; [`parse_quota_value`] reads it back.
 pub fn format_quota(bytes: u64) -> String {
-    if bytes != 0 && bytes % (1 << 20) == 0 {
-        format!("{}MB", bytes >> 20)
-    } else if bytes != 0 && bytes % (1 << 10) == 0 {
-        format!("{}KiB", bytes >> 10)
-    } else {
-        bytes.to_string()
-    }
+    edbstress_report::text::quota(bytes)
 }
 
 /// Parses a page size: 4KiB, 8KiB, 16KiB or 32KiB (also 8K, 32KB, 8192).
@@ -178,7 +171,7 @@ mod tests {
         for bytes in [2u64 << 30, 100 << 20, 1536 << 10, 1000] {
             assert_eq!(parse_quota_value(&format_quota(bytes)), Ok(bytes));
         }
-        assert_eq!(format_quota(2 << 30), "2048MB");
+        assert_eq!(format_quota(2 << 30), "2048 MB");
     }
 
     #[test]

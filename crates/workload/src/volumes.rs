@@ -48,29 +48,40 @@ pub fn volumes(
     intervals: &[HostInterval],
     io: &IoStats,
 ) -> Vec<Volume> {
-    let own = |layout: &InstanceLayout, classes: &[IoClass]| -> u64 {
+    // edbstress's own I/O of an instance's classes: (reads, writes, bytes).
+    let own = |layout: &InstanceLayout, classes: &[IoClass]| -> (u64, u64, u64) {
         let n = u16::try_from(layout.instance).unwrap_or(u16::MAX);
-        classes
-            .iter()
-            .filter_map(|c| io.get(n, *c))
-            .map(|s| s.bytes)
-            .sum()
+        let mut sum = (0, 0, 0);
+        for c in classes {
+            if let Some(s) = io.get(n, *c) {
+                if matches!(c, IoClass::DbWrite | IoClass::LogWrite) {
+                    sum.1 += s.ops;
+                } else {
+                    sum.0 += s.ops;
+                }
+                sum.2 += s.bytes;
+            }
+        }
+        sum
     };
     let mut out = Vec::new();
     for (i, device) in devices.iter().enumerate() {
-        let (mut databases, mut logs, mut own_bytes) = (false, false, 0u64);
+        let (mut databases, mut logs) = (false, false);
+        let (mut own_reads, mut own_writes, mut own_bytes) = (0u64, 0u64, 0u64);
         let mut instances = Vec::new();
         for layout in layouts {
             let mut here = false;
             if device_of(devices, &layout.db_file) == Some(i) {
                 databases = true;
                 here = true;
-                own_bytes += own(layout, &DATABASE_CLASSES);
+                let (r, w, b) = own(layout, &DATABASE_CLASSES);
+                (own_reads, own_writes, own_bytes) = (own_reads + r, own_writes + w, own_bytes + b);
             }
             if device_of(devices, &layout.log_dir) == Some(i) {
                 logs = true;
                 here = true;
-                own_bytes += own(layout, &LOG_CLASSES);
+                let (r, w, b) = own(layout, &LOG_CLASSES);
+                (own_reads, own_writes, own_bytes) = (own_reads + r, own_writes + w, own_bytes + b);
             }
             if here {
                 instances.push(instance_name(layout.instance));
@@ -121,6 +132,8 @@ pub fn volumes(
             max_interval_write_latency_ms: highest(|d| d.avg_write_latency_ms, |d| d.writes),
             device_bytes,
             own_bytes,
+            own_reads,
+            own_writes,
             shared: false,
         };
         volume.shared = volume.other_fraction() > Volume::SHARED_FRACTION;
@@ -245,10 +258,12 @@ mod tests {
         assert_eq!(v[0].role, VolumeRole::Database);
         assert_eq!(v[0].instances, ["Instance0001", "Instance0002"]);
         assert_eq!(v[0].own_bytes, 200 * 8192);
+        assert_eq!((v[0].own_reads, v[0].own_writes), (100, 100));
         assert!(!v[0].shared);
         assert_eq!(v[0].max_interval_read_latency_ms, 18.0);
         assert_eq!(v[1].role, VolumeRole::Log);
         assert_eq!(v[1].own_bytes, 4096);
+        assert_eq!((v[1].own_reads, v[1].own_writes), (0, 1));
         assert!(
             v[1].shared,
             "1000 writes of 8 KiB, 4 KiB of them edbstress's"

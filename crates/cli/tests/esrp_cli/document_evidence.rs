@@ -185,7 +185,7 @@ fn a_document_states_only_what_the_campaigns_runs_show() {
     let title = &title[..title.find("</section>").unwrap()];
     assert!(
         title.contains(
-            "100 mailboxes with a 95 MiB quota and 0.4 IOPS per mailbox, kept in 1 database copies"
+            "100 mailboxes with a 100 MB quota and 0.4 IOPS per mailbox, kept in 1 database copies"
         ),
         "{title}"
     );

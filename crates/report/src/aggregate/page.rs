@@ -180,7 +180,8 @@ fn esrp_tables(doc: &mut Doc, a: &AggregateResults) {
     doc.note(
         "Per server, the sum of its database and log I/O and the average latency over its \
          databases during the measured period, as the ESRP documents show it. Database reads \
-         include background database maintenance.",
+         are transactional reads only: background database maintenance reads are left out, \
+         as the ESRP tables leave them out.",
     );
     let mut head = vec!["Metric".to_string()];
     head.extend(columns.iter().map(|(h, _)| h.to_string()));

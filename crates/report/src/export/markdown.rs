@@ -72,6 +72,9 @@ pub fn render_markdown(r: &RunResults) -> String {
     if let Some(note) = inconsistency_note(r) {
         let _ = writeln!(o, "**{}**\n", md_cell(&note));
     }
+    if let Some(w) = crate::sizing::ProfileSizing::of(&r.parameters).and_then(|s| s.warning()) {
+        let _ = writeln!(o, "**Warning: {}.**\n", md_cell(&w));
+    }
     if r.aborted {
         let _ = writeln!(
             o,

@@ -112,6 +112,12 @@ pub struct Volume {
     pub device_bytes: u64,
     /// Bytes edbstress read from and wrote to its paths on the device.
     pub own_bytes: u64,
+    /// Reads edbstress issued to its paths on the device.
+    #[serde(default)]
+    pub own_reads: u64,
+    /// Writes edbstress issued to its paths on the device.
+    #[serde(default)]
+    pub own_writes: u64,
     /// More than [`Volume::SHARED_FRACTION`] of the device's bytes were not edbstress's:
     /// other programs used it, so its latencies include their I/O.
     pub shared: bool,

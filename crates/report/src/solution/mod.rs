@@ -67,7 +67,7 @@ pub struct CustomerProfile {
     pub mailboxes: u64,
     /// Transactional IOPS per mailbox.
     pub iops_per_mailbox: f64,
-    /// Mailbox quota ("2GB").
+    /// Mailbox quota as solution.toml gives it ("2048 MB"; "2GB" is the same quota).
     pub mailbox_quota: String,
     /// Mailbox servers tested.
     pub servers: u32,
@@ -83,12 +83,21 @@ pub struct CustomerProfile {
     pub mailbox_quota_mb: Option<u64>,
 }
 
+impl CustomerProfile {
+    /// The quota as the document shows one ("2048 MB"); solution.toml's text when it
+    /// could not be read as a quota.
+    pub fn quota_text(&self) -> String {
+        self.mailbox_quota_mb
+            .map_or_else(|| self.mailbox_quota.clone(), crate::text::quota_mb)
+    }
+}
+
 impl Default for CustomerProfile {
     fn default() -> Self {
         CustomerProfile {
             mailboxes: 5000,
             iops_per_mailbox: 0.12,
-            mailbox_quota: "2GB".into(),
+            mailbox_quota: "2048 MB".into(),
             servers: 1,
             databases_per_server: 6,
             copies: 2,
@@ -226,7 +235,8 @@ pub struct Finding(pub String);
 /// run of a step, runs that were not counted (another campaign's, the wrong test, a
 /// repeated run id), a server count or a customer profile that differs from what the
 /// runs ran, failed or aborted runs, runs shorter than the rules ask, hosts tested
-/// with different configurations, an unwatched kernel log.
+/// with different configurations, databases smaller than the profile's (Jetstress
+/// sizes them from mailboxes × quota), an unwatched kernel log.
 pub fn check(doc: &SolutionDocument) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut say = |s: String| out.push(Finding(s));
@@ -312,6 +322,12 @@ pub fn check(doc: &SolutionDocument) -> Vec<Finding> {
                     res.measured_seconds / 3600.0,
                     least / 3600.0
                 ));
+            }
+            if matches!(test, TestType::Stress | TestType::Performance)
+                && let Some(w) =
+                    crate::sizing::ProfileSizing::of(&res.parameters).and_then(|s| s.warning())
+            {
+                say(format!("{}: the {} run: {w}", r.host, test.label()));
             }
             if let Some(k) = &res.kernel_log
                 && k.source.is_none()
@@ -456,9 +472,9 @@ fn profile_differences(doc: &SolutionDocument) -> Vec<String> {
     if p.mailbox_quota_mb.is_some() && t.mailbox_quota_mb != p.mailbox_quota_mb {
         differs(
             "of mailbox quota",
-            p.mailbox_quota.clone(),
+            p.quota_text(),
             t.mailbox_quota_mb
-                .map_or("none recorded".into(), |q| format!("{q} MiB")),
+                .map_or("none recorded".into(), crate::text::quota_mb),
         );
     }
     if t.databases_per_server != p.databases_per_server {

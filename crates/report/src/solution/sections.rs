@@ -57,7 +57,7 @@ pub fn profile_sentence(doc: &SolutionDocument) -> String {
              copies, on {} mailbox server(s)",
             t.mailboxes,
             t.mailbox_quota_mb
-                .map_or("unrecorded".into(), |q| format!("{q} MiB")),
+                .map_or("unrecorded".into(), crate::text::quota_mb),
             t.iops_per_mailbox
                 .map_or("unrecorded".into(), |v| v.to_string()),
             t.copies,
@@ -69,7 +69,11 @@ pub fn profile_sentence(doc: &SolutionDocument) -> String {
                 "{} mailboxes with a {} quota and {} IOPS per mailbox, kept in {} database \
                  copies, on {} mailbox server(s) (as solution.toml claims: no run was found \
                  to show it)",
-                p.mailboxes, p.mailbox_quota, p.iops_per_mailbox, p.copies, p.servers
+                p.mailboxes,
+                p.quota_text(),
+                p.iops_per_mailbox,
+                p.copies,
+                p.servers
             )
         }
     }
@@ -136,7 +140,7 @@ pub fn customer_profile(doc: &SolutionDocument) -> Vec<(String, String)> {
             ),
             ("Number of mailboxes".into(), p.mailboxes.to_string()),
             ("IOPS per mailbox".into(), p.iops_per_mailbox.to_string()),
-            ("Mailbox quota".into(), p.mailbox_quota.clone()),
+            ("Mailbox quota".into(), p.quota_text()),
             ("Database copies".into(), p.copies.to_string()),
             ("Mailbox servers".into(), p.servers.to_string()),
             (
@@ -157,7 +161,7 @@ pub fn customer_profile(doc: &SolutionDocument) -> Vec<(String, String)> {
         (
             "Mailbox quota".into(),
             t.mailbox_quota_mb
-                .map_or_else(unrecorded, |q| format!("{q} MiB")),
+                .map_or_else(unrecorded, crate::text::quota_mb),
         ),
         ("Database copies".into(), t.copies.to_string()),
         ("Mailbox servers".into(), t.servers.to_string()),
@@ -228,7 +232,7 @@ pub fn simulated_configuration(doc: &SolutionDocument) -> Vec<(String, String)> 
             "Mailbox quota".into(),
             params
                 .mailbox_quota_mb
-                .map_or(p.mailbox_quota.clone(), |q| format!("{q} MB")),
+                .map_or_else(|| p.quota_text(), crate::text::quota_mb),
         ),
         ("Database size (each)".into(), mb(db_bytes)),
         (

@@ -229,13 +229,18 @@ fn runs_table(o: &mut String, s: &SweepResults) {
         let _ = write!(o, "<td>{}</td>", escape(&r.status));
         match &r.figures {
             Some(f) => {
-                let (class, word) = match f.verdict {
-                    crate::model::Verdict::Pass => ("pass", "Pass"),
-                    crate::model::Verdict::Fail => ("fail", "Fail"),
+                let verdict = match f.verdict {
+                    crate::model::Verdict::Pass => "<td class=\"pass\">Pass</td>".to_string(),
+                    // A failed run says why: the criteria it failed.
+                    crate::model::Verdict::Fail if !f.failed.is_empty() => format!(
+                        "<td class=\"fail words\">Fail: {}</td>",
+                        escape(&f.failed.join("; "))
+                    ),
+                    crate::model::Verdict::Fail => "<td class=\"fail\">Fail</td>".to_string(),
                 };
                 let _ = write!(
                     o,
-                    "<td class=\"{class}\">{word}</td><td>{:.1}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td>",
+                    "{verdict}<td>{:.1}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td>",
                     f.transactional_iops,
                     f.db_read.avg_ms,
                     f.db_read.p99_ms,

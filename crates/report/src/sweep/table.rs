@@ -13,6 +13,7 @@ pub fn header(s: &SweepResults) -> Vec<String> {
     h.extend([
         "status".into(),
         "verdict".into(),
+        "failed_criteria".into(),
         "transactional_iops".into(),
     ]);
     for class in ["db_read", "db_write", "log_write"] {
@@ -75,12 +76,13 @@ pub fn rows(s: &SweepResults) -> Vec<Vec<String>> {
             match &r.figures {
                 Some(f) => {
                     row.push(f.verdict.label().to_string());
+                    row.push(f.failed.join("; "));
                     row.push(format!("{:.2}", f.transactional_iops));
                     for c in [&f.db_read, &f.db_write, &f.log_write] {
                         row.extend(class_cells(c));
                     }
                 }
-                None => row.extend(std::iter::repeat_n(String::new(), 2 + 12)),
+                None => row.extend(std::iter::repeat_n(String::new(), 3 + 12)),
             }
             row.push(r.measured.clone().unwrap_or_default());
             row.push(r.run_dir.clone().unwrap_or_default());

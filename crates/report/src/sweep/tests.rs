@@ -139,10 +139,22 @@ fn the_csv_has_one_row_per_run_with_the_axis_values() {
     assert!(lines[0].starts_with("point,repeat,run_order,compression,status,verdict"));
     assert!(lines[0].contains(",compression_ratio,run_dir"));
     assert!(
-        lines[2].starts_with("p03,2,2,zstd,done,Pass,200.00,"),
+        lines[2].starts_with("p03,2,2,zstd,done,Pass,,200.00,"),
         "{}",
         lines[2]
     );
+}
+
+#[test]
+fn a_failed_run_says_which_criteria_it_failed() {
+    let mut s = sweep(&[(0, 1, 100.0, 5.0, true), (1, 1, 90.0, 40.0, false)]);
+    let why = "Database read average latency 25.1 ms exceeds 20 ms";
+    s.runs[1].figures.as_mut().unwrap().failed = vec![why.into()];
+    let html = page::render(&s);
+    assert!(html.contains(&format!("Fail: {why}")), "{html}");
+    let csv = table::render_csv(&s);
+    let row = csv.lines().nth(2).unwrap();
+    assert!(row.contains(&format!(",Fail,{why},")), "{row}");
 }
 
 #[test]

@@ -390,3 +390,24 @@ fn compare_lists_configuration_differences_before_the_figures() {
     let differences = page.find("Configuration Differences").expect("a section");
     assert!(differences < page.find("Key Figures").unwrap());
 }
+
+#[test]
+fn databases_smaller_than_the_profile_are_a_warning_in_the_report_and_summary() {
+    // 500 mailboxes of 2048 MB over 2 databases on 64 MiB databases.
+    let r = crafted();
+    let page = html(&r);
+    let warning = "Warning: the databases are smaller than the profile: 64.0 MiB each, where \
+                   500 mailboxes with a 2048 MB quota over 2 database(s) hold 500.0 GiB each";
+    assert!(
+        page.contains(&format!("<p class=\"warning\">{warning}")),
+        "{page}"
+    );
+    let md = String::from_utf8(MarkdownSummary.render(&r).unwrap()).unwrap();
+    assert!(md.contains(&format!("**{warning}")), "{md}");
+    // Sized from the profile: no warning.
+    let mut sized = crafted();
+    sized.parameters.database_bytes = 500 * (2048 << 20) / 2;
+    assert!(!html(&sized).contains("class=\"warning\""));
+    let md = String::from_utf8(MarkdownSummary.render(&sized).unwrap()).unwrap();
+    assert!(!md.contains("smaller than the profile"), "{md}");
+}

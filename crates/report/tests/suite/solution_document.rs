@@ -24,6 +24,8 @@ fn run(host: &str, test: TestType, seconds: f64) -> HostRun {
     r.run_id = Some(format!("run-{host}-{}", test.label()));
     r.campaign_id = Some(CAMPAIGN_ID.into());
     r.test_type = test;
+    // Sized from the profile, as a run is by default: 500 × 2048 MB over 2 databases.
+    r.parameters.database_bytes = 500 * (2048 << 20) / 2;
     r.measured_seconds = seconds;
     r.aborted = false;
     r.abort_reason = None;
@@ -235,13 +237,35 @@ fn the_profile_printed_is_the_one_the_runs_ran() {
     let page = html::render(&doc);
     let title = &page[page.find("title-page").unwrap()..page.find("</section>").unwrap()];
     assert!(
-        title.contains("500 mailboxes with a 2048 MiB quota and 0.12 IOPS per mailbox, kept in 2 database copies"),
+        title.contains("500 mailboxes with a 2048 MB quota and 0.12 IOPS per mailbox, kept in 2 database copies"),
         "{title}"
     );
     assert!(!title.contains("100000"), "{title}");
     let md = markdown::render(&doc);
     assert!(md.contains("| Number of mailboxes | 500 |"), "{md}");
     assert!(!md.contains("| Number of mailboxes | 100000 |"), "{md}");
+}
+
+#[test]
+fn databases_smaller_than_the_profile_are_a_finding() {
+    let mut c = campaign(false, &["mbx1"], [86400.0, 7200.0]);
+    c.steps
+        .get_mut(&StepKey::of(TestType::Performance))
+        .unwrap()[0]
+        .results
+        .parameters
+        .database_bytes = 2 << 30;
+    let found: Vec<String> = check(&document(c)).into_iter().map(|f| f.0).collect();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    for part in [
+        "mbx1: the Performance run",
+        "2048.0 MiB each",
+        "500 mailboxes with a 2048 MB quota over 2 database(s) hold 500.0 GiB each",
+        "0.4 %",
+    ] {
+        assert!(f.contains(part), "{part}: {f}");
+    }
 }
 
 #[test]

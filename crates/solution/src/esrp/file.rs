@@ -156,9 +156,11 @@ impl SolutionFile {
             backup_strategy: long("backup_strategy", &t.backup_strategy)?,
             conclusion: long("conclusion", &t.conclusion)?,
             profile: CustomerProfile {
-                mailbox_quota_mb: edbstress_workload::units::parse_size(&raw.profile.mailbox_quota)
-                    .ok()
-                    .map(|bytes| bytes >> 20),
+                mailbox_quota_mb: edbstress_workload::units::parse_quota_value(
+                    &raw.profile.mailbox_quota,
+                )
+                .ok()
+                .map(|bytes| bytes >> 20),
                 ..raw.profile.clone()
             },
             deployment: raw.deployment.clone(),

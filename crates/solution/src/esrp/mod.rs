@@ -153,7 +153,7 @@ pub fn run(
                 state.steps[i].pid = Some(pid);
                 let _ = save(dir, &state);
             };
-            run_local_step(
+            let ran = run_local_step(
                 options,
                 campaign_id,
                 step.test,
@@ -161,7 +161,21 @@ pub fn run(
                 &step_dir,
                 stop,
                 on_start,
-            )?
+            );
+            match ran {
+                Ok(outcome) => outcome,
+                Err(e) if crate::run_dir::newest(&step_dir, |_| true).is_none() => {
+                    // A run that left no run directory did not start (refused, or could
+                    // not be started): the step is still to do, not interrupted.
+                    let s = &mut state.steps[i];
+                    s.status = StepStatus::Pending;
+                    s.started_at = None;
+                    s.pid = None;
+                    save(dir, &state)?;
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
+            }
         };
         match outcome {
             StepOutcome::Finished(verdict) => {
@@ -399,7 +413,7 @@ fn step_layer(
         profile: Some(settings::parse::profile(&p.version).map_err(|e| bad("version", e))?),
         iops_per_mailbox: Some(p.iops_per_mailbox),
         mailbox_quota: Some(
-            settings::parse::size(&p.mailbox_quota).map_err(|e| bad("mailbox_quota", e))?,
+            settings::parse::quota(&p.mailbox_quota).map_err(|e| bad("mailbox_quota", e))?,
         ),
         databases: Some(p.databases_per_server),
         copies: Some(p.copies),
@@ -494,12 +508,22 @@ fn run_local_step(
             if stop.load(Ordering::Relaxed) {
                 Ok(StepOutcome::Interrupted("stopped".into()))
             } else {
-                Err(CampaignError(format!(
-                    "the {} run ended ({status}) without results; see its test.log under {}; \
-                     fix the cause and run the campaign again",
-                    test.label(),
-                    step_dir.display()
-                )))
+                Err(CampaignError(match run {
+                    Some(d) => format!(
+                        "the {} run ended ({status}) without results; see its test.log in {}; \
+                         fix the cause and run the campaign again",
+                        test.label(),
+                        d.display()
+                    ),
+                    None => format!(
+                        "the {} run was refused before it started ({status}; its message is \
+                         above). Fix the cause and run the campaign again: options the message \
+                         names go in [campaign] run_options of the solution file, e.g. \
+                         run_options = [\"--database-size\", \"10GiB\"]; the step has not run \
+                         and will start afresh",
+                        test.label()
+                    ),
+                }))
             }
         }
     }

@@ -38,7 +38,7 @@ The tested configuration carried the targeted load within Exchange's latency lim
 [profile]
 mailboxes = 5000            # mailboxes of the whole solution
 iops_per_mailbox = 0.12     # transactional IOPS per mailbox
-mailbox_quota = "2GB"
+mailbox_quota = "2048 MB"     # MB of 1,048,576 bytes, as Exchange counts a quota
 servers = 1                 # mailbox servers (the mailboxes are split over them)
 databases_per_server = 6
 copies = 2                  # database copies (each adds a log replication reader)
@@ -57,10 +57,15 @@ database_volumes = "6 × 2 TB"
 log_volumes = "2 × 200 GB"
 
 [campaign]
-db_paths = ["/mnt/db1", "/mnt/db2"]   # the directories under test (this host)
-log_paths = ["/mnt/log1"]
+# The directories under test on this host, relative to where the campaign is run:
+# point them at the volumes to validate, e.g. ["/mnt/db1", "/mnt/db2"] and ["/mnt/log1"].
+db_paths = ["esrp-data/db"]
+log_paths = ["esrp-data/logs"]
 # run_config = "site.toml"            # an edbstress configuration for every run
-run_options = []                      # further `edbstress run` options
+# Further `edbstress run` options for every step. The profile above needs its
+# mailboxes × quota of space; where a run is refused for want of space, put the options
+# its message names here, e.g. ["--database-size", "10GiB"].
+run_options = []
 stress = "24h"                        # ESRP: at least 24 h
 performance = "2h"                    # ESRP: at least 2 h
 logs_to_replay = 500                  # SoftRecovery logs per database

@@ -418,9 +418,14 @@ duration = "30s"
 sample_interval = "5s"
 databases = 1
 database_size = "256MiB"
+cache_max = "64MiB"          # each database at least 4 × its cache: the run measures storage
 db_paths = ["./sweep-data/db"]
 log_paths = ["./sweep-data/log"]
-io_mode = "buffered"         # a compressing filesystem compresses buffered writes
+# Direct I/O by default. On a compressing filesystem (which compresses buffered writes)
+# use io_mode = "buffered" with databases larger than this host's memory, else the page
+# cache serves the reads and the run is refused (allow_cached_databases = true runs it
+# anyway, measuring memory).
+# io_mode = "buffered"
 
 # Constant names for the commands, e.g. the device and mount point.
 [vars]

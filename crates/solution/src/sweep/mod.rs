@@ -144,9 +144,32 @@ fn plan_results(plan: &SweepPlan, seed: u64) -> SweepResults {
     }
 }
 
-/// The sweep in `out`: resumed when it holds one made from the same file, new when
+/// Whether `sweep --config file --output out` would go on from what `out` holds: it
+/// holds a sweep made from the same file, or one in which no run finished (a file
+/// fixed after its first point was refused starts the sweep again there).
+pub fn resumable(file: &Path, out: &Path) -> bool {
+    let Ok(plan) = SweepPlan::load(file) else {
+        return false;
+    };
+    std::fs::read(out.join("sweep.json"))
+        .ok()
+        .and_then(|b| read_sweep(&b).ok())
+        .is_some_and(|s| s.config_text == plan.text || finished(&s) == 0)
+}
+
+fn finished(s: &SweepResults) -> usize {
+    s.runs.iter().filter(|r| r.status == "done").count()
+}
+
+/// The sweep in `out`: resumed when it holds one made from the same file, started
+/// again when it holds one of another file in which no run finished (nothing is lost:
+/// the earlier attempts' point directories are set aside as they are redone), new when
 /// `out` is missing or empty; anything else is refused.
-fn open_sweep(plan: &SweepPlan, out: &Path) -> Result<(SweepResults, usize), SweepError> {
+fn open_sweep(
+    plan: &SweepPlan,
+    out: &Path,
+    events: &(dyn Fn(&str) + Sync),
+) -> Result<Opened, SweepError> {
     let err = |s: String| SweepError(s);
     match std::fs::read(out.join("sweep.json")) {
         Ok(bytes) => {
@@ -156,11 +179,26 @@ fn open_sweep(plan: &SweepPlan, out: &Path) -> Result<(SweepResults, usize), Swe
                     out.display()
                 ))
             })?;
+            if s.config_text != plan.text && finished(&s) == 0 {
+                events(&format!(
+                    "the sweep file changed and no run of the sweep in {} had finished: \
+                     starting it again there with this file",
+                    out.display()
+                ));
+                return Ok(Opened {
+                    results: plan_results(plan, new_seed(plan)),
+                    finished: 0,
+                    restarted: true,
+                });
+            }
             if s.config_text != plan.text {
                 return Err(err(format!(
-                    "{} holds a sweep made from a different sweep file; give the same file \
-                     to resume it, or another --output for a new sweep",
-                    out.display()
+                    "{} holds a sweep made from a different sweep file, with {} run(s) \
+                     finished under it: they are kept and not mixed with another file's. Give \
+                     --output a new directory to run this file (or restore the file as it \
+                     was, its text is sweep.json's config_text, to resume)",
+                    out.display(),
+                    finished(&s)
                 )));
             }
             let done = s.runs.iter().filter(|r| r.status == "done").count();
@@ -170,7 +208,11 @@ fn open_sweep(plan: &SweepPlan, out: &Path) -> Result<(SweepResults, usize), Swe
             }
             s.state = "running".into();
             s.stop_reason = None;
-            Ok((s, done))
+            Ok(Opened {
+                results: s,
+                finished: done,
+                restarted: false,
+            })
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let empty = match std::fs::read_dir(out) {
@@ -186,18 +228,37 @@ fn open_sweep(plan: &SweepPlan, out: &Path) -> Result<(SweepResults, usize), Swe
             }
             std::fs::create_dir_all(out.join("points"))
                 .map_err(|e| err(format!("cannot create {}: {e}", out.display())))?;
-            let seed = plan.file.sweep.seed.unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(1, |d| d.as_nanos() as u64 % 1_000_000)
-            });
-            Ok((plan_results(plan, seed), 0))
+            Ok(Opened {
+                results: plan_results(plan, new_seed(plan)),
+                finished: 0,
+                restarted: false,
+            })
         }
         Err(e) => Err(err(format!(
             "cannot read {}/sweep.json: {e}",
             out.display()
         ))),
     }
+}
+
+/// A sweep directory opened to run.
+#[derive(Debug)]
+struct Opened {
+    /// The sweep's results so far (a new plan's: every run pending).
+    results: SweepResults,
+    /// Runs already finished.
+    finished: usize,
+    /// Started again there with a changed file (no run of the old one had finished).
+    restarted: bool,
+}
+
+/// The seed of a new sweep's shuffle: the file's, else from the clock.
+fn new_seed(plan: &SweepPlan) -> u64 {
+    plan.file.sweep.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64 % 1_000_000)
+    })
 }
 
 /// How one run ended.
@@ -225,7 +286,11 @@ pub fn run(
 ) -> Result<SweepOutcome, SweepError> {
     let plan = SweepPlan::load(&options.file).map_err(SweepError)?;
     let resuming = options.output.join("sweep.json").is_file();
-    let (results, resumed) = open_sweep(&plan, &options.output)?;
+    let Opened {
+        results,
+        finished: resumed,
+        restarted,
+    } = open_sweep(&plan, &options.output, events)?;
     let dir = options
         .output
         .canonicalize()
@@ -241,7 +306,8 @@ pub fn run(
         stop,
         events,
     };
-    if resuming {
+    // A sweep started again with a fixed file said so in open_sweep.
+    if resuming && !restarted {
         events(&format!(
             "resuming: {resumed} of {} runs already finished",
             sweep.results.runs.len()
@@ -513,6 +579,9 @@ impl Sweep<'_> {
             figures.db_read.avg_ms,
             figures.log_write.avg_ms
         ));
+        if !figures.failed.is_empty() {
+            (self.events)(&format!("{label}: failed: {}", figures.failed.join("; ")));
+        }
         names.insert("run_dir".into(), run_dir.display().to_string());
         let rel = self.rel(&run_dir);
         let r = &mut self.results.runs[i];

@@ -127,12 +127,40 @@ fn a_sweep_directory_resumes_only_with_its_own_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("s");
     let plan = SweepPlan::parse(GRID).unwrap();
-    let (mut s, done) = open_sweep(&plan, &out).unwrap();
+    let Opened {
+        results: mut s,
+        finished: done,
+        ..
+    } = open_sweep(&plan, &out, &|_| {}).unwrap();
     assert_eq!(done, 0);
+    // The first run refused, the file fixed: nothing finished, so the fixed file
+    // starts the sweep again in the same directory.
+    s.runs[0].status = "failed".into();
+    write_sweep(&out, &s).unwrap();
+    let fixed = SweepPlan::parse(&GRID.replace("repeats = 2", "repeats = 3")).unwrap();
+    let said = std::sync::Mutex::new(Vec::new());
+    let opened = open_sweep(&fixed, &out, &|l: &str| {
+        said.lock().unwrap().push(l.to_string())
+    })
+    .unwrap();
+    assert!(opened.restarted);
+    assert_eq!(opened.finished, 0);
+    let restarted = opened.results;
+    assert_eq!(restarted.config_text, fixed.text);
+    assert!(restarted.runs.iter().all(|r| r.status == "pending"));
+    assert!(
+        said.lock().unwrap()[0].contains("starting it again there"),
+        "{said:?}"
+    );
     s.runs[0].status = "done".into();
     s.runs[1].status = "interrupted".into();
     write_sweep(&out, &s).unwrap();
-    let (again, done) = open_sweep(&plan, &out).unwrap();
+    let Opened {
+        results: again,
+        finished: done,
+        restarted,
+    } = open_sweep(&plan, &out, &|_| {}).unwrap();
+    assert!(!restarted);
     assert_eq!(done, 1);
     assert_eq!(
         again.runs[1].status, "pending",
@@ -140,6 +168,7 @@ fn a_sweep_directory_resumes_only_with_its_own_file() {
     );
     assert_eq!(again.seed, s.seed);
     let other = SweepPlan::parse(&GRID.replace("repeats = 2", "repeats = 3")).unwrap();
-    let e = open_sweep(&other, &out).unwrap_err().0;
+    let e = open_sweep(&other, &out, &|_| {}).unwrap_err().0;
     assert!(e.contains("different sweep file"), "{e}");
+    assert!(e.contains("Give --output a new directory"), "{e}");
 }

@@ -54,7 +54,7 @@ pub const DEFAULT_LOG_PATH: &str = "edbstress-data/logs";
 /// Default directory where run directories are created.
 pub const DEFAULT_RESULTS_DIR: &str = "edbstress-results";
 
-const MIB: u64 = 1 << 20;
+pub(crate) const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 
 /// Default transactional IOPS per mailbox (Jetstress asks for it; 0.12 is a common
@@ -63,7 +63,7 @@ const DEFAULT_IOPS_PER_MAILBOX: f64 = 0.12;
 /// Default mailbox quota.
 const DEFAULT_MAILBOX_QUOTA: u64 = 2 << 30;
 /// Smallest database file a run accepts: a few MiB leave the B+trees room to work.
-const MIN_DATABASE_SIZE: u64 = 4 * MIB;
+pub(crate) const MIN_DATABASE_SIZE: u64 = 4 * MIB;
 /// Database size of throughput runs given neither a size nor a capacity share.
 const DEFAULT_THROUGHPUT_DATABASE_SIZE: u64 = GIB;
 /// Longest duration, sampling interval or warm-up a run accepts: a year is far beyond

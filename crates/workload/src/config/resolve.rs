@@ -241,9 +241,14 @@ fn database_size_and_origin(
     };
     let exact =
         u128::from(mailboxes) * u128::from(config.mailbox_quota) / u128::from(config.databases);
-    // Whole GiB from 1 GiB up, so that `config show` and config.toml read "1666GiB"
-    // rather than "1706666MiB"; whole MiB below.
-    let unit = if exact >= u128::from(GIB) { GIB } else { MIB };
+    // Whole GiB from 64 GiB up, so that `config show` and config.toml read "1666GiB"
+    // rather than "1706666MiB"; whole MiB below, so that rounding never takes more than
+    // 1 % off the profile's size (a report says when a database is smaller than that).
+    let unit = if exact >= 64 * u128::from(GIB) {
+        GIB
+    } else {
+        MIB
+    };
     let per_db = exact / u128::from(unit) * u128::from(unit);
     let size = u64::try_from(per_db).map_err(|_| {
         invalid(

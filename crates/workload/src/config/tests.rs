@@ -135,7 +135,8 @@ fn cache_bound_given_alone_moves_the_default() {
 #[test]
 fn database_size_is_derived() {
     // Mailbox profile: mailboxes × quota / databases, rounded down to GiB (MiB below
-    // 1 GiB), so that config.toml reads "1666GiB", not "1706666MiB".
+    // 64 GiB, so rounding never takes 1 % off), so that config.toml reads "1666GiB",
+    // not "1706666MiB".
     // A quota's GB is Exchange's: 2^30 bytes.
     let c = resolve_text("mailboxes = 5000\nmailbox_quota = \"2GB\"\ndatabases = 6").unwrap();
     assert_eq!(c.mailbox_quota, 2 * GIB);
@@ -148,6 +149,9 @@ fn database_size_is_derived() {
     let c =
         resolve_text("mailboxes = 100\nmailbox_quota = \"10MB\"\ncache_max = \"64MiB\"").unwrap();
     assert_eq!(c.database_size, 100 * 10 * MIB);
+    // 10 × 2048 MB over 6 databases: 3413 MiB each, not 3 GiB (12 % short).
+    let c = resolve_text("mailboxes = 10\ndatabases = 6\ncache_max = \"64MiB\"").unwrap();
+    assert_eq!(c.database_size, 3413 * MIB);
     // Explicit wins.
     let c =
         resolve_text("mailboxes = 5000\ndatabase_size = \"64MiB\"\ncache_max = \"16MiB\"").unwrap();
@@ -365,7 +369,7 @@ fn to_toml_round_trips() {
         "database_size = \"256MiB\"",
         "duration = \"45s\"",
         "page_size = \"32KiB\"",
-        "mailbox_quota = \"2048MB\"",
+        "mailbox_quota = \"2048 MB\"",
         "op_mix = \"40/20/5/35\"",
         "test = \"performance\"",
     ] {

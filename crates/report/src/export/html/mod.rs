@@ -112,6 +112,7 @@ h2{font-size:19px;margin:28px 0 8px;padding-bottom:4px;border-bottom:2px solid #
 h3{font-size:15px;margin:18px 0 6px;color:#15324a}
 p.sub{margin:0 0 16px;color:#555}
 p.note{color:#555;font-size:13px;margin:4px 0 10px}
+p.warning{color:#8a4b00;background:#fff4e0;border-left:4px solid #d98200;padding:6px 10px;font-size:13px;margin:6px 0 10px}
 table{border-collapse:collapse;margin:6px 0 14px;font-size:13px}
 th,td{border:1px solid var(--line);padding:3px 8px;vertical-align:top}
 thead th{background:var(--head);font-weight:600;text-align:center}
@@ -336,6 +337,11 @@ impl Doc {
 
     pub(crate) fn h3(&mut self, title: &str) {
         let _ = writeln!(self.body, "<h3>{}</h3>", escape(title));
+    }
+
+    /// A warning the reader must not miss (set apart from the notes).
+    pub(crate) fn warning(&mut self, text: &str) {
+        let _ = writeln!(self.body, "<p class=\"warning\">{}</p>", escape(text));
     }
 
     pub(crate) fn note(&mut self, text: &str) {

@@ -49,14 +49,14 @@ mailboxes = 5000",
         template: "# Transactional IOPS (database reads + writes) per mailbox. Default 0.12.
 iops_per_mailbox = 0.12",
     }
-    /// Mailbox quota in MB of 1,048,576 bytes, as Exchange counts them (2GB = 2048MB)
-    /// [default: 2048MB].
+    /// Mailbox quota in MB of 1,048,576 bytes, as Exchange counts them (2GB = 2048 MB)
+    /// [default: 2048 MB].
     mailbox_quota: u64 [with = "crate::config::file::forms::quota"] {
         flag: (number "--mailbox-quota" "SIZE" parse::quota),
         template: r#"# Mailbox quota: the databases together hold mailboxes × mailbox_quota. As Exchange and
 # the ESRP documents count a quota, 1 MB is 1,048,576 bytes and "2GB" is 2048 MB.
-# Default "2048MB".
-mailbox_quota = "2048MB""#,
+# Default "2048 MB".
+mailbox_quota = "2048 MB""#,
     }
     /// Number of databases (instances), 1 to 256 [default: 1].
     databases: u32 {
