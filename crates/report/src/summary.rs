@@ -68,7 +68,8 @@ pub const ALWAYS_LISTED: [IoClass; 6] = [
 ];
 
 /// Figures of every class of `instance` in `stats` (every class when `instance` is
-/// None): the [`ALWAYS_LISTED`] ones always, the others when they saw I/O.
+/// None): the [`ALWAYS_LISTED`] ones always, the others when they saw I/O, none that
+/// [`IoClass::is_reported`] leaves out.
 /// `max_interval` gives each class's highest per-interval average latency.
 pub fn io_summary(
     stats: &IoStats,
@@ -82,7 +83,7 @@ pub fn io_summary(
             Some(i) => stats.get(i, class).cloned().unwrap_or_default(),
             None => stats.total(class),
         };
-        if s.ops == 0 && s.errors == 0 && !ALWAYS_LISTED.contains(&class) {
+        if !class.is_reported() || s.ops == 0 && s.errors == 0 && !ALWAYS_LISTED.contains(&class) {
             continue;
         }
         out.insert(class, class_summary(&s, seconds, max_interval(class)));
