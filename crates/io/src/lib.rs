@@ -36,8 +36,9 @@
 //! allows them where it issues I/O, and a directory is made durable with [`sync_dir`].
 //! Files the tool reads or writes whole as text or JSON (configurations, results,
 //! its own logs) are not data files: they use `std::fs::read`/`write` and a temporary
-//! name renamed into place. A test that damages a data file on purpose allows the
-//! lint where it does so.
+//! name renamed into place (the results writer allows itself the `sync_data` that
+//! makes its temporary file durable first). A test that damages a data file on
+//! purpose allows the lint where it does so.
 
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
