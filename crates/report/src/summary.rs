@@ -191,6 +191,28 @@ mod tests {
     }
 
     #[test]
+    fn header_offline_and_backup_copy_classes_stay_out_of_results() {
+        let mut stats = IoStats::new();
+        stats.record(1, IoClass::DbRead, 32768, 2_000_000, true);
+        for class in IoClass::ALL.into_iter().filter(|c| !c.is_reported()) {
+            stats.record(1, class, 4096, 1_000_000, true);
+        }
+        for instance in [Some(1), None] {
+            let io = io_summary(&stats, instance, 1.0, &|_| 0.0);
+            assert_eq!(io.len(), 6, "the six main classes only: {io:?}");
+            let json = serde_json::to_value(&io).unwrap();
+            for name in [
+                "header_read",
+                "offline_read",
+                "offline_write",
+                "backup_write",
+            ] {
+                assert!(json.get(name).is_none(), "{name} listed");
+            }
+        }
+    }
+
+    #[test]
     fn combined_classes_weight_averages_by_count() {
         let mut stats = IoStats::new();
         for _ in 0..3 {
