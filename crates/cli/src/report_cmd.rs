@@ -88,6 +88,7 @@ pub struct CompareArgs {
 fn class_names() -> String {
     IoClass::ALL
         .iter()
+        .filter(|c| c.is_reported())
         .map(|c| c.name())
         .collect::<Vec<_>>()
         .join(", ")
@@ -97,6 +98,7 @@ fn class_names() -> String {
 fn parse_io_class(s: &str) -> Result<IoClass, String> {
     IoClass::ALL
         .into_iter()
+        .filter(|c| c.is_reported())
         .find(|c| c.name() == s.trim())
         .ok_or_else(|| format!("'{s}' is not an I/O class; use one of {}", class_names()))
 }

@@ -51,18 +51,32 @@ fn page_offset(pgno: u64) -> u64 {
     (pgno + 1) * PAGE
 }
 
+#[allow(clippy::disallowed_methods)] // reads what is on disk, behind the engine's back
 fn read_page(file: &std::fs::File, pgno: u64) -> Vec<u8> {
     let mut buf = vec![0u8; PAGE as usize];
     file.read_exact_at(&mut buf, page_offset(pgno)).unwrap();
     buf
 }
 
+#[allow(clippy::disallowed_methods)] // damages the file on purpose, behind the engine's back
 fn flip_bit(file: &std::fs::File, pgno: u64, byte: u64, bit: u8) {
     let mut b = [0u8; 1];
     file.read_exact_at(&mut b, page_offset(pgno) + byte)
         .unwrap();
     b[0] ^= 1 << bit;
     file.write_all_at(&b, page_offset(pgno) + byte).unwrap();
+}
+
+#[allow(clippy::disallowed_methods)] // damages the file on purpose, behind the engine's back
+fn write_page(file: &std::fs::File, pgno: u64, page: &[u8]) {
+    file.write_all_at(page, page_offset(pgno)).unwrap();
+}
+
+/// Overwrites `bytes` at `offset` of the file at `path`.
+#[allow(clippy::disallowed_methods)] // damages the file on purpose, behind the engine's back
+fn overwrite(path: &Path, bytes: &[u8], offset: u64) {
+    let file = OpenOptions::new().write(true).open(path).unwrap();
+    file.write_all_at(bytes, offset).unwrap();
 }
 
 #[test]
@@ -108,10 +122,8 @@ fn prepare_checksum_detects_each_fault_kind_and_repairs() {
     flip_bit(&file, 20, 100, 1); // two bits: bad
     flip_bit(&file, 20, 20000, 6);
     let page40 = read_page(&file, 40); // page 40 copied over page 30: wrong page number
-    file.write_all_at(&page40, page_offset(30)).unwrap();
-    file.write_all_at(&vec![0u8; PAGE as usize], page_offset(50))
-        .unwrap(); // uninitialized
-    file.sync_all().unwrap();
+    write_page(&file, 30, &page40);
+    write_page(&file, 50, &vec![0u8; PAGE as usize]); // uninitialized
 
     let out = checksum_all(dir.path());
     assert_eq!(out.status.code(), Some(1));
@@ -173,19 +185,10 @@ fn damaged_log_segment_and_header_copy_fail_the_check() {
     let dir = tempfile::tempdir().unwrap();
     assert!(prepare(dir.path(), &["--databases", "1"]).status.success());
     // Corrupt the primary database header (slot 0): the shadow keeps the database usable.
-    let db = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(dir.path().join("db/edbstress001.edb"))
-        .unwrap();
-    db.write_all_at(&[0xAA; 4], 100).unwrap();
+    overwrite(&dir.path().join("db/edbstress001.edb"), &[0xAA; 4], 100);
     // Two bits in the log file header segment.
-    let log = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(dir.path().join("logs/edbstress001/E0000000001.log"))
-        .unwrap();
-    log.write_all_at(&[0x11], 70).unwrap();
+    let log = dir.path().join("logs/edbstress001/E0000000001.log");
+    overwrite(&log, &[0x11], 70);
     let out = checksum_all(dir.path());
     assert_eq!(
         out.status.code(),

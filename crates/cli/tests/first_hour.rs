@@ -264,6 +264,20 @@ fn too_large_sizes_name_the_values_they_came_from_and_a_fix_that_exists() {
     assert!(run_dirs(dir.path()).is_empty(), "{err}");
 }
 
+/// Flips the bits of `mask` in the byte at `offset` of `path`.
+#[allow(clippy::disallowed_methods)] // damages the file on purpose, behind the engine's back
+fn flip_bits_at(path: &Path, offset: u64, mask: u8) {
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let mut b = [0u8; 1];
+    file.read_exact_at(&mut b, offset).unwrap();
+    b[0] ^= mask;
+    file.write_all_at(&b, offset).unwrap();
+}
+
 #[test]
 fn checksum_repair_that_fixes_everything_passes() {
     let dir = tempfile::tempdir().unwrap();
@@ -283,17 +297,11 @@ fn checksum_repair_that_fixes_everything_passes() {
     );
     assert_exit(&out, 0, "prepare");
     // One flipped bit in page 20 (page P starts at (P + 1) × 32 KiB): correctable.
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(dir.path().join("db/edbstress001.edb"))
-        .unwrap();
-    let offset = 21 * 32 * 1024 + 1000;
-    let mut b = [0u8; 1];
-    file.read_exact_at(&mut b, offset).unwrap();
-    b[0] ^= 0x10;
-    file.write_all_at(&b, offset).unwrap();
-    drop(file);
+    flip_bits_at(
+        &dir.path().join("db/edbstress001.edb"),
+        21 * 32 * 1024 + 1000,
+        0x10,
+    );
     let out = edbstress(&["checksum", "db/edbstress001.edb"], dir.path());
     assert_exit(&out, 1, "checksum of a page with a flipped bit");
     let out = edbstress(&["checksum", "--repair", "db/edbstress001.edb"], dir.path());

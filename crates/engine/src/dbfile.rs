@@ -8,17 +8,15 @@
 //! cache (header writes, growth, the checkpoint barrier's flush, recovery's torn-page
 //! rebuilds) through a backend of the run's kind, which times and counts it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use edbstress_format::PageSize;
 use edbstress_format::header::{DatabaseHeader, HeaderError, HeaderSelection};
-use edbstress_io::blocking::{self, Target};
-use edbstress_io::{
-    AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoError, IoStats, open_backend,
-};
+use edbstress_io::blocking::FileIo;
+use edbstress_io::{AlignedBuf, BackendKind, DataFile, IoClass, IoError, IoStats};
 
 // Recovery and fault injection read the header through here too.
 pub(crate) use crate::dbheader::{HeaderReadError, read_header_from};
@@ -89,9 +87,7 @@ pub fn read_verified_header(file: &DataFile) -> Result<HeaderSelection, EngineEr
 /// counted by the backend under the class the caller names. Not shared between threads
 /// by itself: put it behind a mutex.
 pub(crate) struct DbFileIo {
-    io: Box<dyn IoBackend>,
-    file: FileId,
-    path: PathBuf,
+    io: FileIo,
     instance: u16,
     /// The backend's counters as of the last request, readable while a request (a
     /// growth write, a flush) is in progress.
@@ -106,40 +102,18 @@ impl DbFileIo {
         kind: BackendKind,
         instance: u16,
     ) -> Result<DbFileIo, IoError> {
-        let mut io = open_backend(kind, 1)?;
-        let id = io.register(file)?;
         Ok(DbFileIo {
-            io,
-            file: id,
-            path: file.path().to_path_buf(),
+            io: FileIo::open(file, kind, instance)?,
             instance,
             published: Arc::default(),
         })
     }
 
-    /// The backend and the request target of `class`, borrowed apart.
-    fn parts(&mut self, class: IoClass) -> (&mut dyn IoBackend, Target<'_>) {
-        let to = Target {
-            file: self.file,
-            path: &self.path,
-            class,
-            instance: self.instance,
-        };
-        (&mut *self.io, to)
-    }
-
     /// Writes `header` to slot 0 and makes it durable, then slot 1 (the shadow): two
     /// durable writes of class [`IoClass::DbHeader`].
     pub(crate) fn write_header(&mut self, header: &DatabaseHeader) -> Result<(), IoError> {
-        let ps = header.page_size.bytes();
-        let mut slot = AlignedBuf::new(ps);
-        header.encode(&mut slot);
-        for offset in [0, ps as u64] {
-            let (io, to) = self.parts(IoClass::DbHeader);
-            let result = blocking::write_all(io, to, &mut slot, ps, offset, true);
-            self.publish(IoClass::DbHeader, result)?;
-        }
-        Ok(())
+        let result = write_header_through(&mut self.io, IoClass::DbHeader, header);
+        self.publish(IoClass::DbHeader, result)
     }
 
     /// Writes `buf[..len]` at `offset` (not synced), counted under `class`.
@@ -150,8 +124,7 @@ impl DbFileIo {
         len: usize,
         offset: u64,
     ) -> Result<(), IoError> {
-        let (io, to) = self.parts(class);
-        let result = blocking::write_all(io, to, buf, len, offset, false);
+        let result = self.io.write_all(class, buf, len, offset, false);
         self.publish(class, result)
     }
 
@@ -163,21 +136,19 @@ impl DbFileIo {
         len: usize,
         offset: u64,
     ) -> Result<usize, IoError> {
-        let (io, to) = self.parts(class);
-        let result = blocking::read(io, to, buf, len, offset);
+        let result = self.io.read(class, buf, len, offset);
         self.publish(class, result)
     }
 
     /// `fdatasync` of the file, counted under `class`.
     pub(crate) fn sync(&mut self, class: IoClass) -> Result<(), IoError> {
-        let (io, to) = self.parts(class);
-        let result = blocking::sync(io, to);
+        let result = self.io.sync(class);
         self.publish(class, result)
     }
 
     /// "io_uring" or "threads".
     pub(crate) fn backend_name(&self) -> &'static str {
-        self.io.name()
+        self.io.backend_name()
     }
 
     /// Makes the counters of the request just done readable through
@@ -206,25 +177,33 @@ impl DbFileIo {
     }
 }
 
-/// Writes `header` to slot 0, makes it durable, then to slot 1 (the shadow), directly
-/// through `file`, untimed: for the offline tools (prepare) that build a database
-/// before any run measures it. An open instance and recovery use [`DbFileIo`].
+/// Writes `header` to slot 0 and makes it durable, then to slot 1 (the shadow), through
+/// a backend of its own, counted as [`IoClass::OfflineWrite`]: for the offline tools
+/// (prepare) that build a database before any run measures it. An open instance and
+/// recovery use [`DbFileIo`].
 pub fn write_header(file: &DataFile, header: &DatabaseHeader) -> Result<(), IoError> {
+    write_header_through(&mut FileIo::offline(file)?, IoClass::OfflineWrite, header)
+}
+
+/// Writes `header` to slot 0, then slot 1, each one durable write through `io`.
+fn write_header_through(
+    io: &mut FileIo,
+    class: IoClass,
+    header: &DatabaseHeader,
+) -> Result<(), IoError> {
     let ps = header.page_size.bytes();
     let mut slot = AlignedBuf::new(ps);
     header.encode(&mut slot);
-    file.write_all_at(&slot, 0)?;
-    file.sync_data()?;
-    file.write_all_at(&slot, ps as u64)?;
-    file.sync_data()
+    for offset in [0, ps as u64] {
+        io.write_all(class, &mut slot, ps, offset, true)?;
+    }
+    Ok(())
 }
 
 /// Makes a directory's entries durable (new files survive a crash); best effort, as
 /// some filesystems refuse to fsync directories.
 pub fn sync_dir(dir: &Path) {
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
+    let _ = edbstress_io::sync_dir(dir);
 }
 
 /// Formats `page` as page `pgno` never used by a change (empty, dbtime 0) and seals it:

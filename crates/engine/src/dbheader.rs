@@ -7,7 +7,8 @@ use std::path::Path;
 
 use edbstress_format::PageSize;
 use edbstress_format::header::{HeaderError, HeaderSelection, select_header};
-use edbstress_io::{Access, AlignedBuf, DataFile, IoError, IoMode};
+use edbstress_io::blocking::FileIo;
+use edbstress_io::{Access, AlignedBuf, DataFile, IoClass, IoError, IoMode};
 
 /// Why a header could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -29,7 +30,8 @@ pub fn read_header(path: &Path, mode: IoMode) -> Result<HeaderSelection, HeaderR
     read_header_from(&file)
 }
 
-/// Like [`read_header`] on an open file.
+/// Like [`read_header`] on an open file, read through a backend of its own (class
+/// [`IoClass::HeaderRead`]).
 pub fn read_header_from(file: &DataFile) -> Result<HeaderSelection, HeaderReadError> {
     let len = file.len()?;
     // The slot size is the page size, unknown until a header is decoded: read the
@@ -42,7 +44,7 @@ pub fn read_header_from(file: &DataFile) -> Result<HeaderSelection, HeaderReadEr
     }
     let mut buf = AlignedBuf::new(2 * MAX_PAGE);
     let aligned = span - span % 4096;
-    file.read_exact_at(&mut buf[..aligned], 0)?;
+    FileIo::offline(file)?.read_exact(IoClass::HeaderRead, &mut buf, aligned, 0)?;
     let mut last_err = HeaderError::NotOurs;
     for ps in [PageSize::K32, PageSize::K8, PageSize::K4, PageSize::K16] {
         let p = ps.bytes();

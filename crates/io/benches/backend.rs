@@ -8,6 +8,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use edbstress_io::blocking::FileIo;
 use edbstress_io::{
     AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoError, IoMode, IoOp,
     IoRequest, IoStats, LatencyHistogram, open_backend,
@@ -49,10 +50,13 @@ fn data_file(dir: &std::path::Path, mode: IoMode) -> Option<DataFile> {
     for (i, b) in chunk.iter_mut().enumerate() {
         *b = (i % 251) as u8;
     }
-    for offset in (0..FILE_BYTES).step_by(chunk.len()) {
-        file.write_all_at(&chunk, offset).expect("fill");
+    let mut io = FileIo::offline(&file).expect("fill backend");
+    let len = chunk.len();
+    for offset in (0..FILE_BYTES).step_by(len) {
+        io.write_all(IoClass::OfflineWrite, &mut chunk, len, offset, false)
+            .expect("fill");
     }
-    file.sync_data().expect("sync");
+    io.sync(IoClass::OfflineWrite).expect("sync");
     Some(file)
 }
 

@@ -4,16 +4,26 @@
 //! reads). Carrying it through a backend rather than a plain `pwrite` is what makes it
 //! timed and counted under its [`IoClass`] like every other request, and makes it honour
 //! `--backend` (and, under the power-cut simulation, the journal: the threads backend
-//! journals each write as [`crate::DataFile::write_all_at`] does).
+//! journals each write).
 //!
 //! The functions take the backend by `&mut dyn IoBackend`, so a caller that already owns
 //! one (the log writer's) uses it for its bookkeeping as well; the backend must have
-//! nothing in flight (its completions would be mixed up with ours).
+//! nothing in flight (its completions would be mixed up with ours). A caller without
+//! one (an offline tool, a header read) opens a [`FileIo`]: one file on a backend of
+//! its own.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::{AlignedBuf, FileId, IoBackend, IoClass, IoCompletion, IoError, IoOp, IoRequest};
+use crate::{
+    AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoCompletion, IoError, IoOp,
+    IoRequest, IoStats, open_backend,
+};
+
+/// The backend kind of I/O whose caller has no run configuration to take one from (the
+/// offline tools, header reads): the thread pool, which every kernel has and which
+/// costs one thread to set up rather than a ring.
+pub const OFFLINE_BACKEND: BackendKind = BackendKind::Threads;
 
 /// The file a blocking request is for and how it is accounted.
 #[derive(Clone, Copy, Debug)]
@@ -142,6 +152,37 @@ pub fn read(
         .map_err(|e| error(from.path, "read", offset, e))
 }
 
+/// Reads exactly `len` bytes at `offset` into `buf`: a short read (rare) is continued
+/// where it stopped, into a buffer of its own; reaching the end of the file first is an
+/// error of kind `UnexpectedEof` naming the file and offset.
+pub fn read_exact(
+    io: &mut dyn IoBackend,
+    from: Target<'_>,
+    buf: &mut AlignedBuf,
+    len: usize,
+    offset: u64,
+) -> Result<(), IoError> {
+    if len == 0 {
+        return Ok(());
+    }
+    let mut done = read(io, from, buf, len, offset)?;
+    while done < len {
+        let mut rest = AlignedBuf::try_new(len - done)?;
+        let at = offset + done as u64;
+        let n = read(io, from, &mut rest, len - done, at)?;
+        if n == 0 {
+            let e = io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the file ends before the data read",
+            );
+            return Err(error(from.path, "read", at, e));
+        }
+        buf[done..done + n].copy_from_slice(&rest[..n]);
+        done += n;
+    }
+    Ok(())
+}
+
 /// `fdatasync` of the whole file, as one request.
 pub fn sync(io: &mut dyn IoBackend, file: Target<'_>) -> Result<(), IoError> {
     let completion = run_one(io, file.request(IoOp::Fsync, 0, AlignedBuf::new(0), 0))?;
@@ -149,6 +190,106 @@ pub fn sync(io: &mut dyn IoBackend, file: Target<'_>) -> Result<(), IoError> {
         .result
         .map(drop)
         .map_err(|e| error(file.path, "fdatasync", 0, e))
+}
+
+/// One data file on a backend of its own (one request deep), for a caller that does a
+/// few requests on it one at a time: each is timed and counted in [`FileIo::stats`]
+/// under the class the caller names and accounted to the instance given at open.
+pub struct FileIo {
+    io: Box<dyn IoBackend>,
+    file: FileId,
+    path: PathBuf,
+    instance: u16,
+}
+
+impl FileIo {
+    /// A backend of `kind` with `file` registered (the backend keeps its own descriptor:
+    /// `file` may be dropped); its I/O is accounted to `instance`.
+    pub fn open(file: &DataFile, kind: BackendKind, instance: u16) -> Result<FileIo, IoError> {
+        let mut io = open_backend(kind, 1)?;
+        let id = io.register(file)?;
+        Ok(FileIo {
+            io,
+            file: id,
+            path: file.path().to_path_buf(),
+            instance,
+        })
+    }
+
+    /// Like [`FileIo::open`] on a backend of the [`OFFLINE_BACKEND`] kind, instance 0.
+    pub fn offline(file: &DataFile) -> Result<FileIo, IoError> {
+        FileIo::open(file, OFFLINE_BACKEND, 0)
+    }
+
+    /// The backend and the request target of `class`, borrowed apart.
+    fn parts(&mut self, class: IoClass) -> (&mut dyn IoBackend, Target<'_>) {
+        let to = Target {
+            file: self.file,
+            path: &self.path,
+            class,
+            instance: self.instance,
+        };
+        (&mut *self.io, to)
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// [`read`]: up to `len` bytes at `offset` in one request.
+    pub fn read(
+        &mut self,
+        class: IoClass,
+        buf: &mut AlignedBuf,
+        len: usize,
+        offset: u64,
+    ) -> Result<usize, IoError> {
+        let (io, from) = self.parts(class);
+        read(io, from, buf, len, offset)
+    }
+
+    /// [`read_exact`]: exactly `len` bytes at `offset`.
+    pub fn read_exact(
+        &mut self,
+        class: IoClass,
+        buf: &mut AlignedBuf,
+        len: usize,
+        offset: u64,
+    ) -> Result<(), IoError> {
+        let (io, from) = self.parts(class);
+        read_exact(io, from, buf, len, offset)
+    }
+
+    /// [`write_all`]: all of `buf[..len]` at `offset`, durable ones as
+    /// [`IoOp::WriteSync`].
+    pub fn write_all(
+        &mut self,
+        class: IoClass,
+        buf: &mut AlignedBuf,
+        len: usize,
+        offset: u64,
+        durable: bool,
+    ) -> Result<(), IoError> {
+        let (io, to) = self.parts(class);
+        write_all(io, to, buf, len, offset, durable)
+    }
+
+    /// [`sync`]: `fdatasync` of the file.
+    pub fn sync(&mut self, class: IoClass) -> Result<(), IoError> {
+        let (io, to) = self.parts(class);
+        sync(io, to)
+    }
+
+    /// "io_uring" or "threads".
+    pub fn backend_name(&self) -> &'static str {
+        self.io.name()
+    }
+
+    /// What the backend carried so far.
+    pub fn stats(&self) -> &IoStats {
+        self.io.stats()
+    }
 }
 
 /// The error of a failed request as an [`IoError`]: the backend's own explanation
@@ -221,6 +362,49 @@ mod tests {
                 assert_eq!((s.ops, s.bytes, s.errors), (1, bytes, 0), "{kind} {class}");
                 assert_eq!(s.latency.count(), 1);
             }
+        });
+    }
+
+    #[test]
+    fn a_file_on_a_backend_of_its_own_reads_exactly_and_counts_under_each_class() {
+        each_backend(|kind| {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("f");
+            let file = DataFile::create_new(&path, IoMode::Buffered).unwrap();
+            let mut io = FileIo::open(&file, kind, 2).unwrap();
+            drop(file);
+            assert_eq!(io.path(), path);
+            let mut buf = AlignedBuf::new(8192);
+            buf.fill(9);
+            io.write_all(IoClass::OfflineWrite, &mut buf, 8192, 0, true)
+                .unwrap();
+            io.sync(IoClass::OfflineWrite).unwrap();
+            let mut back = AlignedBuf::new(8192);
+            io.read_exact(IoClass::HeaderRead, &mut back, 8192, 0)
+                .unwrap();
+            assert!(back.iter().all(|&b| b == 9));
+            // Past the end: the error says so, with the file and where it ended.
+            let err = io
+                .read_exact(IoClass::HeaderRead, &mut back, 8192, 4096)
+                .unwrap_err();
+            match &err {
+                IoError::Io {
+                    path: p,
+                    op: "read",
+                    offset: 8192,
+                    source,
+                } => {
+                    assert_eq!(p, &path);
+                    assert_eq!(source.kind(), io::ErrorKind::UnexpectedEof);
+                }
+                other => panic!("{kind}: unexpected error {other}"),
+            }
+            let stats = io.stats();
+            let written = stats.get(2, IoClass::OfflineWrite).unwrap();
+            assert_eq!((written.ops, written.bytes), (2, 8192), "{kind}");
+            let read = stats.get(2, IoClass::HeaderRead).unwrap();
+            // The full read, then the short one and the read that found the end.
+            assert_eq!((read.ops, read.bytes), (3, 8192 + 4096), "{kind}");
         });
     }
 

@@ -44,11 +44,23 @@ pub enum IoClass {
     /// Reopening a log for writing: closing the segment that holds the start and
     /// zeroing the stale slots after it.
     LogReopen,
+    /// Read of a database header, a log file's header segment or the checkpoint file to
+    /// identify or open it (opening an instance, the offline tools, circular logging's
+    /// check of a log before deleting it).
+    HeaderRead,
+    /// Read of the offline tools: `check`'s page reads, `verify`'s rereads before a
+    /// repair, fault injection.
+    OfflineRead,
+    /// Write or `fdatasync` of the offline tools: prepare's header, a new log directory,
+    /// `verify`'s repairs, fault injection.
+    OfflineWrite,
+    /// Write of a backup test's copy of the database, and its `fdatasync`.
+    BackupWrite,
 }
 
 impl IoClass {
     /// Number of classes.
-    pub const COUNT: usize = 16;
+    pub const COUNT: usize = 20;
 
     /// Every class, in `index()` order.
     pub const ALL: [IoClass; IoClass::COUNT] = [
@@ -68,9 +80,13 @@ impl IoClass {
         IoClass::LogCreate,
         IoClass::LogCheckpoint,
         IoClass::LogReopen,
+        IoClass::HeaderRead,
+        IoClass::OfflineRead,
+        IoClass::OfflineWrite,
+        IoClass::BackupWrite,
     ];
 
-    /// Dense index 0..16, the position in [`IoClass::ALL`].
+    /// Dense index 0..20, the position in [`IoClass::ALL`].
     pub const fn index(self) -> usize {
         self as usize
     }
@@ -103,6 +119,10 @@ impl IoClass {
             IoClass::LogCreate => "log_create",
             IoClass::LogCheckpoint => "log_checkpoint",
             IoClass::LogReopen => "log_reopen",
+            IoClass::HeaderRead => "header_read",
+            IoClass::OfflineRead => "offline_read",
+            IoClass::OfflineWrite => "offline_write",
+            IoClass::BackupWrite => "backup_write",
         }
     }
 
@@ -125,6 +145,10 @@ impl IoClass {
             IoClass::LogCreate => "Log Creation Writes",
             IoClass::LogCheckpoint => "Checkpoint File Writes",
             IoClass::LogReopen => "Log Reopen Writes",
+            IoClass::HeaderRead => "Header Reads",
+            IoClass::OfflineRead => "Offline Tool Reads",
+            IoClass::OfflineWrite => "Offline Tool Writes",
+            IoClass::BackupWrite => "Backup Copy Writes",
         }
     }
 
@@ -141,12 +165,15 @@ impl IoClass {
                 | IoClass::LogCreate
                 | IoClass::LogCheckpoint
                 | IoClass::LogReopen
+                | IoClass::OfflineWrite
+                | IoClass::BackupWrite
         )
     }
 
     /// Whether the class is the engine's bookkeeping (growth, headers, flushes, log file
-    /// creation, the checkpoint file, reopening the log) rather than I/O a Jetstress
-    /// report has a row for: reports show these classes apart from the measured ones.
+    /// creation, the checkpoint file, reopening the log, header reads, the offline
+    /// tools, backup copies) rather than I/O a Jetstress report has a row for: reports
+    /// show these classes apart from the measured ones.
     pub const fn is_bookkeeping(self) -> bool {
         matches!(
             self,
@@ -156,6 +183,24 @@ impl IoClass {
                 | IoClass::LogCreate
                 | IoClass::LogCheckpoint
                 | IoClass::LogReopen
+                | IoClass::HeaderRead
+                | IoClass::OfflineRead
+                | IoClass::OfflineWrite
+                | IoClass::BackupWrite
+        )
+    }
+
+    /// Whether results (results.json, samples, the live counters) list the class. Header
+    /// reads, the offline tools' I/O and backup copy writes are timed and counted by
+    /// their backends like every request, but results keep to the classes their schema
+    /// names.
+    pub const fn is_reported(self) -> bool {
+        !matches!(
+            self,
+            IoClass::HeaderRead
+                | IoClass::OfflineRead
+                | IoClass::OfflineWrite
+                | IoClass::BackupWrite
         )
     }
 }
@@ -195,9 +240,13 @@ mod tests {
                 IoClass::LogCreate,
                 IoClass::LogCheckpoint,
                 IoClass::LogReopen,
+                IoClass::OfflineWrite,
+                IoClass::BackupWrite,
             ]
         );
         assert!(IoClass::ALL[..10].iter().all(|c| !c.is_bookkeeping()));
         assert!(IoClass::ALL[10..].iter().all(|c| c.is_bookkeeping()));
+        assert!(IoClass::ALL[..16].iter().all(|c| c.is_reported()));
+        assert!(IoClass::ALL[16..].iter().all(|c| !c.is_reported()));
     }
 }

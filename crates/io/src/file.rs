@@ -164,8 +164,8 @@ impl DataFile {
         self.access
     }
 
-    /// The underlying `std::fs::File`.
-    pub fn file(&self) -> &File {
+    /// The underlying `std::fs::File`, for the backends that register it.
+    pub(crate) fn file(&self) -> &File {
         &self.file
     }
 
@@ -246,32 +246,17 @@ impl DataFile {
 
     /// Reads exactly `buf.len()` bytes at `offset`; reaching end of file first is an error
     /// (kind `UnexpectedEof`). Retries on EINTR and short reads.
-    pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), IoError> {
+    #[allow(clippy::disallowed_methods)] // the io crate issues the I/O
+    pub(crate) fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), IoError> {
         let (addr, len) = (buf.as_ptr() as usize, buf.len());
         self.file
             .read_exact_at(buf, offset)
             .map_err(|e| rw_error(&self.path, self.mode, "read", offset, addr, len, e))
     }
 
-    /// One read at `offset` into `buf`; returns the bytes read, fewer than `buf.len()` at
-    /// end of file (0 at or past it). Retries on EINTR.
-    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize, IoError> {
-        let (addr, len) = (buf.as_ptr() as usize, buf.len());
-        loop {
-            match self.file.read_at(buf, offset) {
-                Ok(n) => return Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    return Err(rw_error(
-                        &self.path, self.mode, "read", offset, addr, len, e,
-                    ));
-                }
-            }
-        }
-    }
-
     /// Writes all of `buf` at `offset`, retrying on EINTR and short writes.
-    pub fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<(), IoError> {
+    #[allow(clippy::disallowed_methods)] // the io crate issues the I/O
+    pub(crate) fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<(), IoError> {
         crate::power_cut::write(&self.file, offset, buf, || {
             self.file.write_all_at(buf, offset).map(|()| buf.len())
         })
@@ -291,15 +276,10 @@ impl DataFile {
 
     /// `fdatasync`: the file's data (and the metadata needed to read it back, such as its
     /// size) are on stable storage when this returns.
-    pub fn sync_data(&self) -> Result<(), IoError> {
+    #[allow(clippy::disallowed_methods)] // the io crate issues the I/O
+    pub(crate) fn sync_data(&self) -> Result<(), IoError> {
         crate::power_cut::sync(&self.file, || self.file.sync_data())
             .map_err(|e| IoError::file_op(&self.path, "fdatasync", e))
-    }
-
-    /// `fsync`: data and all metadata on stable storage.
-    pub fn sync_all(&self) -> Result<(), IoError> {
-        crate::power_cut::sync(&self.file, || self.file.sync_all())
-            .map_err(|e| IoError::file_op(&self.path, "fsync", e))
     }
 
     /// The raw descriptor; it stays owned by this `DataFile`.
@@ -355,6 +335,19 @@ pub(crate) fn rw_error(
     IoError::from_os(path, op, offset, Some(len as u64), source)
 }
 
+/// Makes the entries of the directory `dir` durable (`fsync` of the directory: a file
+/// created or renamed in it survives a crash). Filesystems that cannot fsync a
+/// directory (EINVAL) are accepted: they order metadata themselves.
+#[allow(clippy::disallowed_methods)] // the io crate issues the I/O
+pub fn sync_dir(dir: &Path) -> Result<(), IoError> {
+    let handle = File::open(dir).map_err(|e| IoError::file_op(dir, "open directory", e))?;
+    match handle.sync_all() {
+        Ok(()) => Ok(()),
+        Err(e) if is_einval(&e) => Ok(()),
+        Err(e) => Err(IoError::file_op(dir, "fsync directory", e)),
+    }
+}
+
 /// Bytes available to unprivileged users on the filesystem holding `path`
 /// (`statvfs`: `f_bavail × f_frsize`). `path` must exist: for a file about to be created,
 /// pass its directory.
@@ -391,4 +384,166 @@ pub fn filesystem_id(path: &Path) -> Result<u64, IoError> {
     std::fs::metadata(path)
         .map(|m| m.dev())
         .map_err(|e| IoError::file_op(path, "stat", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::ErrorKind;
+
+    use super::*;
+    use crate::AlignedBuf;
+
+    /// The modes files in `dir` can be opened in: direct only where the filesystem
+    /// takes `O_DIRECT`.
+    fn modes(dir: &Path) -> Vec<IoMode> {
+        let probe = dir.join("direct-probe");
+        match DataFile::create_new(&probe, IoMode::Direct) {
+            Ok(_) => {
+                std::fs::remove_file(&probe).expect("remove probe");
+                vec![IoMode::Direct, IoMode::Buffered]
+            }
+            Err(IoError::DirectIoUnsupported { .. }) => {
+                eprintln!(
+                    "{} does not support O_DIRECT; testing buffered only",
+                    dir.display()
+                );
+                vec![IoMode::Buffered]
+            }
+            Err(e) => panic!("probe file: {e}"),
+        }
+    }
+
+    #[test]
+    fn sync_round_trip_in_each_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        for mode in modes(dir.path()) {
+            let path = dir.path().join(format!("{mode:?}.dat"));
+            let file = DataFile::create_new(&path, mode).unwrap();
+            assert_eq!(file.mode(), mode);
+            assert_eq!(file.path(), path);
+            assert_eq!(file.access(), Access::ReadWrite);
+            file.allocate(64 * 1024).unwrap();
+            assert_eq!(file.len().unwrap(), 64 * 1024);
+
+            let mut block = AlignedBuf::new(8192);
+            block
+                .iter_mut()
+                .enumerate()
+                .for_each(|(i, b)| *b = (i * 7 + 3) as u8);
+            file.write_all_at(&block, 16384).unwrap();
+            file.sync_data().unwrap();
+            drop(file);
+
+            let file = DataFile::open(&path, mode, Access::ReadOnly).unwrap();
+            let mut back = AlignedBuf::new(8192);
+            file.read_exact_at(&mut back, 16384).unwrap();
+            assert_eq!(&back[..], &block[..]);
+            // Untouched allocated space reads as zeroes.
+            file.read_exact_at(&mut back, 0).unwrap();
+            assert!(back.iter().all(|&b| b == 0));
+            assert!(file.raw_fd() >= 0);
+            // A read-only file refuses writes with a clear error.
+            let err = file.write_all_at(&block, 0).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    IoError::Io {
+                        op: "write",
+                        offset: 0,
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn read_past_end_of_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for mode in modes(dir.path()) {
+            let path = dir.path().join(format!("eof-{mode:?}"));
+            let file = DataFile::create_new(&path, mode).unwrap();
+            file.set_len(4096).unwrap();
+            let mut buf = AlignedBuf::new(8192);
+            // Exact read crossing EOF is an error naming path, op and offset.
+            let err = file.read_exact_at(&mut buf, 0).unwrap_err();
+            match &err {
+                IoError::Io {
+                    path: p,
+                    op,
+                    offset,
+                    source,
+                } => {
+                    assert_eq!(p, &path);
+                    assert_eq!(*op, "read");
+                    assert_eq!(*offset, 0);
+                    assert_eq!(source.kind(), ErrorKind::UnexpectedEof);
+                }
+                other => panic!("unexpected error {other}"),
+            }
+            assert!(err.to_string().contains("at offset 0"), "{err}");
+        }
+    }
+
+    #[test]
+    fn misaligned_direct_io_is_explained() {
+        let dir = tempfile::tempdir().unwrap();
+        if !modes(dir.path()).contains(&IoMode::Direct) {
+            return;
+        }
+        let path = dir.path().join("d");
+        let file = DataFile::create_new(&path, IoMode::Direct).unwrap();
+        file.allocate(16384).unwrap();
+        let buf = AlignedBuf::new(4096);
+        let err = file.write_all_at(&buf, 1).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                IoError::Misaligned {
+                    offset: 1,
+                    len: 4096,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("multiples of 4096"), "{err}");
+    }
+
+    #[test]
+    fn direct_io_unsupported_is_reported_on_such_a_filesystem() {
+        // tmpfs refused O_DIRECT before Linux 6.6; newer kernels accept it.
+        let shm = Path::new("/dev/shm");
+        if !shm.is_dir() {
+            println!("skipped: no /dev/shm");
+            return;
+        }
+        let dir = tempfile::tempdir_in(shm).unwrap();
+        let path = dir.path().join("db.edb");
+        match DataFile::create_new(&path, IoMode::Direct) {
+            Ok(file) => {
+                // Some filesystems only fail at the first I/O.
+                file.set_len(4096).unwrap();
+                let mut buf = AlignedBuf::new(4096);
+                match file.read_exact_at(&mut buf, 0) {
+                    Ok(()) => println!("skipped: /dev/shm accepts O_DIRECT on this kernel"),
+                    Err(err) => {
+                        assert!(matches!(err, IoError::DirectIoUnsupported { .. }), "{err}")
+                    }
+                }
+            }
+            Err(err) => {
+                assert!(matches!(&err, IoError::DirectIoUnsupported { path: p } if p == &path));
+                let msg = err.to_string();
+                assert!(
+                    msg.contains("--buffered") && msg.contains("db.edb"),
+                    "{msg}"
+                );
+                // The half-created file was removed, so a buffered retry works.
+                assert!(!path.exists());
+                DataFile::create_new(&path, IoMode::Buffered).unwrap();
+            }
+        }
+    }
 }

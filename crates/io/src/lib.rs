@@ -21,7 +21,24 @@
 //! [`IoStats`] (per instance and [`IoClass`], with a [`LatencyHistogram`]); merge the
 //! stats of all backends for reports. I/O that must be done before its caller goes on
 //! and is too rare to batch (headers, file creation, background reads) goes through a
-//! backend too, one request at a time, with the helpers of [`blocking`].
+//! backend too, one request at a time, with the helpers of [`blocking`]; a caller
+//! without a backend of its own (the offline tools, header reads) uses a
+//! [`blocking::FileIo`].
+//!
+//! # One door
+//!
+//! Data files — databases, log generations, checkpoint files, backup copies — are read,
+//! written and flushed only through a backend: [`DataFile`] opens, sizes and allocates
+//! them but has no public read, write or sync, so every byte moved is timed and
+//! counted under an [`IoClass`]. The workspace's `clippy.toml` forbids, outside this
+//! crate, the `std` calls that would go around the door (`FileExt`'s positional reads
+//! and writes, `File::sync_data`/`sync_all`, nix's `fsync`/`fdatasync`); this crate
+//! allows them where it issues I/O, and a directory is made durable with [`sync_dir`].
+//! Files the tool reads or writes whole as text or JSON (configurations, results,
+//! its own logs) are not data files: they use `std::fs::read`/`write` and a temporary
+//! name renamed into place (the results writer allows itself the `sync_data` that
+//! makes its temporary file durable first). A test that damages a data file on
+//! purpose allows the lint where it does so.
 
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -85,7 +102,7 @@ pub use backend::{
 pub use buf::{AlignedBuf, BUF_ALIGN};
 pub use class::IoClass;
 pub use error::IoError;
-pub use file::{Access, DataFile, IoMode, available_space, filesystem_id};
+pub use file::{Access, DataFile, IoMode, available_space, filesystem_id, sync_dir};
 pub use histogram::{HistogramDecodeError, LatencyHistogram, MAX_LATENCY_NS};
 pub use memory::bound_allocator_footprint;
 pub use size::{ByteSize, ByteSizeError};

@@ -33,8 +33,7 @@ fn a_vectored_write_is_kept_dropped_or_torn_as_one_write() {
     ] {
         for seed in seeds {
             // The flushed state: the old content.
-            file.write_all_at(&old, 0).unwrap();
-            file.sync_data().unwrap();
+            common::pwrite(file.path(), &old, 0);
             power_cut::arm();
             let mut backend = open_backend(BackendKind::Auto, 2).unwrap();
             assert_eq!(backend.name(), "threads", "io_uring is avoided while armed");
@@ -70,7 +69,7 @@ fn a_vectored_write_is_kept_dropped_or_torn_as_one_write() {
                 "seed {seed}: journalled as one write, not one per buffer"
             );
             let mut now = vec![0u8; SECTORS * SECTOR];
-            file.read_exact_at(&mut now, 0).unwrap();
+            common::pread(file.path(), &mut now, 0);
             let range = FIRST * SECTOR..FIRST * SECTOR + written;
             // Outside the write, the flushed content; inside, each sector old or new.
             assert!(now[..range.start] == old[..range.start], "seed {seed}");

@@ -68,7 +68,8 @@ pub const ALWAYS_LISTED: [IoClass; 6] = [
 ];
 
 /// Figures of every class of `instance` in `stats` (every class when `instance` is
-/// None): the [`ALWAYS_LISTED`] ones always, the others when they saw I/O.
+/// None): the [`ALWAYS_LISTED`] ones always, the others when they saw I/O, none that
+/// [`IoClass::is_reported`] leaves out.
 /// `max_interval` gives each class's highest per-interval average latency.
 pub fn io_summary(
     stats: &IoStats,
@@ -82,7 +83,7 @@ pub fn io_summary(
             Some(i) => stats.get(i, class).cloned().unwrap_or_default(),
             None => stats.total(class),
         };
-        if s.ops == 0 && s.errors == 0 && !ALWAYS_LISTED.contains(&class) {
+        if !class.is_reported() || s.ops == 0 && s.errors == 0 && !ALWAYS_LISTED.contains(&class) {
             continue;
         }
         out.insert(class, class_summary(&s, seconds, max_interval(class)));
@@ -187,6 +188,28 @@ mod tests {
         let back: IoSummary = serde_json::from_value(old).unwrap();
         assert_eq!(back.len(), 6);
         assert_eq!(back[&IoClass::DbRead], io[&IoClass::DbRead]);
+    }
+
+    #[test]
+    fn header_offline_and_backup_copy_classes_stay_out_of_results() {
+        let mut stats = IoStats::new();
+        stats.record(1, IoClass::DbRead, 32768, 2_000_000, true);
+        for class in IoClass::ALL.into_iter().filter(|c| !c.is_reported()) {
+            stats.record(1, class, 4096, 1_000_000, true);
+        }
+        for instance in [Some(1), None] {
+            let io = io_summary(&stats, instance, 1.0, &|_| 0.0);
+            assert_eq!(io.len(), 6, "the six main classes only: {io:?}");
+            let json = serde_json::to_value(&io).unwrap();
+            for name in [
+                "header_read",
+                "offline_read",
+                "offline_write",
+                "backup_write",
+            ] {
+                assert!(json.get(name).is_none(), "{name} listed");
+            }
+        }
     }
 
     #[test]

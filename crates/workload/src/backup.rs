@@ -22,8 +22,10 @@ use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_format::header::{DatabaseHeader, HeaderError};
 use edbstress_format::{PageSize, Pgno};
 use edbstress_io::ByteSize;
+use edbstress_io::blocking::FileIo;
 use edbstress_io::{
-    Access, BackendKind, DataFile, IoClass, IoError, IoMode, IoStats, MAX_DEPTH, available_space,
+    Access, AlignedBuf, BackendKind, DataFile, IoClass, IoError, IoMode, IoStats, MAX_DEPTH,
+    available_space,
 };
 use serde::Serialize;
 
@@ -392,6 +394,15 @@ fn back_up_one(
         class: IoClass::BackupRead,
         instance: instance as u16,
     };
+    // The copy is written through a backend of its own, each write one request of
+    // class BackupWrite, from a page-aligned staging buffer.
+    let mut writer = match copy {
+        Some((_, file)) => Some((
+            FileIo::open(file, options.backend, instance as u16)?,
+            AlignedBuf::try_new(read_options.read_len)?,
+        )),
+        None => None,
+    };
     let mut done = 0u64;
     let result = read_sequentially(
         &source.file,
@@ -420,8 +431,18 @@ fn back_up_one(
                 }
                 bad_pages += (chunk.wanted - whole).div_ceil(ps) as u64;
             }
-            if let Some((_, file)) = copy {
-                file.write_all_at(data, chunk.offset)?;
+            if let Some((io, staging)) = &mut writer {
+                if staging.len() < data.len() {
+                    *staging = AlignedBuf::try_new(data.len())?;
+                }
+                staging[..data.len()].copy_from_slice(data);
+                io.write_all(
+                    IoClass::BackupWrite,
+                    staging,
+                    data.len(),
+                    chunk.offset,
+                    false,
+                )?;
             }
             done += whole as u64;
             progress(instance, done, end);
@@ -437,17 +458,17 @@ fn back_up_one(
             return Err(e.into());
         }
     };
-    let copy = match copy {
-        Some((path, file)) if !summary.stopped => {
-            file.sync_data()?;
+    let copy = match (copy, &mut writer) {
+        (Some((path, _)), Some((io, _))) if !summary.stopped => {
+            io.sync(IoClass::BackupWrite)?;
             Some(path.clone())
         }
-        Some((path, _)) => {
+        (Some((path, _)), _) => {
             // Unfinished: it must not pass for a backup.
             let _ = std::fs::remove_file(path);
             None
         }
-        None => None,
+        (None, _) => None,
     };
     let seconds = started.elapsed().as_secs_f64();
     let report = BackupInstanceReport {
@@ -464,7 +485,11 @@ fn back_up_one(
         copy,
         stopped: summary.stopped,
     };
-    Ok((report, summary.stats))
+    let mut stats = summary.stats;
+    if let Some((io, _)) = &writer {
+        stats.merge(io.stats());
+    }
+    Ok((report, stats))
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_format::page::{Page, PageFormatError, PageHeader, flags};
 use edbstress_format::{PageSize, Pgno};
-use edbstress_io::{Access, AlignedBuf, DataFile, IoMode};
+use edbstress_io::blocking::FileIo;
+use edbstress_io::{Access, AlignedBuf, DataFile, IoClass, IoMode};
 use serde::Serialize;
 
 use crate::dbfile::read_verified_header;
@@ -97,7 +98,7 @@ impl CheckReport {
 }
 
 struct TreeWalk<'a> {
-    file: &'a DataFile,
+    io: &'a mut FileIo,
     page_size: PageSize,
     page_count: u32,
     buf: AlignedBuf,
@@ -129,8 +130,10 @@ impl TreeWalk<'_> {
             return Ok(None);
         }
         self.seen[word] |= bit;
-        self.file
-            .read_exact_at(&mut self.buf, Pgno::new(pgno).offset(self.page_size))?;
+        let offset = Pgno::new(pgno).offset(self.page_size);
+        let len = self.page_size.bytes();
+        self.io
+            .read_exact(IoClass::OfflineRead, &mut self.buf, len, offset)?;
         self.report.pages_visited += 1;
         match verify_page(&self.buf, Pgno::new(pgno)) {
             PageVerdict::Valid | PageVerdict::Correctable { .. } => Ok(Some(self.buf.to_vec())),
@@ -297,73 +300,156 @@ impl TreeWalk<'_> {
     }
 }
 
+/// The geometry every walk of a database shares.
+#[derive(Clone, Copy)]
+struct Geometry {
+    page_size: PageSize,
+    page_count: u32,
+}
+
+impl<'a> TreeWalk<'a> {
+    /// A walk of the tree of `object_id` that calls `visit` on each entry.
+    fn new(
+        io: &'a mut FileIo,
+        geometry: Geometry,
+        (report, seen): (&'a mut CheckReport, &'a mut Vec<u64>),
+        (object_id, long_value): (u32, bool),
+        visit: &'a mut dyn FnMut(&[u8], &[u8]),
+    ) -> TreeWalk<'a> {
+        TreeWalk {
+            io,
+            page_size: geometry.page_size,
+            page_count: geometry.page_count,
+            buf: AlignedBuf::new(geometry.page_size.bytes()),
+            report,
+            object_id,
+            long_value,
+            leaves: Vec::new(),
+            fill: LeafFill::default(),
+            leaf_depth: None,
+            seen,
+            visit,
+        }
+    }
+
+    /// Walks the tree from `root` and checks its leaves' links; returns its leaf depth
+    /// and fill.
+    fn run(mut self, root: u32, tree: &str) -> Result<(u32, LeafFill), EngineError> {
+        self.walk(root, 1, None, None, true)?;
+        self.check_links(tree);
+        Ok((self.leaf_depth.unwrap_or(0), self.fill))
+    }
+}
+
+/// What the walk of the mailbox table found in its rows.
+#[derive(Default)]
+struct TableRows {
+    /// Rows that refer to long values: (lvid, body length).
+    refs: Vec<(u64, u32)>,
+    /// Keys of rows that do not decode.
+    bad_rows: Vec<Vec<u8>>,
+    messages: u64,
+    /// Every row's place in the view, in table key order.
+    row_views: Vec<ViewKey>,
+}
+
+/// What the walk of the long-value tree found: each value in key order as (lvid,
+/// chunks seen, bytes, chunk numbering ok), and the chunks in all.
+#[derive(Default)]
+struct LongValues {
+    values: Vec<(u64, u32, u64, bool)>,
+    chunks: u64,
+}
+
 /// Checks the database at `path` (offline: it holds the database's shared lock, so no
 /// writer can use it meanwhile; other readers may).
 pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineError> {
     let file = DataFile::open(path, io_mode, Access::ReadOnly)?;
     let _lock = crate::runtime::lock::DatabaseLock::acquire_shared(path)?;
     let header = read_verified_header(&file)?.header;
-    let ps = header.page_size;
-    let chunk_len = chunk_len(ps);
+    let mut io = FileIo::offline(&file)?;
+    let geometry = Geometry {
+        page_size: header.page_size,
+        page_count: header.page_count,
+    };
+    let chunk_len = chunk_len(header.page_size);
     let mut report = CheckReport {
         path: path.to_path_buf(),
         ..CheckReport::default()
     };
     let mut seen = vec![0u64; header.page_count as usize / 64 + 1];
 
-    // Rows that refer to long values: (lvid, body length).
-    let mut refs: Vec<(u64, u32)> = Vec::new();
-    let mut bad_rows = Vec::new();
-    let mut messages = 0u64;
-    // Every row's place in the view, in table key order.
-    let mut row_views: Vec<ViewKey> = Vec::new();
+    let rows = walk_table(&mut io, geometry, &mut report, &mut seen)?;
+    let values = walk_long_values(&mut io, geometry, chunk_len, &mut report, &mut seen)?;
+    let view_entries = walk_view_index(&mut io, geometry, &mut report, &mut seen)?;
+    report.view_entries = view_entries.len() as u64;
+    check_view_matches_rows(rows.row_views, view_entries, &mut report);
+
+    report.messages = rows.messages;
+    report.long_value_chunks = values.chunks;
+    for k in rows.bad_rows {
+        report.problem(format!("row {k:02x?}: malformed key or row"));
+    }
+    check_long_value_refs(rows.refs, &values.values, chunk_len, &mut report);
+    check_free_list(&mut io, geometry, &seen, &mut report)?;
+    Ok(report)
+}
+
+/// Walks the mailbox table, collecting what its rows refer to.
+fn walk_table(
+    io: &mut FileIo,
+    geometry: Geometry,
+    report: &mut CheckReport,
+    seen: &mut Vec<u64>,
+) -> Result<TableRows, EngineError> {
+    let mut rows = TableRows::default();
     let mut visit_row = |k: &[u8], row: &[u8]| {
-        messages += 1;
+        rows.messages += 1;
         match (MessageKey::decode(k), RowHeader::decode(row)) {
             (Some(key), Some(h)) => {
-                row_views.push(ViewKey::of(key, h.sort));
+                rows.row_views.push(ViewKey::of(key, h.sort));
                 if h.long {
-                    refs.push((h.lvid, h.body_len));
+                    rows.refs.push((h.lvid, h.body_len));
                 }
             }
-            _ => bad_rows.push(k.to_vec()),
+            _ => rows.bad_rows.push(k.to_vec()),
         }
     };
-    let mut table = TreeWalk {
-        file: &file,
-        page_size: ps,
-        page_count: header.page_count,
-        buf: AlignedBuf::new(ps.bytes()),
-        report: &mut report,
-        object_id: MAILBOX_TABLE_OBJECT_ID,
-        long_value: false,
-        leaves: Vec::new(),
-        fill: LeafFill::default(),
-        leaf_depth: None,
-        seen: &mut seen,
-        visit: &mut visit_row,
-    };
-    table.walk(MAILBOX_TABLE_ROOT.get(), 1, None, None, true)?;
-    table.check_links("mailbox table");
-    let table_depth = table.leaf_depth.unwrap_or(0);
-    let table_fill = table.fill;
+    let (depth, fill) = TreeWalk::new(
+        io,
+        geometry,
+        (&mut *report, seen),
+        (MAILBOX_TABLE_OBJECT_ID, false),
+        &mut visit_row,
+    )
+    .run(MAILBOX_TABLE_ROOT.get(), "mailbox table")?;
+    report.table_depth = depth;
+    report.table_leaves = fill;
+    Ok(rows)
+}
 
-    // Long values in key order: (lvid, chunks seen, bytes, chunk numbering ok).
-    let mut values: Vec<(u64, u32, u64, bool)> = Vec::new();
-    let mut chunks = 0u64;
+/// Walks the long-value tree, collecting each value's chunks.
+fn walk_long_values(
+    io: &mut FileIo,
+    geometry: Geometry,
+    chunk_len: usize,
+    report: &mut CheckReport,
+    seen: &mut Vec<u64>,
+) -> Result<LongValues, EngineError> {
+    let mut lv = LongValues::default();
     let mut visit_chunk = |k: &[u8], data: &[u8]| {
-        chunks += 1;
+        lv.chunks += 1;
         let Some(key) = LongValueKey::decode(k) else {
-            values.push((u64::MAX, 0, 0, false));
+            lv.values.push((u64::MAX, 0, 0, false));
             return;
         };
-        match values.last_mut() {
+        match lv.values.last_mut() {
             Some(last) if last.0 == key.lvid => {
                 last.3 &= key.chunk == last.1 && data.len() <= chunk_len;
                 last.1 += 1;
                 last.2 += data.len() as u64;
             }
-            _ => values.push((
+            _ => lv.values.push((
                 key.lvid,
                 1,
                 data.len() as u64,
@@ -371,27 +457,27 @@ pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineErr
             )),
         }
     };
-    let mut lv = TreeWalk {
-        file: &file,
-        page_size: ps,
-        page_count: header.page_count,
-        buf: AlignedBuf::new(ps.bytes()),
-        report: &mut report,
-        object_id: LONG_VALUE_OBJECT_ID,
-        long_value: true,
-        leaves: Vec::new(),
-        fill: LeafFill::default(),
-        leaf_depth: None,
-        seen: &mut seen,
-        visit: &mut visit_chunk,
-    };
-    lv.walk(LONG_VALUE_ROOT.get(), 1, None, None, true)?;
-    lv.check_links("long-value tree");
-    let lv_depth = lv.leaf_depth.unwrap_or(0);
-    let lv_fill = lv.fill;
+    let (depth, fill) = TreeWalk::new(
+        io,
+        geometry,
+        (&mut *report, seen),
+        (LONG_VALUE_OBJECT_ID, true),
+        &mut visit_chunk,
+    )
+    .run(LONG_VALUE_ROOT.get(), "long-value tree")?;
+    report.long_value_depth = depth;
+    report.long_value_leaves = fill;
+    Ok(lv)
+}
 
-    // The view index: entries in key order, each with exactly the data a view entry
-    // of its key holds (bookmark and sort column).
+/// Walks the view index: entries in key order, each with exactly the data a view
+/// entry of its key holds (bookmark and sort column).
+fn walk_view_index(
+    io: &mut FileIo,
+    geometry: Geometry,
+    report: &mut CheckReport,
+    seen: &mut Vec<u64>,
+) -> Result<Vec<ViewKey>, EngineError> {
     let mut view_entries: Vec<ViewKey> = Vec::new();
     let mut bad_entries: Vec<String> = Vec::new();
     let mut visit_entry = |k: &[u8], data: &[u8]| match ViewKey::decode(k) {
@@ -406,41 +492,30 @@ pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineErr
         }
         None => bad_entries.push(format!("view entry key {k:02x?} is malformed")),
     };
-    let mut view = TreeWalk {
-        file: &file,
-        page_size: ps,
-        page_count: header.page_count,
-        buf: AlignedBuf::new(ps.bytes()),
-        report: &mut report,
-        object_id: VIEW_INDEX_OBJECT_ID,
-        long_value: false,
-        leaves: Vec::new(),
-        fill: LeafFill::default(),
-        leaf_depth: None,
-        seen: &mut seen,
-        visit: &mut visit_entry,
-    };
-    view.walk(VIEW_INDEX_ROOT.get(), 1, None, None, true)?;
-    view.check_links("view index");
-    let view_depth = view.leaf_depth.unwrap_or(0);
-    let view_fill = view.fill;
-    report.table_leaves = table_fill;
-    report.long_value_leaves = lv_fill;
-    report.view_leaves = view_fill;
-    report.view_entries = view_entries.len() as u64;
-    report.view_index_depth = view_depth;
+    let (depth, fill) = TreeWalk::new(
+        io,
+        geometry,
+        (&mut *report, seen),
+        (VIEW_INDEX_OBJECT_ID, false),
+        &mut visit_entry,
+    )
+    .run(VIEW_INDEX_ROOT.get(), "view index")?;
+    report.view_index_depth = depth;
+    report.view_leaves = fill;
     for problem in bad_entries {
         report.problem(problem);
     }
-    check_view_matches_rows(row_views, view_entries, &mut report);
+    Ok(view_entries)
+}
 
-    report.messages = messages;
-    report.long_value_chunks = chunks;
-    report.table_depth = table_depth;
-    report.long_value_depth = lv_depth;
-    for k in bad_rows {
-        report.problem(format!("row {k:02x?}: malformed key or row"));
-    }
+/// Every long value a row refers to must exist, complete, and every long value must
+/// be referred to (both lists in lvid order once `refs` is sorted).
+fn check_long_value_refs(
+    mut refs: Vec<(u64, u32)>,
+    values: &[(u64, u32, u64, bool)],
+    chunk_len: usize,
+    report: &mut CheckReport,
+) {
     refs.sort_unstable();
     let mut j = 0;
     for (lvid, body_len) in refs {
@@ -472,8 +547,6 @@ pub fn deep_check(path: &Path, io_mode: IoMode) -> Result<CheckReport, EngineErr
             v.0
         ));
     }
-    check_free_list(&file, ps, header.page_count, &seen, &mut report)?;
-    Ok(report)
 }
 
 /// Every row must have exactly one view entry, under its own sort key, and every entry
@@ -530,14 +603,17 @@ fn check_view_matches_rows(
 /// Follows the free list from its anchor: every page on it must be a formatted empty
 /// page that no tree references, and the list must end.
 fn check_free_list(
-    file: &DataFile,
-    ps: PageSize,
-    page_count: u32,
+    io: &mut FileIo,
+    Geometry {
+        page_size: ps,
+        page_count,
+    }: Geometry,
     seen: &[u64],
     report: &mut CheckReport,
 ) -> Result<(), EngineError> {
     let mut buf = AlignedBuf::new(ps.bytes());
-    file.read_exact_at(&mut buf, FREE_LIST_ANCHOR.offset(ps))?;
+    let anchor = FREE_LIST_ANCHOR.offset(ps);
+    io.read_exact(IoClass::OfflineRead, &mut buf, ps.bytes(), anchor)?;
     let mut next = PageHeader::read(&buf).next.get();
     let mut on_list = vec![0u64; page_count as usize / 64 + 1];
     while next != 0 {
@@ -557,7 +633,8 @@ fn check_free_list(
         if seen[word] & bit != 0 {
             report.problem(format!("page {pgno} is on the free list and in a tree"));
         }
-        file.read_exact_at(&mut buf, Pgno::new(pgno).offset(ps))?;
+        let offset = Pgno::new(pgno).offset(ps);
+        io.read_exact(IoClass::OfflineRead, &mut buf, ps.bytes(), offset)?;
         let h = PageHeader::read(&buf);
         if !matches!(
             verify_page(&buf, Pgno::new(pgno)),

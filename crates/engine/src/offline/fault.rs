@@ -24,15 +24,14 @@
 //!   valid copy, naming `E00.chk` (recovery then falls back to the older checkpoint
 //!   recorded in the database header, which is safe).
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use edbstress_format::checksum::seal_page;
 use edbstress_format::header::HeaderError;
 use edbstress_format::log::{CHECKPOINT_FILE_NAME, SEGMENT_LEN, parse_log_file_name};
 use edbstress_format::{PageSize, Pgno};
-use edbstress_io::{Access, DataFile, IoMode};
+use edbstress_io::blocking::FileIo;
+use edbstress_io::{Access, AlignedBuf, DataFile, IoClass, IoError, IoMode};
 use rand::rngs::StdRng;
 use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
@@ -225,24 +224,46 @@ fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -
     }
 }
 
-fn open_rw(path: &Path) -> Result<File, FaultError> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .map_err(io_err("open", path))
+/// The damaged file, written through a backend of its own (classes
+/// [`IoClass::OfflineRead`] and [`IoClass::OfflineWrite`]).
+fn open_rw(path: &Path) -> Result<FileIo, FaultError> {
+    DataFile::open(path, IoMode::Buffered, Access::ReadWrite)
+        .and_then(|file| FileIo::offline(&file))
+        .map_err(|e| io_fault("open", path, e))
 }
 
-fn read_at(file: &File, path: &Path, len: usize, offset: u64) -> Result<Vec<u8>, FaultError> {
-    let mut buf = vec![0u8; len];
-    file.read_exact_at(&mut buf, offset)
-        .map_err(io_err("read", path))?;
-    Ok(buf)
+/// An [`IoError`] as a [`FaultError::Io`], keeping the system's error where there is one.
+fn io_fault(op: &'static str, path: &Path, e: IoError) -> FaultError {
+    let source = match e {
+        IoError::Io { source, .. } => source,
+        other => std::io::Error::other(other),
+    };
+    io_err(op, path)(source)
 }
 
-fn write_at(file: &File, path: &Path, buf: &[u8], offset: u64) -> Result<(), FaultError> {
-    file.write_all_at(buf, offset)
-        .map_err(io_err("write", path))
+fn read_at(file: &mut FileIo, len: usize, offset: u64) -> Result<Vec<u8>, FaultError> {
+    let mut buf = AlignedBuf::new(len);
+    file.read_exact(IoClass::OfflineRead, &mut buf, len, offset)
+        .map_err(|e| io_fault("read", file.path(), e))?;
+    Ok(buf.to_vec())
+}
+
+fn write_at(file: &mut FileIo, buf: &[u8], offset: u64) -> Result<(), FaultError> {
+    let mut aligned = AlignedBuf::new(buf.len());
+    aligned.copy_from_slice(buf);
+    file.write_all(
+        IoClass::OfflineWrite,
+        &mut aligned,
+        buf.len(),
+        offset,
+        false,
+    )
+    .map_err(|e| io_fault("write", file.path(), e))
+}
+
+fn sync(file: &mut FileIo) -> Result<(), FaultError> {
+    file.sync(IoClass::OfflineWrite)
+        .map_err(|e| io_fault("fdatasync", file.path(), e))
 }
 
 /// Page size and page count of an edbstress database; anything else is refused.
@@ -323,7 +344,7 @@ pub fn inject_database(
         .map(|i| i as u32 + 1)
         .collect();
     let (targets, sources) = chosen.split_at(request.count as usize);
-    let file = open_rw(path)?;
+    let mut file = open_rw(path)?;
     let mut faults = Vec::with_capacity(targets.len());
     for (i, &pgno) in targets.iter().enumerate() {
         let offset = Pgno::new(pgno).offset(page_size);
@@ -346,10 +367,10 @@ pub fn inject_database(
                         "cannot flip {n} bits of a {ps}-byte page"
                     )));
                 }
-                let mut page = read_at(&file, path, ps, offset)?;
+                let mut page = read_at(&mut file, ps, offset)?;
                 fault.bits = random_bits(&mut rng, ps, n);
                 flip(&mut page, &fault.bits);
-                write_at(&file, path, &page, offset)?;
+                write_at(&mut file, &page, offset)?;
                 fault.expected = if n == 1 {
                     ExpectedDetection::Correctable { bit: fault.bits[0] }
                 } else {
@@ -357,7 +378,7 @@ pub fn inject_database(
                 };
             }
             FaultKind::Torn => {
-                let old = read_at(&file, path, ps, offset)?;
+                let old = read_at(&mut file, ps, offset)?;
                 let sectors = ps / SECTOR;
                 let k = rng.random_range(1..sectors);
                 let mut new = old.clone();
@@ -372,28 +393,28 @@ pub fn inject_database(
                     *b ^= rng.random_range(1..=255u8);
                 }
                 seal_page(&mut new, Pgno::new(pgno));
-                write_at(&file, path, &new[..k * SECTOR], offset)?;
+                write_at(&mut file, &new[..k * SECTOR], offset)?;
                 fault.torn_at = Some(k * SECTOR);
                 fault.expected = ExpectedDetection::Bad;
             }
             FaultKind::Misdirect => {
                 let source = sources[i];
-                let bytes = read_at(&file, path, ps, Pgno::new(source).offset(page_size))?;
-                write_at(&file, path, &bytes, offset)?;
+                let bytes = read_at(&mut file, ps, Pgno::new(source).offset(page_size))?;
+                write_at(&mut file, &bytes, offset)?;
                 fault.source_pgno = Some(source);
                 fault.expected = ExpectedDetection::WrongPageNumber {
                     found: Pgno::new(source),
                 };
             }
             FaultKind::Zero => {
-                write_at(&file, path, &vec![0u8; ps], offset)?;
+                write_at(&mut file, &vec![0u8; ps], offset)?;
                 fault.expected = ExpectedDetection::Uninitialized;
             }
             _ => unreachable!("checked by targets_database"),
         }
         faults.push(fault);
     }
-    file.sync_data().map_err(io_err("fdatasync", path))?;
+    sync(&mut file)?;
     Ok(faults)
 }
 
@@ -459,12 +480,12 @@ pub fn inject_log_dir(
                 let (path, slot) = &candidates[i];
                 let n = request.bits.unwrap_or(2).max(2);
                 let offset = u64::from(*slot) * SEGMENT_LEN as u64;
-                let file = open_rw(path)?;
-                let mut seg = read_at(&file, path, SEGMENT_LEN, offset)?;
+                let mut file = open_rw(path)?;
+                let mut seg = read_at(&mut file, SEGMENT_LEN, offset)?;
                 let bits = random_bits(&mut rng, SEGMENT_LEN, n);
                 flip(&mut seg, &bits);
-                write_at(&file, path, &seg, offset)?;
-                file.sync_data().map_err(io_err("fdatasync", path))?;
+                write_at(&mut file, &seg, offset)?;
+                sync(&mut file)?;
                 faults.push(InjectedFault {
                     fault: FaultKind::LogSegment,
                     file: path.clone(),
@@ -481,9 +502,9 @@ pub fn inject_log_dir(
         }
         FaultKind::Checkpoint => {
             let path = dir.join(CHECKPOINT_FILE_NAME);
-            let file = open_rw(&path)?;
+            let mut file = open_rw(&path)?;
             let image =
-                read_at(&file, &path, 2 * SEGMENT_LEN, 0).map_err(|_| FaultError::NotOurs {
+                read_at(&mut file, 2 * SEGMENT_LEN, 0).map_err(|_| FaultError::NotOurs {
                     path: path.clone(),
                     why: "shorter than two checkpoint copies".into(),
                 })?;
@@ -510,10 +531,10 @@ pub fn inject_log_dir(
             for copy in copies {
                 let n = request.bits.unwrap_or(2).max(2);
                 let offset = u64::from(copy) * SEGMENT_LEN as u64;
-                let mut seg = read_at(&file, &path, SEGMENT_LEN, offset)?;
+                let mut seg = read_at(&mut file, SEGMENT_LEN, offset)?;
                 let bits = random_bits(&mut rng, SEGMENT_LEN, n);
                 flip(&mut seg, &bits);
-                write_at(&file, &path, &seg, offset)?;
+                write_at(&mut file, &seg, offset)?;
                 faults.push(InjectedFault {
                     fault: FaultKind::Checkpoint,
                     file: path.clone(),
@@ -526,7 +547,7 @@ pub fn inject_log_dir(
                     expected: ExpectedDetection::CheckpointCopiesValid { valid },
                 });
             }
-            file.sync_data().map_err(io_err("fdatasync", &path))?;
+            sync(&mut file)?;
             Ok(faults)
         }
         other => Err(FaultError::Invalid(format!(

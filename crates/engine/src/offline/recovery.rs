@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use edbstress_format::Pgno;
 use edbstress_format::checksum::{PageVerdict, verify_page};
-use edbstress_format::header::{DbState, HeaderError};
+use edbstress_format::header::{DatabaseHeader, DbState, HeaderError};
 use edbstress_format::log::{
     CHECKPOINT_FILE_NAME, CheckpointRecord, CheckpointState, LogPosition, LogRecord,
 };
@@ -258,29 +258,8 @@ pub fn recover(
         }
         DbState::DirtyNeedsRecovery => {}
     }
-    let mut checkpoint_seq = 0;
-    let mut saved = CheckpointState::default();
-    let checkpoint = match read_checkpoint(&layout.log_dir, options.io_mode) {
-        Ok(chk) => {
-            checkpoint_seq = chk.update_seq;
-            saved = chk.state;
-            if chk.db_signature != header.signature || chk.log_signature != header.log_signature {
-                return Err(EngineError::Mismatch {
-                    what: format!(
-                        "the checkpoint file in {} belongs to another database than {}",
-                        layout.log_dir.display(),
-                        path.display()
-                    ),
-                });
-            }
-            chk.checkpoint
-        }
-        // Both copies damaged: the header's checkpoint moves with the log (recorded
-        // with each new generation, before circular logging deletes anything it no
-        // longer needs), is never newer than the file's, hence safe (replay skips what
-        // is already on disk).
-        Err(_) => header.checkpoint,
-    };
+    let start = replay_start(layout, options, &header)?;
+    let checkpoint = start.checkpoint;
     // A missing newest generation is refused before replay changes anything.
     check_log_reaches(&layout.log_dir, header.log_required, checkpoint, None)?;
     report.start = checkpoint.to_string();
@@ -297,188 +276,16 @@ pub fn recover(
     // The log is streamed: memory holds the look-ahead window and the transaction
     // being assembled, not the log (Jetstress replays 500 log files per instance).
     let mut reader = LogReader::open(&layout.log_dir, checkpoint, signatures, &read_options)?;
-    let page_size = header.page_size;
-    let frames = (options.cache_bytes / page_size.bytes() as u64).max(64) as usize;
-    let cache = PageCache::new(
-        CacheConfig {
-            page_size,
-            min_frames: frames.min(1024),
-            max_frames: frames,
-            checkpoint_depth: u64::MAX,
-            coalesce_max: 512 * 1024,
-            write_depth: 32,
-            instance: layout.instance as u16,
-            backend: options.backend,
-            verify_structure: true,
-            read_class: IoClass::RecoveryRead,
-            write_class: IoClass::RecoveryWrite,
-        },
-        file.clone(),
-        Arc::new(ReplayedLog),
-        // The checkpoint carries the counters as of its position; replay raises them.
-        TreeState {
-            page_size,
-            dbtime: header.last_dbtime.max(saved.last_dbtime),
-            next_unused_page: Pgno::new(header.next_unused_page.max(saved.next_unused_page)),
-            page_count: header.page_count,
-            next_message_id: header.next_message_id.max(saved.next_message_id),
-            space: Default::default(),
-        },
-    )?;
-
-    // ESE's soft-recovery pre-read: before a log file is replayed, the pages its
-    // records reference are read, sorted and de-duplicated, adjacent ones joined, at
-    // most 8 reads outstanding (`PageCache::prefetch`). The window holds one log file's
-    // records (1 MiB of log), `carry` the first record of the next file.
-    let mut window: VecDeque<LogEntry> = VecDeque::new();
-    let mut carry: Option<LogEntry> = None;
-    let mut log_exhausted = false;
+    let cache = replay_cache(layout, options, &header, &start.saved, file.clone())?;
     let file_io = DbFileIo::open(&file, options.backend, layout.instance as u16)?;
-    let mut torn_pages = TornPageRestorer::new(file_io, page_size, &layout.log_dir);
-    // Torn-write protection (the log holds page images): every page's first image is
-    // handled before replay reads any page. A page may be changed after the checkpoint
-    // before its first image there (a dirty period that began before the checkpoint
-    // and whose write completed before it was computed); checking it only when its
-    // image reaches the look-ahead window would come after replay had read it.
-    let mut image_scan_io = IoStats::default();
-    let protected = first_transaction_logs_images(
+    let mut torn_pages = TornPageRestorer::new(file_io, header.page_size, &layout.log_dir);
+    let image_scan_io = check_first_images(
         &layout.log_dir,
-        checkpoint,
-        signatures,
+        (checkpoint, signatures),
         &read_options,
-        &mut image_scan_io,
+        &mut torn_pages,
     )?;
-    if protected {
-        torn_pages.rebuild_whole = true;
-        let mut images = LogReader::open(&layout.log_dir, checkpoint, signatures, &read_options)?;
-        while let Some(entry) = images.next_record()? {
-            if let LogRecord::PageImage { pgno, image } = &entry.record {
-                torn_pages.check(Pgno::new(*pgno), image, entry.start)?;
-            }
-        }
-        image_scan_io.merge(images.stats());
-    }
-    let mut pending: HashMap<u64, Vec<LogEntry>> = HashMap::new();
-    let mut poisoned: HashSet<Pgno> = HashSet::new();
-    loop {
-        // When a log file is replayed, read the next one's records and pre-read the
-        // pages they reference. Page images are checked as they enter the window
-        // (before any change to their page can be fetched).
-        if window.is_empty() && !log_exhausted {
-            let mut pgnos = Vec::new();
-            let mut generation = None;
-            loop {
-                let entry = match carry.take() {
-                    Some(entry) => entry,
-                    None => match reader.next_record()? {
-                        Some(entry) => {
-                            if let LogRecord::PageImage { pgno, image } = &entry.record {
-                                torn_pages.check(Pgno::new(*pgno), image, entry.start)?;
-                            }
-                            report.records += 1;
-                            entry
-                        }
-                        None => {
-                            log_exhausted = true;
-                            break;
-                        }
-                    },
-                };
-                if *generation.get_or_insert(entry.start.generation) != entry.start.generation {
-                    carry = Some(entry);
-                    break;
-                }
-                if let LogRecord::PageRedo { pgno, .. } = &entry.record {
-                    pgnos.push(Pgno::new(*pgno));
-                }
-                window.push_back(entry);
-            }
-            cache.prefetch(&pgnos)?;
-        }
-        let Some(entry) = window.pop_front() else {
-            break;
-        };
-        match &entry.record {
-            LogRecord::Begin { trx } => {
-                pending.insert(*trx, Vec::new());
-            }
-            LogRecord::PageRedo { trx, .. } => pending.entry(*trx).or_default().push(entry),
-            LogRecord::Rollback { trx } => {
-                pending.remove(trx);
-                report.transactions_rolled_back += 1;
-            }
-            LogRecord::Shutdown { .. } | LogRecord::PageImage { .. } => {}
-            LogRecord::Commit { trx, .. } => {
-                let Some(entries) = pending.remove(trx) else {
-                    continue;
-                };
-                for entry in entries {
-                    let LogRecord::PageRedo {
-                        pgno,
-                        dbtime_before,
-                        dbtime_after,
-                        op,
-                        payload,
-                        ..
-                    } = &entry.record
-                    else {
-                        continue;
-                    };
-                    let pgno = Pgno::new(*pgno);
-                    if poisoned.contains(&pgno) {
-                        continue;
-                    }
-                    let mut g = cache.lock();
-                    let frame = loop {
-                        if let Some(f) = g.lookup(pgno) {
-                            break f;
-                        }
-                        g = cache.fault_in(g, pgno)?;
-                    };
-                    {
-                        let s = g.state();
-                        s.dbtime = s.dbtime.max(*dbtime_after);
-                        s.next_unused_page = s.next_unused_page.max(pgno + 1);
-                        s.page_count = s.page_count.max(pgno.get());
-                    }
-                    let on_disk = page_dbtime(g.page(frame));
-                    if *dbtime_after <= on_disk {
-                        report.skipped += 1;
-                    } else if on_disk != *dbtime_before {
-                        report.lost_flushes.push(LostFlush {
-                            pgno,
-                            page_dbtime: on_disk,
-                            expected_dbtime: *dbtime_before,
-                            position: entry.start.to_string(),
-                        });
-                        poisoned.insert(pgno);
-                        continue;
-                    } else {
-                        let redo = RedoOp::decode(*op, payload)
-                            .map_err(|e| corrupt_record(&layout.log_dir, entry.start, e))?;
-                        redo.apply(g.page_mut(frame), pgno, *dbtime_after)
-                            .map_err(|e| corrupt_record(&layout.log_dir, entry.start, e))?;
-                        g.mark_dirty_span(frame, entry.start, entry.end);
-                        report.redone += 1;
-                    }
-                    // New message sequence numbers (and so ids) must not reuse the
-                    // ones the log handed out.
-                    if let RedoOp::Insert { data, .. } = RedoOp::decode(*op, payload)
-                        .map_err(|e| corrupt_record(&layout.log_dir, entry.start, e))?
-                    {
-                        let h = PageHeader::read(g.page(frame));
-                        if h.object_id == MAILBOX_TABLE_OBJECT_ID && h.flags & flags::LEAF != 0 {
-                            if let Some(row) = RowHeader::decode(&data) {
-                                let s = g.state();
-                                s.next_message_id = s.next_message_id.max(row.lvid + 1);
-                            }
-                        }
-                    }
-                }
-                report.transactions_committed += 1;
-            }
-        }
-    }
+    let unfinished = replay(&mut reader, &cache, &mut torn_pages, &mut report)?;
     let summary = reader.summary().cloned().ok_or_else(|| {
         EngineError::Invalid("log reader finished without a summary (a bug)".into())
     })?;
@@ -493,7 +300,7 @@ pub fn recover(
     report.generations_replayed = summary.generations_read;
     report.pages_restored = torn_pages.restored;
     report.pages_rebuilt_whole = torn_pages.rebuilt_whole;
-    report.transactions_rolled_back += pending.len() as u64;
+    report.transactions_rolled_back += unfinished;
     cache.flush_all()?;
     // Replayed pages must be durable before the checkpoint moves to the end of the log.
     torn_pages.io.sync(IoClass::DbFlush)?;
@@ -513,7 +320,7 @@ pub fn recover(
         let checkpoint_io = write_checkpoint(
             &layout.log_dir,
             &CheckpointRecord {
-                update_seq: checkpoint_seq + 1,
+                update_seq: start.checkpoint_seq + 1,
                 checkpoint: log_end,
                 log_signature: header.log_signature,
                 db_signature: header.signature,
@@ -530,6 +337,293 @@ pub fn recover(
     report.io.merge(torn_pages.io.stats());
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Where replay starts: the checkpoint to replay from, the update sequence of the
+/// checkpoint file it came from (0 without one) and the counters saved with it.
+struct ReplayStart {
+    checkpoint: LogPosition,
+    checkpoint_seq: u64,
+    saved: CheckpointState,
+}
+
+/// Reads the checkpoint file of the log directory, which must belong to the database
+/// of `header`; falls back to the header's checkpoint when both copies are damaged.
+fn replay_start(
+    layout: &InstanceLayout,
+    options: &RecoveryOptions,
+    header: &DatabaseHeader,
+) -> Result<ReplayStart, EngineError> {
+    match read_checkpoint(&layout.log_dir, options.io_mode) {
+        Ok(chk) => {
+            if chk.db_signature != header.signature || chk.log_signature != header.log_signature {
+                return Err(EngineError::Mismatch {
+                    what: format!(
+                        "the checkpoint file in {} belongs to another database than {}",
+                        layout.log_dir.display(),
+                        layout.db_file.display()
+                    ),
+                });
+            }
+            Ok(ReplayStart {
+                checkpoint: chk.checkpoint,
+                checkpoint_seq: chk.update_seq,
+                saved: chk.state,
+            })
+        }
+        // Both copies damaged: the header's checkpoint moves with the log (recorded
+        // with each new generation, before circular logging deletes anything it no
+        // longer needs), is never newer than the file's, hence safe (replay skips what
+        // is already on disk).
+        Err(_) => Ok(ReplayStart {
+            checkpoint: header.checkpoint,
+            checkpoint_seq: 0,
+            saved: CheckpointState::default(),
+        }),
+    }
+}
+
+/// The page cache replay reads and writes the database through, sized by
+/// `options.cache_bytes`, starting from the counters of `header` and the checkpoint.
+fn replay_cache(
+    layout: &InstanceLayout,
+    options: &RecoveryOptions,
+    header: &DatabaseHeader,
+    saved: &CheckpointState,
+    file: Arc<DataFile>,
+) -> Result<PageCache<TreeState>, EngineError> {
+    let page_size = header.page_size;
+    let frames = (options.cache_bytes / page_size.bytes() as u64).max(64) as usize;
+    PageCache::new(
+        CacheConfig {
+            page_size,
+            min_frames: frames.min(1024),
+            max_frames: frames,
+            checkpoint_depth: u64::MAX,
+            coalesce_max: 512 * 1024,
+            write_depth: 32,
+            instance: layout.instance as u16,
+            backend: options.backend,
+            verify_structure: true,
+            read_class: IoClass::RecoveryRead,
+            write_class: IoClass::RecoveryWrite,
+        },
+        file,
+        Arc::new(ReplayedLog),
+        // The checkpoint carries the counters as of its position; replay raises them.
+        TreeState {
+            page_size,
+            dbtime: header.last_dbtime.max(saved.last_dbtime),
+            next_unused_page: Pgno::new(header.next_unused_page.max(saved.next_unused_page)),
+            page_count: header.page_count,
+            next_message_id: header.next_message_id.max(saved.next_message_id),
+            space: Default::default(),
+        },
+    )
+}
+
+/// Torn-write protection (the log holds page images): every page's first image is
+/// handled before replay reads any page. A page may be changed after the checkpoint
+/// before its first image there (a dirty period that began before the checkpoint
+/// and whose write completed before it was computed); checking it only when its
+/// image reaches the look-ahead window would come after replay had read it. Returns
+/// what the scans read.
+fn check_first_images(
+    log_dir: &std::path::Path,
+    (checkpoint, signatures): (LogPosition, LogSignatures),
+    read_options: &LogReadOptions,
+    torn_pages: &mut TornPageRestorer<'_>,
+) -> Result<IoStats, EngineError> {
+    let mut image_scan_io = IoStats::default();
+    let protected = first_transaction_logs_images(
+        log_dir,
+        checkpoint,
+        signatures,
+        read_options,
+        &mut image_scan_io,
+    )?;
+    if protected {
+        torn_pages.rebuild_whole = true;
+        let mut images = LogReader::open(log_dir, checkpoint, signatures, read_options)?;
+        while let Some(entry) = images.next_record()? {
+            if let LogRecord::PageImage { pgno, image } = &entry.record {
+                torn_pages.check(Pgno::new(*pgno), image, entry.start)?;
+            }
+        }
+        image_scan_io.merge(images.stats());
+    }
+    Ok(image_scan_io)
+}
+
+/// The log as replay consumes it: one generation's records at a time in a look-ahead
+/// window whose pages are read ahead, and the first record of the next generation.
+///
+/// ESE's soft-recovery pre-read: before a log file is replayed, the pages its
+/// records reference are read, sorted and de-duplicated, adjacent ones joined, at
+/// most 8 reads outstanding (`PageCache::prefetch`). The window holds one log file's
+/// records (1 MiB of log), `carry` the first record of the next file.
+#[derive(Default)]
+struct ReplayWindow {
+    window: VecDeque<LogEntry>,
+    carry: Option<LogEntry>,
+    log_exhausted: bool,
+}
+
+impl ReplayWindow {
+    /// The next record to replay; when the window is empty, reads the next log file's
+    /// records into it and pre-reads the pages they reference. Page images are checked
+    /// as they enter the window (before any change to their page can be fetched).
+    fn next(
+        &mut self,
+        reader: &mut LogReader,
+        cache: &PageCache<TreeState>,
+        torn_pages: &mut TornPageRestorer<'_>,
+        report: &mut RecoveryReport,
+    ) -> Result<Option<LogEntry>, EngineError> {
+        if self.window.is_empty() && !self.log_exhausted {
+            let mut pgnos = Vec::new();
+            let mut generation = None;
+            loop {
+                let entry = match self.carry.take() {
+                    Some(entry) => entry,
+                    None => match reader.next_record()? {
+                        Some(entry) => {
+                            if let LogRecord::PageImage { pgno, image } = &entry.record {
+                                torn_pages.check(Pgno::new(*pgno), image, entry.start)?;
+                            }
+                            report.records += 1;
+                            entry
+                        }
+                        None => {
+                            self.log_exhausted = true;
+                            break;
+                        }
+                    },
+                };
+                if *generation.get_or_insert(entry.start.generation) != entry.start.generation {
+                    self.carry = Some(entry);
+                    break;
+                }
+                if let LogRecord::PageRedo { pgno, .. } = &entry.record {
+                    pgnos.push(Pgno::new(*pgno));
+                }
+                self.window.push_back(entry);
+            }
+            cache.prefetch(&pgnos)?;
+        }
+        Ok(self.window.pop_front())
+    }
+}
+
+/// Replays the log from `reader` into `cache`: the changes of each transaction whose
+/// commit is in the log, in log order. Returns how many transactions were left
+/// without a commit or rollback record (rolled back by not being replayed).
+fn replay(
+    reader: &mut LogReader,
+    cache: &PageCache<TreeState>,
+    torn_pages: &mut TornPageRestorer<'_>,
+    report: &mut RecoveryReport,
+) -> Result<u64, EngineError> {
+    let mut window = ReplayWindow::default();
+    let mut pending: HashMap<u64, Vec<LogEntry>> = HashMap::new();
+    let mut poisoned: HashSet<Pgno> = HashSet::new();
+    while let Some(entry) = window.next(reader, cache, torn_pages, report)? {
+        match &entry.record {
+            LogRecord::Begin { trx } => {
+                pending.insert(*trx, Vec::new());
+            }
+            LogRecord::PageRedo { trx, .. } => pending.entry(*trx).or_default().push(entry),
+            LogRecord::Rollback { trx } => {
+                pending.remove(trx);
+                report.transactions_rolled_back += 1;
+            }
+            LogRecord::Shutdown { .. } | LogRecord::PageImage { .. } => {}
+            LogRecord::Commit { trx, .. } => {
+                let Some(entries) = pending.remove(trx) else {
+                    continue;
+                };
+                for entry in entries {
+                    apply_redo(&entry, cache, &mut poisoned, report)?;
+                }
+                report.transactions_committed += 1;
+            }
+        }
+    }
+    Ok(pending.len() as u64)
+}
+
+/// Applies one page change of a committed transaction, unless its page already has
+/// it; a page older than the change expects is a lost flush, and the page takes no
+/// further change (`poisoned`).
+fn apply_redo(
+    entry: &LogEntry,
+    cache: &PageCache<TreeState>,
+    poisoned: &mut HashSet<Pgno>,
+    report: &mut RecoveryReport,
+) -> Result<(), EngineError> {
+    let log_dir = &report.log_dir;
+    let LogRecord::PageRedo {
+        pgno,
+        dbtime_before,
+        dbtime_after,
+        op,
+        payload,
+        ..
+    } = &entry.record
+    else {
+        return Ok(());
+    };
+    let pgno = Pgno::new(*pgno);
+    if poisoned.contains(&pgno) {
+        return Ok(());
+    }
+    let mut g = cache.lock();
+    let frame = loop {
+        if let Some(f) = g.lookup(pgno) {
+            break f;
+        }
+        g = cache.fault_in(g, pgno)?;
+    };
+    {
+        let s = g.state();
+        s.dbtime = s.dbtime.max(*dbtime_after);
+        s.next_unused_page = s.next_unused_page.max(pgno + 1);
+        s.page_count = s.page_count.max(pgno.get());
+    }
+    let on_disk = page_dbtime(g.page(frame));
+    if *dbtime_after <= on_disk {
+        report.skipped += 1;
+    } else if on_disk != *dbtime_before {
+        report.lost_flushes.push(LostFlush {
+            pgno,
+            page_dbtime: on_disk,
+            expected_dbtime: *dbtime_before,
+            position: entry.start.to_string(),
+        });
+        poisoned.insert(pgno);
+        return Ok(());
+    } else {
+        let redo =
+            RedoOp::decode(*op, payload).map_err(|e| corrupt_record(log_dir, entry.start, e))?;
+        redo.apply(g.page_mut(frame), pgno, *dbtime_after)
+            .map_err(|e| corrupt_record(log_dir, entry.start, e))?;
+        g.mark_dirty_span(frame, entry.start, entry.end);
+        report.redone += 1;
+    }
+    // New message sequence numbers (and so ids) must not reuse the ones the log
+    // handed out.
+    if let RedoOp::Insert { data, .. } =
+        RedoOp::decode(*op, payload).map_err(|e| corrupt_record(log_dir, entry.start, e))?
+    {
+        let h = PageHeader::read(g.page(frame));
+        if h.object_id == MAILBOX_TABLE_OBJECT_ID && h.flags & flags::LEAF != 0 {
+            if let Some(row) = RowHeader::decode(&data) {
+                let s = g.state();
+                s.next_message_id = s.next_message_id.max(row.lvid + 1);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Torn-write protection: the engine logs a page's on-disk image whenever a change

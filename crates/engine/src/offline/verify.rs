@@ -14,6 +14,7 @@ use edbstress_format::log::{
     verify_log_file_header, verify_segment,
 };
 use edbstress_format::{PageSize, Pgno};
+use edbstress_io::blocking::FileIo;
 use edbstress_io::{
     Access, AlignedBuf, BackendKind, DataFile, IoClass, IoError, IoMode, IoOp, IoRequest, IoStats,
     open_backend,
@@ -510,23 +511,34 @@ fn repair_pages(
     report: &mut DatabaseScanReport,
 ) -> Result<(), IoError> {
     let mut page = AlignedBuf::new(ps.bytes());
+    let mut io = None;
     for problem in &mut report.problems {
         if !matches!(problem.kind, PageProblemKind::Correctable { .. }) {
             continue;
         }
-        file.read_exact_at(&mut page, problem.offset)?;
+        let io = match &mut io {
+            Some(io) => io,
+            None => io.insert(FileIo::offline(file)?),
+        };
+        io.read_exact(IoClass::OfflineRead, &mut page, ps.bytes(), problem.offset)?;
         if matches!(
             repair_page(&mut page, problem.pgno),
             PageVerdict::Correctable { .. }
         ) && verify_page(&page, problem.pgno) == PageVerdict::Valid
         {
-            file.write_all_at(&page, problem.offset)?;
+            io.write_all(
+                IoClass::OfflineWrite,
+                &mut page,
+                ps.bytes(),
+                problem.offset,
+                false,
+            )?;
             problem.repaired = true;
             report.repaired_pages += 1;
         }
     }
-    if report.repaired_pages > 0 {
-        file.sync_data()?;
+    if let Some(io) = io.as_mut().filter(|_| report.repaired_pages > 0) {
+        io.sync(IoClass::OfflineWrite)?;
     }
     Ok(())
 }
@@ -624,7 +636,12 @@ pub fn scan_log_dir(
     match DataFile::open(&chk_path, io_mode, Access::ReadOnly) {
         Ok(chk) => {
             let mut copies = AlignedBuf::new(2 * SEGMENT_LEN);
-            chk.read_exact_at(&mut copies, 0)?;
+            FileIo::offline(&chk)?.read_exact(
+                IoClass::OfflineRead,
+                &mut copies,
+                2 * SEGMENT_LEN,
+                0,
+            )?;
             report.bytes_read += copies.len() as u64;
             let sel = select_checkpoint(&copies[..SEGMENT_LEN], &copies[SEGMENT_LEN..]);
             report.checkpoint_copies_valid =
@@ -681,7 +698,7 @@ fn scan_log_file(
     let len = file.len()?;
     let len = (len - len % SEGMENT_LEN as u64) as usize;
     let mut image = AlignedBuf::new(len);
-    file.read_exact_at(&mut image, 0)?;
+    FileIo::offline(&file)?.read_exact(IoClass::OfflineRead, &mut image, len, 0)?;
     report.files += 1;
     report.bytes_read += len as u64;
     let problem = |segment: u32, kind: String, report: &mut LogScanReport| {

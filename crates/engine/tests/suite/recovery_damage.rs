@@ -129,6 +129,7 @@ fn open_for_damage(layout: &InstanceLayout) -> std::fs::File {
 
 /// What a power cut does to an 8 KiB page write on a device atomic per 4 KiB sector:
 /// the first sector keeps its old bytes, the second holds new ones.
+#[allow(clippy::disallowed_methods)] // damages the file on purpose, behind the engine's back
 fn tear(layout: &InstanceLayout, pgno: u32) {
     let file = open_for_damage(layout);
     let offset = Pgno::new(pgno).offset(PageSize::K8) + 4096;
@@ -178,6 +179,7 @@ fn recovery_rebuilds_a_torn_page_from_its_logged_image() {
 /// the set bits' indices (32·m + k) — and 32 ^ 33 ^ 34 ^ 35 = 0, so the page still
 /// verifies. The power-cut test met such a page: a branch page's old first sector with
 /// a new second one holding four more tag entries whose bytes XOR to zero.
+#[allow(clippy::disallowed_methods)] // damages the file on purpose, behind the engine's back
 fn tear_undetectably(layout: &InstanceLayout, pgno: u32) {
     let file = open_for_damage(layout);
     let offset = Pgno::new(pgno).offset(PageSize::K8);

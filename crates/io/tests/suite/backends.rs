@@ -121,7 +121,7 @@ fn write_read_round_trip_random_offsets() {
                 // ...and through the synchronous path, independently of the backend.
                 let mut check = AlignedBuf::new(BLOCK);
                 for b in [0, 17, blocks - 1] {
-                    file.read_exact_at(&mut check, (b * BLOCK) as u64).unwrap();
+                    common::pread(file.path(), &mut check, (b * BLOCK) as u64);
                     common::fill_block(&mut expected, b as u64, 7);
                     assert!(check[..] == expected[..], "{label}: block {b}");
                 }
@@ -250,7 +250,7 @@ fn write_sync_is_one_request_whose_data_reads_back() {
                 backend.name()
             );
             let mut back = AlignedBuf::new(2 * BLOCK);
-            file.read_exact_at(&mut back, BLOCK as u64).unwrap();
+            common::pread(file.path(), &mut back, BLOCK as u64);
             assert_eq!(&back[..], &expected[..], "{}", backend.name());
         }
     }
@@ -537,7 +537,7 @@ fn many_files_beyond_the_fixed_table() {
         }
         for (i, (file, id)) in files.iter().enumerate() {
             let mut back = [0u8; 512];
-            file.read_exact_at(&mut back, 0).unwrap();
+            common::pread(file.path(), &mut back, 0);
             assert!(back.iter().all(|&b| b == i as u8));
             backend.unregister(*id).unwrap();
         }
@@ -667,7 +667,7 @@ fn drop_with_io_in_flight_completes_it_safely() {
             let mut expected = vec![0u8; BLOCK];
             let mut back = AlignedBuf::new(BLOCK);
             for b in 0..32u64 {
-                file.read_exact_at(&mut back, b * BLOCK as u64).unwrap();
+                common::pread(file.path(), &mut back, b * BLOCK as u64);
                 common::fill_block(&mut expected, b, 3);
                 assert!(
                     back[..] == expected[..],
@@ -780,7 +780,7 @@ fn backend_kind_parses_and_prints() {
 fn a_queued_request_is_timed_from_its_submission_not_its_queueing() {
     let dir = tempfile::tempdir().unwrap();
     let file = DataFile::create_new(dir.path().join("queued"), IoMode::Buffered).unwrap();
-    file.write_all_at(&[7u8; 4096], 0).unwrap();
+    common::pwrite(file.path(), &[7u8; 4096], 0);
     for mut backend in common::backends(4) {
         let id = backend.register(&file).unwrap();
         backend
@@ -817,7 +817,7 @@ fn a_queued_request_is_timed_from_its_submission_not_its_queueing() {
 fn a_request_submitted_and_waited_for_in_one_call_is_timed_over_the_call() {
     let dir = tempfile::tempdir().unwrap();
     let file = DataFile::create_new(dir.path().join("waited"), IoMode::Buffered).unwrap();
-    file.write_all_at(&[3u8; 4096 * 16], 0).unwrap();
+    common::pwrite(file.path(), &[3u8; 4096 * 16], 0);
     for mut backend in common::backends(4) {
         let id = backend.register(&file).unwrap();
         let (mut timed, mut calls) = (0u64, 0u64);

@@ -1,6 +1,8 @@
 //! `Auto` falls back to the thread pool when the kernel refuses io_uring, here refused
 //! for real by a seccomp filter like those of container runtimes.
 
+use super::common;
+
 use edbstress_io::{
     AlignedBuf, BackendKind, DataFile, IoClass, IoError, IoMode, IoOp, IoRequest, open_backend,
 };
@@ -90,7 +92,7 @@ fn auto_falls_back_to_threads_when_io_uring_is_refused() {
         backend.wait(1, &mut done).unwrap();
         assert_eq!(*done[0].result.as_ref().unwrap(), 4096);
         let mut back = [0u8; 4096];
-        file.read_exact_at(&mut back, 8192).unwrap();
+        common::pread(file.path(), &mut back, 8192);
         assert!(back.iter().all(|&b| b == 0x5A));
     })
     .join()

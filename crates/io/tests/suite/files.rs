@@ -1,11 +1,13 @@
-//! DataFile, alignment and filesystem queries on real files.
+//! DataFile's opening, sizing and filesystem queries on real files (its reads and
+//! writes, private to the crate, are tested beside them in `src/file.rs`).
 
 use super::common;
 
 use std::io::ErrorKind;
 use std::path::Path;
 
-use edbstress_io::{Access, AlignedBuf, DataFile, IoError, IoMode, available_space, filesystem_id};
+use edbstress_io::blocking::FileIo;
+use edbstress_io::{Access, DataFile, IoClass, IoError, IoMode, available_space, filesystem_id};
 
 #[test]
 fn create_new_refuses_an_existing_file() {
@@ -21,79 +23,6 @@ fn create_new_refuses_an_existing_file() {
         assert!(err.to_string().contains("already exists"), "{err}");
         assert_eq!(std::fs::read(&path).unwrap(), b"precious");
         std::fs::remove_file(&path).unwrap();
-    }
-}
-
-#[test]
-fn sync_round_trip_in_each_mode() {
-    let dir = tempfile::tempdir().unwrap();
-    for mode in common::modes(dir.path()) {
-        let path = dir.path().join(format!("{mode:?}.dat"));
-        let file = DataFile::create_new(&path, mode).unwrap();
-        assert_eq!(file.mode(), mode);
-        assert_eq!(file.path(), path);
-        assert_eq!(file.access(), Access::ReadWrite);
-        file.allocate(64 * 1024).unwrap();
-        assert_eq!(file.len().unwrap(), 64 * 1024);
-
-        let mut block = AlignedBuf::new(8192);
-        common::fill_block(&mut block, 3, 1);
-        file.write_all_at(&block, 16384).unwrap();
-        file.sync_data().unwrap();
-        drop(file);
-
-        let file = DataFile::open(&path, mode, Access::ReadOnly).unwrap();
-        let mut back = AlignedBuf::new(8192);
-        file.read_exact_at(&mut back, 16384).unwrap();
-        assert_eq!(&back[..], &block[..]);
-        // Untouched allocated space reads as zeroes.
-        file.read_exact_at(&mut back, 0).unwrap();
-        assert!(back.iter().all(|&b| b == 0));
-        assert!(file.raw_fd() >= 0);
-        // A read-only file refuses writes with a clear error.
-        let err = file.write_all_at(&block, 0).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                IoError::Io {
-                    op: "write",
-                    offset: 0,
-                    ..
-                }
-            ),
-            "{err}"
-        );
-    }
-}
-
-#[test]
-fn read_past_end_of_file() {
-    let dir = tempfile::tempdir().unwrap();
-    for mode in common::modes(dir.path()) {
-        let path = dir.path().join(format!("eof-{mode:?}"));
-        let file = DataFile::create_new(&path, mode).unwrap();
-        file.set_len(4096).unwrap();
-        let mut buf = AlignedBuf::new(8192);
-        // Exact read crossing EOF is an error naming path, op and offset.
-        let err = file.read_exact_at(&mut buf, 0).unwrap_err();
-        match &err {
-            IoError::Io {
-                path: p,
-                op,
-                offset,
-                source,
-            } => {
-                assert_eq!(p, &path);
-                assert_eq!(*op, "read");
-                assert_eq!(*offset, 0);
-                assert_eq!(source.kind(), ErrorKind::UnexpectedEof);
-            }
-            other => panic!("unexpected error {other}"),
-        }
-        assert!(err.to_string().contains("at offset 0"), "{err}");
-        // A single read reports the short count; past EOF, zero.
-        assert_eq!(file.read_at(&mut buf, 0).unwrap(), 4096);
-        assert_eq!(file.read_at(&mut buf, 1 << 20).unwrap(), 0);
     }
 }
 
@@ -119,65 +48,6 @@ fn open_missing_file_names_it() {
         "{err}"
     );
     assert!(err.to_string().contains("missing.edb"), "{err}");
-}
-
-#[test]
-fn misaligned_direct_io_is_explained() {
-    let dir = tempfile::tempdir().unwrap();
-    if !common::modes(dir.path()).contains(&IoMode::Direct) {
-        return;
-    }
-    let path = dir.path().join("d");
-    let file = DataFile::create_new(&path, IoMode::Direct).unwrap();
-    file.allocate(16384).unwrap();
-    let buf = AlignedBuf::new(4096);
-    let err = file.write_all_at(&buf, 1).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            IoError::Misaligned {
-                offset: 1,
-                len: 4096,
-                ..
-            }
-        ),
-        "{err}"
-    );
-    assert!(err.to_string().contains("multiples of 4096"), "{err}");
-}
-
-#[test]
-fn direct_io_unsupported_is_reported_on_such_a_filesystem() {
-    // tmpfs refused O_DIRECT before Linux 6.6; newer kernels accept it.
-    let shm = Path::new("/dev/shm");
-    if !shm.is_dir() {
-        println!("skipped: no /dev/shm");
-        return;
-    }
-    let dir = tempfile::tempdir_in(shm).unwrap();
-    let path = dir.path().join("db.edb");
-    match DataFile::create_new(&path, IoMode::Direct) {
-        Ok(file) => {
-            // Some filesystems only fail at the first I/O.
-            file.set_len(4096).unwrap();
-            let mut buf = AlignedBuf::new(4096);
-            match file.read_exact_at(&mut buf, 0) {
-                Ok(()) => println!("skipped: /dev/shm accepts O_DIRECT on this kernel"),
-                Err(err) => assert!(matches!(err, IoError::DirectIoUnsupported { .. }), "{err}"),
-            }
-        }
-        Err(err) => {
-            assert!(matches!(&err, IoError::DirectIoUnsupported { path: p } if p == &path));
-            let msg = err.to_string();
-            assert!(
-                msg.contains("--buffered") && msg.contains("db.edb"),
-                "{msg}"
-            );
-            // The half-created file was removed, so a buffered retry works.
-            assert!(!path.exists());
-            DataFile::create_new(&path, IoMode::Buffered).unwrap();
-        }
-    }
 }
 
 #[test]
@@ -255,7 +125,11 @@ fn drop_cached_pages_empties_the_page_cache_of_a_file() {
     let len = 1 << 20;
     // Written through the page cache, as `cp` does, and made clean.
     std::fs::write(&path, vec![0x5Au8; len]).unwrap();
-    std::fs::File::open(&path).unwrap().sync_all().unwrap();
+    let written = DataFile::open(&path, IoMode::Buffered, Access::ReadOnly).unwrap();
+    FileIo::offline(&written)
+        .unwrap()
+        .sync(IoClass::OfflineWrite)
+        .unwrap();
     let plain = std::fs::File::open(&path).unwrap();
     let before = resident_pages(&plain, len);
     if before == 0 {

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use super::common;
+
 use edbstress_io::{
     Access, AlignedBuf, BackendKind, BackendPool, DataFile, FileId, IoClass, IoMode, IoOp,
     IoRequest, IoUringBackend,
@@ -15,11 +17,8 @@ const BLOCKS: u64 = 256;
 fn numbered_file(dir: &std::path::Path) -> Arc<DataFile> {
     let path = dir.join("blocks.dat");
     let file = DataFile::create_new(&path, IoMode::Buffered).unwrap();
-    let mut buf = vec![0u8; BLOCK];
-    for block in 0..BLOCKS {
-        buf.fill(block as u8);
-        file.write_all_at(&buf, block * BLOCK as u64).unwrap();
-    }
+    let blocks: Vec<u8> = (0..BLOCKS).flat_map(|block| [block as u8; BLOCK]).collect();
+    common::pwrite(file.path(), &blocks, 0);
     drop(file);
     Arc::new(DataFile::open(&path, IoMode::Buffered, Access::ReadOnly).unwrap())
 }

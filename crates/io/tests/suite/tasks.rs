@@ -22,10 +22,8 @@ const BLOCKS: u64 = 64;
 /// A buffered file of `BLOCKS` blocks, block `i` filled with byte `i`.
 fn file_of_blocks(dir: &std::path::Path) -> Arc<DataFile> {
     let file = DataFile::create_new(dir.join("blocks"), IoMode::Buffered).unwrap();
-    for i in 0..BLOCKS {
-        file.write_all_at(&[i as u8; BLOCK], i * BLOCK as u64)
-            .unwrap();
-    }
+    let blocks: Vec<u8> = (0..BLOCKS).flat_map(|i| [i as u8; BLOCK]).collect();
+    super::common::pwrite(file.path(), &blocks, 0);
     Arc::new(file)
 }
 

@@ -92,7 +92,7 @@ fn vectored_write_lands_back_to_back_as_one_counted_io() {
             assert!(returned == expected, "{label}");
             // On disk: the concatenation at the offset, nothing around it touched.
             let mut back = AlignedBuf::new(64 * BLOCK);
-            file.read_exact_at(&mut back, 0).unwrap();
+            common::pread(file.path(), &mut back, 0);
             let at = offset as usize;
             assert!(
                 back[at..at + total] == expected[..],
@@ -166,7 +166,7 @@ fn vectored_and_plain_requests_share_the_queue() {
             assert_eq!(*c.result.as_ref().unwrap(), len, "{label}");
         }
         let mut back = vec![0u8; 256 * BLOCK];
-        file.read_exact_at(&mut back, 0).unwrap();
+        common::pread(file.path(), &mut back, 0);
         assert!(back == expected, "{label}: bytes on disk");
         let s = backend.stats().get(4, IoClass::DbWrite).unwrap();
         assert_eq!(
@@ -240,7 +240,7 @@ fn a_refused_vectored_write_keeps_its_buffers() {
         let done = wait_all(backend.as_mut());
         assert_eq!(*done[0].result.as_ref().unwrap(), 2 * BLOCK);
         let mut back = vec![0u8; 2 * BLOCK];
-        file.read_exact_at(&mut back, 2 * BLOCK as u64).unwrap();
+        common::pread(file.path(), &mut back, 2 * BLOCK as u64);
         assert!(back == expected, "{label}");
         // Refused writes were never counted.
         let s = backend.stats().get(4, IoClass::DbWrite).unwrap();

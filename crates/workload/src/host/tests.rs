@@ -429,6 +429,7 @@ fn paths_on_one_file_system_share_a_device_or_are_all_unresolved() {
 }
 
 #[test]
+#[allow(clippy::disallowed_methods)] // plain disk traffic for the sampler to see; not a data file
 fn live_snapshot_while_writing() {
     let dir = tempfile::tempdir().unwrap();
     let sampler = HostSampler::new(&[dir.path().to_path_buf()]);

@@ -34,7 +34,7 @@ pub(super) fn counter_snapshot(bench: &Workbench<'_>, v: &SampleView<'_>) -> Cou
     for (i, slot) in bench.slots.iter().enumerate() {
         let n = u16::try_from(slot.number).unwrap_or(u16::MAX);
         let mut io = BTreeMap::new();
-        for class in IoClass::ALL {
+        for class in IoClass::ALL.into_iter().filter(|c| c.is_reported()) {
             let Some(total) = v.whole.io.get(n, class) else {
                 continue;
             };

@@ -89,7 +89,7 @@ impl MeasureRecorder {
         for (i, slot) in bench.slots.iter().enumerate() {
             let n = u16::try_from(slot.number).unwrap_or(u16::MAX);
             let scope = instance_name(slot.number);
-            for class in IoClass::ALL {
+            for class in IoClass::ALL.into_iter().filter(|c| c.is_reported()) {
                 let Some(s) = iv.io.get(n, class) else {
                     continue;
                 };
@@ -125,7 +125,7 @@ impl MeasureRecorder {
             r.per_sec = Some(rate(t.count(), iv.seconds));
             rows.push(r);
         }
-        for class in IoClass::ALL {
+        for class in IoClass::ALL.into_iter().filter(|c| c.is_reported()) {
             let s = iv.io.total(class);
             if s.ops == 0 && s.errors == 0 {
                 continue;

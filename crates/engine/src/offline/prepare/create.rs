@@ -9,6 +9,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use edbstress_format::header::{DatabaseHeader, DbState, TreeRoot};
 use edbstress_format::log::{CheckpointState, LogPosition};
+use edbstress_io::blocking::FileIo;
 use edbstress_io::{
     AlignedBuf, DataFile, IoBackend, IoClass, IoError, IoMode, IoOp, IoRequest, open_backend,
 };
@@ -195,7 +196,7 @@ pub(super) fn create_instance(
                 bytes_total: total,
             })
         })?;
-        file.sync_data()?;
+        FileIo::open(&file, options.backend, 0)?.sync(IoClass::OfflineWrite)?;
         let seconds = started.elapsed().as_secs_f64();
         header.state = DbState::Clean;
         header.update_seq += 1;

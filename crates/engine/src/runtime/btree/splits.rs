@@ -85,28 +85,7 @@ pub(super) fn split(
         } else if let Some(s) = hotpoint {
             s
         } else {
-            // Halve by bytes, at least one record on each side.
-            let size = |k: &[u8], d: usize| 2 + k.len() + d + 4;
-            let combined = |c: usize| -> usize {
-                match c.cmp(&insert_at) {
-                    std::cmp::Ordering::Less => size(records[c].key, records[c].data.len()),
-                    std::cmp::Ordering::Equal => size(key, data_len),
-                    std::cmp::Ordering::Greater => {
-                        size(records[c - 1].key, records[c - 1].data.len())
-                    }
-                }
-            };
-            let total: usize = (0..=n).map(combined).sum();
-            let mut acc = 0;
-            let mut s = n;
-            for c in 0..=n {
-                acc += combined(c);
-                if acc >= total / 2 {
-                    s = c + 1;
-                    break;
-                }
-            }
-            s.clamp(1, n)
+            halving_split(&records, insert_at, key, data_len)
         };
         // Old records kept on this page, and the separator (the key of C[split_at]).
         let (keep, separator) = match split_at.cmp(&insert_at) {
@@ -114,31 +93,7 @@ pub(super) fn split(
             std::cmp::Ordering::Equal => (split_at, key.to_vec()),
             std::cmp::Ordering::Greater => (split_at - 1, records[split_at - 1].key.to_vec()),
         };
-        // As ESE logs a split (its `FBTISplitPageBeforeImageRequired`): when records
-        // move, the new page is built from the split page's before image — every
-        // record, without the free space — so the log alone rebuilds it; when nothing
-        // moves (the right edge, a hotpoint at the page's end) the new page starts empty.
-        let build = if keep < n {
-            let image: Vec<(&[u8], &[u8])> = records.iter().map(|r| (r.key, r.data)).collect();
-            let op = RedoRef::BuildFromSplit {
-                object_id: h.object_id,
-                flags: h.flags & !flags::ROOT,
-                prev,
-                next,
-                first: keep as u16,
-                image: BuildRecords::Pairs(&image),
-            };
-            (op.code(), op.encode())
-        } else {
-            let op = RedoRef::Build {
-                object_id: h.object_id,
-                flags: h.flags & !flags::ROOT,
-                prev,
-                next,
-                records: BuildRecords::Pairs(&[]),
-            };
-            (op.code(), op.encode())
-        };
+        let build = new_page_build(&h, &records, keep, (prev, next));
         (keep, separator, build, hotpoint)
     };
     let (new_pgno, new_frame, fresh) = allocate(g, cs)?;
@@ -158,28 +113,7 @@ pub(super) fn split(
         modify(g, cs, pgno, RedoRef::Truncate { keep: keep as u16 })?;
     }
     if is_leaf {
-        modify(
-            g,
-            cs,
-            pgno,
-            RedoRef::SetLinks {
-                prev: h.prev,
-                next: new_pgno,
-            },
-        )?;
-        if h.next != Pgno::NONE {
-            let next_frame = frame_of(g, h.next)?;
-            let next_next = PageHeader::read(g.page(next_frame)).next;
-            modify(
-                g,
-                cs,
-                h.next,
-                RedoRef::SetLinks {
-                    prev: new_pgno,
-                    next: next_next,
-                },
-            )?;
-        }
+        link_new_leaf(g, cs, pgno, &h, new_pgno)?;
     }
     insert_separator(
         g,
@@ -191,6 +125,102 @@ pub(super) fn split(
         new_pgno,
         pgno,
     )
+}
+
+/// Where a split halving the combined sequence by bytes puts its boundary (an index
+/// into it, at least one record on each side), the new record of `key` and `data_len`
+/// bytes at `insert_at` among `records`.
+fn halving_split(records: &[Record<'_>], insert_at: usize, key: &[u8], data_len: usize) -> usize {
+    let n = records.len();
+    let size = |k: &[u8], d: usize| 2 + k.len() + d + 4;
+    let combined = |c: usize| -> usize {
+        match c.cmp(&insert_at) {
+            std::cmp::Ordering::Less => size(records[c].key, records[c].data.len()),
+            std::cmp::Ordering::Equal => size(key, data_len),
+            std::cmp::Ordering::Greater => size(records[c - 1].key, records[c - 1].data.len()),
+        }
+    };
+    let total: usize = (0..=n).map(combined).sum();
+    let mut acc = 0;
+    let mut s = n;
+    for c in 0..=n {
+        acc += combined(c);
+        if acc >= total / 2 {
+            s = c + 1;
+            break;
+        }
+    }
+    s.clamp(1, n)
+}
+
+/// The redo operation (code and payload) building the new page of a split that keeps
+/// `keep` of the page's `records` (header `h`), its leaf links `(prev, next)`.
+///
+/// As ESE logs a split (its `FBTISplitPageBeforeImageRequired`): when records
+/// move, the new page is built from the split page's before image — every
+/// record, without the free space — so the log alone rebuilds it; when nothing
+/// moves (the right edge, a hotpoint at the page's end) the new page starts empty.
+fn new_page_build(
+    h: &PageHeader,
+    records: &[Record<'_>],
+    keep: usize,
+    (prev, next): (Pgno, Pgno),
+) -> (u8, Vec<u8>) {
+    if keep < records.len() {
+        let image: Vec<(&[u8], &[u8])> = records.iter().map(|r| (r.key, r.data)).collect();
+        let op = RedoRef::BuildFromSplit {
+            object_id: h.object_id,
+            flags: h.flags & !flags::ROOT,
+            prev,
+            next,
+            first: keep as u16,
+            image: BuildRecords::Pairs(&image),
+        };
+        (op.code(), op.encode())
+    } else {
+        let op = RedoRef::Build {
+            object_id: h.object_id,
+            flags: h.flags & !flags::ROOT,
+            prev,
+            next,
+            records: BuildRecords::Pairs(&[]),
+        };
+        (op.code(), op.encode())
+    }
+}
+
+/// Links the new leaf `new_pgno` in after the split leaf `pgno` (header `h`): the
+/// split page points at it, and the page after it (if any) back at it.
+fn link_new_leaf(
+    g: &mut Guard<'_>,
+    cs: &mut ChangeSet,
+    pgno: Pgno,
+    h: &PageHeader,
+    new_pgno: Pgno,
+) -> TreeResult<()> {
+    modify(
+        g,
+        cs,
+        pgno,
+        RedoRef::SetLinks {
+            prev: h.prev,
+            next: new_pgno,
+        },
+    )?;
+    if h.next != Pgno::NONE {
+        let next_frame = frame_of(g, h.next)?;
+        let next_next = PageHeader::read(g.page(next_frame)).next;
+        modify(
+            g,
+            cs,
+            h.next,
+            RedoRef::SetLinks {
+                prev: new_pgno,
+                next: next_next,
+            },
+        )?;
+    }
+    Ok(())
 }
 
 /// Bytes a record takes in a page, its tag included (split arithmetic).

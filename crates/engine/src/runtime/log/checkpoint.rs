@@ -9,7 +9,7 @@ use edbstress_format::log::{
     CHECKPOINT_COPY_LEN, CHECKPOINT_FILE_LEN, CHECKPOINT_FILE_NAME, CheckpointRecord,
     CheckpointState, LogFormatError, LogPosition, select_checkpoint,
 };
-use edbstress_io::blocking::{self, Target};
+use edbstress_io::blocking::{self, FileIo, Target};
 use edbstress_io::{
     Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoMode, IoStats,
     open_backend,
@@ -27,7 +27,7 @@ pub fn read_checkpoint(dir: &Path, io_mode: IoMode) -> Result<CheckpointRecord, 
     let path = dir.join(CHECKPOINT_FILE_NAME);
     let file = DataFile::open(&path, io_mode, Access::ReadOnly)?;
     let mut copies = AlignedBuf::new(CHECKPOINT_FILE_LEN);
-    file.read_exact_at(&mut copies, 0)?;
+    FileIo::offline(&file)?.read_exact(IoClass::HeaderRead, &mut copies, CHECKPOINT_FILE_LEN, 0)?;
     let selection = select_checkpoint(
         &copies[..CHECKPOINT_COPY_LEN],
         &copies[CHECKPOINT_COPY_LEN..],
@@ -68,20 +68,28 @@ impl CheckpointFile {
         instance: u16,
     ) -> Result<CheckpointFile, EngineError> {
         let path = dir.join(CHECKPOINT_FILE_NAME);
-        let (file, update_seq) = match DataFile::open(&path, io_mode, Access::ReadWrite) {
-            Ok(file) => {
-                let seq = Self::existing_update_seq(&file, &path, signatures)?;
-                (file, seq)
-            }
+        let (file, existing) = match DataFile::open(&path, io_mode, Access::ReadWrite) {
+            Ok(file) => (file, true),
             Err(edbstress_io::IoError::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::NotFound =>
             {
-                (DataFile::create_new(&path, io_mode)?, 0)
+                (DataFile::create_new(&path, io_mode)?, false)
             }
             Err(e) => return Err(e.into()),
         };
         let mut io = open_backend(backend, 1)?;
         let file_id = io.register(&file)?;
+        let update_seq = if existing {
+            let from = Target {
+                file: file_id,
+                path: &path,
+                class: IoClass::HeaderRead,
+                instance,
+            };
+            Self::existing_update_seq(&mut *io, from, &file, signatures)?
+        } else {
+            0
+        };
         Ok(CheckpointFile {
             file,
             io,
@@ -94,17 +102,20 @@ impl CheckpointFile {
         })
     }
 
+    /// The update sequence of the existing file read through `io` as `from`.
     fn existing_update_seq(
+        io: &mut dyn IoBackend,
+        from: Target<'_>,
         file: &DataFile,
-        path: &Path,
         signatures: LogSignatures,
     ) -> Result<u64, EngineError> {
+        let path = from.path;
         if file.len()? < CHECKPOINT_FILE_LEN as u64 {
             // Created but never completely written: nothing to keep.
             return Ok(0);
         }
         let mut copies = AlignedBuf::new(CHECKPOINT_FILE_LEN);
-        file.read_exact_at(&mut copies, 0)?;
+        blocking::read_exact(io, from, &mut copies, CHECKPOINT_FILE_LEN, 0)?;
         match select_checkpoint(
             &copies[..CHECKPOINT_COPY_LEN],
             &copies[CHECKPOINT_COPY_LEN..],

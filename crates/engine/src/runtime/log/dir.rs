@@ -10,7 +10,8 @@ use edbstress_format::log::{
     LogPosition, NEXT_LOG_FILE_NAME, SEGMENT_LEN, log_file_name, parse_log_file_name,
     select_checkpoint,
 };
-use edbstress_io::{AlignedBuf, DataFile, IoError, IoMode};
+use edbstress_io::blocking::FileIo;
+use edbstress_io::{Access, AlignedBuf, DataFile, IoClass, IoError, IoMode};
 
 /// Magic at offset 8 of a log file's header segment.
 const LOG_MAGIC: &[u8; 8] = b"EDBSLOG\0";
@@ -24,23 +25,65 @@ const CHECKPOINT_MAGIC: &[u8; 8] = b"EDBSCHK\0";
 /// into it: an all-zero file of that name is accepted too, of any length (it holds no
 /// data to lose; a process killed while creating it leaves it empty or short).
 pub fn is_our_log_file(path: &Path) -> bool {
-    use std::io::Read;
-    let Ok(mut file) = std::fs::File::open(path) else {
+    let Ok(mut head) = LogFileHead::open(path) else {
         return false;
     };
-    let mut head = Vec::with_capacity(16);
-    if file.by_ref().take(16).read_to_end(&mut head).is_err() {
+    match head.read(0) {
+        Ok(first) if first.len() >= 16 => {
+            if &first[8..16] == LOG_MAGIC || &first[8..16] == CHECKPOINT_MAGIC {
+                return true;
+            }
+        }
+        Ok(_) => {}
+        Err(_) => return false,
+    }
+    if path.file_name().is_none_or(|n| n != NEXT_LOG_FILE_NAME) {
         return false;
     }
-    if head.len() == 16 && (&head[8..16] == LOG_MAGIC || &head[8..16] == CHECKPOINT_MAGIC) {
-        return true;
+    // The pre-created next file, chunk by chunk: all zero or not ours.
+    let mut offset = 0;
+    loop {
+        match head.read(offset) {
+            Ok([]) => return true,
+            Ok(chunk) if chunk.iter().all(|&b| b == 0) => offset += chunk.len() as u64,
+            _ => return false,
+        }
     }
-    let is_next = path.file_name().is_some_and(|n| n == NEXT_LOG_FILE_NAME);
-    if !is_next || head.iter().any(|&b| b != 0) {
-        return false;
+}
+
+/// A file of a log directory read through a backend, a chunk at a time, to tell
+/// whose it is (class [`IoClass::HeaderRead`]).
+struct LogFileHead {
+    io: FileIo,
+    buf: AlignedBuf,
+}
+
+impl LogFileHead {
+    /// Bytes read at a time: the header segment and the checkpoint's two copies.
+    const CHUNK: usize = 2 * SEGMENT_LEN;
+
+    fn open(path: &Path) -> Result<LogFileHead, IoError> {
+        let file = DataFile::open(path, IoMode::Buffered, Access::ReadOnly)?;
+        Ok(LogFileHead {
+            io: FileIo::offline(&file)?,
+            buf: AlignedBuf::new(Self::CHUNK),
+        })
     }
-    let mut rest = Vec::new();
-    file.read_to_end(&mut rest).is_ok() && rest.iter().all(|&b| b == 0)
+
+    /// Up to [`Self::CHUNK`] bytes at `offset`; empty at the end of the file.
+    fn read(&mut self, offset: u64) -> Result<&[u8], IoError> {
+        let n = self
+            .io
+            .read(IoClass::HeaderRead, &mut self.buf, Self::CHUNK, offset)?;
+        Ok(&self.buf[..n])
+    }
+
+    /// Exactly [`Self::CHUNK`] bytes at the start of the file.
+    fn read_start(&mut self) -> Result<&[u8], IoError> {
+        self.io
+            .read_exact(IoClass::HeaderRead, &mut self.buf, Self::CHUNK, 0)?;
+        Ok(&self.buf[..])
+    }
 }
 
 /// Whether a directory entry name is one of an instance's log files.
@@ -94,7 +137,6 @@ impl LogDirOwners {
 /// Reads who owns the log files in `dir` (nothing when it does not exist). Symbolic
 /// links are not followed: a link is nobody's log file.
 pub fn log_dir_owners(dir: &Path) -> LogDirOwners {
-    use std::io::Read;
     let mut owners = LogDirOwners::default();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return owners;
@@ -107,9 +149,12 @@ pub fn log_dir_owners(dir: &Path) -> LogDirOwners {
         if !is_log_file_name(&name) || !is_file || !is_our_log_file(&path) {
             continue;
         }
-        let mut head = vec![0u8; 2 * SEGMENT_LEN];
-        let read = std::fs::File::open(&path).and_then(|mut f| f.read_exact(&mut head));
-        let identity = read.ok().and_then(|()| {
+        let mut file = LogFileHead::open(&path);
+        let read = file
+            .as_mut()
+            .map_err(|_| ())
+            .and_then(|f| f.read_start().map_err(|_| ()));
+        let identity = read.ok().and_then(|head| {
             if name == CHECKPOINT_FILE_NAME {
                 select_checkpoint(&head[..SEGMENT_LEN], &head[SEGMENT_LEN..])
                     .ok()
@@ -220,8 +265,13 @@ fn write_initial_logs(
         prev_generation_checksum: 0,
     }
     .encode(&mut image[..SEGMENT_LEN]);
-    log.write_all_at(&image, 0)?;
-    log.sync_data()?;
+    FileIo::offline(&log)?.write_all(
+        IoClass::OfflineWrite,
+        &mut image,
+        DEFAULT_LOG_FILE_LEN,
+        0,
+        true,
+    )?;
 
     let chk = DataFile::create_new(dir.join(CHECKPOINT_FILE_NAME), mode)?;
     created.push(dir.join(CHECKPOINT_FILE_NAME));
@@ -235,8 +285,13 @@ fn write_initial_logs(
     };
     record.encode(&mut copies[..SEGMENT_LEN]);
     record.encode(&mut copies[SEGMENT_LEN..]);
-    chk.write_all_at(&copies, 0)?;
-    chk.sync_data()?;
+    FileIo::offline(&chk)?.write_all(
+        IoClass::OfflineWrite,
+        &mut copies,
+        2 * SEGMENT_LEN,
+        0,
+        true,
+    )?;
     crate::dbfile::sync_dir(dir);
     Ok(())
 }

@@ -83,28 +83,9 @@ pub(crate) fn list_generations(dir: &Path) -> Result<Vec<u32>, EngineError> {
 }
 
 /// Makes the entries of `dir` durable (a renamed log file survives a crash).
-/// Filesystems that cannot fsync a directory (EINVAL) are accepted: they order
-/// metadata themselves.
 pub(crate) fn fsync_dir(dir: &Path) -> Result<(), EngineError> {
-    let err = |op, source| {
-        EngineError::Io(IoError::Io {
-            path: dir.to_path_buf(),
-            op,
-            offset: 0,
-            source,
-        })
-    };
-    let handle = std::fs::File::open(dir).map_err(|e| err("open directory", e))?;
-    match handle.sync_all() {
-        Ok(()) => Ok(()),
-        Err(e) if e.raw_os_error() == Some(EINVAL) => Ok(()),
-        Err(e) => Err(err("fsync directory", e)),
-    }
+    Ok(edbstress_io::sync_dir(dir)?)
 }
-
-/// `EINVAL` (the same on every Linux architecture); spelled out to avoid a libc
-/// dependency for one constant.
-const EINVAL: i32 = 22;
 
 /// A "log damaged" error naming the file and segment.
 pub(crate) fn corrupt(file: &Path, segment: u32, what: impl Into<String>) -> EngineError {
@@ -145,15 +126,18 @@ impl RunningChecksum {
     }
 }
 
-/// Reads and checks segment 0 of `file`, which must hold generation `generation` of
-/// the log stream `signatures`.
+/// Reads and checks segment 0 of `file` through `io`, counted as `class` of
+/// `instance` (`file` registered for the duration); it must hold generation
+/// `generation` of the log stream `signatures`.
 pub(crate) fn read_file_header(
+    io: &mut dyn IoBackend,
     file: &DataFile,
+    (instance, class): (u16, IoClass),
     generation: u32,
     signatures: LogSignatures,
 ) -> Result<LogFileHeader, EngineError> {
     let mut seg = AlignedBuf::new(SEGMENT_LEN);
-    file.read_exact_at(&mut seg, 0)?;
+    read_exact_via(io, file, (instance, class), &mut seg, SEGMENT_LEN, 0)?;
     decode_file_header(&seg, file.path(), generation, signatures)
 }
 
@@ -199,12 +183,12 @@ pub(crate) fn file_len_of(header: &LogFileHeader) -> usize {
 }
 
 /// Reads exactly `len` bytes at `offset` of `file` into `buf` through `io`, which
-/// times and counts them as [`IoClass::LogRead`] of `instance` (`file` registered for
-/// the duration). Reaching the end of the file first is an error.
+/// times and counts them as `class` of `instance` (`file` registered for the
+/// duration). Reaching the end of the file first is an error.
 pub(crate) fn read_exact_via(
     io: &mut dyn IoBackend,
     file: &DataFile,
-    instance: u16,
+    (instance, class): (u16, IoClass),
     buf: &mut AlignedBuf,
     len: usize,
     offset: u64,
@@ -213,44 +197,11 @@ pub(crate) fn read_exact_via(
         let from = Target {
             file: id,
             path: file.path(),
-            class: IoClass::LogRead,
+            class,
             instance,
         };
-        let mut done = blocking::read(&mut *io, from, buf, len, offset)?;
-        while done < len {
-            // A short read (rare): the rest into a buffer of its own.
-            let mut rest = AlignedBuf::try_new(len - done)?;
-            let at = offset + done as u64;
-            let n = blocking::read(&mut *io, from, &mut rest, len - done, at)?;
-            if n == 0 {
-                return Err(EngineError::Io(IoError::Io {
-                    path: file.path().to_path_buf(),
-                    op: "read",
-                    offset: at,
-                    source: std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        "the file ends before the data read",
-                    ),
-                }));
-            }
-            buf[done..done + n].copy_from_slice(&rest[..n]);
-            done += n;
-        }
-        Ok(())
+        Ok(blocking::read_exact(io, from, buf, len, offset)?)
     })
-}
-
-/// Like [`read_file_header`], through `io` (see [`read_exact_via`]).
-pub(crate) fn read_file_header_via(
-    io: &mut dyn IoBackend,
-    file: &DataFile,
-    instance: u16,
-    generation: u32,
-    signatures: LogSignatures,
-) -> Result<LogFileHeader, EngineError> {
-    let mut seg = AlignedBuf::new(SEGMENT_LEN);
-    read_exact_via(io, file, instance, &mut seg, SEGMENT_LEN, 0)?;
-    decode_file_header(&seg, file.path(), generation, signatures)
 }
 
 /// Reads the whole generation file described by `header` into memory through `io`
@@ -271,7 +222,7 @@ pub(crate) fn read_whole_file_via(
         ));
     }
     let mut image = AlignedBuf::try_new(len)?;
-    read_exact_via(io, file, instance, &mut image, len, 0)?;
+    read_exact_via(io, file, (instance, IoClass::LogRead), &mut image, len, 0)?;
     Ok(image)
 }
 

@@ -13,7 +13,7 @@ use super::config::LogConfig;
 use super::files::{
     FIRST_RECORD_OFFSET, RunningChecksum, SlotState, choose_copy, classify_slot, corrupt,
     create_zeroed_file, generation_path, install_generation, is_closed, list_generations,
-    next_file_path, read_exact_via, read_file_header_via, read_whole_file_via, seal_data_segment,
+    next_file_path, read_exact_via, read_file_header, read_whole_file_via, seal_data_segment,
     with_registered, zero_buffer,
 };
 use super::reader::{LogReadOptions, LogReader};
@@ -59,7 +59,13 @@ impl GenerationImage {
         io: &mut Reopen<'_>,
     ) -> Result<GenerationImage, EngineError> {
         let file = DataFile::open(path, io.mode, access)?;
-        let header = read_file_header_via(io.io, &file, io.instance, generation, signatures)?;
+        let header = read_file_header(
+            io.io,
+            &file,
+            (io.instance, IoClass::LogRead),
+            generation,
+            signatures,
+        )?;
         let mut image = read_whole_file_via(io.io, &file, io.instance, &header)?;
         let n = header.segment_count();
         let mut states = vec![SlotState::Unused; n];
@@ -195,7 +201,14 @@ fn remove_stale_next_file(dir: &Path, io: &mut Reopen<'_>) -> Result<(), EngineE
         true
     } else {
         let mut head = AlignedBuf::new(SEGMENT_LEN);
-        read_exact_via(io.io, &file, io.instance, &mut head, SEGMENT_LEN, 0)?;
+        read_exact_via(
+            io.io,
+            &file,
+            (io.instance, IoClass::LogRead),
+            &mut head,
+            SEGMENT_LEN,
+            0,
+        )?;
         head.iter().all(|&b| b == 0) || crate::runtime::log::is_our_log_file(&path)
     };
     drop(file);
@@ -232,37 +245,7 @@ pub(crate) fn open_for_writing(
     let signatures = config.signatures();
     let mode = config.io_mode;
     let g = start.generation;
-    if g == 0 || start.segment == 0 {
-        return Err(EngineError::Invalid(format!(
-            "log start position {start} is impossible: generations and data segments start at 1"
-        )));
-    }
-    let offset = start.offset.max(FIRST_RECORD_OFFSET);
-    // Everything after the start is about to be overwritten: make sure it is the end
-    // of the log, not a stale position in the middle of it.
-    let normalized = LogPosition {
-        generation: g,
-        segment: start.segment,
-        offset,
-    };
-    let options = LogReadOptions {
-        class: IoClass::LogRead,
-        instance: config.instance,
-        io_mode: mode,
-        backend: config.backend,
-    };
-    let mut reader = LogReader::open(dir, normalized, signatures, &options)?;
-    while reader.next_record()?.is_some() {}
-    let end = reader.summary().map_or(normalized, |s| s.end_of_log);
-    if end != normalized {
-        return Err(EngineError::Invalid(format!(
-            "log start position {start} is not the end of the log in {}: records continue to \
-             {end}; open the writer at the end_of_log that read_log reports",
-            dir.display()
-        )));
-    }
-    let scan_io = reader.stats().clone();
-    drop(reader);
+    let (offset, scan_io) = check_start_is_end_of_log(config, start)?;
     let mut reopen = Reopen {
         io: &mut *io,
         instance,
@@ -278,45 +261,13 @@ pub(crate) fn open_for_writing(
             dir.display()
         )));
     }
-    let oldest_generation = generations.first().copied().unwrap_or(g).min(g);
+    let opening = Opening {
+        config,
+        checkpoint,
+        oldest_generation: generations.first().copied().unwrap_or(g).min(g),
+        scan_io,
+    };
     let path = generation_path(dir, g);
-    let new_header = |generation: u32, prev: u64| LogFileHeader {
-        generation,
-        segment_len: SEGMENT_LEN as u32,
-        file_len: config.file_len as u32,
-        log_signature: signatures.log_signature,
-        db_signature: signatures.db_signature,
-        created_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        checkpoint_at_creation: checkpoint,
-        prev_generation_checksum: prev,
-    };
-    let create = |header: LogFileHeader,
-                  write_seq: u64,
-                  io: &mut dyn IoBackend|
-     -> Result<OpenedLog, EngineError> {
-        let mut zeros = zero_buffer(config.file_len)?;
-        let tmp = create_zeroed_file(
-            &next_file_path(dir),
-            config.file_len,
-            mode,
-            &mut *io,
-            instance,
-            &mut zeros,
-        )?;
-        let file = install_generation(dir, tmp, &header, mode, io, instance)?;
-        Ok(OpenedLog {
-            file,
-            generation: header.generation,
-            segments: (config.file_len / SEGMENT_LEN) as u32,
-            next_index: 1,
-            fold: RunningChecksum::seeded(header.prev_generation_checksum),
-            write_seq,
-            oldest_generation,
-            scan_io: scan_io.clone(),
-        })
-    };
 
     if !generations.contains(&g) {
         if start.segment != 1 || offset != FIRST_RECORD_OFFSET || next_exists {
@@ -327,7 +278,7 @@ pub(crate) fn open_for_writing(
             )));
         }
         let (prev, write_seq) = previous_generation_chain(dir, g, signatures, &mut reopen)?;
-        return create(new_header(g, prev), write_seq, reopen.io);
+        return opening.create(opening.new_header(g, prev), write_seq, reopen.io);
     }
 
     let mut current = GenerationImage::read(&path, g, signatures, Access::ReadWrite, &mut reopen)?;
@@ -363,45 +314,180 @@ pub(crate) fn open_for_writing(
         &mut reopen,
     ));
     let next_index: u32 = if offset > FIRST_RECORD_OFFSET {
-        let shadow = (u32::from(s0) + 1 < n).then(|| current.states[usize::from(s0) + 1]);
-        let (slot, header, _) = choose_copy(current.states[usize::from(s0)], shadow, s0)
-            .ok_or_else(|| {
-                corrupt(
-                    &path,
-                    u32::from(s0),
-                    format!(
-                        "no valid copy of segment {s0}, which holds the start position {start}"
-                    ),
-                )
-            })?;
-        let keep = usize::from(offset) - SEGMENT_HEADER_LEN;
-        if keep > usize::from(header.used) {
-            return Err(EngineError::Invalid(format!(
-                "log start position {start} lies beyond the {} bytes of data in segment {s0} of {}",
-                header.used,
-                path.display()
-            )));
+        close_start_segment(
+            &mut current,
+            (&path, start, offset),
+            (&mut fold, &mut write_seq),
+            &mut reopen,
+        )?
+    } else {
+        u32::from(s0)
+    };
+    current.zero_from(next_index, &mut *reopen.io, instance)?;
+
+    if next_index < n {
+        return Ok(OpenedLog {
+            file: current.file,
+            generation: g,
+            segments: n,
+            next_index: next_index as u16,
+            fold,
+            write_seq,
+            oldest_generation: opening.oldest_generation,
+            scan_io: opening.scan_io,
+        });
+    }
+    continue_in_next_generation(opening, g, (fold, write_seq), next_exists, &mut reopen)
+}
+
+/// Checks that `start` is possible and is the end of the log (everything after it is
+/// about to be overwritten: it must not be a stale position in the middle of the
+/// log); returns the start's offset in its segment and what the scan read.
+fn check_start_is_end_of_log(
+    config: &LogConfig,
+    start: LogPosition,
+) -> Result<(u16, IoStats), EngineError> {
+    let dir = config.dir.as_path();
+    let g = start.generation;
+    if g == 0 || start.segment == 0 {
+        return Err(EngineError::Invalid(format!(
+            "log start position {start} is impossible: generations and data segments start at 1"
+        )));
+    }
+    let offset = start.offset.max(FIRST_RECORD_OFFSET);
+    let normalized = LogPosition {
+        generation: g,
+        segment: start.segment,
+        offset,
+    };
+    let options = LogReadOptions {
+        class: IoClass::LogRead,
+        instance: config.instance,
+        io_mode: config.io_mode,
+        backend: config.backend,
+    };
+    let mut reader = LogReader::open(dir, normalized, config.signatures(), &options)?;
+    while reader.next_record()?.is_some() {}
+    let end = reader.summary().map_or(normalized, |s| s.end_of_log);
+    if end != normalized {
+        return Err(EngineError::Invalid(format!(
+            "log start position {start} is not the end of the log in {}: records continue to \
+             {end}; open the writer at the end_of_log that read_log reports",
+            dir.display()
+        )));
+    }
+    Ok((offset, reader.stats().clone()))
+}
+
+/// What opening knows once the start position and the directory are checked: enough
+/// to create a generation and to describe where the writer continues.
+struct Opening<'a> {
+    config: &'a LogConfig,
+    /// The checkpoint a generation created now records.
+    checkpoint: LogPosition,
+    /// The oldest generation with a file (for circular logging).
+    oldest_generation: u32,
+    /// What the scan of the start position read.
+    scan_io: IoStats,
+}
+
+impl Opening<'_> {
+    /// The header of a new generation `generation` whose predecessor's running
+    /// checksum is `prev`.
+    fn new_header(&self, generation: u32, prev: u64) -> LogFileHeader {
+        let signatures = self.config.signatures();
+        LogFileHeader {
+            generation,
+            segment_len: SEGMENT_LEN as u32,
+            file_len: self.config.file_len as u32,
+            log_signature: signatures.log_signature,
+            db_signature: signatures.db_signature,
+            created_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            checkpoint_at_creation: self.checkpoint,
+            prev_generation_checksum: prev,
         }
-        let copy = current.slot(slot);
-        let already_final = slot == s0
-            && is_closed(header.used)
-            && copy[SEGMENT_HEADER_LEN + keep..].iter().all(|&b| b == 0);
-        if already_final {
-            fold.add_segment(copy);
-        } else {
-            // Close the segment at the start position. Its records may have been
-            // acknowledged, so no write may cover every copy of them: the remains
-            // after it go first (nothing there is needed), then the closed version goes
-            // to the slot without the newest copy (the shadow slot if the newest copy
-            // is the real one) and is made durable, then, if needed, to the real slot.
-            let payload = copy[SEGMENT_HEADER_LEN..SEGMENT_HEADER_LEN + keep].to_vec();
-            let newest_in_own_slot = slot == s0;
-            current.zero_from(u32::from(s0) + 2, &mut *reopen.io, instance)?;
-            let mut seg = AlignedBuf::new(SEGMENT_LEN);
-            let mut put = |current: &mut GenerationImage,
-                           shadow: bool,
-                           seq: u64|
-             -> Result<(), EngineError> {
+    }
+
+    /// Creates the generation of `header` (zero-filled, then installed under its name)
+    /// and continues the log at its first data segment.
+    fn create(
+        &self,
+        header: LogFileHeader,
+        write_seq: u64,
+        io: &mut dyn IoBackend,
+    ) -> Result<OpenedLog, EngineError> {
+        let config = self.config;
+        let (dir, mode, instance) = (config.dir.as_path(), config.io_mode, config.instance);
+        let mut zeros = zero_buffer(config.file_len)?;
+        let tmp = create_zeroed_file(
+            &next_file_path(dir),
+            config.file_len,
+            mode,
+            &mut *io,
+            instance,
+            &mut zeros,
+        )?;
+        let file = install_generation(dir, tmp, &header, mode, io, instance)?;
+        Ok(OpenedLog {
+            file,
+            generation: header.generation,
+            segments: (config.file_len / SEGMENT_LEN) as u32,
+            next_index: 1,
+            fold: RunningChecksum::seeded(header.prev_generation_checksum),
+            write_seq,
+            oldest_generation: self.oldest_generation,
+            scan_io: self.scan_io.clone(),
+        })
+    }
+}
+
+/// Closes the segment holding the start position (at `offset` within it) unless it is
+/// already final, folding it into `fold`; returns the first slot to write after it.
+fn close_start_segment(
+    current: &mut GenerationImage,
+    (path, start, offset): (&Path, LogPosition, u16),
+    (fold, write_seq): (&mut RunningChecksum, &mut u64),
+    reopen: &mut Reopen<'_>,
+) -> Result<u32, EngineError> {
+    let (g, s0, instance) = (start.generation, start.segment, reopen.instance);
+    let n = current.segments();
+    let shadow = (u32::from(s0) + 1 < n).then(|| current.states[usize::from(s0) + 1]);
+    let (slot, header, _) =
+        choose_copy(current.states[usize::from(s0)], shadow, s0).ok_or_else(|| {
+            corrupt(
+                path,
+                u32::from(s0),
+                format!("no valid copy of segment {s0}, which holds the start position {start}"),
+            )
+        })?;
+    let keep = usize::from(offset) - SEGMENT_HEADER_LEN;
+    if keep > usize::from(header.used) {
+        return Err(EngineError::Invalid(format!(
+            "log start position {start} lies beyond the {} bytes of data in segment {s0} of {}",
+            header.used,
+            path.display()
+        )));
+    }
+    let copy = current.slot(slot);
+    let already_final = slot == s0
+        && is_closed(header.used)
+        && copy[SEGMENT_HEADER_LEN + keep..].iter().all(|&b| b == 0);
+    if already_final {
+        fold.add_segment(copy);
+    } else {
+        // Close the segment at the start position. Its records may have been
+        // acknowledged, so no write may cover every copy of them: the remains
+        // after it go first (nothing there is needed), then the closed version goes
+        // to the slot without the newest copy (the shadow slot if the newest copy
+        // is the real one) and is made durable, then, if needed, to the real slot.
+        let payload = copy[SEGMENT_HEADER_LEN..SEGMENT_HEADER_LEN + keep].to_vec();
+        let newest_in_own_slot = slot == s0;
+        current.zero_from(u32::from(s0) + 2, &mut *reopen.io, instance)?;
+        let mut seg = AlignedBuf::new(SEGMENT_LEN);
+        let mut put =
+            |current: &mut GenerationImage, shadow: bool, seq: u64| -> Result<(), EngineError> {
                 seal_data_segment(&mut seg, g, s0, shadow, &payload, true, seq);
                 let slot = u64::from(s0) + u64::from(shadow);
                 with_registered(&mut *reopen.io, &current.file, |io, id| {
@@ -425,47 +511,44 @@ pub(crate) fn open_for_writing(
                 current.image[at..at + SEGMENT_LEN].copy_from_slice(&seg);
                 Ok(())
             };
-            if newest_in_own_slot && u32::from(s0) + 1 < n {
-                write_seq += 1;
-                put(&mut current, true, write_seq)?;
-            }
-            write_seq += 1;
-            put(&mut current, false, write_seq)?;
-            fold.add_segment(current.slot(s0));
+        if newest_in_own_slot && u32::from(s0) + 1 < n {
+            *write_seq += 1;
+            put(current, true, *write_seq)?;
         }
-        u32::from(s0) + 1
-    } else {
-        u32::from(s0)
-    };
-    current.zero_from(next_index, &mut *reopen.io, instance)?;
-
-    if next_index < n {
-        return Ok(OpenedLog {
-            file: current.file,
-            generation: g,
-            segments: n,
-            next_index: next_index as u16,
-            fold,
-            write_seq,
-            oldest_generation,
-            scan_io: scan_io.clone(),
-        });
+        *write_seq += 1;
+        put(current, false, *write_seq)?;
+        fold.add_segment(current.slot(s0));
     }
+    Ok(u32::from(s0) + 1)
+}
 
-    // The start generation is complete: continue in the next one.
+/// The start generation `g` is complete (its running checksum `fold`): continues the
+/// log in the next one, created now unless it exists (then it must follow `g`).
+fn continue_in_next_generation(
+    opening: Opening<'_>,
+    g: u32,
+    (fold, write_seq): (RunningChecksum, u64),
+    next_exists: bool,
+    reopen: &mut Reopen<'_>,
+) -> Result<OpenedLog, EngineError> {
+    let dir = opening.config.dir.as_path();
     let next_gen = g.checked_add(1).ok_or_else(|| {
         EngineError::Invalid("log generation numbers are exhausted (2^32 generations)".into())
     })?;
     if !next_exists {
-        return create(new_header(next_gen, fold.value()), write_seq, reopen.io);
+        return opening.create(
+            opening.new_header(next_gen, fold.value()),
+            write_seq,
+            reopen.io,
+        );
     }
     let next_path = generation_path(dir, next_gen);
     let mut next = GenerationImage::read(
         &next_path,
         next_gen,
-        signatures,
+        opening.config.signatures(),
         Access::ReadWrite,
-        &mut reopen,
+        reopen,
     )?;
     if next.header.prev_generation_checksum != fold.value() {
         return Err(corrupt(
@@ -477,7 +560,7 @@ pub(crate) fn open_for_writing(
             ),
         ));
     }
-    next.zero_from(1, reopen.io, instance)?;
+    next.zero_from(1, reopen.io, reopen.instance)?;
     Ok(OpenedLog {
         segments: next.segments(),
         next_index: 1,
@@ -485,8 +568,8 @@ pub(crate) fn open_for_writing(
         write_seq: write_seq.max(next.max_seq),
         generation: next_gen,
         file: next.file,
-        oldest_generation,
-        scan_io,
+        oldest_generation: opening.oldest_generation,
+        scan_io: opening.scan_io,
     })
 }
 
@@ -504,11 +587,24 @@ fn last_write_seq_of(
     }
     let mut read = || -> Result<u64, EngineError> {
         let file = DataFile::open(&path, io.mode, Access::ReadOnly)?;
-        let header = read_file_header_via(io.io, &file, io.instance, generation, signatures)?;
+        let header = read_file_header(
+            io.io,
+            &file,
+            (io.instance, IoClass::LogRead),
+            generation,
+            signatures,
+        )?;
         let last = header.segment_count() - 1;
         let mut seg = AlignedBuf::new(SEGMENT_LEN);
         let offset = (last * SEGMENT_LEN) as u64;
-        read_exact_via(io.io, &file, io.instance, &mut seg, SEGMENT_LEN, offset)?;
+        read_exact_via(
+            io.io,
+            &file,
+            (io.instance, IoClass::LogRead),
+            &mut seg,
+            SEGMENT_LEN,
+            offset,
+        )?;
         Ok(classify_slot(&mut seg, generation, last as u16)
             .header()
             .map_or(0, |h| h.write_seq))

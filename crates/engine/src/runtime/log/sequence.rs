@@ -10,6 +10,7 @@ use std::path::Path;
 
 use edbstress_format::header::{DatabaseHeader, DbState};
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN};
+use edbstress_io::blocking::FileIo;
 use edbstress_io::{Access, AlignedBuf, BackendKind, DataFile, IoClass, IoMode};
 use serde::Serialize;
 
@@ -197,7 +198,8 @@ fn first_file_signatures(
 ) -> Result<Option<LogSignatures>, EngineError> {
     let file = DataFile::open(generation_path(dir, generation), io_mode, Access::ReadOnly)?;
     let mut seg = AlignedBuf::new(SEGMENT_LEN);
-    if file.read_at(&mut seg, 0)? < SEGMENT_LEN {
+    let read = FileIo::offline(&file)?.read(IoClass::HeaderRead, &mut seg, SEGMENT_LEN, 0)?;
+    if read < SEGMENT_LEN {
         return Ok(None);
     }
     Ok(LogFileHeader::decode(&seg).ok().map(|h| LogSignatures {

@@ -85,3 +85,25 @@ pub fn fill_block(block: &mut [u8], number: u64, generation: u64) {
         chunk.copy_from_slice(&v[..chunk.len()]);
     }
 }
+
+/// Reads `buf.len()` bytes at `offset` of the file at `path` with a plain `pread`, to
+/// check what a backend wrote without going through one.
+#[allow(clippy::disallowed_methods)] // the tests look at files behind the backends
+pub fn pread(path: &Path, buf: &mut [u8], offset: u64) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path).expect("open for pread");
+    file.read_exact_at(buf, offset).expect("pread");
+}
+
+/// Writes `buf` at `offset` of the file at `path` with a plain `pwrite` and makes it
+/// durable: a test's starting content, laid down without a backend.
+#[allow(clippy::disallowed_methods)] // the tests set files up behind the backends
+pub fn pwrite(path: &Path, buf: &[u8], offset: u64) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("open for pwrite");
+    file.write_all_at(buf, offset).expect("pwrite");
+    file.sync_data().expect("fdatasync");
+}

@@ -340,7 +340,14 @@ impl RoundIo {
             self.oldest_generation += 1;
             let path = generation_path(&shared.dir, generation);
             let ours = match DataFile::open(&path, shared.io_mode, edbstress_io::Access::ReadOnly) {
-                Ok(file) => read_file_header(&file, generation, shared.signatures).is_ok(),
+                Ok(file) => read_file_header(
+                    &mut **shared.log_io.lock(),
+                    &file,
+                    (shared.instance, IoClass::HeaderRead),
+                    generation,
+                    shared.signatures,
+                )
+                .is_ok(),
                 Err(_) => continue,
             };
             if !ours {
