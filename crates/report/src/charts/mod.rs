@@ -305,7 +305,49 @@ impl Chart {
         }
         let xs = Mapping::new(&self.x, &self.x_values(), left, right, false);
         let ys = Mapping::new(&self.y, &self.y_values(), plot_bottom, plot_top, true);
-        // Grid and tick labels.
+        let frame = Frame {
+            left,
+            right,
+            top: plot_top,
+            bottom: plot_bottom,
+        };
+        self.draw_axes(&mut o, &frame, &xs, &ys);
+        self.draw_bars(&mut o, &frame, &xs, &ys);
+        for b in &self.bands {
+            band::draw_band(&mut o, b, &xs, &ys);
+        }
+        // Series.
+        for s in &self.series {
+            draw_series(&mut o, s, &xs, &ys);
+        }
+        // Reference lines last, so they stay visible over the data.
+        self.draw_reference_lines(&mut o, &frame, &xs, &ys);
+        // Legend.
+        let legend_top = plot_bottom + AXIS_HEIGHT;
+        for ((row, x), item) in legend_rows.iter().zip(&legend) {
+            let y = legend_top + *row as f64 * LEGEND_ROW + 8.0;
+            let x = left + x;
+            draw_legend_key(&mut o, item, x, y);
+            let _ = write!(
+                o,
+                "<text x=\"{}\" y=\"{}\">{}</text>",
+                num(x + 34.0),
+                num(y + 4.0),
+                escape(item.text())
+            );
+        }
+        o.push_str("</svg>");
+        o
+    }
+
+    /// Grid lines, tick labels and the axis labels.
+    fn draw_axes(&self, o: &mut String, frame: &Frame, xs: &Mapping, ys: &Mapping) {
+        let Frame {
+            left,
+            right,
+            top: plot_top,
+            bottom: plot_bottom,
+        } = *frame;
         for (v, major) in ys.ticks() {
             let py = ys.map(v);
             let _ = write!(
@@ -359,7 +401,11 @@ impl Chart {
             num((plot_top + plot_bottom) / 2.0),
             escape(&self.y.label)
         );
-        // Bars.
+    }
+
+    /// The histogram's bars, if any.
+    fn draw_bars(&self, o: &mut String, frame: &Frame, xs: &Mapping, ys: &Mapping) {
+        let plot_bottom = frame.bottom;
         if !self.bars.is_empty() {
             o.push_str(
                 "<g class=\"bars\" fill=\"#9DBCD4\" stroke=\"#2B506E\" stroke-width=\"0.8\">",
@@ -381,14 +427,16 @@ impl Chart {
             }
             o.push_str("</g>");
         }
-        for b in &self.bands {
-            band::draw_band(&mut o, b, &xs, &ys);
-        }
-        // Series.
-        for s in &self.series {
-            draw_series(&mut o, s, &xs, &ys);
-        }
-        // Reference lines last, so they stay visible over the data.
+    }
+
+    /// The horizontal (thresholds) and vertical (markers) reference lines.
+    fn draw_reference_lines(&self, o: &mut String, frame: &Frame, xs: &Mapping, ys: &Mapping) {
+        let Frame {
+            left,
+            right,
+            top: plot_top,
+            bottom: plot_bottom,
+        } = *frame;
         for l in &self.h_lines {
             if !ys.contains(l.value) {
                 continue;
@@ -434,22 +482,6 @@ impl Chart {
                 );
             }
         }
-        // Legend.
-        let legend_top = plot_bottom + AXIS_HEIGHT;
-        for ((row, x), item) in legend_rows.iter().zip(&legend) {
-            let y = legend_top + *row as f64 * LEGEND_ROW + 8.0;
-            let x = left + x;
-            draw_legend_key(&mut o, item, x, y);
-            let _ = write!(
-                o,
-                "<text x=\"{}\" y=\"{}\">{}</text>",
-                num(x + 34.0),
-                num(y + 4.0),
-                escape(item.text())
-            );
-        }
-        o.push_str("</svg>");
-        o
     }
 
     fn legend_items(&self) -> Vec<LegendItem<'_>> {
@@ -550,6 +582,15 @@ fn draw_legend_key(o: &mut String, item: &LegendItem<'_>, x: f64, y: f64) {
 
 fn series_style(slot: usize) -> (&'static str, &'static str) {
     (COLORS[slot % COLORS.len()], DASHES[slot % DASHES.len()])
+}
+
+/// The plot area's edges in SVG coordinates.
+#[derive(Clone, Copy)]
+struct Frame {
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
 }
 
 fn draw_series(o: &mut String, s: &Series, xs: &Mapping, ys: &Mapping) {
