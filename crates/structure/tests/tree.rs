@@ -45,51 +45,22 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "fn self_drive",
         "transactional",
     ),
-    // Being split on the structure branch itself.
-    (
-        "crates/cli/src/man_sections.rs",
-        "fn page_text",
-        "structure",
-    ),
+    // Engine functions nobody else owns, not yet split (left for the engine's owner:
+    // the prefetcher's loop, the CPU example's main, the model test's driver).
     (
         "crates/engine/src/runtime/cache/prefetch.rs",
         "fn Prefetcher::run",
-        "structure",
+        "unowned engine code",
     ),
     (
         "crates/engine/tests/suite/model.rs",
         "fn run_model",
-        "structure",
+        "unowned engine code",
     ),
     (
         "crates/engine/examples/engine_cpu.rs",
         "fn main",
-        "structure",
-    ),
-    (
-        "crates/report/src/charts/mod.rs",
-        "fn Chart::to_svg",
-        "structure",
-    ),
-    (
-        "crates/report/src/export/markdown.rs",
-        "fn render_markdown",
-        "structure",
-    ),
-    (
-        "crates/report/tests/suite/common/mod.rs",
-        "fn crafted",
-        "structure",
-    ),
-    (
-        "crates/workload/src/criteria.rs",
-        "fn evaluate",
-        "structure",
-    ),
-    (
-        "crates/workload/src/live/openmetrics.rs",
-        "fn Snapshot::encode",
-        "structure",
+        "unowned engine code",
     ),
     // The cli tests are being consolidated into one binary by the cli-tests helper.
     (

@@ -49,6 +49,7 @@ impl ArrivalSchedule {
     }
 
     /// Current rate, transactions per second.
+    #[cfg(test)]
     pub fn rate(&self) -> f64 {
         self.state.lock().rate
     }
@@ -118,6 +119,7 @@ impl RateController {
     }
 
     /// I/Os per transaction as currently estimated.
+    #[cfg(test)]
     pub fn ios_per_txn(&self) -> f64 {
         self.ios_per_txn
     }

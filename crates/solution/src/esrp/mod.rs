@@ -251,7 +251,7 @@ fn open_state(options: &CampaignOptions) -> Result<CampaignState, CampaignError>
         .map_err(|e| CampaignError(format!("cannot create {}: {e}", dir.display())))?;
     let hosts = match &options.solution.fleet {
         Some(f) => f.fleet_hosts().into_iter().map(|h| h.name).collect(),
-        None => vec![edbstress_workload::host::host_info().hostname],
+        None => vec![edbstress_workload::host_info().hostname],
     };
     let state = CampaignState {
         version: STATE_VERSION,
