@@ -138,7 +138,7 @@ pub enum SolutionFileError {
         /// The solution file.
         path: PathBuf,
         /// What the parser said.
-        source: toml::de::Error,
+        source: Box<toml::de::Error>,
     },
     /// A text field naming a Markdown file that cannot be read.
     #[error(
@@ -181,7 +181,7 @@ pub enum SolutionFileError {
         /// The solution file.
         path: PathBuf,
         /// What the parser said.
-        source: toml::de::Error,
+        source: Box<toml::de::Error>,
     },
     /// No directories under test for a campaign on this host.
     #[error(
@@ -203,7 +203,7 @@ impl SolutionFile {
         })?;
         let raw: RawFile = toml::from_str(&text).map_err(|source| SolutionFileError::Toml {
             path: path.to_path_buf(),
-            source,
+            source: Box::new(source),
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         let long = |field: &'static str, v: &str| -> Result<String, SolutionFileError> {
@@ -264,7 +264,7 @@ impl SolutionFile {
         let fleet = match raw.fleet {
             Some(v) => Some(v.try_into().map_err(|source| SolutionFileError::Fleet {
                 path: path.to_path_buf(),
-                source,
+                source: Box::new(source),
             })?),
             None => None,
         };

@@ -145,7 +145,7 @@ pub enum PlanError {
     },
     /// Not TOML of a sweep file.
     #[error("{0}")]
-    Toml(#[from] toml::de::Error),
+    Toml(Box<toml::de::Error>),
     /// No axis.
     #[error(
         "no [[axis]]: give at least one axis with its values \
@@ -229,7 +229,7 @@ pub enum PlanError {
         /// Its axes' values.
         described: String,
         /// What the configuration parser said.
-        source: toml::de::Error,
+        source: Box<toml::de::Error>,
     },
 }
 
@@ -249,7 +249,7 @@ impl SweepPlan {
     /// Checks a sweep file's text: names, values, every point's run settings, every
     /// command's `{names}`.
     pub fn parse(text: &str) -> Result<SweepPlan, PlanError> {
-        let file: SweepFile = toml::from_str(text)?;
+        let file: SweepFile = toml::from_str(text).map_err(|e| PlanError::Toml(Box::new(e)))?;
         if file.axes.is_empty() {
             return Err(PlanError::NoAxis);
         }
@@ -355,7 +355,7 @@ impl SweepPlan {
                 .map_err(|source| PlanError::Point {
                     number: p + 1,
                     described: plan.describe(p),
-                    source,
+                    source: Box::new(source),
                 })?;
         }
         Ok(plan)
