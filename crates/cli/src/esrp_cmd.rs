@@ -99,7 +99,7 @@ fn init(a: InitArgs) -> Result<ExitCode, CommandError> {
 }
 
 fn run_campaign(a: RunArgs) -> Result<ExitCode, CommandError> {
-    let solution = SolutionFile::load(&a.config).map_err(CommandError::Usage)?;
+    let solution = SolutionFile::load(&a.config).map_err(|e| CommandError::Usage(e.to_string()))?;
     let dir = a.campaign.unwrap_or_else(|| {
         PathBuf::from("edbstress-results").join(if a.rehearsal {
             "esrp-rehearsal"
@@ -163,13 +163,14 @@ fn run_campaign(a: RunArgs) -> Result<ExitCode, CommandError> {
 }
 
 fn document(a: DocumentArgs) -> Result<ExitCode, CommandError> {
-    let solution = SolutionFile::load(&a.solution).map_err(CommandError::Usage)?;
+    let solution =
+        SolutionFile::load(&a.solution).map_err(|e| CommandError::Usage(e.to_string()))?;
     let campaigns = a
         .campaigns
         .iter()
         .map(|d| load_campaign(d))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(CommandError::Usage)?;
+        .map_err(|e| CommandError::Usage(e.to_string()))?;
     let doc = SolutionDocument {
         info: solution.info,
         campaigns,

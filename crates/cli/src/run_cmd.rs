@@ -83,7 +83,7 @@ const MAX_START_DELAY: Duration = Duration::from_secs(7 * 24 * 3600);
 fn parse_start_at(s: &str) -> Result<SystemTime, String> {
     let now = SystemTime::now();
     let at = if let Some(rel) = s.strip_prefix('+') {
-        let d = edbstress_workload::units::parse_duration(rel)?;
+        let d = edbstress_workload::units::parse_duration(rel).map_err(|e| e.to_string())?;
         now.checked_add(d).ok_or("that is too far ahead")?
     } else {
         let t = chrono::DateTime::parse_from_rfc3339(s).map_err(|e| {

@@ -215,6 +215,9 @@ const LOG_CHECKSUMS: CriterionSpec = at_most(
     "segments",
 );
 
+/// What a criterion shows when the run stopped before measuring anything.
+const NOTHING_MEASURED: &str = "the run stopped before its measured period";
+
 /// Evaluates every rule; the result lists each criterion with its measured value,
 /// threshold and whether it passed.
 pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
@@ -222,9 +225,34 @@ pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
     if let Some(reason) = m.abort_reason {
         out.push(abort_criterion(reason));
     }
-    let nothing = "the run stopped before its measured period";
     let volumes = m.volumes.filter(|v| !v.is_empty());
-    for v in volumes.unwrap_or_default() {
+    push_volumes(&mut out, volumes.unwrap_or_default(), t);
+    // A run stopped before measuring has no instance results: its instances' criteria
+    // are still listed, as not measured.
+    let unmeasured: Vec<InstanceResult> = if m.instances.is_empty() {
+        (1..=m.instance_count)
+            .map(|n| InstanceResult {
+                name: edbstress_report::instance_name(n),
+                ..InstanceResult::default()
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    for inst in m.instances.iter().chain(&unmeasured) {
+        // Judged per volume, an instance keeps only its stall rule.
+        if volumes.is_none() {
+            push_latencies(&mut out, inst, m, t);
+        }
+        push_stalls(&mut out, inst, t, m.measured);
+    }
+    push_totals(&mut out, m, volumes.is_some());
+    out
+}
+
+/// The latency rules of each volume, as Jetstress 2007 judged them.
+fn push_volumes(out: &mut Vec<Criterion>, volumes: &[Volume], t: &Thresholds) {
+    for v in volumes {
         let scope = format!("Volume {}", v.device);
         if v.role.holds_databases() {
             out.push(criterion(
@@ -255,96 +283,87 @@ pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
             ));
         }
     }
-    // A run stopped before measuring has no instance results: its instances' criteria
-    // are still listed, as not measured.
-    let unmeasured: Vec<InstanceResult> = if m.instances.is_empty() {
-        (1..=m.instance_count)
-            .map(|n| InstanceResult {
-                name: edbstress_report::instance_name(n),
-                ..InstanceResult::default()
-            })
-            .collect()
-    } else {
-        Vec::new()
+}
+
+/// The latency rules of one instance (database reads, log writes).
+fn push_latencies(
+    out: &mut Vec<Criterion>,
+    inst: &InstanceResult,
+    m: &Measurements<'_>,
+    t: &Thresholds,
+) {
+    let scope = inst.name.as_str();
+    let class = |c: IoClass| {
+        inst.io
+            .get(&c)
+            .filter(|s| m.measured && s.count > 0)
+            .cloned()
     };
-    for inst in m.instances.iter().chain(&unmeasured) {
-        let scope = inst.name.as_str();
-        if volumes.is_some() {
-            push_stalls(&mut out, inst, t, m.measured);
-            continue;
+    let no_io = |what: &str| {
+        if m.measured {
+            format!("no {what} completed")
+        } else {
+            NOTHING_MEASURED.to_string()
         }
-        let class = |c: IoClass| {
-            inst.io
-                .get(&c)
-                .filter(|s| m.measured && s.count > 0)
-                .cloned()
-        };
-        let no_io = |what: &str| {
-            if m.measured {
-                format!("no {what} completed")
-            } else {
-                nothing.to_string()
-            }
-        };
-        let reads = class(IoClass::DbRead);
-        let why = no_io("database read");
+    };
+    let reads = class(IoClass::DbRead);
+    let why = no_io("database read");
+    out.push(judged(
+        &DB_READ_AVG,
+        scope,
+        reads.as_ref().map(|r| r.avg_latency_ms),
+        t.db_read_avg_ms,
+        &why,
+    ));
+    out.push(judged(
+        &DB_READ_MAX,
+        scope,
+        reads.as_ref().map(|r| r.max_interval_latency_ms),
+        t.db_read_max_ms,
+        &why,
+    ));
+    if let Some(p99) = t.db_read_p99_ms {
         out.push(judged(
-            &DB_READ_AVG,
+            &DB_READ_P99,
             scope,
-            reads.as_ref().map(|r| r.avg_latency_ms),
-            t.db_read_avg_ms,
+            reads.as_ref().map(|r| r.p99_ms),
+            p99,
             &why,
         ));
-        out.push(judged(
-            &DB_READ_MAX,
-            scope,
-            reads.as_ref().map(|r| r.max_interval_latency_ms),
-            t.db_read_max_ms,
-            &why,
-        ));
-        if let Some(p99) = t.db_read_p99_ms {
-            out.push(judged(
-                &DB_READ_P99,
-                scope,
-                reads.as_ref().map(|r| r.p99_ms),
-                p99,
-                &why,
-            ));
-        }
-        let logs = class(IoClass::LogWrite);
-        let why = no_io("log write");
-        out.push(judged(
-            &LOG_WRITE_AVG,
-            scope,
-            logs.as_ref().map(|l| l.avg_latency_ms),
-            t.log_write_avg_ms,
-            &why,
-        ));
-        out.push(judged(
-            &LOG_WRITE_MAX,
-            scope,
-            logs.as_ref().map(|l| l.max_interval_latency_ms),
-            t.log_write_max_ms,
-            &why,
-        ));
-        if let Some(p99) = t.log_write_p99_ms {
-            out.push(judged(
-                &LOG_WRITE_P99,
-                scope,
-                logs.as_ref().map(|l| l.p99_ms),
-                p99,
-                &why,
-            ));
-        }
-        push_stalls(&mut out, inst, t, m.measured);
     }
+    let logs = class(IoClass::LogWrite);
+    let why = no_io("log write");
+    out.push(judged(
+        &LOG_WRITE_AVG,
+        scope,
+        logs.as_ref().map(|l| l.avg_latency_ms),
+        t.log_write_avg_ms,
+        &why,
+    ));
+    out.push(judged(
+        &LOG_WRITE_MAX,
+        scope,
+        logs.as_ref().map(|l| l.max_interval_latency_ms),
+        t.log_write_max_ms,
+        &why,
+    ));
+    if let Some(p99) = t.log_write_p99_ms {
+        out.push(judged(
+            &LOG_WRITE_P99,
+            scope,
+            logs.as_ref().map(|l| l.p99_ms),
+            p99,
+            &why,
+        ));
+    }
+}
+
+/// The rules on the whole run: throughput, errors, shutdown, sampling, verification.
+fn push_totals(out: &mut Vec<Criterion>, m: &Measurements<'_>, per_volume: bool) {
+    let nothing = NOTHING_MEASURED;
     let total = |v: f64| m.measured.then_some(v);
     if let Some(target) = m.target_iops {
-        let spec = if volumes.is_some() {
-            &IOPS_VOLUMES
-        } else {
-            &IOPS
-        };
+        let spec = if per_volume { &IOPS_VOLUMES } else { &IOPS };
         out.push(judged(
             spec,
             "Total",
@@ -392,7 +411,6 @@ pub fn evaluate(m: &Measurements<'_>, t: &Thresholds) -> Vec<Criterion> {
         out.push(criterion(&DB_CHECKSUMS, "Total", bad_pages as f64, 0.0));
         out.push(criterion(&LOG_CHECKSUMS, "Total", bad_segments as f64, 0.0));
     }
-    out
 }
 
 const KERNEL_LOG: CriterionSpec = at_most(

@@ -17,27 +17,38 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod autotune;
+// What other crates use by path: the run's settings and the units they are written in,
+// running a test, its live counters, and the background activities and offline tests
+// the workload's own integration tests drive one by one.
 pub mod backup;
 pub mod bdm;
 pub mod config;
-pub mod criteria;
-pub mod fit;
-pub mod host;
 pub mod live;
-mod per_instance;
 pub mod profile;
-pub mod progress;
 pub mod replication;
-pub mod rundir;
 pub mod runner;
-pub mod schedule;
 pub mod soft_recovery;
-mod stop;
 pub mod transaction;
-pub mod transactional;
 pub mod units;
-pub mod volumes;
+
+// Internals of a run.
+mod autotune;
+mod criteria;
+mod fit;
+mod host;
+mod per_instance;
+mod progress;
+mod rundir;
+mod schedule;
+mod stop;
+mod transactional;
+mod volumes;
+
+// The curated surface: what the command line and the solution level call.
+pub use host::host_info;
+pub use live::{LiveCounters, LiveStatus};
+pub use rundir::RunDirError;
+pub use runner::{INTERRUPTED, RunEvent, RunOutcome, empty_results, run};
 
 /// Why a run could not be carried out (a failed test is not an error: it is a result).
 #[derive(Debug, thiserror::Error)]

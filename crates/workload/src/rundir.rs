@@ -103,7 +103,8 @@ pub struct TestLog<'s> {
 }
 
 impl<'s> TestLog<'s> {
-    /// A log that keeps lines in memory only (tests, and runs without a directory).
+    /// A log that keeps lines in memory only (tests).
+    #[cfg(test)]
     pub fn in_memory() -> TestLog<'s> {
         TestLog {
             file: Mutex::new(None),
@@ -164,6 +165,7 @@ impl<'s> TestLog<'s> {
     }
 
     /// Every line so far.
+    #[cfg(test)]
     pub fn lines(&self) -> Vec<String> {
         self.lines.lock().clone()
     }

@@ -48,11 +48,6 @@ impl ArrivalSchedule {
         }
     }
 
-    /// Current rate, transactions per second.
-    pub fn rate(&self) -> f64 {
-        self.state.lock().rate
-    }
-
     /// Changes the rate from the next arrival on.
     pub fn set_rate(&self, rate: f64) {
         self.state.lock().rate = sanitize(rate);
@@ -115,11 +110,6 @@ impl RateController {
     /// The transaction rate for the current estimate.
     pub fn rate(&self) -> f64 {
         (self.goal_iops / self.ios_per_txn).min(self.max_rate)
-    }
-
-    /// I/Os per transaction as currently estimated.
-    pub fn ios_per_txn(&self) -> f64 {
-        self.ios_per_txn
     }
 
     /// Updates the estimate from an interval's transactional I/Os and completed

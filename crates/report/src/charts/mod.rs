@@ -12,7 +12,10 @@ use std::fmt::Write;
 use crate::text::escape;
 
 mod band;
+mod frame;
+
 pub use band::Band;
+use frame::Frame;
 
 /// How an axis maps values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -305,82 +308,14 @@ impl Chart {
         }
         let xs = Mapping::new(&self.x, &self.x_values(), left, right, false);
         let ys = Mapping::new(&self.y, &self.y_values(), plot_bottom, plot_top, true);
-        // Grid and tick labels.
-        for (v, major) in ys.ticks() {
-            let py = ys.map(v);
-            let _ = write!(
-                o,
-                "<line x1=\"{}\" y1=\"{p}\" x2=\"{}\" y2=\"{p}\" stroke=\"{}\"/>",
-                num(left),
-                num(right),
-                if major { "#ccc" } else { "#eee" },
-                p = num(py)
-            );
-            if major {
-                let _ = write!(
-                    o,
-                    "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-                    num(left - 6.0),
-                    num(py + 4.0),
-                    escape(&self.y.tick_text(v, ys.step, ys.hi))
-                );
-            }
-        }
-        for (v, major) in xs.ticks() {
-            let px = xs.map(v);
-            let _ = write!(
-                o,
-                "<line x1=\"{p}\" y1=\"{}\" x2=\"{p}\" y2=\"{}\" stroke=\"{}\"/>",
-                num(plot_top),
-                num(plot_bottom),
-                if major { "#ddd" } else { "#f2f2f2" },
-                p = num(px)
-            );
-            if major {
-                let _ = write!(
-                    o,
-                    "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-                    num(px),
-                    num(plot_bottom + 16.0),
-                    escape(&self.x.tick_text(v, xs.step, xs.hi))
-                );
-            }
-        }
-        let _ = write!(
-            o,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            num((left + right) / 2.0),
-            num(plot_bottom + 34.0),
-            escape(&self.x.label)
-        );
-        let _ = write!(
-            o,
-            "<text transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
-            num((plot_top + plot_bottom) / 2.0),
-            escape(&self.y.label)
-        );
-        // Bars.
-        if !self.bars.is_empty() {
-            o.push_str(
-                "<g class=\"bars\" fill=\"#9DBCD4\" stroke=\"#2B506E\" stroke-width=\"0.8\">",
-            );
-            for b in &self.bars {
-                if b.y <= 0.0 {
-                    continue;
-                }
-                let (x0, x1) = (xs.map(b.x0), xs.map(b.x1));
-                let y = ys.map(b.y).min(plot_bottom);
-                let _ = write!(
-                    o,
-                    "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>",
-                    num(x0),
-                    num(y),
-                    num((x1 - x0).max(0.5)),
-                    num(plot_bottom - y)
-                );
-            }
-            o.push_str("</g>");
-        }
+        let frame = Frame {
+            left,
+            right,
+            top: plot_top,
+            bottom: plot_bottom,
+        };
+        self.draw_axes(&mut o, &frame, &xs, &ys);
+        self.draw_bars(&mut o, &frame, &xs, &ys);
         for b in &self.bands {
             band::draw_band(&mut o, b, &xs, &ys);
         }
@@ -389,51 +324,7 @@ impl Chart {
             draw_series(&mut o, s, &xs, &ys);
         }
         // Reference lines last, so they stay visible over the data.
-        for l in &self.h_lines {
-            if !ys.contains(l.value) {
-                continue;
-            }
-            let (color, dash) = REF_STYLES[l.kind.min(2)];
-            let py = num(ys.map(l.value));
-            let _ = write!(
-                o,
-                "<line class=\"threshold\" x1=\"{}\" y1=\"{py}\" x2=\"{}\" y2=\"{py}\" stroke=\"{color}\" stroke-width=\"2.5\" stroke-dasharray=\"{dash}\"/>",
-                num(left),
-                num(right)
-            );
-            let _ = write!(
-                o,
-                "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"{color}\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">{}</text>",
-                num(right - 4.0),
-                num(ys.map(l.value) - 4.0),
-                escape(&l.label)
-            );
-        }
-        for l in &self.v_lines {
-            if !xs.contains(l.value) {
-                continue;
-            }
-            let (color, dash) = REF_STYLES[l.kind.min(2)];
-            let px = xs.map(l.value);
-            let _ = write!(
-                o,
-                "<line x1=\"{p}\" y1=\"{}\" x2=\"{p}\" y2=\"{}\" stroke=\"{color}\" stroke-width=\"1.5\" stroke-dasharray=\"{dash}\"/>",
-                num(plot_top),
-                num(plot_bottom),
-                p = num(px)
-            );
-            // Over bars (a histogram's percentile markers) a label would sit on top of
-            // them: the legend names those lines instead.
-            if self.bars.is_empty() {
-                let _ = write!(
-                    o,
-                    "<text class=\"marker-label\" transform=\"translate({} {}) rotate(-90)\" text-anchor=\"end\" fill=\"{color}\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">{}</text>",
-                    num(px - 4.0),
-                    num(plot_top + 4.0),
-                    escape(&l.label)
-                );
-            }
-        }
+        self.draw_reference_lines(&mut o, &frame, &xs, &ys);
         // Legend.
         let legend_top = plot_bottom + AXIS_HEIGHT;
         for ((row, x), item) in legend_rows.iter().zip(&legend) {

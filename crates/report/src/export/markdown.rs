@@ -69,6 +69,34 @@ pub fn render_markdown(r: &RunResults) -> String {
         r.test_type.label(),
         r.overall_result.label().to_uppercase()
     );
+    write_verdict(&mut o, r);
+    write_summary_table(&mut o, r);
+    write_criteria(&mut o, r);
+    write_io(&mut o, r);
+    if !r.instances.is_empty() {
+        let _ = writeln!(o, "## Database Configuration\n");
+        let rows: Vec<Vec<String>> = r
+            .instances
+            .iter()
+            .map(|i| {
+                cells(vec![
+                    i.name.clone(),
+                    i.log_path.clone(),
+                    i.database_path.clone(),
+                ])
+            })
+            .collect();
+        table(&mut o, &["Instance", "Log path", "Database"], &rows);
+    }
+    let _ = writeln!(
+        o,
+        "Full report: `report.html`; data: `results.json`, `samples.csv`."
+    );
+    o
+}
+
+/// Why the run is inconsistent or stopped, and the failed criteria in plain words.
+fn write_verdict(o: &mut String, r: &RunResults) {
     if let Some(note) = inconsistency_note(r) {
         let _ = writeln!(o, "**{}**\n", md_cell(&note));
     }
@@ -96,6 +124,10 @@ pub fn render_markdown(r: &RunResults) -> String {
     } else if !r.aborted {
         let _ = writeln!(o, "All {} criteria were met.\n", r.criteria.len());
     }
+}
+
+/// The "Test Summary" table.
+fn write_summary_table(o: &mut String, r: &RunResults) {
     let target = r
         .target_transactional_iops
         .map_or("none (throughput run)".to_string(), fixed3);
@@ -136,7 +168,11 @@ pub fn render_markdown(r: &RunResults) -> String {
     .into_iter()
     .map(cells)
     .collect();
-    table(&mut o, &["Test Summary", "Value"], &summary);
+    table(o, &["Test Summary", "Value"], &summary);
+}
+
+/// The criteria table.
+fn write_criteria(o: &mut String, r: &RunResults) {
     if !r.criteria.is_empty() {
         let _ = writeln!(o, "## Criteria\n");
         let rows: Vec<Vec<String>> = r
@@ -165,11 +201,15 @@ pub fn render_markdown(r: &RunResults) -> String {
             })
             .collect();
         table(
-            &mut o,
+            o,
             &["Criterion", "Scope", "Measured", "Limit", "Result"],
             &rows,
         );
     }
+}
+
+/// The I/O table over all instances.
+fn write_io(o: &mut String, r: &RunResults) {
     let rows: Vec<Vec<String>> = r
         .totals
         .io
@@ -191,7 +231,7 @@ pub fn render_markdown(r: &RunResults) -> String {
     if !rows.is_empty() {
         let _ = writeln!(o, "## I/O (all instances)\n");
         table(
-            &mut o,
+            o,
             &[
                 "I/O class",
                 "I/O per sec",
@@ -205,26 +245,6 @@ pub fn render_markdown(r: &RunResults) -> String {
             &rows,
         );
     }
-    if !r.instances.is_empty() {
-        let _ = writeln!(o, "## Database Configuration\n");
-        let rows: Vec<Vec<String>> = r
-            .instances
-            .iter()
-            .map(|i| {
-                cells(vec![
-                    i.name.clone(),
-                    i.log_path.clone(),
-                    i.database_path.clone(),
-                ])
-            })
-            .collect();
-        table(&mut o, &["Instance", "Log path", "Database"], &rows);
-    }
-    let _ = writeln!(
-        o,
-        "Full report: `report.html`; data: `results.json`, `samples.csv`."
-    );
-    o
 }
 
 impl Exporter for MarkdownSummary {

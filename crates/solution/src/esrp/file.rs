@@ -117,29 +117,104 @@ pub struct StepPlan {
     pub logs_to_replay: Option<u32>,
 }
 
+/// Why a solution file cannot be used; each message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum SolutionFileError {
+    /// The file cannot be read.
+    #[error(
+        "cannot read {}: {source} (write one with `edbstress esrp init {}`)",
+        path.display(),
+        path.display()
+    )]
+    Read {
+        /// The solution file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// Not TOML of a solution file.
+    #[error("{} is not a valid solution file: {source}", path.display())]
+    Toml {
+        /// The solution file.
+        path: PathBuf,
+        /// What the parser said.
+        source: Box<toml::de::Error>,
+    },
+    /// A text field naming a Markdown file that cannot be read.
+    #[error(
+        "{}: solution.{field} names {}, which cannot be read: {source}",
+        path.display(),
+        file.display()
+    )]
+    LongText {
+        /// The solution file.
+        path: PathBuf,
+        /// The field.
+        field: &'static str,
+        /// The file it names.
+        file: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A campaign duration that is not a duration.
+    #[error("{}: {what}: {source}", path.display())]
+    Duration {
+        /// The solution file.
+        path: PathBuf,
+        /// The key.
+        what: &'static str,
+        /// What is wrong with it.
+        source: edbstress_workload::units::ValueError,
+    },
+    /// A customer profile with a zero count.
+    #[error(
+        "{}: [profile] needs mailboxes, servers, databases_per_server and copies of at least 1",
+        path.display()
+    )]
+    EmptyProfile {
+        /// The solution file.
+        path: PathBuf,
+    },
+    /// A `[fleet]` table that is not a fleet.
+    #[error("the [fleet] table of {}: {source}", path.display())]
+    Fleet {
+        /// The solution file.
+        path: PathBuf,
+        /// What the parser said.
+        source: Box<toml::de::Error>,
+    },
+    /// No directories under test for a campaign on this host.
+    #[error(
+        "{}: [campaign] needs db_paths and log_paths (the directories under test)",
+        path.display()
+    )]
+    NoPaths {
+        /// The solution file.
+        path: PathBuf,
+    },
+}
+
 impl SolutionFile {
     /// Reads and checks `path`.
-    pub fn load(path: &Path) -> Result<SolutionFile, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            format!(
-                "cannot read {}: {e} (write one with `edbstress esrp init {}`)",
-                path.display(),
-                path.display()
-            )
+    pub fn load(path: &Path) -> Result<SolutionFile, SolutionFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SolutionFileError::Read {
+            path: path.to_path_buf(),
+            source,
         })?;
-        let raw: RawFile = toml::from_str(&text)
-            .map_err(|e| format!("{} is not a valid solution file: {e}", path.display()))?;
+        let raw: RawFile = toml::from_str(&text).map_err(|source| SolutionFileError::Toml {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        })?;
         let base = path.parent().unwrap_or(Path::new("."));
-        let long = |field: &str, v: &str| -> Result<String, String> {
+        let long = |field: &'static str, v: &str| -> Result<String, SolutionFileError> {
             let t = v.trim();
             if t.ends_with(".md") && !t.contains('\n') {
                 let file = base.join(t);
-                std::fs::read_to_string(&file).map_err(|e| {
-                    format!(
-                        "{}: solution.{field} names {}, which cannot be read: {e}",
-                        path.display(),
-                        file.display()
-                    )
+                std::fs::read_to_string(&file).map_err(|source| SolutionFileError::LongText {
+                    path: path.to_path_buf(),
+                    field,
+                    file,
+                    source,
                 })
             } else {
                 Ok(v.to_string())
@@ -176,27 +251,29 @@ impl SolutionFile {
                 &campaign.rehearsal.performance,
             ),
         ] {
-            parse_duration(d).map_err(|e| format!("{}: {what}: {e}", path.display()))?;
+            parse_duration(d).map_err(|source| SolutionFileError::Duration {
+                path: path.to_path_buf(),
+                what,
+                source,
+            })?;
         }
         let p = &info.profile;
         if p.mailboxes == 0 || p.servers == 0 || p.databases_per_server == 0 || p.copies == 0 {
-            return Err(format!(
-                "{}: [profile] needs mailboxes, servers, databases_per_server and copies of at least 1",
-                path.display()
-            ));
+            return Err(SolutionFileError::EmptyProfile {
+                path: path.to_path_buf(),
+            });
         }
         let fleet = match raw.fleet {
-            Some(v) => Some(
-                v.try_into()
-                    .map_err(|e| format!("the [fleet] table of {}: {e}", path.display()))?,
-            ),
+            Some(v) => Some(v.try_into().map_err(|source| SolutionFileError::Fleet {
+                path: path.to_path_buf(),
+                source: Box::new(source),
+            })?),
             None => None,
         };
         if fleet.is_none() && (campaign.db_paths.is_empty() || campaign.log_paths.is_empty()) {
-            return Err(format!(
-                "{}: [campaign] needs db_paths and log_paths (the directories under test)",
-                path.display()
-            ));
+            return Err(SolutionFileError::NoPaths {
+                path: path.to_path_buf(),
+            });
         }
         Ok(SolutionFile {
             path: path.to_path_buf(),

@@ -13,18 +13,56 @@ use edbstress_report::read_results;
 use edbstress_report::solution::campaign::STATE_FILE;
 use edbstress_report::solution::{CampaignRuns, CampaignState, RejectedRun, StepKey};
 
+/// Why a campaign cannot be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// No campaign state in the directory.
+    #[error(
+        "{} is not a campaign directory: cannot read {STATE_FILE} ({source}); give the \
+         --campaign directory of `edbstress esrp run`",
+        dir.display()
+    )]
+    NotACampaign {
+        /// The directory given.
+        dir: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A state file that does not parse.
+    #[error("{} is not a readable campaign state: {source}", path.display())]
+    State {
+        /// The state file.
+        path: PathBuf,
+        /// What the parser said.
+        source: serde_json::Error,
+    },
+    /// A run's results cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    ReadResults {
+        /// The results file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A run's results that are not a results file.
+    #[error("{} is unreadable: {why}", path.display())]
+    BadResults {
+        /// The results file.
+        path: PathBuf,
+        /// What the reader said.
+        why: String,
+    },
+}
+
 /// Reads the campaign in `dir`.
-pub fn load_campaign(dir: &Path) -> Result<CampaignRuns, String> {
+pub fn load_campaign(dir: &Path) -> Result<CampaignRuns, LoadError> {
     let path = dir.join(STATE_FILE);
-    let bytes = std::fs::read(&path).map_err(|e| {
-        format!(
-            "{} is not a campaign directory: cannot read {STATE_FILE} ({e}); give the \
-             --campaign directory of `edbstress esrp run`",
-            dir.display()
-        )
+    let bytes = std::fs::read(&path).map_err(|source| LoadError::NotACampaign {
+        dir: dir.to_path_buf(),
+        source,
     })?;
-    let state: CampaignState = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("{} is not a readable campaign state: {e}", path.display()))?;
+    let state: CampaignState =
+        serde_json::from_slice(&bytes).map_err(|source| LoadError::State { path, source })?;
     let mut steps = BTreeMap::new();
     let mut rejected = Vec::new();
     let mut counted: BTreeMap<String, String> = BTreeMap::new();
@@ -134,11 +172,13 @@ fn runs_in(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-fn read_run(dir: &Path, host: Option<String>) -> Result<HostRun, String> {
+fn read_run(dir: &Path, host: Option<String>) -> Result<HostRun, LoadError> {
     let path = dir.join("results.json");
-    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut results =
-        read_results(&bytes).map_err(|e| format!("{} is unreadable: {e}", path.display()))?;
+    let bytes = std::fs::read(&path).map_err(|source| LoadError::ReadResults {
+        path: path.clone(),
+        source,
+    })?;
+    let mut results = read_results(&bytes).map_err(|why| LoadError::BadResults { path, why })?;
     results.rejudge();
     Ok(HostRun {
         host: host.unwrap_or_else(|| results.host.hostname.clone()),

@@ -22,8 +22,8 @@ use edbstress_report::solution::{CampaignState, STEPS, StepState, StepStatus};
 use edbstress_report::{TestType, Verdict, read_results, write_atomically};
 use edbstress_workload::config::{ConfigFile, settings};
 
-pub use file::{CampaignSettings, RehearsalSettings, SolutionFile, StepPlan};
-pub use load::load_campaign;
+pub use file::{CampaignSettings, RehearsalSettings, SolutionFile, SolutionFileError, StepPlan};
+pub use load::{LoadError, load_campaign};
 pub use template::SOLUTION_TEMPLATE;
 
 use crate::fleet::{self, FleetHost, FleetOptions};
@@ -109,7 +109,7 @@ pub fn run(
                         step.test.label()
                     )));
                 }
-                let kept = keep_interrupted(dir, &step).map_err(err)?;
+                let kept = keep_interrupted(dir, &step)?;
                 say(&format!(
                     "Step {} was interrupted; its partial results were moved to {}; redoing it",
                     step.test.label(),
@@ -265,7 +265,7 @@ fn open_state(options: &CampaignOptions) -> Result<CampaignState, CampaignError>
         .map_err(|e| CampaignError(format!("cannot create {}: {e}", dir.display())))?;
     let hosts = match &options.solution.fleet {
         Some(f) => f.fleet_hosts().into_iter().map(|h| h.name).collect(),
-        None => vec![edbstress_workload::host::host_info().hostname],
+        None => vec![edbstress_workload::host_info().hostname],
     };
     let state = CampaignState {
         version: STATE_VERSION,
@@ -303,7 +303,7 @@ fn save(dir: &Path, state: &CampaignState) -> Result<(), CampaignError> {
 
 /// Moves an interrupted step's directory to `interrupted/NN-Test-attemptN` (kept for
 /// the record, never deleted).
-fn keep_interrupted(dir: &Path, step: &StepState) -> Result<PathBuf, String> {
+fn keep_interrupted(dir: &Path, step: &StepState) -> Result<PathBuf, CampaignError> {
     let from = dir.join(&step.dir);
     let kept = dir
         .join("interrupted")
@@ -311,14 +311,18 @@ fn keep_interrupted(dir: &Path, step: &StepState) -> Result<PathBuf, String> {
     if !from.exists() {
         return Ok(kept);
     }
-    std::fs::create_dir_all(dir.join("interrupted"))
-        .map_err(|e| format!("cannot create {}: {e}", dir.join("interrupted").display()))?;
+    std::fs::create_dir_all(dir.join("interrupted")).map_err(|e| {
+        CampaignError(format!(
+            "cannot create {}: {e}",
+            dir.join("interrupted").display()
+        ))
+    })?;
     std::fs::rename(&from, &kept).map_err(|e| {
-        format!(
+        CampaignError(format!(
             "cannot move the interrupted step {} to {}: {e}",
             from.display(),
             kept.display()
-        )
+        ))
     })?;
     Ok(kept)
 }
@@ -352,7 +356,7 @@ fn recover_local(
         log_paths: (!c.log_paths.is_empty()).then(|| c.log_paths.clone()),
         ..ConfigFile::default()
     };
-    let target_args = target.to_args().map_err(err)?;
+    let target_args = target.to_args().map_err(|e| err(e.to_string()))?;
     let mut cmd = Command::new(&options.edbstress);
     cmd.arg("recover").args(target_args);
     cmd.stdin(Stdio::null()).stdout(log.0).stderr(log.1);
@@ -403,7 +407,7 @@ fn step_layer(
 ) -> Result<ConfigFile, CampaignError> {
     let s = &options.solution;
     let p = &s.info.profile;
-    let bad = |what: &str, e: String| {
+    let bad = |what: &str, e: edbstress_workload::units::ValueError| {
         CampaignError(format!(
             "solution.toml's {what} cannot be given to the runs: {e}"
         ))
@@ -460,7 +464,7 @@ fn step_args(
     a.extend(
         step_layer(options, test, plan, fleet)?
             .to_args()
-            .map_err(CampaignError)?,
+            .map_err(|e| CampaignError(e.to_string()))?,
     );
     a.extend(s.campaign.run_options.iter().cloned());
     Ok(a)
@@ -483,7 +487,11 @@ fn run_local_step(
     let mut cmd = Command::new(&options.edbstress);
     cmd.arg("run")
         .args(step_args(options, test, plan, false, campaign_id)?)
-        .args(results.to_args().map_err(CampaignError)?);
+        .args(
+            results
+                .to_args()
+                .map_err(|e| CampaignError(e.to_string()))?,
+        );
     // In its own process group: a Ctrl-C reaches the campaign alone, which passes one
     // SIGINT on so the run shuts its databases down cleanly and writes its results.
     let mut child = GroupChild::spawn(&mut cmd)

@@ -7,7 +7,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -16,6 +16,35 @@ use crate::process_group::{Ending, GroupChild, OnStop};
 
 /// Lines of a command's output shown when it fails.
 const TAIL_LINES: usize = 30;
+
+/// Why a child could not be run to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum ChildError {
+    /// Its log (or output file) cannot be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Log {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// It did not start.
+    #[error("cannot start {what}: {source}")]
+    Start {
+        /// The program (and arguments).
+        what: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// Waiting for it failed.
+    #[error("cannot wait for {what}: {source}")]
+    Wait {
+        /// The program (and arguments).
+        what: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+}
 
 /// What a finished child gave.
 #[derive(Debug)]
@@ -28,12 +57,15 @@ pub struct Finished {
     pub stdout: String,
 }
 
-fn open_log(log: &Path) -> Result<File, String> {
+fn open_log(log: &Path) -> Result<File, ChildError> {
     OpenOptions::new()
         .create(true)
         .append(true)
         .open(log)
-        .map_err(|e| format!("cannot write {}: {e}", log.display()))
+        .map_err(|source| ChildError::Log {
+            path: log.to_path_buf(),
+            source,
+        })
 }
 
 /// Runs `cmd` to its end in its own process group: `on_stop` says what a stop does,
@@ -44,9 +76,12 @@ fn wait(
     stop: &AtomicBool,
     on_stop: OnStop,
     deadline: Option<Duration>,
-) -> Result<Finished, String> {
+) -> Result<Finished, ChildError> {
     cmd.stdin(Stdio::null());
-    let mut child = GroupChild::spawn(&mut cmd).map_err(|e| format!("cannot start {what}: {e}"))?;
+    let mut child = GroupChild::spawn(&mut cmd).map_err(|source| ChildError::Start {
+        what: what.to_string(),
+        source,
+    })?;
     let stdout_reader = child.child_mut().stdout.take().map(|mut out| {
         std::thread::spawn(move || {
             let mut s = String::new();
@@ -54,9 +89,13 @@ fn wait(
             s
         })
     });
-    let (status, ending) = child
-        .wait(stop, on_stop, deadline)
-        .map_err(|e| format!("cannot wait for {what}: {e}"))?;
+    let (status, ending) =
+        child
+            .wait(stop, on_stop, deadline)
+            .map_err(|source| ChildError::Wait {
+                what: what.to_string(),
+                source,
+            })?;
     let stdout = stdout_reader
         .and_then(|h| h.join().ok())
         .unwrap_or_default();
@@ -86,13 +125,14 @@ pub fn shell(
     log: &Path,
     rules: ShellRules,
     stop: &AtomicBool,
-) -> Result<Finished, String> {
+) -> Result<Finished, ChildError> {
     let capture = rules.capture;
     let mut f = open_log(log)?;
     let _ = writeln!(f, "$ {script}");
-    let err = f
-        .try_clone()
-        .map_err(|e| format!("cannot write {}: {e}", log.display()))?;
+    let err = f.try_clone().map_err(|source| ChildError::Log {
+        path: log.to_path_buf(),
+        source,
+    })?;
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(script).current_dir(cwd).stderr(err);
     if capture {
@@ -128,7 +168,7 @@ pub fn edbstress(
     out: &Path,
     log: &Path,
     stop: &AtomicBool,
-) -> Result<Finished, String> {
+) -> Result<Finished, ChildError> {
     let mut cmd = Command::new(binary);
     cmd.args(args)
         .current_dir(cwd)

@@ -4,13 +4,13 @@
 //! `edbstress sweep init`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use edbstress_workload::config::ConfigFile;
 use serde::Deserialize;
 
-use super::template::{BUILTINS, Template};
+use super::template::{BUILTINS, Template, TemplateError};
 
 /// Run settings the sweep sets itself.
 const MANAGED: [&str; 1] = ["results_dir"];
@@ -124,87 +124,178 @@ fn valid_name(n: &str) -> bool {
         && c.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// Why a sweep file cannot be used; each message says what to change.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The file cannot be read.
+    #[error("cannot read the sweep file {}: {source}", path.display())]
+    Read {
+        /// The sweep file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// What is wrong in a file, with its path.
+    #[error("{}: {source}", path.display())]
+    InFile {
+        /// The sweep file.
+        path: PathBuf,
+        /// What is wrong.
+        source: Box<PlanError>,
+    },
+    /// Not TOML of a sweep file.
+    #[error("{0}")]
+    Toml(Box<toml::de::Error>),
+    /// No axis.
+    #[error(
+        "no [[axis]]: give at least one axis with its values \
+         (`edbstress sweep init` writes an example)"
+    )]
+    NoAxis,
+    /// An axis name that is not an identifier.
+    #[error("axis name '{0}' is not a name: use letters, digits and _")]
+    AxisName(String),
+    /// A name given twice.
+    #[error("'{0}' is given twice (axes and [vars] share one set of names)")]
+    NameTwice(String),
+    /// An axis named as a built-in name.
+    #[error("'{0}' is a name the sweep sets itself ({builtins}); rename the axis", builtins = BUILTINS.join(", "))]
+    BuiltinName(String),
+    /// An axis without values.
+    #[error("axis '{0}' has no values")]
+    NoValues(String),
+    /// A run axis over a setting the sweep sets.
+    #[error("'{0}' is set by the sweep itself")]
+    ManagedAxis(String),
+    /// A run axis also in `[run]`.
+    #[error("'{0}' is both an axis and a [run] setting; leave it out of [run]")]
+    AxisAndRun(String),
+    /// A `[run]` setting the sweep sets.
+    #[error(
+        "[run] {0} is set by the sweep itself (each point's run directory is \
+         in the sweep directory); leave it out"
+    )]
+    ManagedRun(&'static str),
+    /// Repeats out of range.
+    #[error("[sweep] repeats = {0}: give 1 to 100")]
+    Repeats(u32),
+    /// An order other than as-written or shuffled.
+    #[error("[sweep] order = '{0}': give \"as-written\" or \"shuffled\"")]
+    Order(String),
+    /// A databases policy other than fresh or keep.
+    #[error(
+        "[sweep] databases = '{0}': give \"fresh\" (removed before each \
+         point) or \"keep\""
+    )]
+    Databases(String),
+    /// A command timeout that is not a duration above zero.
+    #[error("[commands] timeout = '{0}' is not a duration: give e.g. \"30m\" or \"2h\"")]
+    Timeout(String),
+    /// An x axis that is no axis.
+    #[error("[sweep] x_axis = '{x}' is not an axis; give one of {axes}")]
+    XAxis {
+        /// The name given.
+        x: String,
+        /// The axes, comma separated.
+        axes: String,
+    },
+    /// Too many points.
+    #[error("the grid has {0} points; at most 10,000")]
+    TooManyPoints(usize),
+    /// A command's template.
+    #[error("[commands] {what}: {source}")]
+    Command {
+        /// "setup", "teardown" or "measure".
+        what: &'static str,
+        /// What is wrong with it.
+        source: TemplateError,
+    },
+    /// A `[run]` value's template.
+    #[error("[run] value '{value}': {source}")]
+    RunValue {
+        /// The value as written.
+        value: String,
+        /// What is wrong with it.
+        source: TemplateError,
+    },
+    /// A point whose run settings are not a run configuration.
+    #[error(
+        "point {number} ({described}): {source}(an axis without storage = true is a run \
+         setting: a key of `edbstress config init`'s file)"
+    )]
+    Point {
+        /// The point's number, from 1.
+        number: usize,
+        /// Its axes' values.
+        described: String,
+        /// What the configuration parser said.
+        source: Box<toml::de::Error>,
+    },
+}
+
 impl SweepPlan {
     /// Reads and checks `path`.
-    pub fn load(path: &Path) -> Result<SweepPlan, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the sweep file {}: {e}", path.display()))?;
-        SweepPlan::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn load(path: &Path) -> Result<SweepPlan, PlanError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PlanError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        SweepPlan::parse(&text).map_err(|e| PlanError::InFile {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        })
     }
 
     /// Checks a sweep file's text: names, values, every point's run settings, every
     /// command's `{names}`.
-    pub fn parse(text: &str) -> Result<SweepPlan, String> {
-        let file: SweepFile = toml::from_str(text).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str) -> Result<SweepPlan, PlanError> {
+        let file: SweepFile = toml::from_str(text).map_err(|e| PlanError::Toml(Box::new(e)))?;
         if file.axes.is_empty() {
-            return Err("no [[axis]]: give at least one axis with its values \
-                 (`edbstress sweep init` writes an example)"
-                .into());
+            return Err(PlanError::NoAxis);
         }
         let mut names: Vec<&str> = Vec::new();
         for a in &file.axes {
             if !valid_name(&a.name) {
-                return Err(format!(
-                    "axis name '{}' is not a name: use letters, digits and _",
-                    a.name
-                ));
+                return Err(PlanError::AxisName(a.name.clone()));
             }
             if names.contains(&a.name.as_str()) || file.vars.contains_key(&a.name) {
-                return Err(format!(
-                    "'{}' is given twice (axes and [vars] share one set of names)",
-                    a.name
-                ));
+                return Err(PlanError::NameTwice(a.name.clone()));
             }
             if BUILTINS.contains(&a.name.as_str()) {
-                return Err(format!(
-                    "'{}' is a name the sweep sets itself ({}); rename the axis",
-                    a.name,
-                    BUILTINS.join(", ")
-                ));
+                return Err(PlanError::BuiltinName(a.name.clone()));
             }
             if a.values.is_empty() {
-                return Err(format!("axis '{}' has no values", a.name));
+                return Err(PlanError::NoValues(a.name.clone()));
             }
             if MANAGED.contains(&a.name.as_str()) && !a.storage {
-                return Err(format!("'{}' is set by the sweep itself", a.name));
+                return Err(PlanError::ManagedAxis(a.name.clone()));
             }
             if !a.storage && file.run.contains_key(&a.name) {
-                return Err(format!(
-                    "'{}' is both an axis and a [run] setting; leave it out of [run]",
-                    a.name
-                ));
+                return Err(PlanError::AxisAndRun(a.name.clone()));
             }
             names.push(&a.name);
         }
         for key in MANAGED {
             if file.run.contains_key(key) {
-                return Err(format!(
-                    "[run] {key} is set by the sweep itself (each point's run directory is \
-                     in the sweep directory); leave it out"
-                ));
+                return Err(PlanError::ManagedRun(key));
             }
         }
         let repeats = file.sweep.repeats.unwrap_or(1);
         if !(1..=100).contains(&repeats) {
-            return Err(format!("[sweep] repeats = {repeats}: give 1 to 100"));
+            return Err(PlanError::Repeats(repeats));
         }
         let shuffled = match file.sweep.order.as_deref().unwrap_or("as-written") {
             "as-written" => false,
             "shuffled" => true,
             other => {
-                return Err(format!(
-                    "[sweep] order = '{other}': give \"as-written\" or \"shuffled\""
-                ));
+                return Err(PlanError::Order(other.to_string()));
             }
         };
         let fresh = match file.sweep.databases.as_deref().unwrap_or("fresh") {
             "fresh" => true,
             "keep" => false,
             other => {
-                return Err(format!(
-                    "[sweep] databases = '{other}': give \"fresh\" (removed before each \
-                     point) or \"keep\""
-                ));
+                return Err(PlanError::Databases(other.to_string()));
             }
         };
         let command_timeout = match &file.commands.timeout {
@@ -212,19 +303,15 @@ impl SweepPlan {
             Some(t) => edbstress_workload::units::parse_duration(t)
                 .ok()
                 .filter(|d| !d.is_zero())
-                .ok_or_else(|| {
-                    format!(
-                        "[commands] timeout = '{t}' is not a duration: give e.g. \"30m\" or \"2h\""
-                    )
-                })?,
+                .ok_or_else(|| PlanError::Timeout(t.clone()))?,
         };
         let x_axis = match &file.sweep.x_axis {
             Some(x) if names.contains(&x.as_str()) => x.clone(),
             Some(x) => {
-                return Err(format!(
-                    "[sweep] x_axis = '{x}' is not an axis; give one of {}",
-                    names.join(", ")
-                ));
+                return Err(PlanError::XAxis {
+                    x: x.clone(),
+                    axes: names.join(", "),
+                });
             }
             None => file.axes[0].name.clone(),
         };
@@ -247,10 +334,7 @@ impl SweepPlan {
                 .collect();
         }
         if points.len() > 10_000 {
-            return Err(format!(
-                "the grid has {} points; at most 10,000",
-                points.len()
-            ));
+            return Err(PlanError::TooManyPoints(points.len()));
         }
         let plan = SweepPlan {
             file,
@@ -268,19 +352,16 @@ impl SweepPlan {
             let table = plan.run_table(p, Path::new("/"), 1)?;
             toml::Value::Table(table)
                 .try_into::<ConfigFile>()
-                .map_err(|e| {
-                    format!(
-                        "point {} ({}): {e}(an axis without storage = true is a run \
-                         setting: a key of `edbstress config init`'s file)",
-                        p + 1,
-                        plan.describe(p)
-                    )
+                .map_err(|source| PlanError::Point {
+                    number: p + 1,
+                    described: plan.describe(p),
+                    source: Box::new(source),
                 })?;
         }
         Ok(plan)
     }
 
-    fn check_commands(&self) -> Result<(), String> {
+    fn check_commands(&self) -> Result<(), PlanError> {
         let mut known: Vec<&str> = self.file.axes.iter().map(|a| a.name.as_str()).collect();
         known.extend(self.file.vars.keys().map(String::as_str));
         known.extend(BUILTINS);
@@ -299,7 +380,7 @@ impl SweepPlan {
                     .collect();
                 Template::parse(cmd)
                     .and_then(|t| t.check(&names))
-                    .map_err(|e| format!("[commands] {what}: {e}"))?;
+                    .map_err(|source| PlanError::Command { what, source })?;
             }
         }
         Ok(())
@@ -346,7 +427,7 @@ impl SweepPlan {
         point: usize,
         point_dir: &Path,
         repeat: u32,
-    ) -> Result<toml::Table, String> {
+    ) -> Result<toml::Table, PlanError> {
         let names = self.names(point, point_dir, repeat);
         let mut t = self.file.run.clone();
         for (a, &i) in self.file.axes.iter().zip(&self.points[point]) {
@@ -368,12 +449,15 @@ impl SweepPlan {
 }
 
 /// Replaces `{names}` in every string of `v`.
-fn substitute(v: &mut toml::Value, names: &BTreeMap<String, String>) -> Result<(), String> {
+fn substitute(v: &mut toml::Value, names: &BTreeMap<String, String>) -> Result<(), PlanError> {
     match v {
         toml::Value::String(s) => {
             *s = Template::parse(s)
                 .and_then(|t| t.render(names))
-                .map_err(|e| format!("[run] value '{s}': {e}"))?;
+                .map_err(|source| PlanError::RunValue {
+                    value: s.clone(),
+                    source,
+                })?;
         }
         toml::Value::Array(a) => {
             for x in a {

@@ -27,7 +27,7 @@ use rand::seq::SliceRandom;
 
 use crate::process_group::{Ending, OnStop};
 
-pub use file::{SweepPlan, TEMPLATE};
+pub use file::{PlanError, SweepPlan, TEMPLATE};
 
 /// Exit code of an `edbstress run` stopped by Ctrl-C.
 const RUN_INTERRUPTED: i32 = 130;
@@ -284,7 +284,7 @@ pub fn run(
     stop: &AtomicBool,
     events: &(dyn Fn(&str) + Sync),
 ) -> Result<SweepOutcome, SweepError> {
-    let plan = SweepPlan::load(&options.file).map_err(SweepError)?;
+    let plan = SweepPlan::load(&options.file).map_err(|e| SweepError(e.to_string()))?;
     let resuming = options.output.join("sweep.json").is_file();
     let Opened {
         results,
@@ -369,10 +369,13 @@ impl Sweep<'_> {
         names: &std::collections::BTreeMap<String, String>,
         point_dir: &Path,
         capture: bool,
-    ) -> Result<String, String> {
+    ) -> Result<String, StepError> {
         let script = template::Template::parse(template)
             .and_then(|t| t.render(names))
-            .map_err(|e| format!("[commands] {what}: {e}"))?;
+            .map_err(|source| StepError::Template {
+                what: what.to_string(),
+                source,
+            })?;
         let log = point_dir.join(format!("{what}.log"));
         let rules = child::ShellRules {
             capture,
@@ -386,22 +389,23 @@ impl Sweep<'_> {
         };
         let out = child::shell(&script, &self.cwd, &log, rules, self.stop)?;
         if out.ending == Ending::TimedOut {
-            Err(format!(
-                "the {what} command did not finish within [commands] timeout = \"{}\" and \
-                 was ended: {script}\nits output ({}):\n{}",
-                edbstress_workload::units::format_duration(self.plan.command_timeout),
-                log.display(),
-                child::tail(&log)
-            ))
+            Err(StepError::TimedOut {
+                what: what.to_string(),
+                timeout: edbstress_workload::units::format_duration(self.plan.command_timeout),
+                script,
+                tail: child::tail(&log),
+                log,
+            })
         } else if out.status.success() {
             Ok(out.stdout)
         } else {
-            Err(format!(
-                "the {what} command failed ({}): {script}\nits output ({}):\n{}",
-                child::describe(out.status),
-                log.display(),
-                child::tail(&log)
-            ))
+            Err(StepError::Failed {
+                what: what.to_string(),
+                status: child::describe(out.status),
+                script,
+                tail: child::tail(&log),
+                log,
+            })
         }
     }
 
@@ -413,7 +417,7 @@ impl Sweep<'_> {
             (r.point, r.repeat, r.dir.clone())
         };
         let point_dir = self.dir.join(&rel);
-        set_aside(&point_dir).map_err(err)?;
+        set_aside(&point_dir).map_err(|e| err(e.to_string()))?;
         std::fs::create_dir_all(&point_dir)
             .map_err(|e| err(format!("cannot create {}: {e}", point_dir.display())))?;
         let finished = self
@@ -433,7 +437,7 @@ impl Sweep<'_> {
         let table = self
             .plan
             .run_table(point, &point_dir, repeat)
-            .map_err(err)?;
+            .map_err(|e| err(e.to_string()))?;
         let config = point_dir.join("run.toml");
         let text = toml::to_string(&table)
             .map_err(|e| err(format!("cannot write the point's settings: {e}")))?;
@@ -448,7 +452,7 @@ impl Sweep<'_> {
                     self.teardown(&commands, &names, &point_dir);
                     return Ok(RunEnd::Interrupted);
                 }
-                self.fail(i, &e);
+                self.fail(i, &e.to_string());
                 self.teardown(&commands, &names, &point_dir);
                 return Err(err(format!("{label}: {e}\nthe sweep stops here.")));
             }
@@ -457,7 +461,7 @@ impl Sweep<'_> {
         let end = match ended {
             Ok(end) => end,
             Err(e) => {
-                self.fail(i, &e);
+                self.fail(i, &e.to_string());
                 self.teardown(&commands, &names, &point_dir);
                 return Err(err(format!("{label}: {e}\nthe sweep stops here.")));
             }
@@ -498,7 +502,7 @@ impl Sweep<'_> {
         table: &toml::Table,
         point_dir: &Path,
         names: &mut std::collections::BTreeMap<String, String>,
-    ) -> Result<RunEnd, String> {
+    ) -> Result<RunEnd, StepError> {
         let bin = &self.options.edbstress;
         if self.stop.load(Ordering::SeqCst) {
             self.results.runs[i].status = "interrupted".into();
@@ -530,13 +534,11 @@ impl Sweep<'_> {
             let log = point_dir.join("clean.log");
             let out = child::edbstress(bin, &args, &self.cwd, &log, &log, self.stop)?;
             if !out.status.success() {
-                return Err(format!(
-                    "removing the databases before the point (databases = \"fresh\") failed \
-                     ({}); its output ({}):\n{}",
-                    child::describe(out.status),
-                    log.display(),
-                    child::tail(&log)
-                ));
+                return Err(StepError::CleanFailed {
+                    status: child::describe(out.status),
+                    tail: child::tail(&log),
+                    log,
+                });
             }
         }
         (self.events)(&format!("{label}: running"));
@@ -560,17 +562,22 @@ impl Sweep<'_> {
             return Ok(RunEnd::Interrupted);
         }
         let Some(run_dir) = run_dir.filter(|_| matches!(code, Some(0 | 1))) else {
-            return Err(format!(
-                "edbstress run ended with {} and no results; its log ({}):\n{}",
-                child::describe(out.status),
-                log.display(),
-                child::tail(&log)
-            ));
+            return Err(StepError::NoResults {
+                status: child::describe(out.status),
+                tail: child::tail(&log),
+                log,
+            });
         };
-        let bytes = std::fs::read(run_dir.join("results.json"))
-            .map_err(|e| format!("cannot read {}/results.json: {e}", run_dir.display()))?;
-        let results =
-            read_results(&bytes).map_err(|e| format!("{}/results.json: {e}", run_dir.display()))?;
+        let bytes = std::fs::read(run_dir.join("results.json")).map_err(|source| {
+            StepError::ReadResults {
+                dir: run_dir.clone(),
+                source,
+            }
+        })?;
+        let results = read_results(&bytes).map_err(|why| StepError::BadResults {
+            dir: run_dir.clone(),
+            why,
+        })?;
         let figures = PointFigures::from_results(&results);
         (self.events)(&format!(
             "{label}: {} — {:.1} transactional IOPS, db read {:.2} ms avg, log write {:.2} ms avg",
@@ -597,7 +604,7 @@ impl Sweep<'_> {
                 // A measure that fails leaves its column empty; the run stands.
                 Err(e) => {
                     (self.events)(&format!("{label}: {e}"));
-                    self.results.runs[i].error = e.lines().next().map(str::to_string);
+                    self.results.runs[i].error = e.to_string().lines().next().map(str::to_string);
                 }
             }
         }
@@ -624,25 +631,128 @@ impl Sweep<'_> {
 }
 
 /// Moves a directory left by an unfinished attempt aside (kept, never deleted).
-fn set_aside(point_dir: &Path) -> Result<(), String> {
+fn set_aside(point_dir: &Path) -> Result<(), StepError> {
     if !point_dir.exists() {
         return Ok(());
     }
     for n in 1..1000 {
         let aside = PathBuf::from(format!("{}.attempt-{n}", point_dir.display()));
         if !aside.exists() {
-            return std::fs::rename(point_dir, &aside).map_err(|e| {
-                format!(
-                    "cannot set aside the unfinished attempt {}: {e}",
-                    point_dir.display()
-                )
+            return std::fs::rename(point_dir, &aside).map_err(|source| StepError::SetAside {
+                dir: point_dir.to_path_buf(),
+                source,
             });
         }
     }
-    Err(format!(
-        "too many attempts of {} already set aside",
-        point_dir.display()
-    ))
+    Err(StepError::TooManyAttempts(point_dir.to_path_buf()))
+}
+
+/// Why a step of one point (a command, the clean, the run) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// A command's template cannot be filled in.
+    #[error("[commands] {what}: {source}")]
+    Template {
+        /// "setup", "teardown" or "measure".
+        what: String,
+        /// What is wrong with it.
+        source: template::TemplateError,
+    },
+    /// A child could not be run.
+    #[error(transparent)]
+    Child(#[from] child::ChildError),
+    /// The point's settings cannot be given as flags.
+    #[error(transparent)]
+    Args(#[from] edbstress_workload::config::ToArgsError),
+    /// A command overran `[commands] timeout`.
+    #[error(
+        "the {what} command did not finish within [commands] timeout = \"{timeout}\" and \
+         was ended: {script}\nits output ({}):\n{tail}",
+        log.display()
+    )]
+    TimedOut {
+        /// "setup", "teardown" or "measure".
+        what: String,
+        /// The timeout as written.
+        timeout: String,
+        /// The command.
+        script: String,
+        /// Its log.
+        log: PathBuf,
+        /// The log's last lines.
+        tail: String,
+    },
+    /// A command failed.
+    #[error(
+        "the {what} command failed ({status}): {script}\nits output ({}):\n{tail}",
+        log.display()
+    )]
+    Failed {
+        /// "setup", "teardown" or "measure".
+        what: String,
+        /// How it ended.
+        status: String,
+        /// The command.
+        script: String,
+        /// Its log.
+        log: PathBuf,
+        /// The log's last lines.
+        tail: String,
+    },
+    /// `edbstress clean` before a fresh point failed.
+    #[error(
+        "removing the databases before the point (databases = \"fresh\") failed \
+         ({status}); its output ({}):\n{tail}",
+        log.display()
+    )]
+    CleanFailed {
+        /// How it ended.
+        status: String,
+        /// Its log.
+        log: PathBuf,
+        /// The log's last lines.
+        tail: String,
+    },
+    /// `edbstress run` ended without results.
+    #[error(
+        "edbstress run ended with {status} and no results; its log ({}):\n{tail}",
+        log.display()
+    )]
+    NoResults {
+        /// How it ended.
+        status: String,
+        /// Its log.
+        log: PathBuf,
+        /// The log's last lines.
+        tail: String,
+    },
+    /// The run's results cannot be read.
+    #[error("cannot read {}/results.json: {source}", dir.display())]
+    ReadResults {
+        /// The run directory.
+        dir: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The run's results are not a results file.
+    #[error("{}/results.json: {why}", dir.display())]
+    BadResults {
+        /// The run directory.
+        dir: PathBuf,
+        /// What the reader said.
+        why: String,
+    },
+    /// An unfinished attempt cannot be moved aside.
+    #[error("cannot set aside the unfinished attempt {}: {source}", dir.display())]
+    SetAside {
+        /// The point's directory.
+        dir: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// Too many unfinished attempts.
+    #[error("too many attempts of {} already set aside", .0.display())]
+    TooManyAttempts(PathBuf),
 }
 
 #[cfg(test)]

@@ -7,6 +7,28 @@ use std::collections::BTreeMap;
 /// The names the sweep sets itself.
 pub const BUILTINS: [&str; 5] = ["point", "repeat", "point_dir", "sweep_dir", "run_dir"];
 
+/// Why a template cannot be used.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TemplateError {
+    /// A `{` without its `}`.
+    #[error("'{{{0}' is not closed: write {{name}}, or {{{{ for a brace")]
+    Unclosed(String),
+    /// `{}`.
+    #[error("'{{}}' names nothing: write {{name}}, or {{{{ for a brace")]
+    Empty,
+    /// A name the sweep does not define.
+    #[error("{{{name}}} is not a name of this sweep; known: {known}")]
+    UnknownName {
+        /// The name used.
+        name: String,
+        /// The names there are, comma separated.
+        known: String,
+    },
+    /// A name without a value where the template is used.
+    #[error("{{{0}}} has no value here")]
+    NoValue(String),
+}
+
 /// A parsed template.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Template {
@@ -21,7 +43,7 @@ enum Part {
 
 impl Template {
     /// Parses `text`; an unclosed or empty `{}` is an error.
-    pub fn parse(text: &str) -> Result<Template, String> {
+    pub fn parse(text: &str) -> Result<Template, TemplateError> {
         let mut parts = Vec::new();
         let mut lit = String::new();
         let mut chars = text.chars().peekable();
@@ -42,15 +64,13 @@ impl Template {
                             Some('}') => break,
                             Some(c) => name.push(c),
                             None => {
-                                return Err(format!(
-                                    "'{{{name}' is not closed: write {{name}}, or {{{{ for a brace"
-                                ));
+                                return Err(TemplateError::Unclosed(name));
                             }
                         }
                     }
                     let name = name.trim().to_string();
                     if name.is_empty() {
-                        return Err("'{}' names nothing: write {name}, or {{ for a brace".into());
+                        return Err(TemplateError::Empty);
                     }
                     if !lit.is_empty() {
                         parts.push(Part::Text(std::mem::take(&mut lit)));
@@ -67,14 +87,14 @@ impl Template {
     }
 
     /// Every name used is one of `known`.
-    pub fn check(self, known: &[&str]) -> Result<Template, String> {
+    pub fn check(self, known: &[&str]) -> Result<Template, TemplateError> {
         for p in &self.parts {
             if let Part::Name(n) = p {
                 if !known.contains(&n.as_str()) {
-                    return Err(format!(
-                        "{{{n}}} is not a name of this sweep; known: {}",
-                        known.join(", ")
-                    ));
+                    return Err(TemplateError::UnknownName {
+                        name: n.clone(),
+                        known: known.join(", "),
+                    });
                 }
             }
         }
@@ -82,14 +102,14 @@ impl Template {
     }
 
     /// The text with every name replaced.
-    pub fn render(&self, names: &BTreeMap<String, String>) -> Result<String, String> {
+    pub fn render(&self, names: &BTreeMap<String, String>) -> Result<String, TemplateError> {
         let mut out = String::new();
         for p in &self.parts {
             match p {
                 Part::Text(t) => out.push_str(t),
                 Part::Name(n) => match names.get(n) {
                     Some(v) => out.push_str(v),
-                    None => return Err(format!("{{{n}}} has no value here")),
+                    None => return Err(TemplateError::NoValue(n.clone())),
                 },
             }
         }
@@ -122,13 +142,22 @@ mod tests {
         let e = Template::parse("mkfs {devv}")
             .unwrap()
             .check(&["dev"])
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("{devv} is not a name"), "{e}");
         assert!(
             Template::parse("echo {dev")
                 .unwrap_err()
+                .to_string()
                 .contains("not closed")
         );
-        assert!(Template::parse("echo {}").is_err());
+        assert_eq!(
+            Template::parse("echo {}").unwrap_err().to_string(),
+            "'{}' names nothing: write {name}, or {{ for a brace"
+        );
+        assert_eq!(
+            Template::parse("echo {de").unwrap_err().to_string(),
+            "'{de' is not closed: write {name}, or {{ for a brace"
+        );
     }
 }

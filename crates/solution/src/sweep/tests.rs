@@ -86,7 +86,7 @@ fn mistakes_are_named_before_anything_runs() {
         ("[run]\nthreads = 4\n", "no [[axis]]"),
     ];
     for (text, expected) in cases {
-        let e = SweepPlan::parse(text).unwrap_err();
+        let e = SweepPlan::parse(text).unwrap_err().to_string();
         assert!(e.contains(expected), "{text}\n→ {e}");
     }
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, ConfigFile, RunConfig};
 use crate::profile::{Profile, Thresholds};
-use crate::units::bounded;
+use crate::units::{ValueError, bounded};
 
 /// The `[thresholds]` table: overrides of single pass/fail thresholds, ms.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -146,15 +146,15 @@ impl From<&RunConfig> for ConfigFile {
 
 /// Parses an operation mix written "insert/delete/replace/read", e.g. "40/20/5/35".
 /// Whether it adds up to 100 is checked with the rest of the configuration.
-pub fn parse_op_mix(s: &str) -> Result<OpMix, String> {
-    let fix = "write four percentages insert/delete/replace/read, e.g. 40/20/5/35";
+pub fn parse_op_mix(s: &str) -> Result<OpMix, ValueError> {
     let parts: Vec<&str> = s.split('/').map(str::trim).collect();
     let [insert, delete, replace, read] = parts.as_slice() else {
-        return Err(format!("invalid operation mix '{s}': {fix}"));
+        return Err(ValueError::OpMixShape(s.to_string()));
     };
     let pct = |p: &str| {
-        p.parse::<u32>().map_err(|_| {
-            format!("invalid operation mix '{s}': '{p}' is not a whole percentage; {fix}")
+        p.parse::<u32>().map_err(|_| ValueError::OpMixPercentage {
+            value: s.to_string(),
+            part: p.to_string(),
         })
     };
     Ok(OpMix {
@@ -172,40 +172,34 @@ pub fn format_op_mix(mix: OpMix) -> String {
 
 /// Parses a test name: "performance", "stress", "database-backup", "soft-recovery"
 /// (also with underscores, or Jetstress's "DatabaseBackup").
-pub fn parse_test_type(s: &str) -> Result<TestType, String> {
+pub fn parse_test_type(s: &str) -> Result<TestType, ValueError> {
     let wanted = s.trim().to_ascii_lowercase().replace(['-', '_'], "");
     TestType::ALL
         .into_iter()
         .find(|t| t.label().to_ascii_lowercase() == wanted)
-        .ok_or_else(|| {
-            format!("unknown test '{s}': use performance, stress, database-backup or soft-recovery")
-        })
+        .ok_or_else(|| ValueError::UnknownTest(s.to_string()))
 }
 
 /// Parses a profile name: "exchange2007" … "exchange2019", or the bare year.
-pub fn parse_profile(s: &str) -> Result<Profile, String> {
-    Profile::from_name(s.trim()).ok_or_else(|| {
-        format!(
-            "unknown profile '{s}': use exchange2007, exchange2010, exchange2013, exchange2016 \
-             or exchange2019"
-        )
-    })
+pub fn parse_profile(s: &str) -> Result<Profile, ValueError> {
+    Profile::from_name(s.trim()).ok_or_else(|| ValueError::UnknownProfile(s.to_string()))
 }
 
 /// Parses "on"/"off" (also true/false, yes/no, 1/0).
-pub fn parse_on_off(s: &str) -> Result<bool, String> {
+pub fn parse_on_off(s: &str) -> Result<bool, ValueError> {
     match s.trim().to_ascii_lowercase().as_str() {
         "on" | "true" | "yes" | "1" => Ok(true),
         "off" | "false" | "no" | "0" => Ok(false),
-        _ => Err(format!("invalid switch '{s}': use on or off")),
+        _ => Err(ValueError::InvalidSwitch(s.to_string())),
     }
 }
 
 /// Parses a compressibility: "mail" (1.7), "incompressible" (1.0), or a ratio such as
 /// "2.0" or "2:1".
-pub fn parse_compressibility(s: &str) -> Result<f64, String> {
+pub fn parse_compressibility(s: &str) -> Result<f64, ValueError> {
     s.parse::<edbstress_engine::Compressibility>()
         .map(|c| c.ratio())
+        .map_err(ValueError::Compressibility)
 }
 
 impl RunConfig {

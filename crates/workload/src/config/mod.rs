@@ -44,7 +44,8 @@ pub use file::{
 pub use model::RunConfig;
 pub use resolve::quick_preset;
 pub use settings::{
-    ConfigFile, FlagForm, SETTINGS, Setting, SettingKey, config_template, flag_for_key, keys,
+    ConfigFile, FlagForm, SETTINGS, Setting, SettingKey, ToArgsError, config_template,
+    flag_for_key, keys,
 };
 
 /// Default directory of database files (the quick start's).

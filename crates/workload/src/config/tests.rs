@@ -331,8 +331,18 @@ fn value_forms() {
             read: 35
         })
     );
-    assert!(parse_op_mix("40/20/40").unwrap_err().contains("40/20/5/35"));
-    assert!(parse_op_mix("40/20/x/35").unwrap_err().contains("'x'"));
+    assert!(
+        parse_op_mix("40/20/40")
+            .unwrap_err()
+            .to_string()
+            .contains("40/20/5/35")
+    );
+    assert!(
+        parse_op_mix("40/20/x/35")
+            .unwrap_err()
+            .to_string()
+            .contains("'x'")
+    );
     assert_eq!(parse_on_off("OFF"), Ok(false));
     assert!(parse_on_off("maybe").is_err());
 }

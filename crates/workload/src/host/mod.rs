@@ -58,6 +58,8 @@ pub struct MonitoredDevice {
 #[derive(Clone, Debug)]
 pub struct HostSampler {
     devices: Arc<[MonitoredDevice]>,
+    // Read by the tests; a run logs them when the sampler is made.
+    #[cfg_attr(not(test), allow(dead_code))]
     unresolved: Vec<PathBuf>,
     /// Why each unresolved path has no device, as "PATH: why".
     reasons: Vec<String>,
@@ -121,6 +123,7 @@ impl HostSampler {
     }
 
     /// Paths whose device could not be found; they have no disk counters.
+    #[cfg(test)]
     pub fn unresolved(&self) -> &[PathBuf] {
         &self.unresolved
     }

@@ -609,8 +609,17 @@ impl Instance {
         self.log.generation()
     }
 
-    /// Fault injection for lost-flush tests: the next write of `pgno` is dropped.
+    /// Fault injection for lost-flush tests: the next write of `pgno` is dropped. Public
+    /// only for the engine's own tests (feature `test-internals`); the fault injector
+    /// uses it in-crate.
+    #[cfg(feature = "test-internals")]
     pub fn drop_next_write(&self, pgno: u32) {
+        self.cache.drop_next_write(Pgno::new(pgno));
+    }
+
+    /// Fault injection for lost-flush tests: the next write of `pgno` is dropped.
+    #[cfg(not(feature = "test-internals"))]
+    pub(crate) fn drop_next_write(&self, pgno: u32) {
         self.cache.drop_next_write(Pgno::new(pgno));
     }
 

@@ -74,31 +74,7 @@ pub fn crafted() -> RunResults {
         ..Default::default()
     };
     let avg2 = instances[1].io[&IoClass::DbRead].avg_latency_ms;
-    let mut samples = Vec::new();
-    for interval in 1..=4u32 {
-        for (class, per_sec, lat) in [
-            (
-                IoClass::DbRead,
-                20.0 + f64::from(interval),
-                12.0 + f64::from(interval),
-            ),
-            (IoClass::DbWrite, 20.0, 1.5),
-            (IoClass::LogWrite, 20.0, 0.45),
-        ] {
-            samples.push(Sample {
-                interval,
-                elapsed_s: 25.0 * f64::from(interval),
-                timestamp: format!("2026-11-21T14:0{}:00+01:00", interval + 1),
-                scope: "Total".into(),
-                family: class.name().into(),
-                per_sec: Some(per_sec),
-                avg_latency_ms: Some(lat),
-                p99_ms: Some(lat * 2.0),
-                avg_bytes: Some(32768.0),
-                ..Default::default()
-            });
-        }
-    }
+    let samples = crafted_samples();
     let mut r = RunResults {
         schema_version: SCHEMA_VERSION,
         tool: ToolInfo {
@@ -114,57 +90,7 @@ pub fn crafted() -> RunResults {
         aborted: false,
         abort_reason: None,
         failed_criteria: Vec::new(),
-        criteria: vec![
-            criterion(
-                "db_read_avg_latency",
-                "I/O Database Reads Average Latency",
-                "Instance0001",
-                4.0,
-                20.0,
-                "ms",
-            ),
-            criterion(
-                "db_read_avg_latency",
-                "I/O Database Reads Average Latency",
-                "Instance0002",
-                avg2,
-                20.0,
-                "ms",
-            ),
-            criterion(
-                "db_read_max_latency",
-                "I/O Database Reads Maximum Latency",
-                "Instance0002",
-                30.0,
-                100.0,
-                "ms",
-            ),
-            criterion(
-                "log_write_avg_latency",
-                "I/O Log Writes Average Latency",
-                "Instance0001",
-                0.45,
-                10.0,
-                "ms",
-            ),
-            criterion(
-                "log_write_max_latency",
-                "I/O Log Writes Maximum Latency",
-                "Instance0001",
-                0.9,
-                100.0,
-                "ms",
-            ),
-            criterion(
-                "transactional_iops",
-                "Achieved Transactional I/O per Second (target)",
-                "Total",
-                40.0,
-                60.0,
-                "IOPS",
-            ),
-            criterion("io_errors", "I/O errors", "Total", 0.0, 0.0, "count"),
-        ],
+        criteria: crafted_criteria(avg2),
         started_at: "2026-11-21T14:00:00+01:00".into(),
         ended_at: "2026-11-21T14:06:00+01:00".into(),
         measured_seconds: seconds,
@@ -175,37 +101,7 @@ pub fn crafted() -> RunResults {
             cpus: 2,
             memory_mb: 8192,
         },
-        parameters: SystemParameters {
-            profile: "exchange2013".into(),
-            mailboxes: Some(500),
-            iops_per_mailbox: Some(0.12),
-            mailbox_quota_mb: Some(2048),
-            databases: 2,
-            copies: 2,
-            page_size: 32768,
-            database_bytes: 64 << 20,
-            threads: 8,
-            session_threads: 2,
-            open_loop: true,
-            cache_min_bytes: 4 << 20,
-            cache_max_bytes: 8 << 20,
-            checkpoint_depth_bytes: 4 << 20,
-            torn_write_protection: false,
-            op_mix: OpMix {
-                insert: 40,
-                delete: 20,
-                replace: 5,
-                read: 35,
-            },
-            lazy_commit_pct: 70,
-            bdm: true,
-            bdm_mb_per_sec: 1.5,
-            duration_seconds: 100.0,
-            sample_interval_seconds: 25.0,
-            seed: 7,
-            io_mode: "direct".into(),
-            backend: "io_uring".into(),
-        },
+        parameters: crafted_parameters(),
         achieved_transactional_iops: 0.0,
         target_transactional_iops: Some(60.0),
         sizing: DatabaseSizing {
@@ -232,40 +128,7 @@ pub fn crafted() -> RunResults {
             disks: Vec::new(),
             no_device: Vec::new(),
         }),
-        autotune: Some(AutoTune {
-            chosen_threads: 8,
-            steps: vec![
-                AutoTuneStep {
-                    threads: 4,
-                    achieved_iops: 30.0,
-                    db_read_avg_ms: 8.0,
-                    log_write_avg_ms: 0.4,
-                    passed: true,
-                    seconds: 10.0,
-                    failed_criteria: Vec::new(),
-                },
-                AutoTuneStep {
-                    threads: 16,
-                    achieved_iops: 45.0,
-                    db_read_avg_ms: 25.0,
-                    log_write_avg_ms: 0.6,
-                    passed: false,
-                    seconds: 10.0,
-                    failed_criteria: vec![
-                        "Instance0001: I/O Database Reads Average Latency 25 ms > 20 ms".into(),
-                    ],
-                },
-                AutoTuneStep {
-                    threads: 8,
-                    achieved_iops: 40.0,
-                    db_read_avg_ms: 15.0,
-                    log_write_avg_ms: 0.5,
-                    passed: true,
-                    seconds: 10.0,
-                    failed_criteria: Vec::new(),
-                },
-            ],
-        }),
+        autotune: Some(crafted_autotune()),
         verification: Some(Verification {
             passed: true,
             databases: vec![DatabaseVerification {
@@ -292,4 +155,162 @@ pub fn crafted() -> RunResults {
     r.achieved_transactional_iops = transactional_iops(&r.totals.io);
     r.judge();
     r
+}
+
+/// The crafted run's criteria: the second instance's reads at `avg2` ms.
+fn crafted_criteria(avg2: f64) -> Vec<Criterion> {
+    vec![
+        criterion(
+            "db_read_avg_latency",
+            "I/O Database Reads Average Latency",
+            "Instance0001",
+            4.0,
+            20.0,
+            "ms",
+        ),
+        criterion(
+            "db_read_avg_latency",
+            "I/O Database Reads Average Latency",
+            "Instance0002",
+            avg2,
+            20.0,
+            "ms",
+        ),
+        criterion(
+            "db_read_max_latency",
+            "I/O Database Reads Maximum Latency",
+            "Instance0002",
+            30.0,
+            100.0,
+            "ms",
+        ),
+        criterion(
+            "log_write_avg_latency",
+            "I/O Log Writes Average Latency",
+            "Instance0001",
+            0.45,
+            10.0,
+            "ms",
+        ),
+        criterion(
+            "log_write_max_latency",
+            "I/O Log Writes Maximum Latency",
+            "Instance0001",
+            0.9,
+            100.0,
+            "ms",
+        ),
+        criterion(
+            "transactional_iops",
+            "Achieved Transactional I/O per Second (target)",
+            "Total",
+            40.0,
+            60.0,
+            "IOPS",
+        ),
+        criterion("io_errors", "I/O errors", "Total", 0.0, 0.0, "count"),
+    ]
+}
+
+/// The crafted run's parameters: 500 mailboxes on 2 databases with 2 copies.
+fn crafted_parameters() -> SystemParameters {
+    SystemParameters {
+        profile: "exchange2013".into(),
+        mailboxes: Some(500),
+        iops_per_mailbox: Some(0.12),
+        mailbox_quota_mb: Some(2048),
+        databases: 2,
+        copies: 2,
+        page_size: 32768,
+        database_bytes: 64 << 20,
+        threads: 8,
+        session_threads: 2,
+        open_loop: true,
+        cache_min_bytes: 4 << 20,
+        cache_max_bytes: 8 << 20,
+        checkpoint_depth_bytes: 4 << 20,
+        torn_write_protection: false,
+        op_mix: OpMix {
+            insert: 40,
+            delete: 20,
+            replace: 5,
+            read: 35,
+        },
+        lazy_commit_pct: 70,
+        bdm: true,
+        bdm_mb_per_sec: 1.5,
+        duration_seconds: 100.0,
+        sample_interval_seconds: 25.0,
+        seed: 7,
+        io_mode: "direct".into(),
+        backend: "io_uring".into(),
+    }
+}
+
+/// Three auto-tuning steps, the middle one failing.
+fn crafted_autotune() -> AutoTune {
+    AutoTune {
+        chosen_threads: 8,
+        steps: vec![
+            AutoTuneStep {
+                threads: 4,
+                achieved_iops: 30.0,
+                db_read_avg_ms: 8.0,
+                log_write_avg_ms: 0.4,
+                passed: true,
+                seconds: 10.0,
+                failed_criteria: Vec::new(),
+            },
+            AutoTuneStep {
+                threads: 16,
+                achieved_iops: 45.0,
+                db_read_avg_ms: 25.0,
+                log_write_avg_ms: 0.6,
+                passed: false,
+                seconds: 10.0,
+                failed_criteria: vec![
+                    "Instance0001: I/O Database Reads Average Latency 25 ms > 20 ms".into(),
+                ],
+            },
+            AutoTuneStep {
+                threads: 8,
+                achieved_iops: 40.0,
+                db_read_avg_ms: 15.0,
+                log_write_avg_ms: 0.5,
+                passed: true,
+                seconds: 10.0,
+                failed_criteria: Vec::new(),
+            },
+        ],
+    }
+}
+
+/// Four intervals of total samples for three I/O classes.
+fn crafted_samples() -> Vec<Sample> {
+    let mut samples = Vec::new();
+    for interval in 1..=4u32 {
+        for (class, per_sec, lat) in [
+            (
+                IoClass::DbRead,
+                20.0 + f64::from(interval),
+                12.0 + f64::from(interval),
+            ),
+            (IoClass::DbWrite, 20.0, 1.5),
+            (IoClass::LogWrite, 20.0, 0.45),
+        ] {
+            samples.push(Sample {
+                interval,
+                elapsed_s: 25.0 * f64::from(interval),
+                timestamp: format!("2026-11-21T14:0{}:00+01:00", interval + 1),
+                scope: "Total".into(),
+                family: class.name().into(),
+                per_sec: Some(per_sec),
+                avg_latency_ms: Some(lat),
+                p99_ms: Some(lat * 2.0),
+                avg_bytes: Some(32768.0),
+                ..Default::default()
+            });
+        }
+    }
+    samples
 }

@@ -17,6 +17,7 @@
 //! field and how [`resolve`](super::resolve) derives it).
 
 use super::ThresholdsFile;
+use crate::units::ValueError;
 
 /// A configuration key validation can name: only the [`keys`] constants exist, so an
 /// error can only point at a setting this table defines (and so at its flag).
@@ -51,7 +52,7 @@ pub enum FlagForm {
         /// Values may start with '-'.
         hyphen: bool,
         /// Checks the text as the flag's parser does; the error says what is wrong.
-        check: fn(&str) -> Result<(), String>,
+        check: fn(&str) -> Result<(), ValueError>,
         /// The values to offer (shell completion), for a flag with a fixed set; the
         /// parser still decides what is accepted and says why not.
         choices: &'static [&'static str],
@@ -162,10 +163,10 @@ macro_rules! flag_form {
 macro_rules! apply_flag {
     ($layer:ident . $key:ident, $values:ident, file_only) => {{
         let _ = $values;
-        Err(format!("`{}` has no flag", stringify!($key)))
+        Err($crate::units::ValueError::NoFlag(stringify!($key)))
     }};
     ($layer:ident . $key:ident, $values:ident, value $long:literal $name:literal $parse:expr) => {{
-        let text = $values.last().ok_or("a value is missing")?;
+        let text = $values.last().ok_or($crate::units::ValueError::NoValue)?;
         $layer.$key = Some(($parse)(text)?);
         Ok(())
     }};
@@ -301,7 +302,11 @@ macro_rules! run_settings {
             /// Sets `key` from its flag's values as given on the command line (the last
             /// one for a single-value flag; every one for a repeatable flag; any for a
             /// switch), with the flag's own parser.
-            pub fn apply_flag(&mut self, key: &str, values: &[String]) -> Result<(), String> {
+            pub fn apply_flag(
+                &mut self,
+                key: &str,
+                values: &[String],
+            ) -> Result<(), $crate::units::ValueError> {
                 let layer = self;
                 match key {
                     $(stringify!($key) => apply_flag!(layer.$key, values, $($flag)*),)*
@@ -311,7 +316,7 @@ macro_rules! run_settings {
                         }
                         Ok(())
                     }
-                    _ => Err(format!("`{key}` is not a run setting")),
+                    _ => Err($crate::units::ValueError::NotARunSetting(key.to_string())),
                 }
             }
         }
@@ -343,89 +348,87 @@ pub mod parse {
     use edbstress_report::{OpMix, TestType};
 
     use crate::profile::Profile;
-    use crate::units::count;
+    use crate::units::{ValueError, count};
 
     /// `--test`.
-    pub fn test_type(s: &str) -> Result<TestType, String> {
+    pub fn test_type(s: &str) -> Result<TestType, ValueError> {
         crate::config::parse_test_type(s)
     }
 
     /// `--profile`.
-    pub fn profile(s: &str) -> Result<Profile, String> {
+    pub fn profile(s: &str) -> Result<Profile, ValueError> {
         crate::config::parse_profile(s)
     }
 
     /// A count (`--mailboxes`, `--databases`, `--threads`).
-    pub fn count_u64(s: &str) -> Result<u64, String> {
+    pub fn count_u64(s: &str) -> Result<u64, ValueError> {
         count::<u64>("a count", 0, None)(s)
     }
 
     /// A count that fits 32 bits.
-    pub fn count_u32(s: &str) -> Result<u32, String> {
+    pub fn count_u32(s: &str) -> Result<u32, ValueError> {
         count::<u32>("a count", 0, None)(s)
     }
 
     /// `--seed`.
-    pub fn seed(s: &str) -> Result<u64, String> {
+    pub fn seed(s: &str) -> Result<u64, ValueError> {
         count::<u64>("a seed", 0, None)(s)
     }
 
     /// `--lazy-commits`.
-    pub fn percentage(s: &str) -> Result<u32, String> {
+    pub fn percentage(s: &str) -> Result<u32, ValueError> {
         count::<u32>("a percentage", 0, None)(s)
     }
 
     /// A decimal number (`--iops-per-mailbox`, `--bdm-rate`); its range is checked with
     /// the rest of the configuration.
-    pub fn number(s: &str) -> Result<f64, String> {
-        s.trim()
-            .parse::<f64>()
-            .map_err(|e| format!("{e}; give a number, e.g. 0.12"))
+    pub fn number(s: &str) -> Result<f64, ValueError> {
+        s.trim().parse::<f64>().map_err(ValueError::NotANumber)
     }
 
     /// A size (`--cache-max`).
-    pub fn size(s: &str) -> Result<u64, String> {
+    pub fn size(s: &str) -> Result<u64, ValueError> {
         crate::units::parse_size_value(s)
     }
 
     /// A mailbox quota (`--mailbox-quota`): MB and GB of 2^20 and 2^30 bytes.
-    pub fn quota(s: &str) -> Result<u64, String> {
+    pub fn quota(s: &str) -> Result<u64, ValueError> {
         crate::units::parse_quota_value(s)
     }
 
     /// `--page-size`.
-    pub fn page_size(s: &str) -> Result<PageSize, String> {
+    pub fn page_size(s: &str) -> Result<PageSize, ValueError> {
         crate::units::parse_page_size(s)
     }
 
     /// A duration (`--duration`).
-    pub fn duration(s: &str) -> Result<Duration, String> {
+    pub fn duration(s: &str) -> Result<Duration, ValueError> {
         crate::units::parse_duration(s)
     }
 
     /// `--op-mix`.
-    pub fn op_mix(s: &str) -> Result<OpMix, String> {
+    pub fn op_mix(s: &str) -> Result<OpMix, ValueError> {
         crate::config::parse_op_mix(s)
     }
 
     /// `--bdm`.
-    pub fn on_off(s: &str) -> Result<bool, String> {
+    pub fn on_off(s: &str) -> Result<bool, ValueError> {
         crate::config::parse_on_off(s)
     }
 
     /// `--compressibility`.
-    pub fn compressibility(s: &str) -> Result<f64, String> {
+    pub fn compressibility(s: &str) -> Result<f64, ValueError> {
         crate::config::parse_compressibility(s)
     }
 
     /// `--backend`.
-    pub fn backend(s: &str) -> Result<BackendKind, String> {
+    pub fn backend(s: &str) -> Result<BackendKind, ValueError> {
         s.parse::<BackendKind>()
-            .map_err(|_| format!("unknown backend '{s}': use auto, io_uring or threads"))
+            .map_err(|_| ValueError::UnknownBackend(s.to_string()))
     }
 
     /// A directory (`--results-dir`).
-    pub fn path(s: &str) -> Result<std::path::PathBuf, String> {
+    pub fn path(s: &str) -> Result<std::path::PathBuf, ValueError> {
         Ok(std::path::PathBuf::from(s))
     }
 }
@@ -437,15 +440,17 @@ pub use list::{ConfigFile, SETTINGS, keys};
 
 impl ThresholdsFile {
     /// Sets one threshold from `--threshold NAME=MS`.
-    fn set_from_flag(&mut self, text: &str) -> Result<(), String> {
-        let names = "db_read_avg_ms, db_read_max_ms, log_write_avg_ms, log_write_max_ms, \
-                     page_fault_stalls_per_sec, db_read_p99_ms or log_write_p99_ms";
+    fn set_from_flag(&mut self, text: &str) -> Result<(), ValueError> {
         let (name, value) = text
             .split_once('=')
-            .ok_or_else(|| format!("'{text}' is not NAME=MS; e.g. db_read_avg_ms=20 ({names})"))?;
-        let ms: f64 = value.trim().parse().map_err(|_| {
-            format!("'{value}' is not a number; give the limit in ms, e.g. {name}=20")
-        })?;
+            .ok_or_else(|| ValueError::ThresholdShape(text.to_string()))?;
+        let ms: f64 = value
+            .trim()
+            .parse()
+            .map_err(|_| ValueError::ThresholdNotANumber {
+                name: name.to_string(),
+                value: value.to_string(),
+            })?;
         let slot = match name.trim() {
             "db_read_avg_ms" => &mut self.db_read_avg_ms,
             "db_read_max_ms" => &mut self.db_read_max_ms,
@@ -454,10 +459,53 @@ impl ThresholdsFile {
             "page_fault_stalls_per_sec" => &mut self.page_fault_stalls_per_sec,
             "db_read_p99_ms" => &mut self.db_read_p99_ms,
             "log_write_p99_ms" => &mut self.log_write_p99_ms,
-            other => return Err(format!("unknown threshold '{other}': use {names}")),
+            other => return Err(ValueError::UnknownThreshold(other.to_string())),
         };
         *slot = Some(ms);
         Ok(())
+    }
+}
+
+/// Why a configuration layer cannot be given as `edbstress run` flags.
+#[derive(Debug, thiserror::Error)]
+pub enum ToArgsError {
+    /// The layer does not serialize as TOML.
+    #[error("{0}")]
+    Toml(#[from] toml::ser::Error),
+    /// A setting only a configuration file sets.
+    #[error("`{0}` has no flag; give it in a configuration file")]
+    FileOnly(&'static str),
+    /// A switch set to the value its flag does not set.
+    #[error(
+        "`{key} = {value}` cannot be given as a flag ({long} sets the other value); \
+         give it in a configuration file"
+    )]
+    OtherSwitchValue {
+        /// The setting.
+        key: &'static str,
+        /// Its value in the layer.
+        value: toml::Value,
+        /// The switch.
+        long: &'static str,
+    },
+    /// A repeated flag's setting that is not a list.
+    #[error("a list was expected")]
+    NotAList,
+    /// The thresholds that are not a table.
+    #[error("a table was expected")]
+    NotATable,
+    /// A value that is not a scalar.
+    #[error("{0} cannot be given as a flag's value")]
+    NotAScalar(toml::Value),
+    /// A switch's own flag refused (a defect of the settings table).
+    #[error(transparent)]
+    Value(#[from] ValueError),
+}
+
+/// For callers that still carry errors as text.
+impl From<ToArgsError> for String {
+    fn from(e: ToArgsError) -> String {
+        e.to_string()
     }
 }
 
@@ -466,25 +514,20 @@ impl ConfigFile {
     /// value in the file's text form ("2GiB", "90s"): how fleets, sweeps and campaigns
     /// pass settings to the runs they start. A value no flag can express (a switch set
     /// to its other value, a file-only key) is an error naming it.
-    pub fn to_args(&self) -> Result<Vec<String>, String> {
-        let table = toml::Table::try_from(self).map_err(|e| e.to_string())?;
+    pub fn to_args(&self) -> Result<Vec<String>, ToArgsError> {
+        let table = toml::Table::try_from(self)?;
         let mut args = Vec::new();
         for setting in SETTINGS {
             let Some(value) = table.get(setting.key) else {
                 continue;
             };
             match setting.flag {
-                FlagForm::FileOnly => {
-                    return Err(format!(
-                        "`{}` has no flag; give it in a configuration file",
-                        setting.key
-                    ));
-                }
+                FlagForm::FileOnly => return Err(ToArgsError::FileOnly(setting.key)),
                 FlagForm::Value { long, .. } => {
                     args.extend([long.to_string(), value_text(value)?]);
                 }
                 FlagForm::Repeated { long, .. } => {
-                    let items = value.as_array().ok_or("a list was expected")?;
+                    let items = value.as_array().ok_or(ToArgsError::NotAList)?;
                     for item in items {
                         args.extend([long.to_string(), value_text(item)?]);
                     }
@@ -492,18 +535,18 @@ impl ConfigFile {
                 FlagForm::Switch { long } => {
                     let mut on = ConfigFile::default();
                     on.apply_flag(setting.key, &[String::new()])?;
-                    let on = toml::Table::try_from(&on).map_err(|e| e.to_string())?;
+                    let on = toml::Table::try_from(&on)?;
                     if on.get(setting.key) != Some(value) {
-                        return Err(format!(
-                            "`{} = {value}` cannot be given as a flag ({long} sets the other value); \
-                             give it in a configuration file",
-                            setting.key
-                        ));
+                        return Err(ToArgsError::OtherSwitchValue {
+                            key: setting.key,
+                            value: value.clone(),
+                            long,
+                        });
                     }
                     args.push(long.to_string());
                 }
                 FlagForm::Thresholds { long } => {
-                    let items = value.as_table().ok_or("a table was expected")?;
+                    let items = value.as_table().ok_or(ToArgsError::NotATable)?;
                     for (name, ms) in items {
                         args.extend([long.to_string(), format!("{name}={}", value_text(ms)?)]);
                     }
@@ -515,13 +558,13 @@ impl ConfigFile {
 }
 
 /// A TOML scalar as a flag's text: strings as they are, numbers as written.
-fn value_text(v: &toml::Value) -> Result<String, String> {
+fn value_text(v: &toml::Value) -> Result<String, ToArgsError> {
     match v {
         toml::Value::String(s) => Ok(s.clone()),
         toml::Value::Integer(i) => Ok(i.to_string()),
         toml::Value::Float(f) => Ok(f.to_string()),
         toml::Value::Boolean(b) => Ok(if *b { "on" } else { "off" }.to_string()),
-        other => Err(format!("{other} cannot be given as a flag's value")),
+        other => Err(ToArgsError::NotAScalar(other.clone())),
     }
 }
 
