@@ -122,6 +122,8 @@ pub fn render_markdown(r: &RunResults) -> String {
             fixed3(r.achieved_transactional_iops),
         ],
         vec!["Target Transactional I/O per Second".into(), target],
+        vec!["Headroom".into(), crate::text::headroom_text(r)],
+        vec!["Pacing".into(), crate::text::pacing_text(r)],
         vec![
             "Databases / Copies / Sessions".into(),
             format!(
