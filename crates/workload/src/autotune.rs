@@ -101,7 +101,9 @@ pub fn auto_tune(
     let base = bench.database_bytes();
     let limit = growth_budget.map(|b| base.saturating_add(b));
     bench.limit_growth(limit);
-    let (mut tune, stopped) = search(bench, instances, thresholds, target, options, limit, log, stop);
+    let (mut tune, stopped) = search(
+        bench, instances, thresholds, target, options, limit, log, stop,
+    );
     bench.limit_growth(None);
     tune.growth_budget_bytes = growth_budget;
     tune.growth_bytes = Some(bench.database_bytes().saturating_sub(base));
@@ -248,9 +250,11 @@ fn search(
     tune.chosen_threads = match pass_max {
         Some(p) => p,
         None => {
-            log.line(format!(
-                "Auto-tune: no session count met the thresholds; using {first}."
-            ));
+            log.line(if tune.steps.is_empty() {
+                format!("Auto-tune: the space budget allowed no step; using {first}.")
+            } else {
+                format!("Auto-tune: no session count met the thresholds; using {first}.")
+            });
             first
         }
     };

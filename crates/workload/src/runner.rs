@@ -16,9 +16,9 @@ use edbstress_io::ByteSize;
 use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::summary::{io_summary, transactional_iops};
 use edbstress_report::{
-    DatabaseSizing, Pacing, DatabaseVerification, Exporter, IOPS_BASIS_DATABASE_VOLUMES, InstanceResult,
-    LogVerification, RunResults, SCHEMA_VERSION, SystemParameters, TestType, ToolInfo, Verdict,
-    Verification, VolumeRole, instance_name, standard_exporters,
+    DatabaseSizing, DatabaseVerification, Exporter, IOPS_BASIS_DATABASE_VOLUMES, InstanceResult,
+    LogVerification, Pacing, RunResults, SCHEMA_VERSION, SystemParameters, TestType, ToolInfo,
+    Verdict, Verification, VolumeRole, instance_name, standard_exporters,
 };
 
 use crate::RunError;

@@ -447,11 +447,11 @@ fn step_layer(
 fn sets_load(options: &CampaignOptions) -> bool {
     let c = &options.solution.campaign;
     let flags = ["--pacing", "--threads", "--auto-tune"];
-    if c
-        .run_options
-        .iter()
-        .any(|o| flags.iter().any(|f| o == f || o.starts_with(&format!("{f}="))))
-    {
+    if c.run_options.iter().any(|o| {
+        flags
+            .iter()
+            .any(|f| o == f || o.starts_with(&format!("{f}=")))
+    }) {
         return true;
     }
     c.run_config

@@ -32,8 +32,12 @@ pub fn default_lead_time(run_args: &[String], config: Option<&Path>) -> Duration
     let pick = |f: fn(&ConfigFile) -> Option<u64>| f(&flags).or_else(|| f(&file));
     let profile = flags.profile.or(file.profile).unwrap_or_default();
     let databases = u64::from(flags.databases.or(file.databases).unwrap_or(1));
-    let cache = pick(|l| l.cache_max)
-        .unwrap_or_else(|| profile.defaults().cache_max_per_db.saturating_mul(databases));
+    let cache = pick(|l| l.cache_max).unwrap_or_else(|| {
+        profile
+            .defaults()
+            .cache_max_per_db
+            .saturating_mul(databases)
+    });
     let warm = Duration::from_secs(cache / WARM_BYTES_PER_SEC);
     let tune = if flags.auto_tune.or(file.auto_tune).unwrap_or(false) {
         let interval = flags

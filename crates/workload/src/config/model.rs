@@ -200,7 +200,10 @@ impl RunConfig {
                     * self.duration.as_secs_f64()
                     * GROWTH_PER_TRANSACTIONAL_IO as f64
                     / databases
-                    + self.auto_tune_growth.filter(|_| self.auto_tune).unwrap_or(0) as f64
+                    + self
+                        .auto_tune_growth
+                        .filter(|_| self.auto_tune)
+                        .unwrap_or(0) as f64
             }
             TestType::SoftRecovery => {
                 f64::from(self.logs_to_replay) * LOG_FILE_BYTES as f64 * GROWTH_PER_LOG_BYTE

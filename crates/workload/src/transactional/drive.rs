@@ -66,7 +66,11 @@ struct Phase {
 }
 
 impl Phase {
-    fn run(&self, bench: &Workbench<'_>, stop: &AtomicBool) -> (Option<Measurement>, Option<StopReason>) {
+    fn run(
+        &self,
+        bench: &Workbench<'_>,
+        stop: &AtomicBool,
+    ) -> (Option<Measurement>, Option<StopReason>) {
         for s in &bench.slots {
             s.schedule.restart_at(self.start);
         }

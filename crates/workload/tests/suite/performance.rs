@@ -209,7 +209,10 @@ fn auto_tune_never_grows_the_databases_past_a_tight_space_budget() {
     let total = r.sizing.final_bytes - r.sizing.initial_bytes;
     assert!(total <= budget, "grew {total} of {budget} bytes budgeted");
     let log = std::fs::read_to_string(outcome.dir.join("test.log")).unwrap();
-    assert!(log.contains("Auto-tune may grow each database by up to 2"), "{log}");
+    assert!(
+        log.contains("Auto-tune may grow each database by up to 2"),
+        "{log}"
+    );
     assert!(
         log.contains("Auto-tune stopped for space") || log.contains("was shortened"),
         "{log}"
@@ -238,5 +241,8 @@ fn the_warm_up_reads_closed_loop_whatever_the_target_rate() {
         "the caches filled before the timeout: {log}"
     );
     assert!(!log.contains("did not reach 90 %"), "{log}");
-    assert!(log.contains("reading as fast as the storage allows"), "{log}");
+    assert!(
+        log.contains("reading as fast as the storage allows"),
+        "{log}"
+    );
 }
