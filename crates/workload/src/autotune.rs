@@ -269,7 +269,7 @@ fn search(
 pub fn tuning_budget(config: &RunConfig, bench: &Workbench<'_>, log: &TestLog<'_>) -> Option<u64> {
     let databases = u64::from(config.databases.max(1));
     let (per_db, how) = match config.auto_tune_growth {
-        Some(bytes) => (bytes, "as set (auto_tune_growth)".to_string()),
+        Some(bytes) => (bytes, "auto_tune_growth".to_string()),
         None => {
             config.target_iops()?;
             let dir = bench.layouts().first()?.db_file.parent()?.to_path_buf();
