@@ -107,7 +107,7 @@ impl Phase {
             sleep_until(later(now, TICK).min(deadline), stop);
             bench.snapshot_into(&mut snap);
             bench.interval_into(&last_tick, &snap, &mut tick);
-            // The warm-up only reads: its I/Os per transaction are not the mix's.
+            // A cold cache makes more I/Os per transaction than the measured load will.
             let offered = (self.kind != PhaseKind::AttainPrerequisites)
                 .then(|| steer(bench, &tick, self.open_loop))
                 .flatten();
@@ -245,7 +245,7 @@ fn warmup_start(
         return None;
     }
     bench.log.line(format!(
-        "Attaining prerequisites: filling each database cache to {:.0} % (at most {}), {} sessions reading as fast as the storage allows.",
+        "Attaining prerequisites: filling each database cache to {:.0} % (at most {}), {} sessions closed loop, as fast as the storage allows.",
         warmup::TARGET_FILL_PCT,
         humantime::format_duration(phase.length),
         phase.sessions

@@ -556,25 +556,19 @@ impl<'a> Workbench<'a> {
         self.dispatch_mix(sessions, phases, open_loop, mix, stop)
     }
 
-    /// Attains the prerequisites: `sessions` sessions read closed loop, as fast as the
-    /// storage allows, until every cache holds 90 % of its maximum or `timeout` passes.
-    /// Reads fill the cache as the mix's operations do (each finds its record's pages)
-    /// without growing the databases or writing log, so warming costs no space and
-    /// does not depend on the target rate.
+    /// Attains the prerequisites: `sessions` sessions run the mix closed loop, as fast
+    /// as the storage allows, until every cache holds 90 % of its maximum or `timeout`
+    /// passes, so warming does not depend on the target rate. (Reads alone cannot fill
+    /// a cache larger than the pages the records occupy; the mix's inserts add pages.)
     pub fn warm(
         &mut self,
         sessions: u32,
         timeout: Duration,
         stop: &AtomicBool,
     ) -> Option<StopReason> {
-        let reads = edbstress_report::OpMix {
-            insert: 0,
-            delete: 0,
-            replace: 0,
-            read: 100,
-        };
+        let mix = self.config.op_mix;
         let phases = [(PhaseKind::AttainPrerequisites, timeout)];
-        self.dispatch_mix(sessions, &phases, false, reads, stop).1
+        self.dispatch_mix(sessions, &phases, false, mix, stop).1
     }
 
     fn dispatch_mix(

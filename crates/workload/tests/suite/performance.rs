@@ -242,7 +242,7 @@ fn the_warm_up_reads_closed_loop_whatever_the_target_rate() {
     );
     assert!(!log.contains("did not reach 90 %"), "{log}");
     assert!(
-        log.contains("reading as fast as the storage allows"),
+        log.contains("closed loop, as fast as the storage allows"),
         "{log}"
     );
 }
