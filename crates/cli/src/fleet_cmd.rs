@@ -73,7 +73,8 @@ struct FleetRunArgs {
     #[command(flatten)]
     common: FleetCommonArgs,
     /// Time from starting the hosts to the start of measurement: enough for every host
-    /// to prepare its databases and warm its caches [default: 2m].
+    /// to attach its databases, warm its caches and auto-tune [default: from the run's
+    /// settings: 1m + the cache at 8 MiB/s + the longest auto-tuning, at least 2m].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     lead_time: Option<Duration>,
     /// Largest clock difference accepted between a host and this machine [default: 1s].
@@ -160,7 +161,9 @@ fn run_fleet(a: FleetRunArgs) -> Result<ExitCode, CommandError> {
         |v: &Option<String>, key: &str| FleetFile::duration(v, key).map_err(CommandError::Usage);
     options.lead_time = match a.lead_time {
         Some(d) => d,
-        None => from_file(&file.lead_time, "lead_time")?.unwrap_or(Duration::from_secs(120)),
+        None => from_file(&file.lead_time, "lead_time")?.unwrap_or_else(|| {
+            fleet::default_lead_time(&options.run_args, a.common.config.as_deref())
+        }),
     };
     options.max_clock_offset = match a.max_clock_offset {
         Some(d) => d,

@@ -292,6 +292,7 @@ fn print_summary(outcome: &RunOutcome) {
         );
     }
     if r.test_type.is_transactional() {
+        outln!("  pacing: {}", edbstress_report::text::pacing_text(r));
         // exchange2007 counts the database volumes' transfers, as Jetstress 2007 did.
         let what = if r.achieved_iops_basis.is_some() {
             "achieved I/O per second (database volume transfers)"
@@ -300,8 +301,9 @@ fn print_summary(outcome: &RunOutcome) {
         };
         match r.target_transactional_iops {
             Some(t) => outln!(
-                "  {what}: {:.1} (target {t:.1})",
-                r.achieved_transactional_iops
+                "  {what}: {:.1} (target {t:.1}, headroom {:+.1} %)",
+                r.achieved_transactional_iops,
+                r.headroom_pct.unwrap_or(0.0)
             ),
             None => outln!(
                 "  {what}: {:.1} (throughput run, no target)",

@@ -1,7 +1,7 @@
 //! Text shared by the renderers: escaping, number, size and time formats, and the
 //! failed criteria in plain words.
 
-use crate::model::{Criterion, RunResults};
+use crate::model::{Criterion, Pacing, RunResults};
 
 /// Escapes text for HTML and XML (element content and quoted attributes). Control
 /// characters other than tab and newline are dropped: XML 1.0 forbids them and a path
@@ -21,6 +21,46 @@ pub fn escape(s: &str) -> String {
         }
     }
     out
+}
+
+/// The pacing that ran, in words, with the thread count (results written before the
+/// setting existed name it from `open_loop`).
+pub fn pacing_text(r: &RunResults) -> String {
+    let p = &r.parameters;
+    let pacing = p.pacing.unwrap_or(if p.open_loop {
+        Pacing::OpenLoop
+    } else {
+        Pacing::Jetstress
+    });
+    match (pacing, r.target_transactional_iops) {
+        (Pacing::Jetstress, None) => format!(
+            "closed loop at {} threads (throughput run): each starts its next transaction when the last ends",
+            p.threads
+        ),
+        (pacing, _) => pacing.describe(p.threads, r.autotune.is_some()),
+    }
+}
+
+/// The headroom line: achieved against target, as the ESRP documents read them.
+pub fn headroom_text(r: &RunResults) -> String {
+    match (r.headroom_pct, r.target_transactional_iops) {
+        (Some(h), Some(t)) => {
+            let open = r.parameters.pacing == Some(Pacing::OpenLoop)
+                || (r.parameters.pacing.is_none() && r.parameters.open_loop);
+            format!(
+                "{h:+.1} % ({} achieved against {} targeted at {} threads){}",
+                fixed3(r.achieved_transactional_iops),
+                fixed3(t),
+                r.parameters.threads,
+                if open {
+                    "; open loop offers the target plus its margin, so this is not the storage's headroom (Jetstress pacing measures that)"
+                } else {
+                    ""
+                }
+            )
+        }
+        _ => "none (no target)".to_string(),
+    }
 }
 
 /// Three decimals, Jetstress's precision for rates and latencies.

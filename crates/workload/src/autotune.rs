@@ -8,6 +8,12 @@
 //! and the first failing count is bisected until it is within an eighth of the passing
 //! count, or the step budget is spent. The caches stay warm between steps (one
 //! workbench), so every step measures the same steady state.
+//!
+//! Closed-loop steps grow the databases far faster than the target would, so the
+//! search has a space budget: before a step, its growth is foreseen from the last
+//! step's (per session and second); a step that would not fit is shortened, or not
+//! run; and a step that grows faster than foreseen is stopped before the databases
+//! could pass the budget. The test log and the results say so.
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -16,6 +22,7 @@ use edbstress_io::IoClass;
 use edbstress_report::summary::transactional_iops;
 use edbstress_report::{AutoTune, AutoTuneStep};
 
+use crate::config::RunConfig;
 use crate::criteria::{Measurements, evaluate};
 use crate::live::PhaseKind;
 use crate::profile::Thresholds;
@@ -74,18 +81,89 @@ pub fn step_failures(m: &Measurement, thresholds: &Thresholds, target: Option<f6
         .collect()
 }
 
+/// Shortest step worth running: a shorter one measures too little to judge.
+const MIN_STEP: Duration = Duration::from_secs(1);
+
 /// Runs the search on an open, warm workbench; returns the chosen count and the curve,
-/// and why it stopped early (if it did).
+/// and why it stopped early (if it did). `growth_budget`: how much the databases may
+/// grow together during the search, bytes (None: no limit).
+#[allow(clippy::too_many_arguments)]
 pub fn auto_tune(
     bench: &mut Workbench<'_>,
     instances: u32,
     thresholds: &Thresholds,
     target: Option<f64>,
     options: AutoTuneOptions,
+    growth_budget: Option<u64>,
+    log: &TestLog<'_>,
+    stop: &AtomicBool,
+) -> (AutoTune, Option<StopReason>) {
+    let base = bench.database_bytes();
+    let limit = growth_budget.map(|b| base.saturating_add(b));
+    bench.limit_growth(limit);
+    let (mut tune, stopped) = search(
+        bench, instances, thresholds, target, options, limit, log, stop,
+    );
+    bench.limit_growth(None);
+    tune.growth_budget_bytes = growth_budget;
+    tune.growth_bytes = Some(bench.database_bytes().saturating_sub(base));
+    (tune, stopped)
+}
+
+/// Growth of the last step, bytes per session-second: what the next step's is foreseen
+/// from (growth rises no faster than the session count, so this overestimates).
+#[derive(Clone, Copy)]
+struct GrowthRate(f64);
+
+/// The settle and measured lengths of the step of `threads` sessions that fit the
+/// growth left (`room` bytes), with a note when shortened; or why none fits.
+fn fit_step(
+    options: &AutoTuneOptions,
+    threads: u32,
+    rate: Option<GrowthRate>,
+    room: Option<u64>,
+) -> Result<(Duration, Duration, Option<String>), String> {
+    let (Some(GrowthRate(rate)), Some(room)) = (rate, room) else {
+        return Ok((options.settle, options.step, None));
+    };
+    let length = options.settle + options.step;
+    let foreseen = rate * f64::from(threads) * length.as_secs_f64();
+    if foreseen <= room as f64 {
+        return Ok((options.settle, options.step, None));
+    }
+    let share = room as f64 / foreseen;
+    let (settle, step) = (options.settle.mul_f64(share), options.step.mul_f64(share));
+    let about = edbstress_io::ByteSize(foreseen as u64).approx();
+    let left = edbstress_io::ByteSize(room).approx();
+    if step < MIN_STEP {
+        return Err(format!(
+            "the {threads}-session step was not run: it would grow the databases by about {about}, and {left} of the tuning budget is left"
+        ));
+    }
+    Ok((
+        settle,
+        step,
+        Some(format!(
+            "the {threads}-session step was shortened to {:.1} s measured (from {:.1} s): at full length it would grow the databases by about {about}, and {left} of the tuning budget was left",
+            step.as_secs_f64(),
+            options.step.as_secs_f64()
+        )),
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn search(
+    bench: &mut Workbench<'_>,
+    instances: u32,
+    thresholds: &Thresholds,
+    target: Option<f64>,
+    options: AutoTuneOptions,
+    limit: Option<u64>,
     log: &TestLog<'_>,
     stop: &AtomicBool,
 ) -> (AutoTune, Option<StopReason>) {
     let mut tune = AutoTune::default();
+    let mut rate: Option<GrowthRate> = None;
     let first = instances.clamp(1, options.max_threads);
     let mut pass_max: Option<u32> = None;
     let mut fail_min: Option<u32> = None;
@@ -99,15 +177,44 @@ pub fn auto_tune(
         if tune.steps.len() as u32 >= options.max_steps {
             break;
         }
+        let room = limit.map(|l| l.saturating_sub(bench.database_bytes()));
+        let (settle, step_length) = match fit_step(&options, threads, rate, room) {
+            Ok((settle, step, note)) => {
+                if let Some(note) = note {
+                    log.line(format!("Auto-tune: {note}."));
+                    tune.space_notes.push(note);
+                }
+                (settle, step)
+            }
+            Err(why) => {
+                log.line(format!("Auto-tune stopped for space: {why}."));
+                tune.space_notes.push(why);
+                break;
+            }
+        };
         let phases = [
-            (PhaseKind::Settle, options.settle),
-            (PhaseKind::Measure, options.step),
+            (PhaseKind::Settle, settle),
+            (PhaseKind::Measure, step_length),
         ];
+        let before = bench.database_bytes();
+        let started = std::time::Instant::now();
         let (m, stopped) = bench.dispatch(threads, &phases, false, stop);
+        if let Some(StopReason::SpaceBudget(why)) = &stopped {
+            let why = format!(
+                "the {threads}-session step was stopped after {:.1} s and not judged: {why}",
+                started.elapsed().as_secs_f64()
+            );
+            log.line(format!("Auto-tune stopped for space: {why}."));
+            tune.space_notes.push(why);
+            break;
+        }
         if let Some(reason) = stopped {
             tune.chosen_threads = pass_max.unwrap_or(first);
             return (tune, Some(reason));
         }
+        let seconds = started.elapsed().as_secs_f64().max(1e-3);
+        let grown = bench.database_bytes().saturating_sub(before) as f64;
+        rate = Some(GrowthRate(grown / seconds / f64::from(threads.max(1))));
         let Some(m) = m else { break };
         let failed = step_failures(&m, thresholds, target);
         let passed = failed.is_empty();
@@ -143,14 +250,49 @@ pub fn auto_tune(
     tune.chosen_threads = match pass_max {
         Some(p) => p,
         None => {
-            log.line(format!(
-                "Auto-tune: no session count met the thresholds; using {first}."
-            ));
+            log.line(if tune.steps.is_empty() {
+                format!("Auto-tune: the space budget allowed no step; using {first}.")
+            } else {
+                format!("Auto-tune: no session count met the thresholds; using {first}.")
+            });
             first
         }
     };
     log.line(format!("Auto-tune chose {} sessions.", tune.chosen_threads));
     (tune, None)
+}
+
+/// How much the databases may grow together while auto-tuning, logged: the run's
+/// `auto_tune_growth` (part of the free-space check), else half the free space under
+/// the first database path beyond what the measured run is budgeted; None for runs
+/// without a target, whose growth nothing budgets.
+pub fn tuning_budget(config: &RunConfig, bench: &Workbench<'_>, log: &TestLog<'_>) -> Option<u64> {
+    let databases = u64::from(config.databases.max(1));
+    let (per_db, how) = match config.auto_tune_growth {
+        Some(bytes) => (bytes, "auto_tune_growth".to_string()),
+        None => {
+            config.target_iops()?;
+            let dir = bench.layouts().first()?.db_file.parent()?.to_path_buf();
+            let free = edbstress_io::available_space(&dir).ok()?;
+            let measured = config
+                .expected_growth_per_database()
+                .unwrap_or(0)
+                .saturating_mul(databases);
+            let spare = free.saturating_sub(measured) / 2;
+            (
+                spare / databases,
+                format!(
+                    "half the free space under {} beyond the measured run's growth",
+                    dir.display()
+                ),
+            )
+        }
+    };
+    log.line(format!(
+        "Auto-tune may grow each database by up to {} ({how}); a step that would pass it is shortened or not run.",
+        edbstress_io::ByteSize(per_db).approx()
+    ));
+    Some(per_db.saturating_mul(databases))
 }
 
 /// The next count to try, or None when the search is done.

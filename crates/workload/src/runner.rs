@@ -17,12 +17,12 @@ use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::summary::{io_summary, transactional_iops};
 use edbstress_report::{
     DatabaseSizing, DatabaseVerification, Exporter, IOPS_BASIS_DATABASE_VOLUMES, InstanceResult,
-    LogVerification, RunResults, SCHEMA_VERSION, SystemParameters, TestType, ToolInfo, Verdict,
-    Verification, VolumeRole, instance_name, standard_exporters,
+    LogVerification, Pacing, RunResults, SCHEMA_VERSION, SystemParameters, TestType, ToolInfo,
+    Verdict, Verification, VolumeRole, instance_name, standard_exporters,
 };
 
 use crate::RunError;
-use crate::autotune::{AutoTuneOptions, auto_tune};
+use crate::autotune::{AutoTuneOptions, auto_tune, tuning_budget};
 use crate::backup::{BackupOptions, run_backup};
 use crate::config::RunConfig;
 use crate::criteria::{
@@ -355,6 +355,10 @@ pub fn system_parameters(config: &RunConfig, threads: u32) -> SystemParameters {
         threads,
         session_threads: config.session_threads_for(threads),
         open_loop: config.open_loop(),
+        pacing: config
+            .test
+            .is_transactional()
+            .then(|| config.effective_pacing()),
         cache_min_bytes: config.cache_min_per_instance(),
         cache_max_bytes: config.cache_max_per_instance(),
         checkpoint_depth_bytes: config.checkpoint_depth,
@@ -414,6 +418,7 @@ pub fn empty_results(config: &RunConfig, threads: u32) -> RunResults {
         },
         parameters: system_parameters(config, threads),
         achieved_transactional_iops: 0.0,
+        headroom_pct: None,
         target_transactional_iops: if config.test.is_transactional() {
             config.target_iops()
         } else {
@@ -451,44 +456,38 @@ fn transactional_test(
     bench.publish_counters(&counters);
     log_cache_and_thresholds(config, log);
     let mut autotune = None;
-    let mut stopped = None;
     let mut threads = config.sessions();
-    if config.auto_tune {
-        let (m, s) = bench.dispatch(
-            threads,
-            &[(PhaseKind::AttainPrerequisites, config.warmup_timeout)],
-            false,
+    // Prerequisites at full speed: closed loop whatever the pacing, so warming takes
+    // what the storage needs, not what the target rate allows.
+    let mut stopped = bench.warm(threads, config.warmup_timeout, stop);
+    if config.auto_tune && stopped.is_none() {
+        let budget = tuning_budget(config, &bench, log);
+        // Jetstress tunes for latency alone and then judges achieved against target;
+        // an open-loop run's sessions only need to keep its schedule fed.
+        let target = config.open_loop().then(|| config.target_iops()).flatten();
+        let (tune, s) = auto_tune(
+            &mut bench,
+            config.databases,
+            &config.thresholds,
+            target,
+            AutoTuneOptions::for_interval(config.sample_interval),
+            budget,
+            log,
             stop,
         );
-        debug_assert!(m.is_none());
+        threads = tune.chosen_threads;
         stopped = s;
-        if stopped.is_none() {
-            let (tune, s) = auto_tune(
-                &mut bench,
-                config.databases,
-                &config.thresholds,
-                config.target_iops(),
-                AutoTuneOptions::for_interval(config.sample_interval),
-                log,
-                stop,
-            );
-            threads = tune.chosen_threads;
-            stopped = s;
-            autotune = Some(tune);
-        }
+        autotune = Some(tune);
     }
-    log_dispatch(config, threads, log);
-    let warm_up = if autotune.is_some() {
-        // Warm already; the new session count settles for one sampling interval.
-        (PhaseKind::Settle, config.sample_interval)
-    } else {
-        (PhaseKind::AttainPrerequisites, config.warmup_timeout)
-    };
+    log_dispatch(config, threads, autotune.is_some(), log);
     let measurement = if stopped.is_none() {
-        let mut phases = vec![warm_up];
-        if config.start_at.is_some() {
-            phases.push((PhaseKind::WaitForStart, Duration::ZERO));
-        }
+        // The load of the measured phase settles for one sampling interval (its pacing
+        // or session count differs from the warm-up's), or runs until the start time.
+        let mut phases = vec![if config.start_at.is_some() {
+            (PhaseKind::WaitForStart, Duration::ZERO)
+        } else {
+            (PhaseKind::Settle, config.sample_interval)
+        }];
         phases.push((PhaseKind::Measure, config.duration));
         let (m, s) = bench.dispatch(threads, &phases, config.open_loop(), stop);
         stopped = s;
@@ -503,7 +502,7 @@ fn transactional_test(
     let mut results = empty_results(config, threads);
     let abort_reason = match &stopped {
         Some(StopReason::Interrupted) => Some(INTERRUPTED.to_string()),
-        Some(StopReason::Failed(e)) => Some(e.clone()),
+        Some(StopReason::Failed(e)) | Some(StopReason::SpaceBudget(e)) => Some(e.clone()),
         None => None,
     };
     if let Some(why) = &abort_reason {
@@ -586,22 +585,34 @@ fn log_cache_and_thresholds(config: &RunConfig, log: &TestLog<'_>) {
     ));
 }
 
-/// The test log's lines on the operation mix and the dispatch model, once the session
-/// count is known.
-fn log_dispatch(config: &RunConfig, threads: u32, log: &TestLog<'_>) {
+/// The test log's lines on the operation mix and the pacing, once the session count is
+/// known.
+fn log_dispatch(config: &RunConfig, threads: u32, tuned: bool, log: &TestLog<'_>) {
     let m = config.op_mix;
     log.line(format!(
         "Operation mix: Sessions {threads}, Inserts {}%, Deletes {}%, Replaces {}%, Reads {}%, Lazy Commits {}%.",
         m.insert, m.delete, m.replace, m.read, config.lazy_commit_pct
     ));
-    match config.target_iops() {
-        Some(target) => log.line(format!(
-            "Open-loop dispatch: target {target:.1} transactional IOPS ({} mailboxes x {} IOPS), offered with a {:.0} % margin; latency measured from each transaction's intended start.",
+    match (config.target_iops(), config.effective_pacing()) {
+        (Some(target), Pacing::OpenLoop) => log.line(format!(
+            "Open-loop pacing: target {target:.1} transactional IOPS ({} mailboxes x {} IOPS), offered with a {:.0} % margin; latency measured from each transaction's intended start.",
             config.mailboxes.unwrap_or(0),
             config.iops_per_mailbox,
             (config.target_margin - 1.0) * 100.0
         )),
-        None => log.line("Closed-loop dispatch (throughput run): every session starts its next transaction when the last one ends."),
+        (Some(target), Pacing::Jetstress) => {
+            log.line(format!(
+            "Jetstress pacing: closed loop at {threads} threads ({}); the run must achieve at least the target of {target:.1} transactional IOPS ({} mailboxes x {} IOPS), and what it achieves beyond is its headroom.",
+            if tuned { "auto-tuned" } else { "as given" },
+            config.mailboxes.unwrap_or(0),
+            config.iops_per_mailbox,
+            ));
+            log.line(format!(
+                "The databases grow with the IOPS achieved (about {} per transactional I/O), not with the target the free-space check budgeted.",
+                ByteSize(crate::config::model::GROWTH_PER_TRANSACTIONAL_IO).approx()
+            ));
+        }
+        (None, _) => log.line("Closed-loop dispatch (throughput run): every session starts its next transaction when the last one ends."),
     }
 }
 

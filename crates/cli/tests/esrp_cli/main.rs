@@ -19,7 +19,8 @@ use edbstress_io::IoClass;
 use edbstress_report::{RunResults, read_results};
 
 /// A solution file for a tiny rehearsal: one database of 32 MiB, 3-second Stress and
-/// Performance, 4 logs to replay, loose latency limits.
+/// Performance, 4 logs to replay, loose latency limits, and a growth budget that ends
+/// the Stress step's auto-tuning at its first step (tuning is not what these test).
 fn write_solution(root: &Path) -> PathBuf {
     fs::create_dir_all(root.join("db")).unwrap();
     fs::create_dir_all(root.join("logs")).unwrap();
@@ -54,7 +55,7 @@ raid = "RAID-1"
 db_paths = ["{db}"]
 log_paths = ["{logs}"]
 run_config = "margin.toml"
-run_options = ["--database-size", "32MiB", "--cache-max", "8MiB", "--cache-min", "4MiB", "--sample-interval", "1s", "--buffered"]
+run_options = ["--database-size", "32MiB", "--cache-max", "8MiB", "--cache-min", "4MiB", "--sample-interval", "1s", "--buffered", "--auto-tune-growth", "1MiB"]
 [campaign.rehearsal]
 stress = "3s"
 performance = "3s"

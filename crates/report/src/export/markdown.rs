@@ -157,6 +157,8 @@ fn write_summary_table(o: &mut String, r: &RunResults) {
             fixed3(r.achieved_transactional_iops),
         ],
         vec!["Target Transactional I/O per Second".into(), target],
+        vec!["Headroom".into(), crate::text::headroom_text(r)],
+        vec!["Pacing".into(), crate::text::pacing_text(r)],
         vec![
             "Databases / Copies / Sessions".into(),
             format!(

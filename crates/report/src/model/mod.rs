@@ -32,6 +32,45 @@ pub enum TestType {
     SoftRecovery,
 }
 
+/// How a transactional run started its transactions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pacing {
+    /// Jetstress's way: closed loop at a thread count (auto-tuned or given), every
+    /// session starting its next transaction when the last ends; a mailbox-profile run
+    /// passes when it achieves at least the target, and the excess is its headroom.
+    Jetstress,
+    /// Transactions arrive on a schedule at the target rate (plus a margin), whatever
+    /// the storage does; latency counts from each transaction's intended start, so a
+    /// stalling device shows as latency (the honest-latency mode).
+    OpenLoop,
+}
+
+impl Pacing {
+    /// The configuration spelling: "jetstress", "open-loop".
+    pub fn name(self) -> &'static str {
+        match self {
+            Pacing::Jetstress => "jetstress",
+            Pacing::OpenLoop => "open-loop",
+        }
+    }
+
+    /// How a report names it, with the session count.
+    pub fn describe(self, threads: u32, tuned: bool) -> String {
+        match self {
+            Pacing::Jetstress => format!(
+                "Jetstress pacing: closed loop at {threads} threads ({}), each starting its next transaction when the last ends",
+                if tuned {
+                    "auto-tuned: the most that met the latency thresholds"
+                } else {
+                    "as given"
+                }
+            ),
+            Pacing::OpenLoop => "open loop at the target rate (plus a margin); latency measured from each transaction's intended start".to_string(),
+        }
+    }
+}
+
 impl TestType {
     /// Every test type.
     pub const ALL: [TestType; 4] = [
@@ -273,6 +312,10 @@ pub struct SystemParameters {
     pub session_threads: u32,
     /// Whether transactions started on an open-loop schedule.
     pub open_loop: bool,
+    /// Transactional runs: the pacing that ran (absent in results written before the
+    /// setting existed: open loop when `open_loop`, else closed loop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<Pacing>,
     /// Minimum database cache per instance, bytes.
     pub cache_min_bytes: u64,
     /// Maximum database cache per instance, bytes.
@@ -533,6 +576,17 @@ pub struct AutoTune {
     pub chosen_threads: u32,
     /// Every step, in the order tried.
     pub steps: Vec<AutoTuneStep>,
+    /// How much the databases together could grow while tuning, bytes (absent when
+    /// nothing was budgeted: a run without a target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth_budget_bytes: Option<u64>,
+    /// How much they grew while tuning, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth_bytes: Option<u64>,
+    /// Why the search ended before it converged to stay within the budget, or which
+    /// steps were shortened for it; absent when the budget never constrained it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub space_notes: Vec<String>,
 }
 
 /// Offline check of one database after the run.
@@ -780,6 +834,11 @@ pub struct RunResults {
     pub achieved_transactional_iops: f64,
     /// Mailboxes × IOPS per mailbox; null for throughput runs and non-transactional tests.
     pub target_transactional_iops: Option<f64>,
+    /// How far the achieved IOPS exceed the target, percent of the target (negative
+    /// when short of it), as the ESRP documents read achieved against target; absent
+    /// without a target or a measurement. Derived by [`RunResults::judge`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headroom_pct: Option<f64>,
     /// Database sizes.
     pub sizing: DatabaseSizing,
     /// Per instance.
@@ -861,8 +920,14 @@ impl RunResults {
         self.inconsistencies.extend(found);
     }
 
-    /// The verdict from the criteria and the abort flag: Pass only when nothing failed.
+    /// The verdict from the criteria and the abort flag: Pass only when nothing failed;
+    /// the headroom from the achieved and target IOPS.
     pub fn judge(&mut self) {
+        self.headroom_pct = self
+            .target_transactional_iops
+            .filter(|t| *t > 0.0 && self.measured_seconds > 0.0)
+            .map(|t| (self.achieved_transactional_iops / t - 1.0) * 100.0)
+            .filter(|h| h.is_finite());
         self.failed_criteria = self
             .criteria
             .iter()

@@ -4,7 +4,7 @@
 use super::{ServerFigures, SolutionDocument, tested_profile};
 use crate::aggregate::ESRP_ROWS;
 use crate::aggregate::HostRun;
-use crate::model::TestType;
+use crate::model::{Pacing, TestType};
 use crate::text::{fixed3, mb};
 
 /// The Disclaimer, in the project's words.
@@ -90,11 +90,12 @@ pub fn overview(doc: &SolutionDocument) -> String {
     format!(
         "This document describes a storage solution by {vendor} for a mailbox environment of \
          {}. The storage was tested with edbstress, which runs real \
-         transactions through its own mailbox-database engine at the target rate and judges \
+         transactions through its own mailbox-database engine {} and judges \
          the result by Exchange's latency rules. The campaign ran the Stress test (followed by \
          a checksum verification of every database page and log segment), the Performance \
          test, the Database Backup test and the Soft Recovery test on {}{}.",
         profile_sentence(doc),
+        pacing_phrase(doc),
         if servers.is_empty() {
             "no server (no run was found)".to_string()
         } else {
@@ -111,6 +112,24 @@ pub fn overview(doc: &SolutionDocument) -> String {
             ""
         }
     )
+}
+
+/// How the Stress and Performance runs paced their transactions, as the overview
+/// says it: from the runs, never assumed.
+fn pacing_phrase(doc: &SolutionDocument) -> &'static str {
+    let pacing: Vec<Option<Pacing>> = [TestType::Stress, TestType::Performance]
+        .into_iter()
+        .flat_map(|t| doc.runs(t))
+        .map(|r| r.results.parameters.pacing)
+        .collect();
+    if !pacing.is_empty() && pacing.iter().all(|p| *p == Some(Pacing::Jetstress)) {
+        "closed loop at a thread count tuned to the latency limits, as Jetstress does, \
+         against the target IOPS (the achieved IOPS above it are the headroom)"
+    } else if !pacing.is_empty() && pacing.iter().all(|p| *p != Some(Pacing::Jetstress)) {
+        "at the target rate (open loop: latency counted from each transaction's intended start)"
+    } else {
+        "at the pacing each run's report names"
+    }
 }
 
 fn plural(n: usize, word: &str) -> String {

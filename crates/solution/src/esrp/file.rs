@@ -115,6 +115,9 @@ pub struct StepPlan {
     pub duration: Option<Duration>,
     /// Logs per instance (SoftRecovery).
     pub logs_to_replay: Option<u32>,
+    /// Performance: the thread count the Stress step's auto-tuning chose (the fewest
+    /// over the servers), which it runs at as Jetstress does; None to tune again.
+    pub threads: Option<u32>,
 }
 
 /// Why a solution file cannot be used; each message names the file.
@@ -293,14 +296,17 @@ impl SolutionFile {
             Stress => StepPlan {
                 duration: dur(&c.stress, &c.rehearsal.stress),
                 logs_to_replay: None,
+                threads: None,
             },
             Performance => StepPlan {
                 duration: dur(&c.performance, &c.rehearsal.performance),
                 logs_to_replay: None,
+                threads: None,
             },
             DatabaseBackup => StepPlan {
                 duration: None,
                 logs_to_replay: None,
+                threads: None,
             },
             SoftRecovery => StepPlan {
                 duration: None,
@@ -309,6 +315,7 @@ impl SolutionFile {
                 } else {
                     c.logs_to_replay
                 }),
+                threads: None,
             },
         }
     }

@@ -124,7 +124,19 @@ pub fn run(
         let step_dir = dir.join(&step.dir);
         std::fs::create_dir_all(&step_dir)
             .map_err(|e| err(format!("cannot create {}: {e}", step_dir.display())))?;
-        let plan = options.solution.plan(step.test, state.rehearsal);
+        let mut plan = options.solution.plan(step.test, state.rehearsal);
+        if step.test == TestType::Performance {
+            plan.threads = state
+                .steps
+                .iter()
+                .find(|s| s.test == TestType::Stress && s.status == StepStatus::Done)
+                .and_then(|s| tuned_threads(&dir.join(&s.dir)));
+            if let Some(n) = plan.threads {
+                say(&format!(
+                    "Performance runs at the {n} threads the Stress step's auto-tuning chose"
+                ));
+            }
+        }
         {
             let s = &mut state.steps[i];
             s.status = StepStatus::Running;
@@ -432,10 +444,66 @@ fn step_layer(
     if test == TestType::Performance {
         layer.verify_after = Some(false);
     }
+    // Jetstress's way: closed loop at the tuned thread count, judged on achieved against
+    // target; Stress tunes, Performance reuses its count. The campaign's own run
+    // options or configuration file may choose otherwise.
+    if test.is_transactional() && !sets_load(options) {
+        layer.pacing = Some(edbstress_report::Pacing::Jetstress);
+        match plan.threads {
+            Some(n) => layer.threads = Some(n),
+            None => layer.auto_tune = Some(true),
+        }
+    }
     let paths = |v: &[PathBuf]| (!v.is_empty()).then(|| v.to_vec());
     layer.db_paths = paths(&s.campaign.db_paths);
     layer.log_paths = paths(&s.campaign.log_paths);
     Ok(layer)
+}
+
+/// Whether the campaign's run options or configuration file choose the pacing or the
+/// thread count themselves.
+fn sets_load(options: &CampaignOptions) -> bool {
+    let c = &options.solution.campaign;
+    let flags = ["--pacing", "--threads", "--auto-tune"];
+    if c.run_options.iter().any(|o| {
+        flags
+            .iter()
+            .any(|f| o == f || o.starts_with(&format!("{f}=")))
+    }) {
+        return true;
+    }
+    c.run_config
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|text| ConfigFile::parse(&text).ok())
+        .is_some_and(|f| f.pacing.is_some() || f.threads.is_some() || f.auto_tune.is_some())
+}
+
+/// The fewest threads the auto-tuned Stress runs under `dir` chose (one per server).
+fn tuned_threads(dir: &Path) -> Option<u32> {
+    let mut found = Vec::new();
+    collect_results(dir, 4, &mut found);
+    found
+        .iter()
+        .filter_map(|p| read_results(&std::fs::read(p).ok()?).ok())
+        .filter(|r| r.test_type == TestType::Stress && !r.aborted)
+        .filter_map(|r| r.autotune.map(|t| t.chosen_threads))
+        .min()
+}
+
+fn collect_results(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && depth > 0 {
+            collect_results(&path, depth - 1, out);
+        } else if e.file_name() == edbstress_report::run_files::RESULTS_JSON {
+            out.push(path);
+        }
+    }
 }
 
 /// The options of a step's `edbstress run`: the campaign's configuration file, the
@@ -558,6 +626,10 @@ fn run_fleet_step(
             .and_then(|d| edbstress_workload::units::parse_duration(d).ok())
             .unwrap_or(Duration::from_secs(default))
     };
+    let lead_time = match &file.lead_time {
+        Some(_) => parse(&file.lead_time, 120),
+        None => fleet::default_lead_time(&run_args, s.campaign.run_config.as_deref()),
+    };
     let fleet_options = FleetOptions {
         hosts,
         ssh: Ssh {
@@ -571,7 +643,7 @@ fn run_fleet_step(
             .unwrap_or_else(|| "edbstress".into()),
         run_args,
         mailboxes: Some(file.mailboxes.unwrap_or(s.info.profile.mailboxes)),
-        lead_time: parse(&file.lead_time, 120),
+        lead_time,
         max_clock_offset: parse(&file.max_clock_offset, 1),
         grace: fleet::DEFAULT_GRACE,
         output: step_dir.to_path_buf(),

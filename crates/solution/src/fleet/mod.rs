@@ -18,6 +18,7 @@
 mod copy;
 mod file;
 mod host;
+mod lead;
 mod preflight;
 mod remote;
 
@@ -34,6 +35,7 @@ use edbstress_report::{ToolInfo, read_results};
 pub use copy::CopyError;
 pub use file::{FleetFile, HostEntry};
 pub use host::{FleetHost, split_mailboxes, validate_names};
+pub use lead::default_lead_time;
 pub use preflight::{HostCheck, check_host};
 
 use edbstress_workload::config::{ConfigFile, flag_for_key};

@@ -122,6 +122,8 @@ impl From<&RunConfig> for ConfigFile {
             threads: c.threads,
             session_threads: c.session_threads,
             auto_tune: Some(c.auto_tune),
+            pacing: Some(c.pacing),
+            auto_tune_growth: c.auto_tune_growth,
             duration: Some(c.duration),
             sample_interval: Some(c.sample_interval),
             warmup_timeout: Some(c.warmup_timeout),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use edbstress_format::PageSize;
 use edbstress_io::{BackendKind, IoMode};
-use edbstress_report::{OpMix, TestType};
+use edbstress_report::{OpMix, Pacing, TestType};
 use serde::{Deserialize, Serialize};
 
 use super::file::{humantime_serde_compat, page_size_bytes};
@@ -61,6 +61,12 @@ pub struct RunConfig {
     pub session_threads: Option<u32>,
     /// Find the largest session count that meets the thresholds.
     pub auto_tune: bool,
+    /// How transactions start (always Jetstress's closed loop for throughput runs).
+    pub pacing: Pacing,
+    /// Most each database may grow while auto-tuning, bytes (None: half the free space
+    /// the run does not need, found when tuning starts).
+    #[serde(default)]
+    pub auto_tune_growth: Option<u64>,
     /// Measured duration of the test.
     #[serde(with = "humantime_serde_compat")]
     pub duration: Duration,
@@ -129,9 +135,20 @@ impl RunConfig {
         self.mailboxes.map(|m| m as f64 * self.iops_per_mailbox)
     }
 
-    /// Whether transactions start on an open-loop schedule (mailbox-profile runs).
+    /// Whether transactions start on an open-loop schedule (mailbox-profile runs paced
+    /// open loop).
     pub fn open_loop(&self) -> bool {
-        self.target_iops().is_some()
+        self.pacing == Pacing::OpenLoop && self.target_iops().is_some()
+    }
+
+    /// The pacing that runs: as set, except that a run without a target (a throughput
+    /// run) is always closed loop, Jetstress's way.
+    pub fn effective_pacing(&self) -> Pacing {
+        if self.target_iops().is_some() {
+            self.pacing
+        } else {
+            Pacing::Jetstress
+        }
     }
 
     /// Minimum cache per instance, bytes.
@@ -168,10 +185,14 @@ impl RunConfig {
     /// outnumber deletes in every profile's mix, so the files grow with the
     /// transactional I/O. Mailbox-profile Performance/Stress runs: the target (with the
     /// open-loop margin) × the measured duration × [`GROWTH_PER_TRANSACTIONAL_IO`];
-    /// SoftRecovery: the log it generates × [`GROWTH_PER_LOG_BYTE`]. None for
+    /// SoftRecovery: the log it generates × [`GROWTH_PER_LOG_BYTE`]; plus `auto_tune_growth`
+    /// when given for an auto-tuning run; at least one growth step of the file. None for
     /// throughput runs (no rate is known beforehand) and DatabaseBackup (no writes).
     pub fn expected_growth_per_database(&self) -> Option<u64> {
         let databases = f64::from(self.databases.max(1));
+        // A database grows a step at a time (1 % of its size, at least 1 MiB): a run
+        // that grows it at all grows it by a whole step.
+        let step = (self.database_size / 100).max(1 << 20) as f64;
         let bytes = match self.test {
             TestType::Performance | TestType::Stress => {
                 self.target_iops()?
@@ -179,13 +200,17 @@ impl RunConfig {
                     * self.duration.as_secs_f64()
                     * GROWTH_PER_TRANSACTIONAL_IO as f64
                     / databases
+                    + self
+                        .auto_tune_growth
+                        .filter(|_| self.auto_tune)
+                        .unwrap_or(0) as f64
             }
             TestType::SoftRecovery => {
                 f64::from(self.logs_to_replay) * LOG_FILE_BYTES as f64 * GROWTH_PER_LOG_BYTE
             }
             TestType::DatabaseBackup => return None,
         };
-        Some(bytes.ceil().min(u64::MAX as f64) as u64)
+        Some(bytes.max(step).ceil().min(u64::MAX as f64) as u64)
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use edbstress_io::{BackendKind, IoMode};
-use edbstress_report::TestType;
+use edbstress_report::{Pacing, TestType};
 
 use super::capacity::size_from_capacity;
 use super::validate::check_databases;
@@ -118,6 +118,15 @@ impl RunConfig {
             threads: last(layers, |l| l.threads),
             session_threads: last(layers, |l| l.session_threads),
             auto_tune: last(layers, |l| l.auto_tune).unwrap_or(false),
+            auto_tune_growth: last(layers, |l| l.auto_tune_growth),
+            // Open loop needs a target rate: throughput runs are always closed loop.
+            pacing: last(layers, |l| l.pacing).unwrap_or(
+                if last(layers, |l| l.mailboxes).is_some() {
+                    Pacing::OpenLoop
+                } else {
+                    Pacing::Jetstress
+                },
+            ),
             duration: last(layers, |l| l.duration).unwrap_or(default_duration),
             sample_interval: last(layers, |l| l.sample_interval).unwrap_or(Duration::from_secs(15)),
             warmup_timeout: last(layers, |l| l.warmup_timeout).unwrap_or(Duration::from_secs(600)),

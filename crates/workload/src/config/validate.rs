@@ -280,6 +280,13 @@ impl RunConfig {
                 ));
             }
         }
+        if self.pacing == edbstress_report::Pacing::OpenLoop && self.target_iops().is_none() {
+            return Err(invalid(
+                keys::pacing,
+                "open-loop pacing starts transactions at the target rate, and a throughput run \
+                 has no target; give mailboxes (a mailbox-profile run) or pacing = \"jetstress\"",
+            ));
+        }
         Ok(())
     }
 

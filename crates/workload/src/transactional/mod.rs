@@ -38,14 +38,14 @@ use crate::live::{LiveStatus, PhaseKind};
 use crate::replication::{LogReplicator, ReplicationConfig, ReplicationHandle};
 use crate::rundir::TestLog;
 use crate::schedule::{ArrivalSchedule, RateController};
-use crate::stop::later;
 use crate::transaction::{TransactionGenerator, TxnKind};
 
+mod drive;
 mod live_counters;
 mod measure;
 pub mod warmup;
 
-use measure::MeasureRecorder;
+use drive::self_drive;
 
 const MB: f64 = 1_048_576.0;
 /// How often progress is reported and the open-loop rate adjusted.
@@ -224,6 +224,9 @@ pub enum StopReason {
     Interrupted,
     /// A transaction failed (the engine's message).
     Failed(String),
+    /// The databases were about to grow past the space budgeted for the phase (what
+    /// was budgeted and how much they grew).
+    SpaceBudget(String),
 }
 
 /// Open instances and their background activities.
@@ -239,6 +242,8 @@ pub struct Workbench<'a> {
     /// Where the measured phase's counters go at each sampling interval, if anywhere.
     counters: Option<&'a (dyn Fn(&CounterSnapshot) + Sync)>,
     seed_epoch: u32,
+    /// The databases' total size a phase must not reach (see [`Workbench::limit_growth`]).
+    growth_limit: Option<u64>,
 }
 
 /// What closing the workbench found.
@@ -370,6 +375,7 @@ impl<'a> Workbench<'a> {
             progress,
             counters: None,
             seed_epoch: 0,
+            growth_limit: None,
         })
     }
 
@@ -496,6 +502,40 @@ impl<'a> Workbench<'a> {
             .min(100.0)
     }
 
+    /// The database files' total size now, bytes.
+    pub fn database_bytes(&self) -> u64 {
+        self.slots.iter().map(|s| file_len(&s.layout.db_file)).sum()
+    }
+
+    /// From now on, a phase stops (with [`StopReason::SpaceBudget`]) before the database
+    /// files' total size could pass `limit` bytes; None lifts the limit.
+    pub fn limit_growth(&mut self, limit: Option<u64>) {
+        self.growth_limit = limit;
+    }
+
+    /// Why the databases, `bytes` in total now and `last_tick` more than a tick ago,
+    /// might pass the growth limit by the next tick: each can grow by one growth step
+    /// (1 % of its size, at least 1 MiB) at any moment, on top of twice the last tick's
+    /// growth. None when there is room (or no limit).
+    fn over_growth_limit(&self, bytes: u64, last_tick: u64) -> Option<String> {
+        let limit = self.growth_limit?;
+        let steps: u64 = self
+            .slots
+            .iter()
+            .map(|s| (file_len(&s.layout.db_file) / 100).max(1 << 20))
+            .sum();
+        let next = bytes
+            .saturating_add(steps)
+            .saturating_add(last_tick.saturating_mul(2));
+        (next > limit).then(|| {
+            format!(
+                "the databases ({}) could pass the {} budgeted by the next second",
+                edbstress_io::ByteSize(bytes).approx(),
+                edbstress_io::ByteSize(limit).approx()
+            )
+        })
+    }
+
     /// The error that stopped dispatch, if any.
     pub fn failure(&self) -> Option<String> {
         self.failure.lock().clone()
@@ -510,6 +550,33 @@ impl<'a> Workbench<'a> {
         sessions: u32,
         phases: &[(PhaseKind, Duration)],
         open_loop: bool,
+        stop: &AtomicBool,
+    ) -> (Option<Measurement>, Option<StopReason>) {
+        let mix = self.config.op_mix;
+        self.dispatch_mix(sessions, phases, open_loop, mix, stop)
+    }
+
+    /// Attains the prerequisites: `sessions` sessions run the mix closed loop, as fast
+    /// as the storage allows, until every cache holds 90 % of its maximum or `timeout`
+    /// passes, so warming does not depend on the target rate. (Reads alone cannot fill
+    /// a cache larger than the pages the records occupy; the mix's inserts add pages.)
+    pub fn warm(
+        &mut self,
+        sessions: u32,
+        timeout: Duration,
+        stop: &AtomicBool,
+    ) -> Option<StopReason> {
+        let mix = self.config.op_mix;
+        let phases = [(PhaseKind::AttainPrerequisites, timeout)];
+        self.dispatch_mix(sessions, &phases, false, mix, stop).1
+    }
+
+    fn dispatch_mix(
+        &mut self,
+        sessions: u32,
+        phases: &[(PhaseKind, Duration)],
+        open_loop: bool,
+        op_mix: edbstress_report::OpMix,
         stop: &AtomicBool,
     ) -> (Option<Measurement>, Option<StopReason>) {
         let sessions_stop = AtomicBool::new(false);
@@ -531,7 +598,7 @@ impl<'a> Workbench<'a> {
                 let mut generator = TransactionGenerator::new(
                     config.seed ^ (u64::from(epoch) << 40),
                     session,
-                    config.op_mix,
+                    op_mix,
                     config.lazy_commit_pct,
                     compressibility,
                 )
@@ -620,194 +687,6 @@ impl<'a> Workbench<'a> {
     pub fn layouts(&self) -> Vec<InstanceLayout> {
         self.slots.iter().map(|s| s.layout.clone()).collect()
     }
-}
-
-/// The main thread's part of dispatch: phases, ticks, samples.
-fn self_drive(
-    bench: &Workbench<'_>,
-    sessions: u32,
-    phases: &[(PhaseKind, Duration)],
-    open_loop: bool,
-    stop: &AtomicBool,
-) -> (Option<Measurement>, Option<StopReason>) {
-    let mut measurement = None;
-    for &(kind, length) in phases {
-        let phase_start = Instant::now();
-        let length = match kind {
-            PhaseKind::WaitForStart => match until_start(bench.config) {
-                Ok(wait) => {
-                    bench.log.line(format!(
-                        "Waiting {:.1} s for the start time, load running.",
-                        wait.as_secs_f64()
-                    ));
-                    wait
-                }
-                Err(late) => return (measurement, Some(StopReason::Failed(late.to_string()))),
-            },
-            _ => length,
-        };
-        for s in &bench.slots {
-            s.schedule.restart_at(phase_start);
-        }
-        let mut last_tick = bench.snapshot();
-        // The tick's snapshot and interval, reused every second (see `snapshot_into`).
-        let mut snap = last_tick.clone();
-        let mut tick = bench.interval(&last_tick, &snap);
-        let mut recorder =
-            (kind == PhaseKind::Measure).then(|| MeasureRecorder::new(bench, &last_tick));
-        let mut next_sample = later(phase_start, bench.config.sample_interval);
-        let deadline = later(phase_start, length);
-        let fills = |snap: &Snapshot| -> Vec<warmup::Fill> {
-            snap.cache
-                .iter()
-                .map(|c| (c.frames as u64, c.max_frames as u64))
-                .collect()
-        };
-        let page_bytes = bench.config.page_size.bytes() as u64;
-        let database_pages: Vec<u64> = bench
-            .slots
-            .iter()
-            .map(|s| s.initial_bytes / page_bytes)
-            .collect();
-        if kind == PhaseKind::AttainPrerequisites
-            && let Some(why) = warmup::cannot_fill(&fills(&last_tick), &database_pages, page_bytes)
-        {
-            bench
-                .log
-                .line(format!("Attaining prerequisites skipped: {why}."));
-            continue;
-        }
-        let mut warm = (kind == PhaseKind::AttainPrerequisites).then(|| {
-            bench.log.line(format!(
-                "Attaining prerequisites: filling each database cache to {:.0} % (at most {}).",
-                warmup::TARGET_FILL_PCT,
-                humantime::format_duration(length)
-            ));
-            warmup::WarmupProgress::new(
-                phase_start,
-                &fills(&last_tick),
-                bench.config.sample_interval,
-                bench.config.page_size.bytes() as u64,
-            )
-        });
-        let mut stopped = None;
-        loop {
-            if stop.load(Ordering::Relaxed) {
-                stopped = Some(StopReason::Interrupted);
-                break;
-            }
-            if let Some(f) = bench.failure() {
-                stopped = Some(StopReason::Failed(f));
-                break;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            let wake = later(now, TICK).min(deadline);
-            sleep_until(wake, stop);
-            bench.snapshot_into(&mut snap);
-            bench.interval_into(&last_tick, &snap, &mut tick);
-            let mut controller = bench.controller.lock();
-            let offered = controller.as_mut().filter(|_| open_loop).map(|c| {
-                let ios: u64 = [IoClass::DbRead, IoClass::DbWrite]
-                    .iter()
-                    .map(|class| tick.io.total_ops_and_latency_ns(*class).0)
-                    .sum();
-                let txns: u64 = tick.txn.iter().map(TxnStats::count).sum();
-                let r = c.observe(ios, txns);
-                for s in &bench.slots {
-                    s.schedule.set_rate(r / bench.slots.len() as f64);
-                }
-                r
-            });
-            drop(controller);
-            let fill = Workbench::cache_fill_pct(&snap);
-            (bench.progress)(&LiveStatus {
-                phase: kind,
-                sessions,
-                elapsed: snap.at - phase_start,
-                remaining: (kind != PhaseKind::AttainPrerequisites)
-                    .then(|| deadline.saturating_duration_since(snap.at)),
-                txn_per_sec: rate(tick.txn.iter().map(TxnStats::count).sum(), tick.seconds),
-                classes: LIVE_CLASSES
-                    .iter()
-                    .map(|c| {
-                        let (ops, ns) = tick.io.total_ops_and_latency_ns(*c);
-                        let mean_ms = if ops == 0 {
-                            0.0
-                        } else {
-                            ns as f64 / ops as f64 / 1e6
-                        };
-                        (*c, rate(ops, tick.seconds), mean_ms)
-                    })
-                    .collect(),
-                cache_fill_pct: fill,
-                offered_rate: offered,
-                warmup: warm.as_ref().map(|w| {
-                    let f = fills(&snap);
-                    (w.rate_pct_per_sec(snap.at, &f), w.estimate(snap.at, &f))
-                }),
-            });
-            if let Some(line) = warm
-                .as_mut()
-                .and_then(|w| w.line_if_due(snap.at, &fills(&snap)))
-            {
-                bench.log.line(line);
-            }
-            if kind == PhaseKind::AttainPrerequisites && fill >= 90.0 {
-                let last: u64 = snap.cache.iter().map(|c| c.frames as u64).sum();
-                let max: u64 = snap.cache.iter().map(|c| c.max_frames as u64).sum();
-                let page = bench.config.page_size.bytes() as f64;
-                let mib = (1u64 << 20) as f64;
-                bench.log.line(format!(
-                    "Database Cache Size, Last: {:.1} MiB (lower bound: {:.1} MiB, upper bound: none), reached in {}",
-                    last as f64 * page / mib,
-                    0.9 * max as f64 * page / mib,
-                    humantime::format_duration(Duration::from_secs(
-                        (snap.at - phase_start).as_secs()
-                    ))
-                ));
-                break;
-            }
-            if let Some(r) = recorder.as_mut() {
-                if snap.at >= next_sample || snap.at >= deadline {
-                    r.sample(bench, &snap);
-                    // After a stall the slots it swallowed are gone: the next sample
-                    // is one interval on, not a burst of catching-up slivers.
-                    while next_sample <= snap.at {
-                        let next = later(next_sample, bench.config.sample_interval);
-                        if next == next_sample {
-                            break;
-                        }
-                        next_sample = next;
-                    }
-                }
-            }
-            std::mem::swap(&mut last_tick, &mut snap);
-        }
-        if kind == PhaseKind::AttainPrerequisites && stopped.is_none() && Instant::now() >= deadline
-        {
-            let snap = bench.snapshot();
-            let why = warm.as_ref().map_or(String::new(), |w| {
-                format!(": {}", w.timeout_reason(snap.at, &fills(&snap), length))
-            });
-            bench.log.line(format!(
-                "Caches did not reach 90 % of their maximum within {} (smallest fill {:.0} %){why}; measuring anyway.",
-                humantime::format_duration(length),
-                Workbench::cache_fill_pct(&snap)
-            ));
-        }
-        if let Some(r) = recorder {
-            // An interrupted measurement still reports what it measured.
-            let end = bench.snapshot();
-            measurement = Some(r.finish(bench, &end, sessions));
-        }
-        if stopped.is_some() {
-            return (measurement, stopped);
-        }
-    }
-    (measurement, None)
 }
 
 /// The host was not ready at the run's start time (`--start-at`), so it cannot measure

@@ -169,3 +169,80 @@ fn auto_tune_reports_its_curve_and_runs_with_the_chosen_count() {
     let log = std::fs::read_to_string(outcome.dir.join("test.log")).unwrap();
     assert!(log.contains("Auto-tune chose 2 sessions."), "{log}");
 }
+
+#[test]
+fn auto_tune_never_grows_the_databases_past_a_tight_space_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = common::small_config(tmp.path(), TestType::Performance);
+    // A mailbox-profile run (12 IOPS open loop) that auto-tunes: its closed-loop steps
+    // would grow the databases by far more than the 2 MiB each may grow while tuning.
+    config.mailboxes = Some(100);
+    config.threads = None;
+    config.auto_tune = true;
+    config.auto_tune_growth = Some(2 << 20);
+    config.bdm = false;
+    config.copies = 1;
+    config.verify_after = false;
+    config.duration = std::time::Duration::from_secs(2);
+    // Limits every step meets, so the search would climb on: only the budget stops it.
+    config.thresholds.db_read_avg_ms = 10_000.0;
+    config.thresholds.db_read_max_ms = 100_000.0;
+    config.thresholds.log_write_avg_ms = 10_000.0;
+    config.thresholds.log_write_max_ms = 100_000.0;
+    config.thresholds.page_fault_stalls_per_sec = 1e9;
+    let budget = config.expected_growth_per_database().unwrap() * u64::from(config.databases);
+    let stop = AtomicBool::new(false);
+    let outcome = run(&config, &stop, &|_| {}).unwrap();
+    let r = &outcome.results;
+    let tune = r.autotune.as_ref().expect("auto-tune results");
+    assert_eq!(tune.growth_budget_bytes, Some(2 * (2 << 20)));
+    let grown = tune.growth_bytes.unwrap();
+    assert!(
+        grown <= 2 * (2 << 20),
+        "tuning grew the databases by {grown} bytes, past its 4 MiB"
+    );
+    assert!(
+        !tune.space_notes.is_empty(),
+        "the budget stopped or shortened a step and says so: {tune:?}"
+    );
+    // The whole run stays within what the free-space check budgeted.
+    let total = r.sizing.final_bytes - r.sizing.initial_bytes;
+    assert!(total <= budget, "grew {total} of {budget} bytes budgeted");
+    let log = std::fs::read_to_string(outcome.dir.join("test.log")).unwrap();
+    assert!(
+        log.contains("Auto-tune may grow each database by up to 2"),
+        "{log}"
+    );
+    assert!(
+        log.contains("Auto-tune stopped for space") || log.contains("was shortened"),
+        "{log}"
+    );
+}
+
+#[test]
+fn the_warm_up_reads_closed_loop_whatever_the_target_rate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = common::small_config(tmp.path(), TestType::Performance);
+    // 0.01 transactional IOPS: at the target rate the cache would take hours to fill.
+    config.mailboxes = Some(1);
+    config.iops_per_mailbox = 0.01;
+    config.database_size = 128 << 20;
+    config.cache_max = 16 << 20;
+    config.bdm = false;
+    config.copies = 1;
+    config.verify_after = false;
+    config.duration = std::time::Duration::from_secs(1);
+    config.warmup_timeout = std::time::Duration::from_secs(60);
+    let stop = AtomicBool::new(false);
+    let outcome = run(&config, &stop, &|_| {}).unwrap();
+    let log = std::fs::read_to_string(outcome.dir.join("test.log")).unwrap();
+    assert!(
+        log.contains("Database Cache Size, Last:"),
+        "the caches filled before the timeout: {log}"
+    );
+    assert!(!log.contains("did not reach 90 %"), "{log}");
+    assert!(
+        log.contains("closed loop, as fast as the storage allows"),
+        "{log}"
+    );
+}

@@ -302,6 +302,8 @@ fn sizing(doc: &mut Doc, r: &RunResults) {
             r.target_transactional_iops
                 .map_or("none (disk subsystem throughput run)".into(), fixed3),
         ),
+        ("Headroom", crate::text::headroom_text(r)),
+        ("Pacing", crate::text::pacing_text(r)),
         (
             "Initial Database Size (bytes)",
             bytes(r.sizing.initial_bytes),
@@ -407,14 +409,7 @@ fn system_parameters(doc: &mut Doc, r: &RunResults) {
         ));
     }
     if r.test_type.is_transactional() {
-        rows.push((
-            "Transaction Dispatch",
-            if p.open_loop {
-                "open loop at the target rate; latency measured from each transaction's intended start".into()
-            } else {
-                "closed loop: each session starts its next transaction when the last ends".into()
-            },
-        ));
+        rows.push(("Pacing", crate::text::pacing_text(r)));
         rows.push((
             "Test Duration",
             format!("{} ({} s)", hms(p.duration_seconds), p.duration_seconds),

@@ -7,7 +7,7 @@ use edbstress_io::{IoClass, IoStats};
 use edbstress_report::summary::{io_summary, transactional_iops};
 use edbstress_report::{
     AutoTune, AutoTuneStep, Comparison, Criterion, DatabaseSizing, DatabaseVerification,
-    HostCounters, HostInfo, InstanceResult, LogVerification, OpMix, Range, RunResults,
+    HostCounters, HostInfo, InstanceResult, LogVerification, OpMix, Pacing, Range, RunResults,
     SCHEMA_VERSION, Sample, SystemParameters, TestType, ToolInfo, Totals, Verdict, Verification,
 };
 
@@ -104,6 +104,7 @@ pub fn crafted() -> RunResults {
         parameters: crafted_parameters(),
         achieved_transactional_iops: 0.0,
         target_transactional_iops: Some(60.0),
+        headroom_pct: None,
         sizing: DatabaseSizing {
             database_count: 2,
             initial_bytes: 128 << 20,
@@ -226,6 +227,7 @@ fn crafted_parameters() -> SystemParameters {
         threads: 8,
         session_threads: 2,
         open_loop: true,
+        pacing: Some(Pacing::OpenLoop),
         cache_min_bytes: 4 << 20,
         cache_max_bytes: 8 << 20,
         checkpoint_depth_bytes: 4 << 20,
@@ -282,6 +284,7 @@ fn crafted_autotune() -> AutoTune {
                 failed_criteria: Vec::new(),
             },
         ],
+        ..Default::default()
     }
 }
 

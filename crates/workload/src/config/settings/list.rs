@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use edbstress_format::PageSize;
 use edbstress_io::{BackendKind, IoMode};
-use edbstress_report::{OpMix, TestType};
+use edbstress_report::{OpMix, Pacing, TestType};
 use serde::{Deserialize, Serialize};
 
 use super::{FlagForm, Setting, SettingKey, parse};
@@ -182,8 +182,35 @@ copies = 2",
     /// Find the largest session count that meets the thresholds.
     auto_tune: bool {
         flag: (switch "--auto-tune" true),
-        template: "# Find the largest session count that still meets the thresholds (not with threads).
+        template: "# Find the largest session count that still meets the latency thresholds, as
+# Jetstress tunes its thread count (not with threads).
 # auto_tune = false",
+    }
+    /// Most each database may grow while auto-tuning [default: half the free space the run
+    /// does not need, split over the databases].
+    auto_tune_growth: u64 [with = "crate::config::file::forms::size"] {
+        flag: (number "--auto-tune-growth" "SIZE" parse::size),
+        template: r#"# Most each database may grow while auto-tuning: its steps run closed loop and grow
+# the databases far faster than the target would. A step that would pass this is
+# shortened or not run, and the test log says so. Given, it is part of the free-space
+# check; by default it is half the free space the run does not need.
+# auto_tune_growth = "1GiB"  # example"#,
+    }
+    /// How transactions start: jetstress (closed loop at the thread count, judged on
+    /// achieved >= target, reporting headroom) or open-loop (at the target rate, latency
+    /// from each intended start) [default: open-loop for mailbox-profile runs; throughput
+    /// runs are always jetstress].
+    pacing: Pacing {
+        flag: (choice "--pacing" "PACING" parse::pacing, ["jetstress", "open-loop"]),
+        template: r#"# How transactions start. "jetstress": Jetstress's way, closed loop at the thread
+# count (threads, or auto_tune for the most threads that meet the latency thresholds);
+# a mailbox-profile run passes when it achieves at least the target, and the report
+# shows the headroom above it. "open-loop": transactions arrive at the target rate
+# (plus target_margin) whatever the storage does, and latency counts from each one's
+# intended start, so a stalling device shows as latency (the honest-latency mode).
+# Throughput runs (no mailboxes) are always "jetstress". Default: "open-loop" for
+# mailbox-profile runs.
+# pacing = "open-loop""#,
     }
     /// Operation mix insert/delete/replace/read in percent, e.g. 40/20/5/35.
     op_mix: OpMix [with = "crate::config::file::forms::op_mix"] {
@@ -213,11 +240,11 @@ copies = 2",
         template: "# BDM read rate per database, MB/s (exchange2010: 6.8).
 # bdm_rate = 2.15",
     }
-    /// Mailbox-profile runs start transactions at this many times the target rate, 1 to 2
+    /// Open-loop runs start transactions at this many times the target rate, 1 to 2
     /// [default: 1.05].
     target_margin: f64 {
         flag: (value "--target-margin" "RATIO" parse::number),
-        template: "# Mailbox-profile runs start transactions at this many times the target rate, 1 to 2,
+        template: "# Open-loop runs start transactions at this many times the target rate, 1 to 2,
 # so that a healthy storage exceeds the target.
 # target_margin = 1.05",
     }

@@ -421,6 +421,17 @@ pub mod parse {
         crate::config::parse_compressibility(s)
     }
 
+    /// `--pacing`.
+    pub fn pacing(s: &str) -> Result<edbstress_report::Pacing, String> {
+        match s.trim() {
+            "jetstress" => Ok(edbstress_report::Pacing::Jetstress),
+            "open-loop" => Ok(edbstress_report::Pacing::OpenLoop),
+            other => Err(format!(
+                "unknown pacing '{other}': use jetstress (closed loop at the thread count) or open-loop (at the target rate)"
+            )),
+        }
+    }
+
     /// `--backend`.
     pub fn backend(s: &str) -> Result<BackendKind, ValueError> {
         s.parse::<BackendKind>()

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use edbstress_format::PageSize;
 use edbstress_io::{BackendKind, IoMode};
-use edbstress_report::TestType;
+use edbstress_report::{Pacing, TestType};
 use edbstress_workload::config::RunConfig;
 use edbstress_workload::profile::Profile;
 
@@ -41,6 +41,8 @@ pub fn small_config(root: &Path, test: TestType) -> RunConfig {
         threads: Some(4),
         session_threads: None,
         auto_tune: false,
+        pacing: Pacing::OpenLoop,
+        auto_tune_growth: None,
         duration: Duration::from_secs(3),
         sample_interval: Duration::from_secs(1),
         warmup_timeout: Duration::from_secs(10),
