@@ -340,3 +340,10 @@ mod tests {
         );
     }
 }
+
+/// A path as HTML that breaks only after a separator, never inside a name:
+/// escaped, with a line-break opportunity after each `/` (and after ", " between
+/// paths). The cell's CSS forbids breaks elsewhere.
+pub fn path_html(path: &str) -> String {
+    escape(path).replace('/', "/<wbr>")
+}

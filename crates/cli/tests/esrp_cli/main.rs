@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod document_evidence;
+mod document_print;
 use common::chromium::{chromium_or_skip, decode_png, dump_dom, screenshot};
 use common::*;
 
@@ -345,8 +346,8 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
         "Test Result Summary",
         "Individual Server Metrics",
         "Database Backup/Recovery Performance",
-        "Appendix A — Stress Test Results",
-        "Appendix E — Checksum Results",
+        "Appendix A: Stress Testing",
+        "Appendix E: Database Checksum",
         "Checksum Statistics - All",
     ] {
         assert!(dom.contains(heading), "{heading} not in the rendered page");
