@@ -54,6 +54,9 @@ body.rehearsal{padding-top:34px}
  .title-page{min-height:250mm;break-after:page}
  nav.contents{break-after:page}
  h2.newpage{break-before:page}
+ body.solution table{break-inside:auto}
+ body.solution tr{break-inside:avoid}
+ body.solution thead{display:table-header-group}
  .rehearsal-mark,.rehearsal-watermark,.findings{-webkit-print-color-adjust:exact;print-color-adjust:exact}
  body.rehearsal{padding-top:0}
  .rehearsal-mark{display:none}

@@ -191,3 +191,31 @@ fn contents_carry_the_pages_found_in_the_printed_text_and_logs_close_the_appendi
         "/<wbr>mnt/<wbr>db1/<wbr>edbstress001.edb"
     );
 }
+
+#[test]
+fn a_run_shorter_than_two_sampling_intervals_shows_one_reading_per_counter() {
+    let mut r = super::common::crafted();
+    r.test_type = edbstress_report::TestType::SoftRecovery;
+    let page = edbstress_report::HtmlReport::page(&r, None);
+    assert!(page.contains("samples.csv (4 intervals of 25 s)"));
+    assert!(page.contains("<th>Minimum</th>"));
+    // One interval: one reading, no minimum or maximum equal to it.
+    r.samples.retain(|s| s.interval == 1);
+    let page = edbstress_report::HtmlReport::page(&r, None);
+    assert!(
+        page.contains("samples.csv (1 interval of 25 s)"),
+        "one interval"
+    );
+    let host = &page[page.find("id=\"host-system\"").unwrap()..];
+    let host = &host[..host.find("</table>").unwrap()];
+    assert!(
+        host.contains("<th>Value</th>") && !host.contains("Minimum"),
+        "{host}"
+    );
+    assert!(page.contains("One reading per counter"));
+    // None: said so, never "0 intervals".
+    r.samples.clear();
+    let page = edbstress_report::HtmlReport::page(&r, None);
+    assert!(!page.contains("0 intervals"));
+    assert!(page.contains("no complete sampling interval: the test ended within its first 25 s"));
+}
