@@ -212,7 +212,7 @@ fn document(a: DocumentArgs) -> Result<ExitCode, CommandError> {
             eprintln!("solution.pdf was not written: {why}");
         }
     }
-    for line in esrp_print::editable_formats(&html_path, &out) {
+    for line in esrp_print::editable_formats(&doc, &out) {
         match line {
             Ok(path) => outln!("Wrote {}", path.display()),
             Err(why) => eprintln!("{why}"),

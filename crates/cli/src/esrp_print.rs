@@ -87,9 +87,19 @@ fn pdf_text(pdf: &Path) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// solution.odt and solution.docx from `html` through pandoc: each written path, or
-/// why it was not.
-pub fn editable_formats(html: &Path, out: &Path) -> Vec<Result<PathBuf, String>> {
+/// solution.odt and solution.docx from the editable page through pandoc: each written
+/// path, or why it was not.
+pub fn editable_formats(doc: &SolutionDocument, out: &Path) -> Vec<Result<PathBuf, String>> {
+    let html = out.join(".edbstress-editable.html");
+    if let Err(e) = write_atomically(&html, html::render_editable(doc).as_bytes()) {
+        return vec![Err(format!("cannot write {}: {e}", html.display()))];
+    }
+    let results = pandoc_formats(&html, out);
+    let _ = std::fs::remove_file(&html);
+    results
+}
+
+fn pandoc_formats(html: &Path, out: &Path) -> Vec<Result<PathBuf, String>> {
     let pandoc = std::env::var_os("EDBSTRESS_PANDOC")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("pandoc"));

@@ -300,6 +300,13 @@ pub fn inconsistency_note(r: &RunResults) -> Option<String> {
     ))
 }
 
+/// A path as HTML that breaks only after a separator, never inside a name: escaped,
+/// with a line-break opportunity after each `/`. The cell's CSS forbids breaks
+/// elsewhere.
+pub fn path_html(path: &str) -> String {
+    escape(path).replace('/', "/<wbr>")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,11 +346,4 @@ mod tests {
             "2026-11-21T14:05:08.987+01:00"
         );
     }
-}
-
-/// A path as HTML that breaks only after a separator, never inside a name:
-/// escaped, with a line-break opportunity after each `/` (and after ", " between
-/// paths). The cell's CSS forbids breaks elsewhere.
-pub fn path_html(path: &str) -> String {
-    escape(path).replace('/', "/<wbr>")
 }

@@ -238,6 +238,12 @@ fn pandoc_writes_an_editable_document_or_the_command_says_why_not() {
         ] {
             assert!(t.contains(section), "{section} not in solution.{ext}");
         }
+        // The word processor makes its own contents: the PDF's page numbers are left out.
+        assert_eq!(
+            t.matches("Overview").count(),
+            1,
+            "solution.{ext}: one Overview"
+        );
         let perf = run_results(&step_run(&campaign, "02-Performance"));
         assert!(
             t.contains(&format!("{:.3}", perf.achieved_transactional_iops)),

@@ -72,13 +72,26 @@ pub const REHEARSAL_MARK: &str =
 
 /// The whole page.
 pub fn render(doc: &SolutionDocument) -> String {
+    render_for(doc, true)
+}
+
+/// The page a word processor imports (through pandoc): without the printed contents,
+/// whose page numbers belong to the PDF (a word processor makes its own), and without
+/// the watermark (the rehearsal mark stays in the text).
+pub fn render_editable(doc: &SolutionDocument) -> String {
+    render_for(doc, false)
+}
+
+fn render_for(doc: &SolutionDocument, print: bool) -> String {
     let findings = check(doc);
     let outline = sections::outline(doc);
     let title = document_title(doc);
     let mut o = String::with_capacity(256 * 1024);
-    head(&mut o, doc, &title);
+    head(&mut o, doc, &title, print);
     title_page(&mut o, doc, &title, &findings);
-    contents(&mut o, doc, &outline);
+    if print {
+        contents(&mut o, doc, &outline);
+    }
     if !findings.is_empty() {
         findings_box(&mut o, &findings);
     }
@@ -107,7 +120,7 @@ fn document_title(doc: &SolutionDocument) -> String {
 }
 
 /// The HTML head, the styles and the rehearsal marks.
-fn head(o: &mut String, doc: &SolutionDocument, title: &str) {
+fn head(o: &mut String, doc: &SolutionDocument, title: &str, print: bool) {
     let rehearsal = doc.rehearsal();
     let footer = format!(
         "{}{}",
@@ -129,8 +142,13 @@ fn head(o: &mut String, doc: &SolutionDocument, title: &str) {
     if rehearsal {
         let _ = writeln!(
             o,
-            "<div class=\"rehearsal-mark\">{}</div><div class=\"rehearsal-watermark\">REHEARSAL</div>",
-            escape(REHEARSAL_MARK)
+            "<div class=\"rehearsal-mark\">{}</div>{}",
+            escape(REHEARSAL_MARK),
+            if print {
+                "<div class=\"rehearsal-watermark\">REHEARSAL</div>"
+            } else {
+                ""
+            }
         );
     }
 }

@@ -328,9 +328,12 @@ pub struct Part {
     pub appendix: Option<(char, Option<TestType>)>,
 }
 
+/// A part's id and title.
+type Named = (&'static str, &'static str);
+
 /// The sections in order, numbered as printed.
 pub fn outline(doc: &SolutionDocument) -> Vec<Part> {
-    let mut parts: Vec<(&'static str, &str, Vec<(&'static str, &str)>)> = vec![
+    let mut parts: Vec<(&'static str, &str, Vec<Named>)> = vec![
         ("overview", "Overview", vec![]),
         ("disclaimer", "Disclaimer", vec![]),
         ("features", "Features", vec![]),
