@@ -4,7 +4,10 @@
 //! ([`SolutionInfo`]) and the campaigns' run results ([`CampaignRuns`]) in, findings
 //! ([`check`]), the summary figures ([`figures`]), HTML ([`html::render`]) and Markdown
 //! ([`markdown::render`]) out. Every number in the document comes from a run's
-//! `results.json`.
+//! `results.json`; solution.toml's claims about the deployment are held against the
+//! runs ([`claims`]); the contents carry the pages found in a first print ([`pages`]);
+//! device vendors are named from the PCI and USB ID databases ([`vendors`]), which the
+//! caller reads, as it reads the runs' test logs.
 
 pub mod campaign;
 pub mod claims;
