@@ -663,7 +663,7 @@ fn a_campaign_of_two_servers_runs_each_step_on_both_and_documents_the_aggregate(
     let sum = perf("mbx1") + perf("mbx2");
     let aggregate = md_value(
         &md,
-        "#### Aggregate Performance across all servers",
+        "### 11.4 Aggregate Performance Across All Servers",
         "Database Disks Transfers/sec",
     );
     assert!(
