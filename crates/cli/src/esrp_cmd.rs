@@ -3,10 +3,9 @@
 //! solution.pdf through headless Chromium, solution.md).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use edbstress_report::solution::{SolutionDocument, check, html, markdown};
@@ -16,6 +15,7 @@ use edbstress_solution::esrp::{
 };
 
 use crate::common::{CommandError, write_new_template};
+use crate::esrp_print;
 
 /// Marks an output directory whose document files edbstress wrote (and may replace).
 const DOCUMENT_MARKER: &str = ".edbstress-document";
@@ -171,17 +171,21 @@ fn document(a: DocumentArgs) -> Result<ExitCode, CommandError> {
         .map(|d| load_campaign(d))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| CommandError::Usage(e.to_string()))?;
-    let doc = SolutionDocument {
+    let mut doc = SolutionDocument {
         info: solution.info,
         campaigns,
         tool_version: env!("CARGO_PKG_VERSION").into(),
         written_at: chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
+        test_logs: Default::default(),
+        vendor_names: esrp_print::vendor_names(),
+        pages: Default::default(),
     };
+    doc.test_logs = esrp_print::test_logs(&doc);
     let out = a.output.unwrap_or_else(|| a.campaigns[0].join("document"));
     prepare_output(&out)?;
     let page = html::render(&doc);
     let md = markdown::render(&doc);
-    let need = (page.len() + md.len()) as u64 * 4;
+    let need = (page.len() + md.len()) as u64 * 8;
     if let Ok(free) = edbstress_io::available_space(&out)
         && free < need
     {
@@ -197,11 +201,23 @@ fn document(a: DocumentArgs) -> Result<ExitCode, CommandError> {
     };
     write(&html_path, page.as_bytes())?;
     write(&out.join("solution.md"), md.as_bytes())?;
-    outln!("Wrote {}", html_path.display());
-    outln!("Wrote {}", out.join("solution.md").display());
-    match print_pdf(&html_path, &out.join("solution.pdf")) {
-        Ok(()) => outln!("Wrote {}", out.join("solution.pdf").display()),
-        Err(why) => eprintln!("solution.pdf was not written: {why}"),
+    match esrp_print::print_numbered(&mut doc, &html_path, &out.join("solution.pdf")) {
+        Ok(note) => {
+            outln!("Wrote {}", html_path.display());
+            outln!("Wrote {}", out.join("solution.md").display());
+            outln!("Wrote {}{note}", out.join("solution.pdf").display());
+        }
+        Err(why) => {
+            outln!("Wrote {}", html_path.display());
+            outln!("Wrote {}", out.join("solution.md").display());
+            eprintln!("solution.pdf was not written: {why}");
+        }
+    }
+    for line in esrp_print::editable_formats(&doc, &out) {
+        match line {
+            Ok(path) => outln!("Wrote {}", path.display()),
+            Err(why) => eprintln!("{why}"),
+        }
     }
     let findings = check(&doc);
     if findings.is_empty() {
@@ -228,7 +244,13 @@ fn document(a: DocumentArgs) -> Result<ExitCode, CommandError> {
 fn prepare_output(out: &Path) -> Result<(), CommandError> {
     let ours = out.join(DOCUMENT_MARKER).exists();
     if !ours {
-        for name in ["solution.html", "solution.pdf", "solution.md"] {
+        for name in [
+            "solution.html",
+            "solution.pdf",
+            "solution.md",
+            "solution.odt",
+            "solution.docx",
+        ] {
             if out.join(name).exists() {
                 return Err(CommandError::Usage(format!(
                     "{} exists and was not written by `edbstress esrp document`; it is left \
@@ -245,85 +267,4 @@ fn prepare_output(out: &Path) -> Result<(), CommandError> {
             .map_err(|e| CommandError::Usage(format!("cannot write in {}: {e}", out.display())))?;
     }
     Ok(())
-}
-
-/// Headless Chromium: `EDBSTRESS_CHROMIUM`, else the usual names on PATH.
-fn find_chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("EDBSTRESS_CHROMIUM") {
-        return Some(PathBuf::from(p));
-    }
-    let path = std::env::var_os("PATH")?;
-    [
-        "chromium",
-        "chromium-browser",
-        "google-chrome",
-        "google-chrome-stable",
-    ]
-    .iter()
-    .flat_map(|name| std::env::split_paths(&path).map(move |d| d.join(name)))
-    .find(|p| p.is_file())
-}
-
-/// Chromium options that keep it off the network while it prints.
-const OFFLINE_CHROMIUM: [&str; 6] = [
-    "--proxy-server=socks5://255.255.255.255:9",
-    "--proxy-bypass-list=<-loopback>",
-    "--disable-background-networking",
-    "--dns-prefetch-disable",
-    "--no-pings",
-    "--disable-component-update",
-];
-
-/// Prints `html` to `pdf` with headless Chromium (a temporary name, then renamed).
-fn print_pdf(html: &Path, pdf: &Path) -> Result<(), String> {
-    let chromium = find_chromium().ok_or(
-        "no Chromium was found (looked for chromium, chromium-browser, google-chrome on PATH \
-         and EDBSTRESS_CHROMIUM); install it (e.g. `apt-get install chromium`) and run \
-         `edbstress esrp document` again, or print solution.html from a browser",
-    )?;
-    let dir = pdf.parent().unwrap_or(Path::new("."));
-    let profile = tempfile::Builder::new()
-        .prefix(".edbstress-chromium-")
-        .tempdir_in(dir)
-        .map_err(|e| format!("cannot create a Chromium profile directory: {e}"))?;
-    let tmp = dir.join(".edbstress-solution.pdf.tmp");
-    let html = std::fs::canonicalize(html).map_err(|e| e.to_string())?;
-    let page = url::Url::from_file_path(&html)
-        .map_err(|()| format!("{} cannot be named as a file URL", html.display()))?;
-    let mut child = Command::new(&chromium)
-        .args([
-            "--headless",
-            "--disable-gpu",
-            "--no-sandbox",
-            "--no-first-run",
-            "--no-pdf-header-footer",
-        ])
-        // Printing loads nothing from the network: the page's Content-Security-Policy
-        // allows only inline styles and data: images, and every request that would
-        // still be made goes to a proxy that does not exist (loopback included).
-        .args(OFFLINE_CHROMIUM)
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("--print-to-pdf={}", tmp.display()))
-        .arg(page.as_str())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", chromium.display()))?;
-    let started = Instant::now();
-    while child.try_wait().map_err(|e| e.to_string())?.is_none() {
-        if started.elapsed() > Duration::from_secs(180) {
-            let _ = child.kill();
-            let _ = child.wait();
-            let _ = std::fs::remove_file(&tmp);
-            return Err("Chromium did not finish printing within 3 minutes".into());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let ok = std::fs::read(&tmp).is_ok_and(|b| b.starts_with(b"%PDF"));
-    if !ok {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(format!("{} printed no PDF", chromium.display()));
-    }
-    std::fs::rename(&tmp, pdf).map_err(|e| format!("cannot rename to {}: {e}", pdf.display()))
 }

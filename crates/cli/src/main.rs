@@ -21,6 +21,7 @@ mod completions_cmd;
 mod config_cmd;
 mod durability_probe_cmd;
 mod esrp_cmd;
+mod esrp_print;
 mod flags;
 mod fleet_cmd;
 mod inject_cmd;

@@ -359,6 +359,13 @@ pub fn inconsistency_note(r: &RunResults) -> Option<String> {
     ))
 }
 
+/// A path as HTML that breaks only after a separator, never inside a name: escaped,
+/// with a line-break opportunity after each `/`. The cell's CSS forbids breaks
+/// elsewhere.
+pub fn path_html(path: &str) -> String {
+    escape(path).replace('/', "/<wbr>")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

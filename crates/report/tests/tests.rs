@@ -8,4 +8,5 @@ mod suite {
     mod hostile_input;
     mod shape;
     mod solution_document;
+    mod solution_print;
 }

@@ -65,7 +65,7 @@ fn assert_finding(findings: &[String], part: &str) {
 /// The runs Appendix `letter` of the Markdown lists.
 fn appendix(md: &str, letter: char) -> String {
     let start = md
-        .find(&format!("## Appendix {letter} "))
+        .find(&format!("## Appendix {letter}: "))
         .unwrap_or_else(|| panic!("no Appendix {letter} in\n{md}"));
     let rest = &md[start + 4..];
     rest[..rest.find("## ").unwrap_or(rest.len())].to_string()

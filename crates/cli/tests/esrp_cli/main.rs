@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod document_evidence;
+mod document_print;
 use common::chromium::{chromium_or_skip, decode_png, dump_dom, screenshot};
 use common::*;
 
@@ -346,8 +347,8 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
         "Test Result Summary",
         "Individual Server Metrics",
         "Database Backup/Recovery Performance",
-        "Appendix A — Stress Test Results",
-        "Appendix E — Checksum Results",
+        "Appendix A: Stress Testing",
+        "Appendix E: Database Checksum",
         "Checksum Statistics - All",
     ] {
         assert!(dom.contains(heading), "{heading} not in the rendered page");
@@ -663,7 +664,7 @@ fn a_campaign_of_two_servers_runs_each_step_on_both_and_documents_the_aggregate(
     let sum = perf("mbx1") + perf("mbx2");
     let aggregate = md_value(
         &md,
-        "#### Aggregate Performance across all servers",
+        "### 11.4 Aggregate Performance Across All Servers",
         "Database Disks Transfers/sec",
     );
     assert!(

@@ -5,12 +5,11 @@
 
 use std::fmt::Write;
 
-use super::{
-    Finding, ServerFigures, SolutionDocument, aggregate_figures, check, figures, reliability,
-    sections, tested_profile,
-};
-use crate::export::html::{STYLE, appendix_sections, checksum_section, report_title};
-use crate::model::TestType;
+use super::html_parts;
+use super::pages::{date_span, human_date};
+use super::sections::{self, Part};
+use super::{Finding, SolutionDocument, check, tested_profile};
+use crate::export::html::STYLE;
 use crate::text::{escape, fixed3};
 
 /// The document's own layout on top of the run report's stylesheet.
@@ -26,9 +25,16 @@ body.solution{max-width:1000px}
 .title-page .status.bad{color:var(--fail)}
 h2.part{font-size:22px;border-bottom:3px solid #2B506E}
 nav.contents ol{list-style:none;padding-left:0;font-size:14px}
-nav.contents li{margin:3px 0;border-bottom:1px dotted #bbb}
-nav.contents li.sub{padding-left:24px;font-size:13px;border:none}
-nav.contents a{color:#15324a;text-decoration:none}
+nav.contents li{margin:3px 0}
+nav.contents li.sub{padding-left:24px;font-size:13px}
+nav.contents a{color:#15324a;text-decoration:none;display:flex;align-items:baseline}
+nav.contents .entry{flex:none}
+nav.contents a::after{content:"";flex:1;order:1;border-bottom:1px dotted #888;margin:0 6px}
+nav.contents .page{order:2;min-width:3em;text-align:right;font-variant-numeric:tabular-nums}
+table.revisions td{text-align:left}
+ul.answers{list-style:none;padding-left:0}
+ul.answers li{margin:3px 0}
+pre.log{font-size:8pt}
 .findings{border:3px solid var(--fail);background:#fdecea;padding:10px 18px;margin:14px 0;border-radius:4px}
 .findings h2{border:none;color:var(--fail);margin-top:6px}
 .findings li{margin:4px 0}
@@ -48,6 +54,9 @@ body.rehearsal{padding-top:34px}
  .title-page{min-height:250mm;break-after:page}
  nav.contents{break-after:page}
  h2.newpage{break-before:page}
+ body.solution table{break-inside:auto}
+ body.solution tr{break-inside:avoid}
+ body.solution thead{display:table-header-group}
  .rehearsal-mark,.rehearsal-watermark,.findings{-webkit-print-color-adjust:exact;print-color-adjust:exact}
  body.rehearsal{padding-top:0}
  .rehearsal-mark{display:none}
@@ -63,15 +72,56 @@ pub const REHEARSAL_MARK: &str =
 
 /// The whole page.
 pub fn render(doc: &SolutionDocument) -> String {
+    render_for(doc, true)
+}
+
+/// The page a word processor imports (through pandoc): without the printed contents,
+/// whose page numbers belong to the PDF (a word processor makes its own), and without
+/// the watermark (the rehearsal mark stays in the text).
+pub fn render_editable(doc: &SolutionDocument) -> String {
+    render_for(doc, false)
+}
+
+fn render_for(doc: &SolutionDocument, print: bool) -> String {
     let findings = check(doc);
-    let rehearsal = doc.rehearsal();
-    let info = &doc.info;
-    let title = if info.name.trim().is_empty() {
+    let outline = sections::outline(doc);
+    let title = document_title(doc);
+    let mut o = String::with_capacity(256 * 1024);
+    head(&mut o, doc, &title, print);
+    title_page(&mut o, doc, &title, &findings);
+    if print {
+        contents(&mut o, doc, &outline);
+    }
+    if !findings.is_empty() {
+        findings_box(&mut o, &findings);
+    }
+    html_parts::front_sections(&mut o, doc, &outline);
+    html_parts::test_result_summary(&mut o, doc, &outline);
+    html_parts::backup_recovery(&mut o, doc, &outline);
+    heading(&mut o, &outline, "conclusion");
+    prose(&mut o, &doc.info.conclusion);
+    if !findings.is_empty() {
+        o.push_str(
+            "<p><strong>This document does not meet the ESRP test rules; see the findings at its beginning.</strong></p>\n",
+        );
+    }
+    html_parts::appendices(&mut o, doc, &outline);
+    o.push_str("</body></html>\n");
+    o
+}
+
+/// The solution's name, or a neutral title without one.
+fn document_title(doc: &SolutionDocument) -> String {
+    if doc.info.name.trim().is_empty() {
         "Storage solution".to_string()
     } else {
-        info.name.clone()
-    };
-    let mut o = String::with_capacity(256 * 1024);
+        doc.info.name.clone()
+    }
+}
+
+/// The HTML head, the styles and the rehearsal marks.
+fn head(o: &mut String, doc: &SolutionDocument, title: &str, print: bool) {
+    let rehearsal = doc.rehearsal();
     let footer = format!(
         "{}{}",
         title.replace('"', "'"),
@@ -84,7 +134,7 @@ pub fn render(doc: &SolutionDocument) -> String {
 <meta name=\"generator\" content=\"edbstress {}\"><title>{}</title>\
 <style>{STYLE}{SOLUTION_STYLE}:root{{--doc-footer:\"{}\"}}{}</style></head>\n<body class=\"solution{}\">\n",
         escape(&doc.tool_version),
-        escape(&title),
+        escape(title),
         css_string(&footer),
         if rehearsal { REHEARSAL_PAGE_STYLE } else { "" },
         if rehearsal { " rehearsal" } else { "" }
@@ -92,68 +142,34 @@ pub fn render(doc: &SolutionDocument) -> String {
     if rehearsal {
         let _ = writeln!(
             o,
-            "<div class=\"rehearsal-mark\">{}</div><div class=\"rehearsal-watermark\">REHEARSAL</div>",
-            escape(REHEARSAL_MARK)
+            "<div class=\"rehearsal-mark\">{}</div>{}",
+            escape(REHEARSAL_MARK),
+            if print {
+                "<div class=\"rehearsal-watermark\">REHEARSAL</div>"
+            } else {
+                ""
+            }
         );
     }
-    title_page(&mut o, doc, &title, &findings);
-    contents(&mut o, doc);
-    let mut n = 0;
-    let mut part = |o: &mut String, id: &str, name: &str| {
-        n += 1;
-        // The summary starts a page, as the appendices do; the texts flow.
-        let class = if id == "test-result-summary" {
-            "part newpage"
-        } else {
-            "part"
-        };
+}
+
+/// The heading of outline part `id`: a numbered section starts a level-2 heading, a
+/// subsection a level-3 one; the summary and the appendices start a page.
+pub(super) fn heading(o: &mut String, outline: &[Part], id: &str) {
+    let Some(p) = outline.iter().find(|p| p.id == id) else {
+        return;
+    };
+    let newpage = id == "test-result-summary" || p.appendix.is_some();
+    if p.sub {
+        let _ = writeln!(o, "<h3 id=\"{id}\">{}</h3>", escape(&p.heading));
+    } else {
         let _ = writeln!(
             o,
-            "<h2 class=\"{class}\" id=\"{id}\">{n}. {}</h2>",
-            escape(name)
-        );
-    };
-    if !findings.is_empty() {
-        findings_box(&mut o, &findings);
-    }
-    part(&mut o, "overview", "Overview");
-    prose(&mut o, &sections::overview(doc));
-    part(&mut o, "disclaimer", "Disclaimer");
-    prose(&mut o, sections::DISCLAIMER);
-    part(&mut o, "features", "Features");
-    prose(&mut o, &info.features);
-    part(&mut o, "solution-description", "Solution Description");
-    prose(&mut o, &info.description);
-    part(&mut o, "customer-profile", "Targeted Customer Profile");
-    kv(&mut o, &sections::customer_profile(doc));
-    part(&mut o, "tested-deployment", "Tested Deployment");
-    h3(&mut o, "Simulated Exchange Configuration");
-    kv(&mut o, &sections::simulated_configuration(doc));
-    h3(&mut o, "Storage Hardware");
-    kv(&mut o, &sections::storage_hardware(doc));
-    h3(&mut o, "Storage Software");
-    kv(&mut o, &sections::storage_software(doc));
-    h3(&mut o, "Storage Disk Configuration");
-    kv(&mut o, &sections::disk_configuration(doc));
-    grid(&mut o, &sections::devices_table(doc));
-    part(&mut o, "best-practices", "Best Practices");
-    prose(&mut o, &info.best_practices);
-    part(&mut o, "backup-strategy", "Backup Strategy");
-    prose(&mut o, &info.backup_strategy);
-    part(&mut o, "contact", "Contact");
-    prose(&mut o, &info.contact);
-    part(&mut o, "test-result-summary", "Test Result Summary");
-    test_result_summary(&mut o, doc);
-    part(&mut o, "conclusion", "Conclusion");
-    prose(&mut o, &info.conclusion);
-    if !findings.is_empty() {
-        o.push_str(
-            "<p><strong>This document does not meet the ESRP test rules; see the findings at its beginning.</strong></p>\n",
+            "<h2 class=\"part{}\" id=\"{id}\">{}</h2>",
+            if newpage { " newpage" } else { "" },
+            escape(&p.heading)
         );
     }
-    appendices(&mut o, doc);
-    o.push_str("</body></html>\n");
-    o
 }
 
 /// Text for a CSS string in a style element: no quote, backslash or `<` breaks out.
@@ -175,18 +191,19 @@ fn title_page(o: &mut String, doc: &SolutionDocument, title: &str, findings: &[F
         escape(&doc.info.vendor)
     );
     let version = tested_profile(doc).map_or(doc.info.profile.version.clone(), |t| t.version);
-    kv(
-        o,
-        &[
-            ("Tested for".into(), sections::profile_sentence(doc)),
-            ("Version profile".into(), version),
-            (
-                "Tested with".into(),
-                format!("edbstress {}", doc.tool_version),
-            ),
-            ("Document written".into(), doc.written_at.clone()),
-        ],
-    );
+    let mut rows = vec![("Tested for".into(), sections::profile_sentence(doc))];
+    if !doc.info.author.trim().is_empty() {
+        rows.push(("Author".into(), doc.info.author.clone()));
+    }
+    rows.push(("Tested date".into(), tested_date(doc)));
+    rows.push(("Version profile".into(), version));
+    rows.push((
+        "Tested with".into(),
+        format!("edbstress {}", doc.tool_version),
+    ));
+    rows.push(("Document written".into(), human_date(&doc.written_at)));
+    kv(o, &rows);
+    revisions(o, doc);
     if findings.is_empty() {
         o.push_str("<p class=\"status ok\">Every step of the campaign ran on every server of the campaign, each run carries the campaign's id, and every run passed.</p>");
     } else {
@@ -199,59 +216,69 @@ fn title_page(o: &mut String, doc: &SolutionDocument, title: &str, findings: &[F
     o.push_str("</section>\n");
 }
 
-fn contents(o: &mut String, doc: &SolutionDocument) {
-    o.push_str("<nav class=\"contents\" id=\"contents\"><h2>Contents</h2><ol>");
-    let mut entries: Vec<(&str, String, bool)> = vec![
-        ("overview", "Overview".into(), false),
-        ("disclaimer", "Disclaimer".into(), false),
-        ("features", "Features".into(), false),
-        ("solution-description", "Solution Description".into(), false),
-        (
-            "customer-profile",
-            "Targeted Customer Profile".into(),
-            false,
-        ),
-        ("tested-deployment", "Tested Deployment".into(), false),
-        ("best-practices", "Best Practices".into(), false),
-        ("backup-strategy", "Backup Strategy".into(), false),
-        ("contact", "Contact".into(), false),
-        ("test-result-summary", "Test Result Summary".into(), false),
-        ("reliability", "Reliability".into(), true),
-        (
-            "performance-results",
-            "Storage Performance Results".into(),
-            true,
-        ),
-        (
-            "backup-recovery",
-            "Database Backup/Recovery Performance".into(),
-            true,
-        ),
-        ("conclusion", "Conclusion".into(), false),
-    ];
-    let mut n = 0;
-    for (id, name, sub) in entries.drain(..) {
-        if sub {
-            let _ = write!(
-                o,
-                "<li class=\"sub\"><a href=\"#{id}\">{}</a></li>",
-                escape(&name)
-            );
-        } else {
-            n += 1;
-            let _ = write!(o, "<li><a href=\"#{id}\">{n}. {}</a></li>", escape(&name));
-        }
+/// solution.toml's tested date, else the dates the runs started.
+pub fn tested_date(doc: &SolutionDocument) -> String {
+    if !doc.info.tested_date.trim().is_empty() {
+        return doc.info.tested_date.clone();
     }
-    for (letter, test) in sections::appendix_letters() {
+    let stamps: Vec<&str> = super::STEPS
+        .iter()
+        .flat_map(|t| doc.runs(*t))
+        .flat_map(|r| [r.results.started_at.as_str(), r.results.ended_at.as_str()])
+        .collect();
+    date_span(&stamps).unwrap_or_else(|| "— (no run was found)".into())
+}
+
+/// The revision table (the document's first revision when solution.toml lists none).
+fn revisions(o: &mut String, doc: &SolutionDocument) {
+    let mut g = sections::Grid {
+        head: vec!["Date".into(), "Description".into()],
+        rows: doc
+            .info
+            .revisions
+            .iter()
+            .map(|r| vec![r.date.clone(), r.description.clone()])
+            .collect(),
+    };
+    if g.rows.is_empty() {
+        g.rows.push(vec![
+            human_date(&doc.written_at),
+            "Initial release (written by edbstress; list revisions in solution.toml)".into(),
+        ]);
+    }
+    o.push_str("<h3>Revisions</h3>");
+    text_grid(o, &g);
+}
+
+/// The contents: every part of the outline with the page it starts on when the
+/// document was printed before (see [`super::pages`]); without pages a blank of the
+/// same width, so the contents take the same lines either way.
+fn contents(o: &mut String, doc: &SolutionDocument, outline: &[Part]) {
+    o.push_str("<nav class=\"contents\" id=\"contents\"><h2>Contents</h2><ol>");
+    for p in outline {
+        let page = doc
+            .pages
+            .get(p.id)
+            .map_or("\u{a0}".to_string(), |n| n.to_string());
         let _ = write!(
             o,
-            "<li><a href=\"#appendix-{}\">Appendix {letter} — {}</a></li>",
-            letter.to_ascii_lowercase(),
-            escape(&sections::appendix_title(test, letter))
+            "<li{}><a href=\"#{}\"><span class=\"entry\">{}</span><span class=\"page\">{}</span></a></li>",
+            if p.sub { " class=\"sub\"" } else { "" },
+            p.id,
+            escape(&p.heading),
+            page
         );
     }
-    let _ = doc;
     o.push_str("</ol></nav>\n");
+}
+
+/// The headings the contents list, (id, heading), to find their pages in the
+/// printed document.
+pub fn contents_headings(doc: &SolutionDocument) -> Vec<(String, String)> {
+    sections::outline(doc)
+        .into_iter()
+        .map(|p| (p.id.to_string(), p.heading))
+        .collect()
 }
 
 fn findings_box(o: &mut String, findings: &[Finding]) {
@@ -264,107 +291,7 @@ fn findings_box(o: &mut String, findings: &[Finding]) {
     o.push_str("</ol></section>\n");
 }
 
-fn test_result_summary(o: &mut String, doc: &SolutionDocument) {
-    o.push_str(
-        "<p>The tables below are computed from the runs' results.json; Appendices A–E show each run's full results.</p>",
-    );
-    let _ = writeln!(o, "<h3 id=\"reliability\">Reliability</h3>");
-    o.push_str("<div class=\"prose\">");
-    for p in reliability(doc) {
-        let _ = write!(o, "<p>{}</p>", escape(&p));
-    }
-    o.push_str("</div>\n");
-    let servers = figures(doc);
-    let _ = writeln!(
-        o,
-        "<h3 id=\"performance-results\">Storage Performance Results</h3>"
-    );
-    o.push_str("<p class=\"note\">From the Performance test of each server.</p>");
-    o.push_str("<h3>Individual Server Metrics</h3>");
-    for s in &servers {
-        performance_table(o, s, &format!("Server {}", s.host));
-    }
-    if servers.len() > 1 {
-        o.push_str("<h3>Aggregate Performance across all servers</h3>");
-        o.push_str("<p class=\"note\">Rates are summed over the servers; latencies are averaged over them.</p>");
-        performance_table(o, &aggregate_figures(&servers), "All servers");
-    }
-    let _ = writeln!(
-        o,
-        "<h3 id=\"backup-recovery\">Database Backup/Recovery Performance</h3>"
-    );
-    grid(o, &sections::backup_table(&servers));
-    grid(o, &sections::recovery_table(&servers));
-}
-
-fn performance_table(o: &mut String, s: &ServerFigures, caption: &str) {
-    let _ = write!(
-        o,
-        "<table class=\"perf\"><caption>{}</caption><tbody>",
-        escape(caption)
-    );
-    let mut group = "";
-    for (g, name, value) in sections::performance_rows(s) {
-        if g != group {
-            group = g;
-            let _ = write!(
-                o,
-                "<tr class=\"group\"><th colspan=\"2\">{}</th></tr>",
-                escape(g)
-            );
-        }
-        let _ = write!(
-            o,
-            "<tr><td>{}</td><td>{}</td></tr>",
-            escape(name),
-            escape(&value)
-        );
-    }
-    o.push_str("</tbody></table>\n");
-}
-
-fn appendices(o: &mut String, doc: &SolutionDocument) {
-    for (letter, test) in sections::appendix_letters() {
-        let _ = writeln!(
-            o,
-            "<h2 class=\"part newpage\" id=\"appendix-{}\">Appendix {letter} — {}</h2>",
-            letter.to_ascii_lowercase(),
-            escape(&sections::appendix_title(test, letter))
-        );
-        let runs = doc.runs(test.unwrap_or(TestType::Stress));
-        if runs.is_empty() {
-            o.push_str("<p class=\"note\">No run of this step was found.</p>");
-        }
-        for r in runs {
-            let _ = write!(
-                o,
-                "<div class=\"appendix-run\"><h3>Server {} — {}</h3><p class=\"note\">{}</p>",
-                escape(&r.host),
-                escape(&match test {
-                    Some(t) => report_title(t),
-                    None => "Checksum Statistics".into(),
-                }),
-                escape(&format!("Run directory: {}", r.source))
-            );
-            match test {
-                Some(_) => o.push_str(&appendix_sections(&r.results)),
-                None if r.results.verification.is_some() => {
-                    o.push_str(&checksum_section(&r.results))
-                }
-                None => o.push_str(
-                    "<p class=\"note\">This Stress run has no checksum verification.</p>",
-                ),
-            }
-            o.push_str("</div>\n");
-        }
-    }
-}
-
-fn h3(o: &mut String, title: &str) {
-    let _ = writeln!(o, "<h3>{}</h3>", escape(title));
-}
-
-fn kv(o: &mut String, rows: &[(String, String)]) {
+pub(super) fn kv(o: &mut String, rows: &[(String, String)]) {
     o.push_str("<table class=\"kv\"><tbody>\n");
     for (k, v) in rows {
         let v = if v.trim().is_empty() { "—" } else { v };
@@ -373,11 +300,21 @@ fn kv(o: &mut String, rows: &[(String, String)]) {
     o.push_str("</tbody></table>\n");
 }
 
-fn grid(o: &mut String, t: &sections::Grid) {
+/// A table of figures (numbers right-aligned).
+pub(super) fn grid(o: &mut String, t: &sections::Grid) {
+    table(o, t, "");
+}
+
+/// A table of words (every cell left-aligned).
+pub(super) fn text_grid(o: &mut String, t: &sections::Grid) {
+    table(o, t, " class=\"text\"");
+}
+
+fn table(o: &mut String, t: &sections::Grid, class: &str) {
     if t.rows.is_empty() {
         return;
     }
-    o.push_str("<table><thead><tr>");
+    let _ = write!(o, "<table{class}><thead><tr>");
     for h in &t.head {
         let _ = write!(o, "<th>{}</th>", escape(h));
     }
@@ -412,7 +349,7 @@ fn allowed_link(dest: &str) -> bool {
 /// than http(s) or mailto (`javascript:`, `data:`, `vbscript:`, `file:`) is shown as
 /// its text, and an image is shown as its alternative text (the document loads nothing
 /// from the network or the disk).
-fn prose(o: &mut String, markdown: &str) {
+pub(super) fn prose(o: &mut String, markdown: &str) {
     use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd, html};
     if markdown.trim().is_empty() {
         o.push_str("<p class=\"note\">(not given in solution.toml)</p>\n");

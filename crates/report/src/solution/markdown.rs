@@ -4,8 +4,9 @@
 use std::fmt::Write;
 
 use super::html::REHEARSAL_MARK;
+use super::pages::human_date;
 use super::sections::{self, Grid};
-use super::{SolutionDocument, aggregate_figures, check, figures, reliability};
+use super::{SolutionDocument, aggregate_figures, check, deployment, figures, reliability};
 use crate::export::md_cell;
 use crate::model::TestType;
 
@@ -13,24 +14,26 @@ use crate::model::TestType;
 pub fn render(doc: &SolutionDocument) -> String {
     let findings = check(doc);
     let info = &doc.info;
+    let outline = sections::outline(doc);
     let mut o = String::new();
-    let mark = |o: &mut String| {
-        if doc.rehearsal() {
-            let _ = writeln!(o, "> **{REHEARSAL_MARK}**\n");
-        }
-    };
-    mark(&mut o);
+    mark(&mut o, doc);
     let _ = writeln!(
         o,
-        "# {}\n\n**{}** · tested with edbstress {} · written {}\n",
+        "# {}\n\n**{}** · {}tested {} with edbstress {} · written {}\n",
         if info.name.trim().is_empty() {
             "Storage solution"
         } else {
             &info.name
         },
         info.vendor,
+        if info.author.trim().is_empty() {
+            String::new()
+        } else {
+            format!("{} · ", info.author)
+        },
+        super::html::tested_date(doc),
         doc.tool_version,
-        doc.written_at
+        human_date(&doc.written_at)
     );
     if !findings.is_empty() {
         o.push_str("## Findings: this document does not meet the ESRP test rules\n\n");
@@ -39,71 +42,98 @@ pub fn render(doc: &SolutionDocument) -> String {
         }
         o.push('\n');
     }
-    let mut n = 0;
-    let mut part = |o: &mut String, name: &str| {
-        n += 1;
-        mark(o);
-        let _ = writeln!(o, "## {n}. {name}\n");
+    let h = |o: &mut String, id: &str| {
+        let p = outline.iter().find(|p| p.id == id);
+        if let Some(p) = p {
+            if !p.sub {
+                mark(o, doc);
+            }
+            let _ = writeln!(o, "{} {}\n", if p.sub { "###" } else { "##" }, p.heading);
+        }
     };
-    part(&mut o, "Overview");
+    h(&mut o, "overview");
     let _ = writeln!(o, "{}\n", sections::overview(doc));
-    part(&mut o, "Disclaimer");
+    h(&mut o, "disclaimer");
     let _ = writeln!(o, "{}\n", sections::DISCLAIMER);
-    for (name, text) in [
-        ("Features", &info.features),
-        ("Solution Description", &info.description),
-    ] {
-        part(&mut o, name);
-        prose(&mut o, text);
-    }
-    part(&mut o, "Targeted Customer Profile");
+    h(&mut o, "features");
+    prose(&mut o, &info.features);
+    h(&mut o, "solution-description");
+    prose(&mut o, &info.description);
+    h(&mut o, "dag-architecture");
+    prose(&mut o, &info.deployment.topology);
+    grid(&mut o, &deployment::layout_table(doc));
+    h(&mut o, "customer-profile");
     kv(&mut o, &sections::customer_profile(doc));
-    part(&mut o, "Tested Deployment");
-    o.push_str("### Simulated Exchange Configuration\n\n");
-    kv(&mut o, &sections::simulated_configuration(doc));
-    o.push_str("### Storage Hardware\n\n");
-    kv(&mut o, &sections::storage_hardware(doc));
-    o.push_str("### Storage Software\n\n");
-    kv(&mut o, &sections::storage_software(doc));
-    o.push_str("### Storage Disk Configuration\n\n");
-    kv(&mut o, &sections::disk_configuration(doc));
-    grid(&mut o, &sections::devices_table(doc));
-    for (name, text) in [
-        ("Best Practices", &info.best_practices),
-        ("Backup Strategy", &info.backup_strategy),
-        ("Contact", &info.contact),
+    h(&mut o, "tested-deployment");
+    for (id, rows) in [
+        (
+            "simulated-configuration",
+            deployment::simulated_configuration(doc),
+        ),
+        ("storage-hardware", deployment::storage_hardware(doc)),
+        ("storage-software", deployment::storage_software(doc)),
+        ("disk-configuration", deployment::disk_configuration(doc)),
     ] {
-        part(&mut o, name);
+        h(&mut o, id);
+        kv(&mut o, &rows);
+    }
+    h(&mut o, "devices");
+    grid(&mut o, &sections::devices_table(doc));
+    for (id, text) in [
+        ("best-practices", &info.best_practices),
+        ("backup-strategy", &info.backup_strategy),
+        ("contact", &info.contact),
+    ] {
+        h(&mut o, id);
         prose(&mut o, text);
     }
-    part(&mut o, "Test Result Summary");
-    o.push_str("### Reliability\n\n");
+    h(&mut o, "test-result-summary");
+    let _ = writeln!(o, "{}\n", sections::SUMMARY_INTRO);
+    h(&mut o, "reliability");
+    let _ = writeln!(o, "{}\n", sections::reliability_intro(doc));
+    for (q, a) in sections::reliability_overview(doc) {
+        let _ = writeln!(o, "- {q} **{a}**");
+    }
+    o.push('\n');
     for p in reliability(doc) {
         let _ = writeln!(o, "{p}\n");
     }
-    o.push_str("### Storage Performance Results\n\n#### Individual Server Metrics\n\n");
+    h(&mut o, "performance-results");
+    let _ = writeln!(o, "{}\n", sections::performance_intro(doc));
+    h(&mut o, "individual-metrics");
     let servers = figures(doc);
     for s in &servers {
         let _ = writeln!(o, "Server {}:\n", s.host);
         perf(&mut o, s);
     }
     if servers.len() > 1 {
-        o.push_str("#### Aggregate Performance across all servers\n\n");
-        o.push_str("Rates are summed over the servers; latencies are averaged over them.\n\n");
+        h(&mut o, "aggregate-performance");
+        o.push_str("Aggregate Performance across all servers: rates are summed over the servers; latencies are averaged over them.\n\n");
         perf(&mut o, &aggregate_figures(&servers));
     }
-    o.push_str("### Database Backup/Recovery Performance\n\n");
+    h(&mut o, "backup-recovery");
+    let _ = writeln!(o, "{}\n", sections::BACKUP_RECOVERY_INTRO);
+    h(&mut o, "read-only");
     grid(&mut o, &sections::backup_table(&servers));
+    h(&mut o, "log-replay");
     grid(&mut o, &sections::recovery_table(&servers));
-    part(&mut o, "Conclusion");
+    h(&mut o, "conclusion");
     prose(&mut o, &info.conclusion);
+    appendices(&mut o, doc);
+    o
+}
+
+fn mark(o: &mut String, doc: &SolutionDocument) {
+    if doc.rehearsal() {
+        let _ = writeln!(o, "> **{REHEARSAL_MARK}**\n");
+    }
+}
+
+/// The appendices: each server's verdict and where its full report is.
+fn appendices(o: &mut String, doc: &SolutionDocument) {
     for (letter, test) in sections::appendix_letters() {
-        mark(&mut o);
-        let _ = writeln!(
-            o,
-            "## Appendix {letter} — {}\n",
-            sections::appendix_title(test, letter)
-        );
+        mark(o, doc);
+        let _ = writeln!(o, "## {}\n", sections::appendix_heading(test, letter));
         for r in doc.runs(test.unwrap_or(TestType::Stress)) {
             let verdict =
                 match test {
@@ -129,7 +159,6 @@ pub fn render(doc: &SolutionDocument) -> String {
         }
         o.push('\n');
     }
-    o
 }
 
 fn prose(o: &mut String, text: &str) {

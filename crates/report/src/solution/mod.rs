@@ -4,18 +4,29 @@
 //! ([`SolutionInfo`]) and the campaigns' run results ([`CampaignRuns`]) in, findings
 //! ([`check`]), the summary figures ([`figures`]), HTML ([`html::render`]) and Markdown
 //! ([`markdown::render`]) out. Every number in the document comes from a run's
-//! `results.json`.
+//! `results.json`; solution.toml's claims about the deployment are held against the
+//! runs ([`claims`]); the contents carry the pages found in a first print ([`pages`]);
+//! device vendors are named from the PCI and USB ID databases ([`vendors`]), which the
+//! caller reads, as it reads the runs' test logs.
 
 pub mod campaign;
+pub mod claims;
+pub mod deployment;
 pub mod html;
+mod html_parts;
+pub mod info;
 pub mod markdown;
+pub mod pages;
 pub mod sections;
+pub mod vendors;
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 pub use campaign::{CampaignState, StepState, StepStatus};
+pub use info::{
+    CustomerProfile, DeploymentBytes, LayoutRow, Revision, SolutionInfo, TestedDeployment,
+};
+pub use vendors::VendorNames;
 
 use crate::aggregate::{EsrpColumn, HostRun};
 use crate::model::{RunResults, TestType, Verdict};
@@ -32,107 +43,6 @@ pub const STEPS: [TestType; 4] = [
     TestType::DatabaseBackup,
     TestType::SoftRecovery,
 ];
-
-/// What the vendor writes: the texts of the document and the solution it describes.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SolutionInfo {
-    /// The solution's name ("Contoso Array 5000 — 5,000 mailboxes").
-    pub name: String,
-    /// The vendor.
-    pub vendor: String,
-    /// Who to contact (several lines).
-    pub contact: String,
-    /// Features (Markdown).
-    pub features: String,
-    /// Solution description (Markdown).
-    pub description: String,
-    /// Best practices (Markdown).
-    pub best_practices: String,
-    /// Backup strategy (Markdown).
-    pub backup_strategy: String,
-    /// Conclusion (Markdown).
-    pub conclusion: String,
-    /// The targeted customer profile.
-    pub profile: CustomerProfile,
-    /// The tested deployment.
-    pub deployment: TestedDeployment,
-}
-
-/// The targeted customer profile: the inputs of the sizing.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct CustomerProfile {
-    /// Mailboxes of the whole solution.
-    pub mailboxes: u64,
-    /// Transactional IOPS per mailbox.
-    pub iops_per_mailbox: f64,
-    /// Mailbox quota as solution.toml gives it ("2048 MB"; "2GB" is the same quota).
-    pub mailbox_quota: String,
-    /// Mailbox servers tested.
-    pub servers: u32,
-    /// Databases per server.
-    pub databases_per_server: u32,
-    /// Database copies.
-    pub copies: u32,
-    /// Exchange version profile ("exchange2013").
-    pub version: String,
-    /// The quota in MiB as the runs record it (`mailbox_quota >> 20`), when the loader
-    /// could read `mailbox_quota`: to compare the claim with the runs.
-    #[serde(skip)]
-    pub mailbox_quota_mb: Option<u64>,
-}
-
-impl CustomerProfile {
-    /// The quota as the document shows one ("2048 MB"); solution.toml's text when it
-    /// could not be read as a quota.
-    pub fn quota_text(&self) -> String {
-        self.mailbox_quota_mb
-            .map_or_else(|| self.mailbox_quota.clone(), crate::text::quota_mb)
-    }
-}
-
-impl Default for CustomerProfile {
-    fn default() -> Self {
-        CustomerProfile {
-            mailboxes: 5000,
-            iops_per_mailbox: 0.12,
-            mailbox_quota: "2048 MB".into(),
-            servers: 1,
-            databases_per_server: 6,
-            copies: 2,
-            version: "exchange2013".into(),
-            mailbox_quota_mb: Some(2048),
-        }
-    }
-}
-
-/// The tested deployment, as the vendor describes it (the devices Linux reports are
-/// added from the runs).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct TestedDeployment {
-    /// Storage model.
-    pub storage_model: String,
-    /// Storage firmware or software version.
-    pub storage_firmware: String,
-    /// Storage software (multipath, management, …).
-    pub storage_software: String,
-    /// Disks: count, type, size.
-    pub disks: String,
-    /// RAID level and layout.
-    pub raid: String,
-    /// Connectivity (SAS, iSCSI, FC, NVMe).
-    pub connectivity: String,
-    /// The server hardware.
-    pub host: String,
-    /// Host bus adapters or NICs.
-    pub hba: String,
-    /// Database LUNs / volumes.
-    pub database_volumes: String,
-    /// Log LUNs / volumes.
-    pub log_volumes: String,
-}
 
 /// The runs of one campaign directory, as found there.
 #[derive(Clone, Debug)]
@@ -179,6 +89,14 @@ pub struct SolutionDocument {
     pub tool_version: String,
     /// When the document was written (RFC 3339).
     pub written_at: String,
+    /// Each run's test log lines, by run directory (`HostRun::source`); a run without
+    /// an entry has no test.log, and its appendix says so.
+    pub test_logs: BTreeMap<String, Vec<String>>,
+    /// Device vendors by id, from the system's PCI and USB ID databases.
+    pub vendor_names: VendorNames,
+    /// The page each section starts on in the printed document, by section id (empty
+    /// before the first printing: the contents then show no page numbers).
+    pub pages: BTreeMap<String, u32>,
 }
 
 impl SolutionDocument {
@@ -278,6 +196,9 @@ pub fn check(doc: &SolutionDocument) -> Vec<Finding> {
         ));
     }
     for f in profile_differences(doc) {
+        say(f);
+    }
+    for f in claims::deployment_claims(doc) {
         say(f);
     }
     for test in STEPS {

@@ -3,7 +3,6 @@
 
 use super::{ServerFigures, SolutionDocument, tested_profile};
 use crate::aggregate::ESRP_ROWS;
-use crate::aggregate::HostRun;
 use crate::model::{Pacing, TestType};
 use crate::text::{fixed3, mb};
 
@@ -36,15 +35,20 @@ pub fn appendix_letters() -> [(char, Option<TestType>); 5] {
     ]
 }
 
-/// "Stress Test", "Checksum Results (after the Stress test)".
+/// The appendix titles of the ESRP documents: "Stress Testing", "Database Checksum".
 pub fn appendix_title(test: Option<TestType>, _letter: char) -> String {
     match test {
-        Some(TestType::Stress) => "Stress Test Results".into(),
-        Some(TestType::Performance) => "Performance Test Results".into(),
-        Some(TestType::DatabaseBackup) => "Database Backup Test Results".into(),
-        Some(TestType::SoftRecovery) => "Soft Recovery Test Results".into(),
-        None => "Checksum Results (after the Stress test)".into(),
+        Some(TestType::Stress) => "Stress Testing".into(),
+        Some(TestType::Performance) => "Performance Testing".into(),
+        Some(TestType::DatabaseBackup) => "Database Backup Testing".into(),
+        Some(TestType::SoftRecovery) => "Soft Recovery Testing".into(),
+        None => "Database Checksum (after the Stress test)".into(),
     }
+}
+
+/// "Appendix A: Stress Testing", as the heading and the contents write it.
+pub fn appendix_heading(test: Option<TestType>, letter: char) -> String {
+    format!("Appendix {letter}: {}", appendix_title(test, letter))
 }
 
 /// "N mailboxes with a Q quota and I IOPS per mailbox, kept in C database copies, on S
@@ -140,12 +144,6 @@ fn plural(n: usize, word: &str) -> String {
     }
 }
 
-fn first_run(doc: &SolutionDocument) -> Option<&HostRun> {
-    [TestType::Performance, TestType::Stress]
-        .into_iter()
-        .find_map(|t| doc.runs(t).into_iter().next())
-}
-
 /// The Targeted Customer Profile table: the profile the runs ran (solution.toml's
 /// only when no run was found, and then said so). Where solution.toml claims otherwise,
 /// the findings say it.
@@ -194,136 +192,21 @@ pub fn customer_profile(doc: &SolutionDocument) -> Vec<(String, String)> {
             t.iops_per_mailbox
                 .map_or_else(unrecorded, |v| fixed3(t.mailboxes as f64 * v)),
         ),
-    ]
-}
-
-/// The Simulated Exchange Configuration, from the runs (what each server ran).
-pub fn simulated_configuration(doc: &SolutionDocument) -> Vec<(String, String)> {
-    let p = &doc.info.profile;
-    let Some(r) = first_run(doc) else {
-        return vec![("Runs".into(), "none found".into())];
-    };
-    let params = &r.results.parameters;
-    let per_server = params.mailboxes.unwrap_or(0);
-    let per_db = per_server / u64::from(params.databases.max(1));
-    let db_bytes = r
-        .results
-        .instances
-        .first()
-        .map_or(params.database_bytes, |i| {
-            i.final_bytes.max(i.initial_bytes)
-        });
-    let logs_per_db = r
-        .results
-        .instances
-        .first()
-        .and_then(|i| i.engine.as_ref())
-        .map(|e| e.log_files_written);
-    vec![
         (
-            "Number of Exchange mailboxes simulated".into(),
-            (per_server * doc.servers().len() as u64).to_string(),
-        ),
-        (
-            "Number of database copies".into(),
-            params.copies.to_string(),
-        ),
-        ("Number of hosts".into(), doc.servers().len().to_string()),
-        (
-            "Number of mailboxes per host".into(),
-            per_server.to_string(),
-        ),
-        (
-            "Number of databases per host".into(),
-            params.databases.to_string(),
-        ),
-        (
-            "Number of mailboxes per database".into(),
-            per_db.to_string(),
-        ),
-        (
-            "Simulated profile: I/Os per second per mailbox".into(),
-            params
-                .iops_per_mailbox
-                .map_or("—".into(), |v| v.to_string()),
-        ),
-        (
-            "Mailbox quota".into(),
-            params
-                .mailbox_quota_mb
-                .map_or_else(|| p.quota_text(), crate::text::quota_mb),
-        ),
-        ("Database size (each)".into(), mb(db_bytes)),
-        (
-            "Total database size per host".into(),
-            mb(r.results
-                .sizing
-                .final_bytes
-                .max(r.results.sizing.initial_bytes)),
-        ),
-        (
-            "Log files written per database (Performance run)".into(),
-            logs_per_db.map_or("—".into(), |l| l.to_string()),
-        ),
-        (
-            "Database page size".into(),
-            format!("{} KB", params.page_size / 1024),
-        ),
-        ("Version profile".into(), params.profile.clone()),
-    ]
-}
-
-/// The Storage Hardware table: the vendor's words, then what the hosts report.
-pub fn storage_hardware(doc: &SolutionDocument) -> Vec<(String, String)> {
-    let d = &doc.info.deployment;
-    let mut rows = vec![
-        ("Storage model".into(), d.storage_model.clone()),
-        ("Storage firmware".into(), d.storage_firmware.clone()),
-        ("Disks".into(), d.disks.clone()),
-        ("Connectivity".into(), d.connectivity.clone()),
-        ("Host bus adapters / NICs".into(), d.hba.clone()),
-        ("Server".into(), d.host.clone()),
-    ];
-    for r in doc.runs(TestType::Performance) {
-        let h = &r.results.host;
-        rows.push((
-            format!("Host {} (as tested)", r.host),
-            format!("{} CPUs, {} MB memory", h.cpus, h.memory_mb),
-        ));
-    }
-    rows
-}
-
-/// The Storage Software table.
-pub fn storage_software(doc: &SolutionDocument) -> Vec<(String, String)> {
-    let d = &doc.info.deployment;
-    let mut rows = vec![("Storage software".into(), d.storage_software.clone())];
-    if let Some(r) = first_run(doc) {
-        let h = &r.results.host;
-        rows.push(("Operating system".into(), h.os.clone()));
-        rows.push(("Kernel".into(), h.kernel.clone()));
-        rows.push((
-            "I/O".into(),
-            format!(
-                "{} I/O, {} backend",
-                r.results.parameters.io_mode, r.results.parameters.backend
+            "Headroom (Performance test)".into(),
+            super::deployment::headroom(doc, TestType::Performance).map_or_else(
+                || "no Performance run with a target was found".into(),
+                |h| h.sentence(),
             ),
-        ));
-        rows.push((
-            "Test tool".into(),
-            format!("{} {}", r.results.tool.name, r.results.tool.version),
-        ));
-    }
-    rows
-}
-
-/// The Storage Disk Configuration table (the vendor's words).
-pub fn disk_configuration(doc: &SolutionDocument) -> Vec<(String, String)> {
-    let d = &doc.info.deployment;
-    vec![
-        ("RAID".into(), d.raid.clone()),
-        ("Database volumes".into(), d.database_volumes.clone()),
-        ("Log volumes".into(), d.log_volumes.clone()),
+        ),
+        (
+            "Database size (largest, as tested)".into(),
+            super::claims::measured_runs(doc)
+                .iter()
+                .map(|r| super::claims::largest_database(r))
+                .max()
+                .map_or_else(unrecorded, mb),
+        ),
     ]
 }
 
@@ -355,7 +238,7 @@ pub fn devices_table(doc: &SolutionDocument) -> Grid {
                 g.rows.push(vec![
                     r.host.clone(),
                     d.device.clone(),
-                    model_text(d),
+                    model_text(d, &doc.vendor_names),
                     d.firmware.clone().unwrap_or_else(|| "—".into()),
                     d.size_bytes.map_or("—".into(), mb),
                     d.filesystem.clone().unwrap_or_else(|| "—".into()),
@@ -379,11 +262,14 @@ pub fn devices_table(doc: &SolutionDocument) -> Grid {
     g
 }
 
-/// "VENDOR MODEL" as the kernel names them.
-fn model_text(d: &crate::model::StorageDevice) -> String {
-    let words: Vec<&str> = [d.vendor.as_deref(), d.model.as_deref()]
+/// "VENDOR MODEL": the vendor named from the PCI and USB ID databases when the kernel
+/// gives its id, the model as the kernel names it.
+fn model_text(d: &crate::model::StorageDevice, names: &super::VendorNames) -> String {
+    let vendor = d.vendor.as_deref().map(|v| names.name(v));
+    let words: Vec<&str> = [vendor.as_deref(), d.model.as_deref()]
         .into_iter()
         .flatten()
+        .filter(|w| !w.trim().is_empty())
         .collect();
     if words.is_empty() {
         "—".into()
@@ -448,4 +334,283 @@ pub fn recovery_table(servers: &[ServerFigures]) -> Grid {
             .map(|s| vec![s.host.clone(), opt(s.seconds_per_log)])
             .collect(),
     }
+}
+
+/// One entry of the document's outline: a numbered section, a subsection or an
+/// appendix. The contents, the headings and the page numbers all come from it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Part {
+    /// The HTML id.
+    pub id: &'static str,
+    /// The heading as printed ("7. Tested Deployment", "7.1 Simulated Exchange
+    /// Configuration", "Appendix A: Stress Testing").
+    pub heading: String,
+    /// A subsection (indented in the contents).
+    pub sub: bool,
+    /// The test of an appendix (None: the checksum appendix); None for other parts.
+    pub appendix: Option<(char, Option<TestType>)>,
+}
+
+/// A part's id and title.
+type Named = (&'static str, &'static str);
+
+/// The sections in order, numbered as printed.
+pub fn outline(doc: &SolutionDocument) -> Vec<Part> {
+    let mut parts: Vec<(&'static str, &str, Vec<Named>)> = vec![
+        ("overview", "Overview", vec![]),
+        ("disclaimer", "Disclaimer", vec![]),
+        ("features", "Features", vec![]),
+        ("solution-description", "Solution Description", vec![]),
+        ("dag-architecture", "Exchange DAG Architecture", vec![]),
+        ("customer-profile", "Targeted Customer Profile", vec![]),
+        (
+            "tested-deployment",
+            "Tested Deployment",
+            vec![
+                (
+                    "simulated-configuration",
+                    "Simulated Exchange Configuration",
+                ),
+                ("storage-hardware", "Primary Storage Hardware"),
+                ("storage-software", "Primary Storage Software"),
+                ("disk-configuration", "Primary Storage Disk Configuration"),
+                ("devices", "Devices Under Test as Linux Reports Them"),
+            ],
+        ),
+        ("best-practices", "Best Practices", vec![]),
+        ("backup-strategy", "Backup Strategy", vec![]),
+        ("contact", "Contact for Additional Information", vec![]),
+        (
+            "test-result-summary",
+            "Test Result Summary",
+            vec![
+                ("reliability", "Reliability"),
+                ("performance-results", "Storage Performance Results"),
+                ("individual-metrics", "Individual Server Metrics"),
+            ],
+        ),
+        (
+            "backup-recovery",
+            "Database Backup/Recovery Performance",
+            vec![
+                ("read-only", "Database Read-Only Performance"),
+                ("log-replay", "Transaction Log Recovery/Replay Performance"),
+            ],
+        ),
+        ("conclusion", "Conclusion", vec![]),
+    ];
+    if doc.servers().len() > 1 {
+        parts[10].2.push((
+            "aggregate-performance",
+            "Aggregate Performance Across All Servers",
+        ));
+    }
+    let mut out = Vec::new();
+    for (n, (id, name, subs)) in parts.into_iter().enumerate() {
+        let n = n + 1;
+        out.push(Part {
+            id,
+            heading: format!("{n}. {name}"),
+            sub: false,
+            appendix: None,
+        });
+        for (k, (id, name)) in subs.into_iter().enumerate() {
+            out.push(Part {
+                id,
+                heading: format!("{n}.{} {name}", k + 1),
+                sub: true,
+                appendix: None,
+            });
+        }
+    }
+    for (letter, test) in appendix_letters() {
+        out.push(Part {
+            id: APPENDIX_IDS[(letter as u8 - b'A') as usize],
+            heading: appendix_heading(test, letter),
+            sub: false,
+            appendix: Some((letter, test)),
+        });
+    }
+    out
+}
+
+const APPENDIX_IDS: [&str; 5] = [
+    "appendix-a",
+    "appendix-b",
+    "appendix-c",
+    "appendix-d",
+    "appendix-e",
+];
+
+/// The heading of part `id` (empty for an id not in the outline).
+pub fn heading_of(outline: &[Part], id: &str) -> String {
+    outline
+        .iter()
+        .find(|p| p.id == id)
+        .map_or(String::new(), |p| p.heading.clone())
+}
+
+/// "24 hours", "2 hours", "10 minutes", "3 seconds": a run's measured duration.
+pub fn duration_words(seconds: f64) -> String {
+    let s = seconds.max(0.0);
+    let (v, unit) = if s >= 7200.0 {
+        (s / 3600.0, "hours")
+    } else if s >= 120.0 {
+        (s / 60.0, "minutes")
+    } else {
+        (s, "seconds")
+    };
+    if (v - v.round()).abs() < 0.05 {
+        format!("{v:.0} {unit}")
+    } else {
+        format!("{v:.1} {unit}")
+    }
+}
+
+/// The longest measured duration of `test`'s runs, in words ("no run" without one).
+fn measured(doc: &SolutionDocument, test: TestType) -> String {
+    doc.runs(test)
+        .iter()
+        .map(|r| r.results.measured_seconds)
+        .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))))
+        .map_or("no run".into(), duration_words)
+}
+
+/// The opening paragraph of the Test Result Summary.
+pub const SUMMARY_INTRO: &str = "This section summarizes the results of the campaign's runs. \
+Every figure is read from a run's results.json; Appendices A to E hold each run's full report \
+in the shape of the Jetstress reports, with its test log.";
+
+/// The Reliability section's explanation.
+pub fn reliability_intro(doc: &SolutionDocument) -> String {
+    format!(
+        "Several tests of the campaign check reliability. The Stress test loads the storage \
+         with the targeted transactional I/O for a long period (here {}; the ESRP test rules \
+         ask for 24 hours) to show that it keeps answering within Exchange's latency limits. \
+         After the Stress test every database page and log segment is read back and its \
+         checksum verified, to show that nothing was corrupted. The kernel log is watched \
+         during every run for errors, resets and timeouts of the devices under test.",
+        measured(doc, TestType::Stress)
+    )
+}
+
+/// The Reliability overview as the ESRP documents list it: question and answer.
+pub fn reliability_overview(doc: &SolutionDocument) -> Vec<(String, String)> {
+    let all: Vec<&crate::aggregate::HostRun> =
+        super::STEPS.iter().flat_map(|t| doc.runs(*t)).collect();
+    let kernel = if all.is_empty() {
+        "No run was found".to_string()
+    } else if all.iter().any(|r| {
+        r.results
+            .kernel_log
+            .as_ref()
+            .is_none_or(|k| k.source.is_none())
+    }) {
+        let events = all.iter().any(|r| {
+            r.results
+                .kernel_log
+                .as_ref()
+                .is_some_and(|k| !k.events.is_empty())
+        });
+        if events {
+            "Yes"
+        } else {
+            "No (not every run was watched)"
+        }
+        .to_string()
+    } else if all.iter().any(|r| {
+        r.results
+            .kernel_log
+            .as_ref()
+            .is_some_and(|k| !k.events.is_empty())
+    }) {
+        "Yes".into()
+    } else {
+        "No".into()
+    };
+    let stress = doc.runs(TestType::Stress);
+    let checksum = if stress.is_empty() {
+        "No Stress run was found".to_string()
+    } else if stress.iter().any(|r| r.results.verification.is_none()) {
+        "Not verified on every server".into()
+    } else if stress
+        .iter()
+        .all(|r| r.results.verification.as_ref().is_some_and(|v| v.passed))
+    {
+        "No".into()
+    } else {
+        "Yes".into()
+    };
+    let backup = doc.runs(TestType::DatabaseBackup);
+    let backup_errors = if backup.is_empty() {
+        "No backup run was found".to_string()
+    } else if backup
+        .iter()
+        .any(|r| r.results.aborted || r.results.totals.io.values().any(|c| c.errors > 0))
+    {
+        "Yes".into()
+    } else {
+        "No".into()
+    };
+    vec![
+        (
+            "Any errors reported in the kernel log for the devices under test?".into(),
+            kernel,
+        ),
+        (
+            "Any errors reported during the database and log checksum process?".into(),
+            checksum,
+        ),
+        (
+            "Any errors reported during the backup-to-disk test?".into(),
+            backup_errors,
+        ),
+    ]
+}
+
+/// The Storage Performance Results section's explanation.
+pub fn performance_intro(doc: &SolutionDocument) -> String {
+    format!(
+        "The Performance test exercises the storage with the targeted Exchange I/O for a \
+         sustained period (here {}; the ESRP test rules ask for 2 hours) and measures how \
+         long the storage takes to answer an I/O under that load. The figures below are the \
+         sums of the I/O rates of all database and log files and the averages of their \
+         latencies over the measured period. Each server is listed separately; with several \
+         servers the aggregate across all of them follows.",
+        measured(doc, TestType::Performance)
+    )
+}
+
+/// The Individual Server Metrics explanation.
+pub const INDIVIDUAL_METRICS_INTRO: &str = "The server metrics are the sum of the I/Os across \
+all databases of a server and the average latency across those databases.";
+
+/// The Database Backup/Recovery Performance explanation.
+pub const BACKUP_RECOVERY_INTRO: &str = "This section has two tests. The first measures the \
+sequential read rate of the database files, as a backup to disk reads them. The second measures \
+how fast transaction logs are played into the databases (soft recovery).";
+
+/// The Database Read-Only Performance explanation.
+pub const READ_ONLY_INTRO: &str = "The Database Backup test reads every database file from \
+beginning to end as fast as the storage allows, all databases of a server at once. The table \
+shows the average rate of a single database and the sum over the databases of each server.";
+
+/// The Transaction Log Recovery/Replay Performance explanation.
+pub fn log_replay_intro(doc: &SolutionDocument) -> String {
+    let logs: Vec<u32> = doc
+        .runs(TestType::SoftRecovery)
+        .iter()
+        .flat_map(|r| r.results.instances.iter().filter_map(|i| i.logs_replayed))
+        .collect();
+    let count = if logs.is_empty() {
+        "the log files".to_string()
+    } else {
+        let avg = logs.iter().map(|&l| f64::from(l)).sum::<f64>() / logs.len() as f64;
+        format!("{avg:.0} log files on average")
+    };
+    format!(
+        "The Soft Recovery test measures the highest rate at which log files are played \
+         into the databases after an unclean shutdown. The table shows the average time to \
+         play one log file, over {count} replayed per database. Each log file is 1 MiB."
+    )
 }

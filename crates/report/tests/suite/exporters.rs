@@ -43,7 +43,10 @@ fn html_escapes_every_text_from_configuration_and_paths() {
     assert!(!page.contains("<script"), "raw script tag in the report");
     assert!(!page.contains("<b>the</b>"));
     assert!(!page.contains("mail<01>"));
-    assert!(page.contains("/mnt/&lt;script&gt;alert(1)&lt;/script&gt;|db/edbstress001.edb"));
+    // Escaped, and breakable only after a separator.
+    assert!(page.contains(
+        "/<wbr>mnt/<wbr>&lt;script&gt;alert(1)&lt;/<wbr>script&gt;|db/<wbr>edbstress001.edb"
+    ));
     assert!(page.contains("Before &lt;b&gt;the&lt;/b&gt; SAN upgrade &amp; &quot;tuning&quot;"));
     assert!(
         page.contains("Instance0001: /mnt/&lt;script&gt;"),

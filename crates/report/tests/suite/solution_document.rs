@@ -19,7 +19,7 @@ use edbstress_report::{KernelLog, RunResults, TestType, Verdict, Verification};
 
 const CAMPAIGN_ID: &str = "campaign-7d3e8f00-0000-4000-8000-000000000001";
 
-fn run(host: &str, test: TestType, seconds: f64) -> HostRun {
+pub(super) fn run(host: &str, test: TestType, seconds: f64) -> HostRun {
     let mut r: RunResults = common::crafted();
     r.run_id = Some(format!("run-{host}-{}", test.label()));
     r.campaign_id = Some(CAMPAIGN_ID.into());
@@ -50,7 +50,7 @@ fn run(host: &str, test: TestType, seconds: f64) -> HostRun {
     }
 }
 
-fn campaign(rehearsal: bool, hosts: &[&str], seconds: [f64; 2]) -> CampaignRuns {
+pub(super) fn campaign(rehearsal: bool, hosts: &[&str], seconds: [f64; 2]) -> CampaignRuns {
     let mut steps = BTreeMap::new();
     for test in STEPS {
         let secs = match test {
@@ -95,7 +95,7 @@ fn campaign(rehearsal: bool, hosts: &[&str], seconds: [f64; 2]) -> CampaignRuns 
 
 /// The document of `c`, solution.toml's profile being what the runs ran (each crafted
 /// run simulates 500 mailboxes on 2 databases with 2 copies).
-fn document(c: CampaignRuns) -> SolutionDocument {
+pub(super) fn document(c: CampaignRuns) -> SolutionDocument {
     let mut info = edbstress_report::solution::SolutionInfo::default();
     info.profile.servers = c.state.hosts.len() as u32;
     info.profile.mailboxes = 500 * c.state.hosts.len() as u64;
@@ -105,6 +105,9 @@ fn document(c: CampaignRuns) -> SolutionDocument {
         campaigns: vec![c],
         tool_version: "0.1.0".into(),
         written_at: "2026-11-25T07:00:00Z".into(),
+        test_logs: Default::default(),
+        vendor_names: Default::default(),
+        pages: Default::default(),
     }
 }
 

@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use edbstress_report::solution::{CustomerProfile, SolutionInfo, TestedDeployment};
+use edbstress_report::solution::{
+    CustomerProfile, DeploymentBytes, Revision, SolutionInfo, TestedDeployment,
+};
 use edbstress_workload::units::parse_duration;
 use serde::Deserialize;
 
@@ -27,6 +29,10 @@ struct RawFile {
 struct RawTexts {
     name: String,
     vendor: String,
+    author: String,
+    tested_date: String,
+    revisions: Vec<Revision>,
+    additional_information: String,
     contact: String,
     features: String,
     description: String,
@@ -93,6 +99,51 @@ impl Default for RehearsalSettings {
             logs_to_replay: 50,
         }
     }
+}
+
+/// The deployment's sizes in bytes. GB and TB are counted as the ESRP documents
+/// count them, in 2^30 and 2^40 bytes; "N/A" or an empty text is no size; anything
+/// else that is not a size is refused with the field named.
+fn deployment_bytes(path: &Path, d: &TestedDeployment) -> Result<DeploymentBytes, String> {
+    let read = |field: &str, v: &str| -> Result<Option<u64>, String> {
+        let t = v.trim();
+        if t.is_empty() || t.eq_ignore_ascii_case("n/a") {
+            return Ok(None);
+        }
+        capacity_bytes(t).map(Some).ok_or_else(|| {
+            format!(
+                "{}: deployment.{field} = \"{v}\" is not a size; write it as \"1958 GB\" or \
+                 \"39.46 TB\" (GB and TB of 2^30 and 2^40 bytes, as the ESRP documents count \
+                 them), \"N/A\", or leave it out",
+                path.display()
+            )
+        })
+    };
+    Ok(DeploymentBytes {
+        database_lun: read("database_lun_size", &d.database_lun_size)?,
+        log_lun: read("log_lun_size", &d.log_lun_size)?,
+        raw: read("raw_capacity", &d.raw_capacity)?,
+        formatted: read("formatted_capacity", &d.formatted_capacity)?,
+    })
+}
+
+/// "1958 GB", "39.46 TB", "81,776.64 GB", "512 MiB" in bytes (KB to TB binary, as
+/// KiB to TiB), rounded to a byte; None when it is not a number and a unit.
+pub fn capacity_bytes(text: &str) -> Option<u64> {
+    let t = text.trim().replace(',', "");
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number.parse().ok()?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "kb" | "kib" | "k" => 10,
+        "mb" | "mib" | "m" => 20,
+        "gb" | "gib" | "g" => 30,
+        "tb" | "tib" | "t" => 40,
+        "pb" | "pib" | "p" => 50,
+        _ => return None,
+    };
+    let bytes = value * (1u64 << shift) as f64;
+    (bytes.is_finite() && bytes < u64::MAX as f64).then(|| bytes.round() as u64)
 }
 
 /// A loaded solution.toml.
@@ -227,6 +278,10 @@ impl SolutionFile {
         let info = SolutionInfo {
             name: t.name.clone(),
             vendor: t.vendor.clone(),
+            author: t.author.clone(),
+            tested_date: t.tested_date.clone(),
+            revisions: t.revisions.clone(),
+            additional_information: long("additional_information", &t.additional_information)?,
             contact: long("contact", &t.contact)?,
             features: long("features", &t.features)?,
             description: long("description", &t.description)?,
@@ -241,7 +296,11 @@ impl SolutionFile {
                 .map(|bytes| bytes >> 20),
                 ..raw.profile.clone()
             },
-            deployment: raw.deployment.clone(),
+            deployment: TestedDeployment {
+                bytes: deployment_bytes(path, &raw.deployment)?,
+                topology: long("topology", &raw.deployment.topology)?,
+                ..raw.deployment.clone()
+            },
         };
         let mut campaign = raw.campaign.clone();
         campaign.run_config = campaign.run_config.map(|c| base.join(c));

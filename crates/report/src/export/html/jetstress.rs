@@ -238,10 +238,21 @@ fn test_summary(doc: &mut Doc, r: &RunResults) {
         ),
         (
             "Performance Log",
-            format!(
-                "samples.csv ({n_intervals} intervals of {} s)",
-                r.parameters.sample_interval_seconds
-            ),
+            match n_intervals {
+                0 => format!(
+                    "samples.csv (no complete sampling interval: the test ended within its \
+                     first {} s)",
+                    r.parameters.sample_interval_seconds
+                ),
+                1 => format!(
+                    "samples.csv (1 interval of {} s)",
+                    r.parameters.sample_interval_seconds
+                ),
+                n => format!(
+                    "samples.csv ({n} intervals of {} s)",
+                    r.parameters.sample_interval_seconds
+                ),
+            },
         ),
         (
             "Results",
@@ -783,22 +794,33 @@ fn range_row(name: &str, range: Range) -> Vec<Cell> {
 
 fn host_system(doc: &mut Doc, r: &RunResults) {
     doc.section("host-system", "Host System Performance", false);
-    let mut t = Table::new("", &["Counter", "Average", "Minimum", "Maximum"]);
+    // Within one sampling interval there is one reading per counter: its minimum,
+    // average and maximum would be the same number three times.
+    let one_reading = intervals(&r.samples).len() <= 1;
+    let mut t = if one_reading {
+        Table::new("", &["Counter", "Value"])
+    } else {
+        Table::new("", &["Counter", "Average", "Minimum", "Maximum"])
+    };
+    let row = |name: &str, range: Range| {
+        if one_reading {
+            vec![Cell::from(name), Cell::from(fixed3(range.avg))]
+        } else {
+            range_row(name, range)
+        }
+    };
     if let Some(h) = &r.host_counters {
-        t.row(range_row("% Processor Time", h.cpu_pct));
-        t.row(range_row("Available MiB", h.available_memory_mb));
-        t.row(range_row("Page Faults/sec", h.page_faults_per_sec));
+        t.row(row("% Processor Time", h.cpu_pct));
+        t.row(row("Available MiB", h.available_memory_mb));
+        t.row(row("Page Faults/sec", h.page_faults_per_sec));
     }
     let stalls = engine_total(&r.samples, |s| s.page_fault_stalls_per_sec);
     if !stalls.is_empty() {
-        t.row(range_row(
-            "Database Page Fault Stalls/sec",
-            Range::of(stalls),
-        ));
+        t.row(row("Database Page Fault Stalls/sec", Range::of(stalls)));
     }
     let cache = engine_total(&r.samples, |s| s.cache_mb);
     if !cache.is_empty() {
-        t.row(range_row(
+        t.row(row(
             "Database Cache Size (MiB, all instances)",
             Range::of(cache),
         ));
@@ -807,7 +829,15 @@ fn host_system(doc: &mut Doc, r: &RunResults) {
         doc.note("Host counters were not collected in this run.");
     } else {
         doc.table(&t);
-        doc.note("Minimum, average and maximum over the sampling intervals.");
+        doc.note(&if one_reading {
+            format!(
+                "One reading per counter: the test took less than two sampling intervals of \
+                 {} s, so there is no minimum or maximum to show.",
+                r.parameters.sample_interval_seconds
+            )
+        } else {
+            "Minimum, average and maximum over the sampling intervals.".to_string()
+        });
     }
     doc.h3("Disk Subsystem Performance");
     match r.host_counters.as_ref().map(|h| &h.disks) {

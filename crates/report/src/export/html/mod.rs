@@ -122,7 +122,7 @@ table.kv th{background:var(--head);text-align:left;font-weight:600;white-space:n
 table.kv td{text-align:left}
 table.text td{text-align:left}
 td.words{text-align:left;white-space:normal;min-width:260px}
-td.path{font-family:"DejaVu Sans Mono",monospace;font-size:12px;word-break:break-all;white-space:normal}
+td.path,span.path{font-family:"DejaVu Sans Mono",monospace;font-size:12px;word-break:normal;overflow-wrap:normal;white-space:normal;hyphens:none}
 tfoot td{font-weight:600;background:#f6f6f6}
 td.pass,span.pass{color:var(--pass);font-weight:700}
 td.fail,span.fail{color:var(--fail);font-weight:700}
@@ -281,6 +281,12 @@ fn write_row(o: &mut String, cells: &[Cell], failed: bool) {
     for c in cells {
         if c.class.is_empty() {
             let _ = write!(o, "<td>{}</td>", escape(&c.text));
+        } else if c.class == "path" {
+            let _ = write!(
+                o,
+                "<td class=\"path\">{}</td>",
+                crate::text::path_html(&c.text)
+            );
         } else {
             let _ = write!(o, "<td class=\"{}\">{}</td>", c.class, escape(&c.text));
         }
