@@ -276,7 +276,8 @@ fn run_fleet(a: FleetRunArgs) -> Result<ExitCode, CommandError> {
 /// most every [`ProgressLines::EVERY`] and when it finishes.
 struct ProgressLines {
     bar: Option<ProgressBar>,
-    last: Mutex<Option<(fleet::Phase, Instant)>>,
+    /// The phase, time and text of the counts printed last (without a terminal).
+    last: Mutex<Option<(fleet::Phase, Instant, String)>>,
 }
 
 impl ProgressLines {
@@ -316,15 +317,17 @@ impl ProgressLines {
             return;
         }
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let text = p.to_string();
         // A phase's first counts when there are any (measuring: how many run), then at
-        // most one line per EVERY, and its last.
-        let due = match *last {
-            Some((phase, at)) if phase == p.phase => at.elapsed() >= Self::EVERY,
-            _ => p.phase == fleet::Phase::Measure || p.done + p.failed > 0,
+        // most one line per EVERY, and its last (unless just printed).
+        let due = match &*last {
+            Some((phase, _, said)) if *phase == p.phase && p.finished => *said != text,
+            Some((phase, at, _)) if *phase == p.phase => at.elapsed() >= Self::EVERY,
+            _ => p.finished || p.phase == fleet::Phase::Measure || p.done + p.failed > 0,
         };
-        if p.finished || due {
-            eprintln!("{p}");
-            *last = Some((p.phase, Instant::now()));
+        if due {
+            eprintln!("{text}");
+            *last = Some((p.phase, Instant::now(), text));
         }
     }
 

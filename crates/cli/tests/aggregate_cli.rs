@@ -5,7 +5,9 @@
 //! report renders in headless Chromium with the verdict and both ESRP tables.
 
 mod common;
-use common::aggregate_check::fleet_latency_over_time_is_the_hosts_interval_histograms_merged;
+use common::aggregate_check::{
+    fleet_latency_over_time_is_the_hosts_interval_histograms_merged, interval_rows_hold_their_rates,
+};
 use common::chromium::{chromium_or_skip, decode_png, dump_dom, near, screenshot};
 use common::*;
 
@@ -132,6 +134,7 @@ fn three_hosts_started_together_aggregate_with_exact_percentiles() {
     // The windows overlapped almost wholly: all started at the same moment.
     let common_window = agg["common_window"]["seconds"].as_f64().unwrap();
     assert!(common_window > 5.0, "common window {common_window} s");
+    interval_rows_hold_their_rates(&runs);
     fleet_latency_over_time_is_the_hosts_interval_histograms_merged(&agg, &runs);
 
     let html = fs::read_to_string(root.join("agg/report.html")).unwrap();

@@ -37,9 +37,42 @@ pub fn totals_are_the_hosts_merged(agg: &serde_json::Value, runs: &[RunResults])
     said
 }
 
+/// Each run has interval rows of every database and log class, and their decoded
+/// interval histograms hold as many I/Os as the rows' rates over the intervals' lengths
+/// say.
+pub fn interval_rows_hold_their_rates(runs: &[RunResults]) {
+    for r in runs {
+        for class in [IoClass::DbRead, IoClass::DbWrite, IoClass::LogWrite] {
+            let mut previous = 0.0;
+            let rows: Vec<_> = r
+                .samples
+                .iter()
+                .filter(|s| s.scope == "Total" && s.family == class.name())
+                .collect();
+            assert!(!rows.is_empty(), "{} {class:?}", r.host.hostname);
+            for s in rows {
+                let h = LatencyHistogram::from_v2_base64(
+                    s.latency_histogram
+                        .as_deref()
+                        .expect("an interval histogram"),
+                )
+                .unwrap();
+                let expected = s.per_sec.unwrap() * (s.elapsed_s - previous);
+                assert!(
+                    (h.count() as f64 - expected).abs() < 0.5,
+                    "{} {class:?} interval {}: {} I/Os decoded, the row says {expected}",
+                    r.host.hostname,
+                    s.interval,
+                    h.count()
+                );
+                previous = s.elapsed_s;
+            }
+        }
+    }
+}
+
 /// The aggregate's `cluster`: recomputed here from the runs' interval histograms.
-/// Each decoded interval holds as many I/Os as the row's rate over its length says; the
-/// hosts' intervals ending within half an interval of one another are merged here, and
+/// The hosts' intervals ending within half an interval of one another are merged here, and
 /// every merged interval's p50, p99, count and maximum (the hosts' exact maxima) equal
 /// the aggregate's; the worst latency is the highest interval maximum of any host.
 pub fn fleet_latency_over_time_is_the_hosts_interval_histograms_merged(
@@ -72,8 +105,6 @@ pub fn fleet_latency_over_time_is_the_hosts_interval_histograms_merged(
                 .iter()
                 .filter(|s| s.scope == "Total" && s.family == class.name())
                 .collect();
-            assert!(!rows.is_empty(), "{} {class:?}", r.host.hostname);
-            let mut previous = 0.0;
             for s in rows {
                 let h = LatencyHistogram::from_v2_base64(
                     s.latency_histogram
@@ -81,14 +112,6 @@ pub fn fleet_latency_over_time_is_the_hosts_interval_histograms_merged(
                         .expect("an interval histogram"),
                 )
                 .unwrap();
-                let expected = s.per_sec.unwrap() * (s.elapsed_s - previous);
-                assert!(
-                    (h.count() as f64 - expected).abs() < 0.5,
-                    "{class:?} interval {}: {} I/Os decoded, the row says {expected}",
-                    s.interval,
-                    h.count()
-                );
-                previous = s.elapsed_s;
                 let max = s.max_ms.unwrap();
                 let slot = ((s.elapsed_s + shift) / step).round() as i64;
                 let e = slots
