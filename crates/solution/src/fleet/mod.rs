@@ -190,7 +190,7 @@ pub fn run(
     stop: &AtomicBool,
     events: &(dyn Fn(FleetEvent<'_>) + Sync),
 ) -> Result<FleetOutcome, FleetError> {
-    let (shares, config) = validate(options)?;
+    let Validated { shares, config } = validate(options)?;
     prepare_fleet_dir(&options.output)?;
     let log = FleetLog::create(&options.output).map_err(|source| FleetError::CreateOutput {
         path: options.output.join(FLEET_LOG),
@@ -312,9 +312,17 @@ fn seconds_since(t: SystemTime) -> f64 {
     }
 }
 
+/// What the options give once checked.
+struct Validated {
+    /// Each host's mailboxes.
+    shares: Vec<Option<u64>>,
+    /// The configuration file's bytes, to ship.
+    config: Option<Vec<u8>>,
+}
+
 /// Checks the options before anything is made: the hosts, the options the fleet
-/// manages, the configuration file (read); returns each host's mailboxes and the file.
-fn validate(options: &FleetOptions) -> Result<(Vec<Option<u64>>, Option<Vec<u8>>), FleetError> {
+/// manages, the configuration file (read).
+fn validate(options: &FleetOptions) -> Result<Validated, FleetError> {
     if options.hosts.is_empty() {
         return Err(FleetError::NoHost);
     }
@@ -346,7 +354,7 @@ fn validate(options: &FleetOptions) -> Result<(Vec<Option<u64>>, Option<Vec<u8>>
         ),
         None => None,
     };
-    Ok((shares, config))
+    Ok(Validated { shares, config })
 }
 
 /// A fleet directory is new: an existing one must be empty (an earlier fleet's files in it

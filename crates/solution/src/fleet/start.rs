@@ -15,6 +15,9 @@ use super::sessions::map_bounded;
 use super::{CHECK_LIMIT, FleetError, FleetEvent, FleetHost, FleetOptions};
 use crate::process_group::GroupChild;
 
+/// The hosts' test log lines, (host, line), as their sessions bring them.
+pub(super) type TestLog = Receiver<(String, String)>;
+
 /// What one host runs: its mailbox share, its fleet directory on the host and the
 /// path of the shipped configuration file there.
 pub(super) struct HostPlan<'a> {
@@ -71,7 +74,7 @@ pub(super) fn start_runs(
     fleet_id: &str,
     events: &(dyn Fn(FleetEvent<'_>) + Sync),
     log: &FleetLog,
-) -> Result<(Vec<Running>, Receiver<(String, String)>), FleetError> {
+) -> Result<(Vec<Running>, TestLog), FleetError> {
     // Every line first: a host's options that cannot be written stop the fleet before
     // any host starts.
     let mut lines = Vec::new();
