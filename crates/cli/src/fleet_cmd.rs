@@ -2,20 +2,19 @@
 //! test on every host, started together, collected and aggregated), `prepare`,
 //! `checksum` and `clean`.
 
-use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use edbstress_report::Verdict;
 use edbstress_solution::fleet::{self, FleetEvent, FleetFile, FleetHost, FleetOptions};
 use edbstress_solution::ssh::Ssh;
 use edbstress_workload::units::parse_duration;
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::common::CommandError;
 
@@ -63,6 +62,10 @@ struct FleetCommonArgs {
     /// An ssh option (`ssh -o KEY=VALUE`); repeatable.
     #[arg(long = "ssh-option", value_name = "KEY=VALUE")]
     ssh_options: Vec<String>,
+    /// The most ssh sessions opening or working at once, in every phase (a host's run
+    /// counts until it started there) [default: 10, sshd's MaxStartups threshold].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    max_ssh_sessions: Option<u16>,
     /// Options of the edbstress command on every host.
     #[arg(last = true, value_name = "OPTIONS")]
     args: Vec<String>,
@@ -96,7 +99,7 @@ struct FleetRunArgs {
 fn options(common: &FleetCommonArgs) -> Result<(FleetOptions, FleetFile), CommandError> {
     let file = match &common.config {
         Some(path) => FleetFile::load(path)
-            .map_err(CommandError::Usage)?
+            .map_err(|e| CommandError::Usage(e.to_string()))?
             .unwrap_or_default(),
         None => FleetFile::default(),
     };
@@ -108,7 +111,7 @@ fn options(common: &FleetCommonArgs) -> Result<(FleetOptions, FleetFile), Comman
             .iter()
             .map(|h| FleetHost::parse(h))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(CommandError::Usage)?
+            .map_err(|e| CommandError::Usage(e.to_string()))?
     };
     if hosts.is_empty() {
         return Err(CommandError::Usage(
@@ -116,6 +119,16 @@ fn options(common: &FleetCommonArgs) -> Result<(FleetOptions, FleetFile), Comman
                 .into(),
         ));
     }
+    let max_ssh_sessions = match (common.max_ssh_sessions, file.max_ssh_sessions) {
+        (Some(n), _) => usize::from(n),
+        (None, Some(0)) => {
+            return Err(CommandError::Usage(
+                "[fleet] max_ssh_sessions is 0: give at least 1".into(),
+            ));
+        }
+        (None, Some(n)) => n,
+        (None, None) => fleet::DEFAULT_MAX_SSH_SESSIONS,
+    };
     let mut ssh_options = file.ssh_options.clone();
     ssh_options.extend(common.ssh_options.iter().cloned());
     let options = FleetOptions {
@@ -141,6 +154,7 @@ fn options(common: &FleetCommonArgs) -> Result<(FleetOptions, FleetFile), Comman
         output: PathBuf::new(),
         config_file: None,
         campaign_id: None,
+        max_ssh_sessions,
     };
     Ok((options, file))
 }
@@ -157,8 +171,9 @@ pub fn run(args: FleetArgs) -> Result<ExitCode, CommandError> {
 
 fn run_fleet(a: FleetRunArgs) -> Result<ExitCode, CommandError> {
     let (mut options, file) = options(&a.common)?;
-    let from_file =
-        |v: &Option<String>, key: &str| FleetFile::duration(v, key).map_err(CommandError::Usage);
+    let from_file = |v: &Option<String>, key: &str| {
+        FleetFile::duration(v, key).map_err(|e| CommandError::Usage(e.to_string()))
+    };
     options.lead_time = match a.lead_time {
         Some(d) => d,
         None => from_file(&file.lead_time, "lead_time")?.unwrap_or_else(|| {
@@ -185,94 +200,70 @@ fn run_fleet(a: FleetRunArgs) -> Result<ExitCode, CommandError> {
         ctrlc::set_handler(move || {
             if stop.swap(true, Ordering::SeqCst) {
                 eprintln!(
-                    "quitting without collecting; runs that did not stop go on there (stop \
-                     them there)"
+                    "quitting without collecting: every ssh session is ended; runs that did \
+                     not stop may go on there (stop them there)"
                 );
+                edbstress_solution::process_group::kill_all();
                 std::process::exit(130);
             }
         })
         .map_err(|e| CommandError::Usage(format!("cannot install the Ctrl-C handler: {e}")))?;
     }
-    // On a terminal, one progress line per host (its latest test log line) under the
-    // scrolling messages; otherwise every line, prefixed with its host.
-    let terminal = std::io::stderr().is_terminal();
-    let lines = MultiProgress::new();
-    let bars: HashMap<String, ProgressBar> = options
+    let progress = ProgressLines::new(std::io::stderr().is_terminal());
+    let events = |e: FleetEvent<'_>| match e {
+        FleetEvent::Fleet(id) => {
+            progress.say(format!("fleet {id}"));
+            progress.say(format!(
+                "every host's detail goes to {}",
+                options.output.join(fleet::FLEET_LOG).display()
+            ));
+        }
+        FleetEvent::Progress(p) => progress.count(p),
+        FleetEvent::Started(at) => progress.say(format!(
+            "every host started; measurement starts at {}",
+            chrono::DateTime::<chrono::Local>::from(at).format("%Y-%m-%d %H:%M:%S%.3f %:z")
+        )),
+        FleetEvent::Stopping => progress.say(
+            "stopping every host cleanly, then collecting what finished (Ctrl-C again to quit \
+             without collecting)"
+                .into(),
+        ),
+        FleetEvent::Checked(_) | FleetEvent::Line(..) | FleetEvent::Ended(..) => {}
+    };
+    let outcome =
+        fleet::run(&options, &stop, &events).map_err(|e| CommandError::Usage(e.to_string()))?;
+    progress.done();
+    crate::aggregate_cmd::print_summary(&outcome.aggregate, &outcome.dir);
+    let lost: Vec<&str> = outcome
+        .aggregate
         .hosts
         .iter()
-        .map(|h| {
-            let bar = if terminal {
-                lines.add(ProgressBar::new_spinner())
-            } else {
-                ProgressBar::hidden()
-            };
-            bar.set_prefix(h.name.clone());
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {prefix:>12} {wide_msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            (h.name.clone(), bar)
-        })
+        .filter(|h| h.incomplete.is_some())
+        .map(|h| h.host.as_str())
         .collect();
-    let say = |text: String| {
-        if terminal {
-            let _ = lines.println(text);
-        } else {
-            eprintln!("{text}");
-        }
-    };
-    let events = |e: FleetEvent<'_>| {
-        match e {
-        FleetEvent::Fleet(id) => say(format!("fleet {id}")),
-        FleetEvent::Checked(c) => {
-            let free: Vec<String> = c
-                .free
-                .iter()
-                .map(|(p, b)| format!("{} {} free", p.display(), edbstress_io::ByteSize(*b).approx()))
-                .collect();
-            say(format!(
-                "[{}] {}, clock {:+.3} s, round trip {:.3} s; {}",
-                c.name,
-                c.version,
-                c.clock_offset_s,
-                c.round_trip_s,
-                free.join(", ")
-            ));
-        }
-        FleetEvent::Started(at) => {
-            say(format!(
-                "every host started; measurement starts at {}",
-                chrono::DateTime::<chrono::Local>::from(at).format("%Y-%m-%d %H:%M:%S%.3f %:z")
-            ));
-            for bar in bars.values() {
-                bar.enable_steady_tick(Duration::from_millis(250));
-            }
-        }
-        FleetEvent::Line(host, line) => match bars.get(host) {
-            Some(bar) if terminal => bar.set_message(line.to_string()),
-            _ => eprintln!("[{host}] {line}"),
-        },
-        FleetEvent::Ended(host, how) => {
-            if let Some(bar) = bars.get(host) {
-                bar.finish_with_message(format!("run {how}"));
-            }
-            if !terminal {
-                eprintln!("[{host}] run {how}");
-            }
-        }
-        FleetEvent::Stopping => {
-            say("stopping every host cleanly, then collecting what finished (Ctrl-C again to quit without collecting)".into())
-        }
+    if !lost.is_empty() {
+        outln!(
+            "  {} of {} hosts lost or without results (why above and in {}): {}",
+            lost.len(),
+            outcome.aggregate.hosts.len(),
+            fleet::FLEET_LOG,
+            lost.join(", ")
+        );
     }
-    };
-    let outcome = fleet::run(&options, &stop, &events).map_err(|e| CommandError::Usage(e.0))?;
-    crate::aggregate_cmd::print_summary(&outcome.aggregate, &outcome.dir);
     outln!("  fleet id: {}", outcome.fleet_id);
+    let o = &outcome.overhead;
     outln!(
-        "  fleet overhead: {:.1} s checking the hosts over ssh, {:.0} s lead time, {:.1} s copying the run directories back",
-        outcome.check_seconds,
-        outcome.lead_seconds,
-        outcome.copy_seconds
+        "  fleet overhead: preflight {:.1} s, start {:.1} s, lead time {:.0} s, wait past the \
+         duration {:.1} s, collect {:.1} s, aggregate {:.1} s ({} hosts, at most {} ssh \
+         sessions at once)",
+        o.preflight,
+        o.start,
+        o.lead,
+        o.wait_past_end,
+        o.collect,
+        o.aggregate,
+        options.hosts.len(),
+        options.max_ssh_sessions
     );
     Ok(if stop.load(Ordering::SeqCst) {
         ExitCode::from(130)
@@ -283,9 +274,77 @@ fn run_fleet(a: FleetRunArgs) -> Result<ExitCode, CommandError> {
     })
 }
 
+/// The fleet's progress on standard error: one line per phase. On a terminal the
+/// current phase's counts update in place; otherwise a phase's counts are printed at
+/// most every [`ProgressLines::EVERY`] and when it finishes.
+struct ProgressLines {
+    bar: Option<ProgressBar>,
+    /// The phase, time and text of the counts printed last (without a terminal).
+    last: Mutex<Option<(fleet::Phase, Instant, String)>>,
+}
+
+impl ProgressLines {
+    const EVERY: Duration = Duration::from_secs(10);
+
+    fn new(terminal: bool) -> ProgressLines {
+        let bar = terminal.then(|| {
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {wide_msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(250));
+            bar
+        });
+        ProgressLines {
+            bar,
+            last: Mutex::new(None),
+        }
+    }
+
+    fn say(&self, text: String) {
+        match &self.bar {
+            Some(bar) => bar.println(text),
+            None => eprintln!("{text}"),
+        }
+    }
+
+    fn count(&self, p: &fleet::Progress) {
+        if let Some(bar) = &self.bar {
+            if p.finished {
+                bar.println(p.to_string());
+                bar.set_message(String::new());
+            } else {
+                bar.set_message(p.to_string());
+            }
+            return;
+        }
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let text = p.to_string();
+        // A phase's first counts when there are any (measuring: how many run), then at
+        // most one line per EVERY, and its last (unless just printed).
+        let due = match &*last {
+            Some((phase, _, said)) if *phase == p.phase && p.finished => *said != text,
+            Some((phase, at, _)) if *phase == p.phase => at.elapsed() >= Self::EVERY,
+            _ => p.finished || p.phase == fleet::Phase::Measure || p.done + p.failed > 0,
+        };
+        if due {
+            eprintln!("{text}");
+            *last = Some((p.phase, Instant::now(), text));
+        }
+    }
+
+    fn done(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
 fn exec(a: FleetCommonArgs, subcommand: &str) -> Result<ExitCode, CommandError> {
     let (options, _) = options(&a)?;
-    let answers = fleet::exec(&options, subcommand).map_err(|e| CommandError::Usage(e.0))?;
+    let answers =
+        fleet::exec(&options, subcommand).map_err(|e| CommandError::Usage(e.to_string()))?;
     let mut worst = 0;
     for answer in &answers {
         let code = answer.code.unwrap_or(2);

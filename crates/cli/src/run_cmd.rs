@@ -223,13 +223,21 @@ fn exit_code(r: &RunResults) -> ExitCode {
 fn install_interrupt_handler(stop: Arc<AtomicBool>) -> Result<(), CommandError> {
     let presses = AtomicU32::new(0);
     ctrlc::set_handler(move || {
+        use std::io::Write;
+        // The flag first, and no panic when standard error is gone (a fleet's run whose
+        // ssh session died): eprintln! would panic on the closed pipe and the run would
+        // never stop.
         if presses.fetch_add(1, Ordering::SeqCst) == 0 {
-            eprintln!(
+            stop.store(true, Ordering::SeqCst);
+            let _ = writeln!(
+                std::io::stderr(),
                 "\nstopping: finishing transactions, shutting the databases down cleanly and writing the results (Ctrl-C again to quit at once)"
             );
-            stop.store(true, Ordering::SeqCst);
         } else {
-            eprintln!("quitting without shutting down; databases will need `edbstress recover`");
+            let _ = writeln!(
+                std::io::stderr(),
+                "quitting without shutting down; databases will need `edbstress recover`"
+            );
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
     })

@@ -5,6 +5,9 @@
 //! report renders in headless Chromium with the verdict and both ESRP tables.
 
 mod common;
+use common::aggregate_check::{
+    fleet_latency_over_time_is_the_hosts_interval_histograms_merged, interval_rows_hold_their_rates,
+};
 use common::chromium::{chromium_or_skip, decode_png, dump_dom, near, screenshot};
 use common::*;
 
@@ -131,6 +134,7 @@ fn three_hosts_started_together_aggregate_with_exact_percentiles() {
     // The windows overlapped almost wholly: all started at the same moment.
     let common_window = agg["common_window"]["seconds"].as_f64().unwrap();
     assert!(common_window > 5.0, "common window {common_window} s");
+    interval_rows_hold_their_rates(&runs);
     fleet_latency_over_time_is_the_hosts_interval_histograms_merged(&agg, &runs);
 
     let html = fs::read_to_string(root.join("agg/report.html")).unwrap();
@@ -384,104 +388,4 @@ fn one_run_counts_once_and_totals_are_checked() {
     );
     assert!(!said.contains("missing field"), "{said}");
     sentinel.assert_untouched();
-}
-
-/// The aggregate's `cluster`: recomputed here from the three runs' interval histograms.
-/// Each decoded interval holds as many I/Os as the row's rate over its length says; the
-/// hosts' intervals ending within half an interval of one another are merged here, and
-/// every merged interval's p50, p99, count and maximum (the hosts' exact maxima) equal
-/// the aggregate's; the worst latency is the highest interval maximum of any host.
-fn fleet_latency_over_time_is_the_hosts_interval_histograms_merged(
-    agg: &serde_json::Value,
-    runs: &[RunResults],
-) {
-    let ms = |h: &LatencyHistogram, q: f64| h.percentile_ns(q) as f64 / 1e6;
-    let origin =
-        chrono::DateTime::parse_from_rfc3339(agg["common_window"]["start"].as_str().unwrap())
-            .unwrap();
-    let mut worst = (0.0f64, String::new());
-    for class in [IoClass::DbRead, IoClass::DbWrite, IoClass::LogWrite] {
-        // slot → (merged histogram, highest maximum, its host)
-        let mut slots: std::collections::BTreeMap<i64, (LatencyHistogram, f64, String)> =
-            std::collections::BTreeMap::new();
-        for r in runs {
-            let step = r.parameters.sample_interval_seconds;
-            let host = agg["hosts"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|h| h["host"] == r.host.hostname.as_str())
-                .unwrap();
-            let start =
-                chrono::DateTime::parse_from_rfc3339(host["window"]["start"].as_str().unwrap())
-                    .unwrap();
-            let shift = (start - origin).num_milliseconds() as f64 / 1000.0;
-            let rows: Vec<_> = r
-                .samples
-                .iter()
-                .filter(|s| s.scope == "Total" && s.family == class.name())
-                .collect();
-            assert!(!rows.is_empty(), "{} {class:?}", r.host.hostname);
-            let mut previous = 0.0;
-            for s in rows {
-                let h = LatencyHistogram::from_v2_base64(
-                    s.latency_histogram
-                        .as_deref()
-                        .expect("an interval histogram"),
-                )
-                .unwrap();
-                let expected = s.per_sec.unwrap() * (s.elapsed_s - previous);
-                assert!(
-                    (h.count() as f64 - expected).abs() < 0.5,
-                    "{class:?} interval {}: {} I/Os decoded, the row says {expected}",
-                    s.interval,
-                    h.count()
-                );
-                previous = s.elapsed_s;
-                let max = s.max_ms.unwrap();
-                let slot = ((s.elapsed_s + shift) / step).round() as i64;
-                let e = slots
-                    .entry(slot)
-                    .or_insert_with(|| (LatencyHistogram::new(), 0.0, String::new()));
-                e.0.merge(&h);
-                if max > e.1 {
-                    e.1 = max;
-                    e.2 = r.host.hostname.clone();
-                }
-            }
-        }
-        let series = agg["cluster"]["classes"][class.name()].as_array().unwrap();
-        assert_eq!(series.len(), slots.len(), "{class:?}");
-        for (got, (_, (merged, max, host))) in series.iter().zip(&slots) {
-            assert_eq!(got["count"].as_u64(), Some(merged.count()), "{class:?}");
-            assert_eq!(
-                got["p99_ms"].as_f64(),
-                Some(ms(merged, 99.0)),
-                "{class:?} {got}"
-            );
-            assert_eq!(
-                got["p50_ms"].as_f64(),
-                Some(ms(merged, 50.0)),
-                "{class:?} {got}"
-            );
-            assert_eq!(got["max_ms"].as_f64(), Some(*max), "{class:?} {got}");
-            assert_eq!(got["max_host"].as_str(), Some(host.as_str()));
-            let (low, high) = (
-                got["host_p99_low_ms"].as_f64().unwrap(),
-                got["host_p99_high_ms"].as_f64().unwrap(),
-            );
-            assert!(low <= high, "{got}");
-        }
-    }
-    // The worst of every class's intervals (background classes too).
-    for r in runs {
-        for s in &r.samples {
-            if s.scope == "Total" && s.latency_histogram.is_some() && s.max_ms > Some(worst.0) {
-                worst = (s.max_ms.unwrap(), r.host.hostname.clone());
-            }
-        }
-    }
-    let w = &agg["cluster"]["worst"];
-    assert_eq!(w["max_ms"].as_f64(), Some(worst.0), "{w}");
-    assert_eq!(w["host"].as_str(), Some(worst.1.as_str()), "{w}");
 }

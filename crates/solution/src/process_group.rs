@@ -2,7 +2,8 @@
 //! leader of its own process group, so a Ctrl-C at the terminal reaches only us (we
 //! decide what the child gets), and ending it reaches what it started too (`sh -c`
 //! and its commands): SIGTERM to the group, SIGKILL after [`GRACE`]. Every running
-//! group is listed, so quitting at once ([`kill_all`]) leaves no orphan behind.
+//! group is listed, so quitting at once ([`kill_all`]) leaves no orphan behind. The
+//! sweep's and campaign's children and every ssh session of a fleet are such children.
 
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -152,7 +153,19 @@ impl GroupChild {
         }
     }
 
-    fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+    /// Ends the group at once with SIGKILL (which also ends a stopped process: an ssh
+    /// session given up on), then reaps the leader.
+    pub fn kill(&mut self) {
+        if !self.reaped {
+            let _ = killpg(Pid::from_raw(self.group), Signal::SIGKILL);
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            self.reaped();
+        }
+    }
+
+    /// The leader's status once it exited (reaping it), `None` while it runs.
+    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         let status = self.child.try_wait()?;
         if status.is_some() {
             self.reaped();
@@ -170,10 +183,6 @@ impl GroupChild {
 
 impl Drop for GroupChild {
     fn drop(&mut self) {
-        if !self.reaped {
-            let _ = killpg(Pid::from_raw(self.group), Signal::SIGKILL);
-            let _ = self.child.wait();
-            self.reaped();
-        }
+        self.kill();
     }
 }

@@ -2,13 +2,16 @@
 //! BatchMode=yes` (never a password prompt in an unattended run), with keep-alives (a
 //! host that stops answering ends the session instead of holding it open), with the
 //! user's keys and `~/.ssh/config`, or the `-F` file and `-o` options given. Each ssh runs
-//! in its own process group, so a Ctrl-C at the terminal reaches only edbstress (which
-//! stops the hosts cleanly) and a session given up on is ended whole.
+//! in its own process group ([`GroupChild`]), so a Ctrl-C at the terminal reaches only
+//! edbstress (which stops the hosts cleanly), a session given up on is ended whole, and
+//! quitting at once ([`crate::process_group::kill_all`]) ends every session.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::process_group::GroupChild;
 
 /// How to reach hosts.
 #[derive(Clone, Debug, Default)]
@@ -42,10 +45,9 @@ pub fn command_line(words: &[String]) -> String {
 }
 
 impl Ssh {
-    /// A `Command` running `remote` (a shell command line) on `dest`, in a process group
-    /// of its own (end it with [`end_group`]).
+    /// A `Command` running `remote` (a shell command line) on `dest`; start it with
+    /// [`GroupChild::spawn`] (a process group of its own, ended with [`GroupChild::kill`]).
     pub fn command(&self, dest: &str, remote: &str) -> Command {
-        use std::os::unix::process::CommandExt;
         let mut c = Command::new(self.program.as_deref().unwrap_or("ssh".as_ref()));
         if let Some(cfg) = &self.config {
             c.arg("-F").arg(cfg);
@@ -65,51 +67,54 @@ impl Ssh {
             "ServerAliveCountMax=4",
         ]);
         c.arg(dest).arg("--").arg(remote).stdin(Stdio::null());
-        c.process_group(0);
         c
     }
 
-    /// Runs `remote` on `dest` and waits, with the time it took.
+    /// Runs `remote` on `dest` and waits without a time limit (a `prepare` can take
+    /// hours), with the time it took.
     pub fn run(&self, dest: &str, remote: &str) -> std::io::Result<(Output, Duration)> {
-        let started = Instant::now();
-        let out = self.command(dest, remote).output()?;
-        Ok((out, started.elapsed()))
+        self.run_within(dest, remote, None, None)
     }
 
     /// Runs `remote` on `dest` with `input` on its standard input, waiting at most
-    /// `limit`: past it the session is ended and the error is `TimedOut`.
+    /// `limit` (when given): past it the session is ended and the error is `TimedOut`.
     pub fn run_within(
         &self,
         dest: &str,
         remote: &str,
         input: Option<Vec<u8>>,
-        limit: Duration,
+        limit: impl Into<Option<Duration>>,
     ) -> std::io::Result<(Output, Duration)> {
+        let limit: Option<Duration> = limit.into();
         let started = Instant::now();
         let mut cmd = self.command(dest, remote);
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         if input.is_some() {
             cmd.stdin(Stdio::piped());
         }
-        let mut child = cmd.spawn()?;
-        let writer = match (input, child.stdin.take()) {
+        let mut child = GroupChild::spawn(&mut cmd)?;
+        let writer = match (input, child.child_mut().stdin.take()) {
             (Some(bytes), Some(mut stdin)) => Some(std::thread::spawn(move || {
                 let _ = stdin.write_all(&bytes);
             })),
             _ => None,
         };
-        let stdout = read_to_end(child.stdout.take());
-        let stderr = read_to_end(child.stderr.take());
-        let status = wait_until(&mut child, started + limit);
+        let stdout = read_to_end(child.child_mut().stdout.take());
+        let stderr = read_to_end(child.child_mut().stderr.take());
+        let status = wait_until(&mut child, limit.map(|l| started + l));
         let Some(status) = status else {
-            end_group(&mut child);
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!(
-                    "no answer from {dest} within {} s: the host or its sshd stopped answering",
-                    limit.as_secs()
+            child.kill();
+            return Err(match limit {
+                Some(limit) => std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "no answer from {dest} within {} s: the host or its sshd stopped \
+                         answering",
+                        limit.as_secs()
+                    ),
                 ),
-            ));
+                None => std::io::Error::other("ssh could not be waited for"),
+            });
         };
         if let Some(w) = writer {
             let _ = w.join();
@@ -133,30 +138,19 @@ fn read_to_end(stream: Option<impl Read + Send + 'static>) -> std::thread::JoinH
     })
 }
 
-/// Waits for `child` until `deadline`; `None` when it is still running then.
-pub fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
+/// Waits for `child` until `deadline` (without one, until it ends); `None` when it is
+/// still running then.
+pub fn wait_until(child: &mut GroupChild, deadline: Option<Instant>) -> Option<ExitStatus> {
     loop {
         match child.try_wait() {
             Ok(Some(status)) => return Some(status),
-            Ok(None) if Instant::now() < deadline => {
+            Ok(None) if deadline.is_none_or(|d| Instant::now() < d) => {
                 std::thread::sleep(Duration::from_millis(50));
             }
             // Still running at the deadline, or it cannot be waited for: give up on it.
             _ => return None,
         }
     }
-}
-
-/// Ends `child`'s process group (the ssh and anything it started) with SIGKILL, which
-/// also ends a stopped process, then reaps the child.
-pub fn end_group(child: &mut Child) {
-    use nix::sys::signal::{Signal, killpg};
-    use nix::unistd::Pid;
-    if let Ok(pid) = i32::try_from(child.id()) {
-        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// What went wrong, from a failed ssh call to `dest`: a sentence naming the cause and

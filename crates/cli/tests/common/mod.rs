@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use edbstress_engine::MessageKey;
 
+pub mod aggregate_check;
 pub mod chromium;
 pub mod slurm;
 pub mod sshd;

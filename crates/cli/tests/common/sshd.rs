@@ -2,6 +2,8 @@
 //! key and client key in a temporary directory, `sshd -D` listening on each address
 //! given (127.0.0.2, 127.0.0.3 … stand for separate hosts), a client configuration
 //! that reaches them with that key, and the server stopped by its PID when dropped.
+//! sshd listens on at most 16 addresses: more are served by further sshd processes on
+//! the same port, each with 16 of them (one key, one client configuration).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -11,6 +13,8 @@ use std::time::{Duration, Instant};
 /// A running sshd.
 pub struct Sshd {
     child: Child,
+    /// The servers for the addresses past the first 16.
+    more: Vec<Child>,
     /// The client configuration (`ssh -F`) reaching every address with the test key.
     pub client_config: PathBuf,
 }
@@ -66,18 +70,33 @@ impl Sshd {
                 Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
             })
             .unwrap_or_else(|| "root".into());
-        let mut server = String::new();
-        for a in addresses {
-            server.push_str(&format!("ListenAddress {a}:{port}\n"));
+        assert!(!addresses.is_empty(), "an sshd listens on some address");
+        // sshd's limit of listening sockets (MAX_LISTEN_SOCKS).
+        let chunks: Vec<&[&str]> = addresses.chunks(16).collect();
+        for (i, chunk) in chunks.iter().enumerate() {
+            let mut server = String::new();
+            for a in *chunk {
+                server.push_str(&format!("ListenAddress {a}:{port}\n"));
+            }
+            let pid_file = if i == 0 {
+                "sshd.pid".to_string()
+            } else {
+                format!("sshd{i}.pid")
+            };
+            server.push_str(&format!(
+                "HostKey {d}/host_key\nPidFile {d}/{pid_file}\nAuthorizedKeysFile {d}/authorized_keys\n\
+                 StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+                 UsePAM no\nPermitRootLogin yes\nLogLevel ERROR\nMaxStartups 100\nMaxSessions 100\n",
+                d = dir.display()
+            ));
+            server.push_str(extra);
+            let name = if i == 0 {
+                "sshd_config".to_string()
+            } else {
+                format!("sshd_config{i}")
+            };
+            std::fs::write(dir.join(name), server).unwrap();
         }
-        server.push_str(&format!(
-            "HostKey {d}/host_key\nPidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\n\
-             StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-             UsePAM no\nPermitRootLogin yes\nLogLevel ERROR\nMaxStartups 100\nMaxSessions 100\n",
-            d = dir.display()
-        ));
-        server.push_str(extra);
-        std::fs::write(dir.join("sshd_config"), server).unwrap();
         let client_config = dir.join("ssh_config");
         std::fs::write(
             &client_config,
@@ -89,18 +108,24 @@ impl Sshd {
             ),
         )
         .unwrap();
-        let child = Command::new(&sshd)
-            .args(["-D", "-e", "-f"])
-            .arg(dir.join("sshd_config"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(
-                std::fs::File::create(dir.join("sshd.log")).unwrap(),
-            ))
-            .spawn()
-            .expect("start sshd");
+        let spawn = |i: usize| {
+            let (config, log) = if i == 0 {
+                ("sshd_config".to_string(), "sshd.log".to_string())
+            } else {
+                (format!("sshd_config{i}"), format!("sshd{i}.log"))
+            };
+            Command::new(&sshd)
+                .args(["-D", "-e", "-f"])
+                .arg(dir.join(config))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::from(std::fs::File::create(dir.join(log)).unwrap()))
+                .spawn()
+                .expect("start sshd")
+        };
         let mut sshd = Sshd {
-            child,
+            child: spawn(0),
+            more: (1..chunks.len()).map(spawn).collect(),
             client_config,
         };
         let started = Instant::now();
@@ -143,8 +168,10 @@ impl Sshd {
 
 impl Drop for Sshd {
     fn drop(&mut self) {
-        // Stop the server we started, by its PID.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // Stop the servers we started, by their PIDs.
+        for child in std::iter::once(&mut self.child).chain(&mut self.more) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }

@@ -183,10 +183,14 @@ fn esrp_tables(doc: &mut Doc, a: &AggregateResults) {
          are transactional reads only: background database maintenance reads are left out, \
          as the ESRP tables leave them out.",
     );
-    let mut head = vec!["Metric".to_string()];
-    head.extend(columns.iter().map(|(h, _)| h.to_string()));
+    // At most SERVER_STYLES servers a table: more would run off the page.
+    for chunk in columns.chunks(SERVER_STYLES) {
+        let mut head = vec!["Metric".to_string()];
+        head.extend(chunk.iter().map(|(h, _)| h.to_string()));
+        let values: Vec<EsrpColumn> = chunk.iter().map(|(_, c)| *c).collect();
+        doc.table(&esrp_table(&head, &values));
+    }
     let values: Vec<EsrpColumn> = columns.iter().map(|(_, c)| *c).collect();
-    doc.table(&esrp_table(&head, &values));
     doc.end();
 
     doc.section("aggregate", "Aggregate Server Performance", false);
@@ -358,10 +362,11 @@ fn fleet_latency(doc: &mut Doc, a: &AggregateResults) {
                 .map(|i| (i.t, i.host_p99_low_ms, i.host_p99_high_ms))
                 .collect(),
         });
+        // The p99 drawn last, on top: with few I/Os in an interval it is the maximum.
         chart.series.push(Series::line(
-            "fleet p99",
-            0,
-            intervals.iter().map(|i| (i.t, i.p99_ms)).collect(),
+            "fleet maximum",
+            1,
+            intervals.iter().map(|i| (i.t, i.max_ms)).collect(),
         ));
         chart.series.push(Series::line(
             "fleet p50",
@@ -369,31 +374,59 @@ fn fleet_latency(doc: &mut Doc, a: &AggregateResults) {
             intervals.iter().map(|i| (i.t, i.p50_ms)).collect(),
         ));
         chart.series.push(Series::line(
-            "fleet maximum",
-            1,
-            intervals.iter().map(|i| (i.t, i.max_ms)).collect(),
+            "fleet p99",
+            0,
+            intervals.iter().map(|i| (i.t, i.p99_ms)).collect(),
         ));
         doc.svg(&chart.to_svg());
     }
     doc.end();
 }
 
+/// Servers a chart draws one series each for; past it the series' styles would repeat
+/// (and a table of as many columns run off the page).
+const SERVER_STYLES: usize = 8;
+
 fn over_time(doc: &mut Doc, a: &AggregateResults) {
     doc.section("over-time", "Servers Over Time", true);
-    doc.note("One series per server, on one clock: 0 is the start of the common window.");
+    let spread = a.hosts.len() > SERVER_STYLES;
+    if spread {
+        doc.note(&format!(
+            "{} servers, on one clock (0 is the start of the common window): per sampling \
+             interval, the band from the lowest to the highest server and the median \
+             server's value (one line per server would repeat the {SERVER_STYLES} styles).",
+            a.hosts.len()
+        ));
+    } else {
+        doc.note("One series per server, on one clock: 0 is the start of the common window.");
+    }
     let time = || Axis::linear("seconds since the common window started", Ticks::Elapsed);
     let mut iops = Chart::new(
         "Transactional IOPS per server",
         time(),
         Axis::linear("IOPS", Ticks::Number),
     );
-    for (i, h) in a.hosts.iter().enumerate() {
-        if !h.series.transactional_iops.is_empty() {
-            iops.series.push(Series::line(
-                h.host.as_str(),
-                i,
-                h.series.transactional_iops.clone(),
-            ));
+    let iops_of: Vec<Vec<(f64, Option<f64>)>> = a
+        .hosts
+        .iter()
+        .map(|h| {
+            h.series
+                .transactional_iops
+                .iter()
+                .map(|&(x, y)| (x, Some(y)))
+                .collect()
+        })
+        .collect();
+    if spread {
+        add_spread(&mut iops, &iops_of, "IOPS");
+    } else {
+        for (i, (h, points)) in a.hosts.iter().zip(iops_of).enumerate() {
+            if !points.is_empty() {
+                iops.series.push(Series {
+                    points,
+                    ..Series::line(h.host.as_str(), i, Vec::new())
+                });
+            }
         }
     }
     doc.svg(&iops.to_svg());
@@ -403,12 +436,27 @@ fn over_time(doc: &mut Doc, a: &AggregateResults) {
             time(),
             Axis::log("latency, ms (log scale)", Ticks::Millis),
         );
-        for (i, h) in a.hosts.iter().enumerate() {
-            if let Some(points) = h.series.avg_latency_ms.get(&class) {
-                chart.series.push(Series {
-                    points: points.clone(),
-                    ..Series::line(h.host.as_str(), i, Vec::new())
-                });
+        let of: Vec<Vec<(f64, Option<f64>)>> = a
+            .hosts
+            .iter()
+            .map(|h| {
+                h.series
+                    .avg_latency_ms
+                    .get(&class)
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect();
+        if spread {
+            add_spread(&mut chart, &of, "average latency");
+        } else {
+            for (i, (h, points)) in a.hosts.iter().zip(of).enumerate() {
+                if !points.is_empty() {
+                    chart.series.push(Series {
+                        points,
+                        ..Series::line(h.host.as_str(), i, Vec::new())
+                    });
+                }
             }
         }
         if !chart.series.is_empty() {
@@ -416,6 +464,50 @@ fn over_time(doc: &mut Doc, a: &AggregateResults) {
         }
     }
     doc.end();
+}
+
+/// The servers' `series` as a band from the lowest to the highest server per sampling
+/// interval and a line of the median server (the points of one interval: those within
+/// half the typical spacing of one another's slot).
+fn add_spread(chart: &mut Chart, series: &[Vec<(f64, Option<f64>)>], what: &str) {
+    let mut gaps: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.windows(2).map(|w| w[1].0 - w[0].0))
+        .filter(|g| *g > 0.0)
+        .collect();
+    gaps.sort_by(f64::total_cmp);
+    let Some(&step) = gaps.get(gaps.len() / 2) else {
+        return;
+    };
+    let mut slots: std::collections::BTreeMap<i64, (f64, Vec<f64>)> = Default::default();
+    for &(x, y) in series.iter().flatten() {
+        if let Some(y) = y.filter(|y| y.is_finite()) {
+            let e = slots
+                .entry((x / step).round() as i64)
+                .or_insert((0.0, Vec::new()));
+            e.0 += x;
+            e.1.push(y);
+        }
+    }
+    let mut band = Vec::new();
+    let mut median = Vec::new();
+    for (x_sum, mut ys) in slots.into_values() {
+        ys.sort_by(f64::total_cmp);
+        let x = x_sum / ys.len() as f64;
+        band.push((x, ys[0], ys[ys.len() - 1]));
+        median.push((x, ys[ys.len() / 2]));
+    }
+    if band.is_empty() {
+        return;
+    }
+    chart.bands.push(Band {
+        name: format!("servers' {what}, lowest to highest"),
+        style: 0,
+        points: band,
+    });
+    chart
+        .series
+        .push(Series::line(format!("median server's {what}"), 0, median));
 }
 
 fn windows(doc: &mut Doc, a: &AggregateResults) {

@@ -649,6 +649,9 @@ fn run_fleet_step(
         output: step_dir.to_path_buf(),
         config_file: s.campaign.run_config.clone(),
         campaign_id: campaign_id.map(str::to_string),
+        max_ssh_sessions: file
+            .max_ssh_sessions
+            .unwrap_or(fleet::DEFAULT_MAX_SSH_SESSIONS),
     };
     let events = |e: fleet::FleetEvent<'_>| match e {
         fleet::FleetEvent::Ended(host, how) => say(&format!("  {host}: {how}")),

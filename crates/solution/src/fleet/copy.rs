@@ -12,7 +12,8 @@ use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::ssh::{Ssh, command_line, end_group, failure_to, wait_until};
+use crate::process_group::GroupChild;
+use crate::ssh::{Ssh, command_line, failure_to, wait_until};
 
 /// Why a copy-back was refused or failed.
 #[derive(Debug, thiserror::Error)]
@@ -58,14 +59,14 @@ pub fn copy_back(
         .map_err(local_err(local))?;
     let started = Instant::now();
     let line = format!("tar -C {} -cf - .", command_line(&[dir.to_string()]));
-    let mut remote = ssh
-        .command(dest, &line)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| CopyError::Remote(format!("cannot start ssh: {e}")))?;
-    let stdout = remote.stdout.take();
-    let stderr = remote.stderr.take();
+    let mut remote = GroupChild::spawn(
+        ssh.command(dest, &line)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .map_err(|e| CopyError::Remote(format!("cannot start ssh: {e}")))?;
+    let stdout = remote.child_mut().stdout.take();
+    let stderr = remote.child_mut().stderr.take();
     let root = local.to_path_buf();
     let extracting = std::thread::spawn(move || match stdout {
         Some(s) => extract(s, &root),
@@ -78,8 +79,8 @@ pub fn copy_back(
         }
         text
     });
-    let Some(status) = wait_until(&mut remote, started + limit) else {
-        end_group(&mut remote);
+    let Some(status) = wait_until(&mut remote, Some(started + limit)) else {
+        remote.kill();
         let _ = extracting.join();
         return Err(CopyError::TimedOut(limit.as_secs()));
     };

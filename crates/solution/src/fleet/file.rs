@@ -7,6 +7,7 @@
 //! mailboxes = 15000          # split over the hosts without their own
 //! lead_time = "3m"
 //! ssh_options = ["Port=2222"]
+//! max_ssh_sessions = 10      # ssh sessions opening or working at once
 //! [[fleet.hosts]]
 //! dest = "mbx1.example"      # as ssh takes it
 //! db_paths = ["/mnt/db1"]
@@ -23,6 +24,43 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::FleetHost;
+
+/// Why the `[fleet]` table could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetFileError {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not TOML.
+    #[error("{} is not valid TOML: {source}", path.display())]
+    Toml {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: toml::de::Error,
+    },
+    /// The table holds something else than the fleet's settings.
+    #[error("the [fleet] table of {}: {source}", path.display())]
+    Table {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: toml::de::Error,
+    },
+    /// A duration of the table that is not one.
+    #[error("[fleet] {key}: {message}")]
+    Duration {
+        /// The key.
+        key: String,
+        /// Why.
+        message: String,
+    },
+}
 
 /// The `[fleet]` table.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -42,6 +80,8 @@ pub struct FleetFile {
     pub ssh_options: Vec<String>,
     /// The edbstress binary on the hosts.
     pub remote_edbstress: Option<String>,
+    /// The most ssh sessions opening or working at once.
+    pub max_ssh_sessions: Option<usize>,
 }
 
 /// One `[[fleet.hosts]]` entry.
@@ -66,19 +106,26 @@ pub struct HostEntry {
 
 impl FleetFile {
     /// The `[fleet]` table of the file at `path` (None when it has none).
-    pub fn load(path: &Path) -> Result<Option<FleetFile>, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let table: toml::Table = text
-            .parse()
-            .map_err(|e| format!("{} is not valid TOML: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<Option<FleetFile>, FleetFileError> {
+        let path_buf = || path.to_path_buf();
+        let text = std::fs::read_to_string(path).map_err(|source| FleetFileError::Read {
+            path: path_buf(),
+            source,
+        })?;
+        let table: toml::Table = text.parse().map_err(|source| FleetFileError::Toml {
+            path: path_buf(),
+            source,
+        })?;
         let Some(fleet) = table.get("fleet").cloned() else {
             return Ok(None);
         };
         fleet
             .try_into()
             .map(Some)
-            .map_err(|e| format!("the [fleet] table of {}: {e}", path.display()))
+            .map_err(|source| FleetFileError::Table {
+                path: path_buf(),
+                source,
+            })
     }
 
     /// Its hosts.
@@ -100,12 +147,14 @@ impl FleetFile {
     }
 
     /// A duration of the table (`key` for the message).
-    pub fn duration(value: &Option<String>, key: &str) -> Result<Option<Duration>, String> {
+    pub fn duration(value: &Option<String>, key: &str) -> Result<Option<Duration>, FleetFileError> {
         value
             .as_deref()
             .map(|v| {
-                edbstress_workload::units::parse_duration(v)
-                    .map_err(|e| format!("[fleet] {key}: {e}"))
+                edbstress_workload::units::parse_duration(v).map_err(|e| FleetFileError::Duration {
+                    key: key.into(),
+                    message: e.to_string(),
+                })
             })
             .transpose()
     }

@@ -3,6 +3,94 @@
 
 use std::path::PathBuf;
 
+/// What is wrong with the hosts as given (their specs, names or mailboxes).
+#[derive(Debug, thiserror::Error)]
+pub enum HostSpecError {
+    /// A `--host` without a destination.
+    #[error(
+        "'{spec}' names no host: give --host DEST[,name=N,db-path=P,log-path=P,mailboxes=N,results-dir=P]"
+    )]
+    NoDest {
+        /// The spec.
+        spec: String,
+    },
+    /// A part of a spec that is not `key=value`.
+    #[error(
+        "'{part}' in --host {spec} is not key=value (keys: name, db-path, log-path, mailboxes, results-dir)"
+    )]
+    NotKeyValue {
+        /// The part.
+        part: String,
+        /// The spec.
+        spec: String,
+    },
+    /// `mailboxes=` that is not a whole number.
+    #[error("mailboxes={value} in --host {spec} is not a whole number")]
+    Mailboxes {
+        /// The value.
+        value: String,
+        /// The spec.
+        spec: String,
+    },
+    /// A key no host setting has.
+    #[error(
+        "unknown key '{key}' in --host {spec} (keys: name, db-path, log-path, mailboxes, results-dir)"
+    )]
+    UnknownKey {
+        /// The key.
+        key: String,
+        /// The spec.
+        spec: String,
+    },
+    /// A name that is not one plain path component.
+    #[error(
+        "host name {name:?} (of --host {dest}) {problem}: give it name=… with letters, digits, \
+         '.', '-' or '_' (e.g. --host 10.0.0.5,name=mbx1)"
+    )]
+    BadName {
+        /// The name.
+        name: String,
+        /// The host's destination.
+        dest: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+    /// One host given twice.
+    #[error(
+        "host {0} is given twice; each host runs once (name=… tells apart two hosts reached \
+         through one address)"
+    )]
+    Twice(String),
+    /// Two names told apart only by case.
+    #[error(
+        "host names {0:?} and {1:?} differ only by case: they would share a directory on some \
+         file systems; give them distinct names"
+    )]
+    CaseOnly(String, String),
+    /// Mailboxes given for some hosts, and no total.
+    #[error(
+        "some hosts have mailboxes=… and others none: give every host its mailboxes, or \
+         --mailboxes for the fleet's total"
+    )]
+    SomeMailboxes,
+    /// The hosts' own mailboxes exceed the total.
+    #[error("the hosts' own mailboxes add up to {given}, more than --mailboxes {total}")]
+    OverTotal {
+        /// Their sum.
+        given: u64,
+        /// The total.
+        total: u64,
+    },
+    /// Every host has its mailboxes and they miss the total.
+    #[error("every host has its mailboxes, adding up to {given}, not --mailboxes {total}")]
+    NotTotal {
+        /// Their sum.
+        given: u64,
+        /// The total.
+        total: u64,
+    },
+}
+
 /// One host of a fleet.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FleetHost {
@@ -24,13 +112,11 @@ pub struct FleetHost {
 impl FleetHost {
     /// Parses `DEST[,key=value…]` with keys `name`, `db-path`, `log-path` (each may
     /// repeat), `mailboxes` and `results-dir`.
-    pub fn parse(spec: &str) -> Result<FleetHost, String> {
+    pub fn parse(spec: &str) -> Result<FleetHost, HostSpecError> {
         let mut parts = spec.split(',');
         let dest = parts.next().unwrap_or("").trim();
         if dest.is_empty() || dest.starts_with('-') {
-            return Err(format!(
-                "'{spec}' names no host: give --host DEST[,name=N,db-path=P,log-path=P,mailboxes=N,results-dir=P]"
-            ));
+            return Err(HostSpecError::NoDest { spec: spec.into() });
         }
         let mut host = FleetHost {
             dest: dest.to_string(),
@@ -42,9 +128,10 @@ impl FleetHost {
         };
         for part in parts {
             let Some((key, value)) = part.split_once('=') else {
-                return Err(format!(
-                    "'{part}' in --host {spec} is not key=value (keys: name, db-path, log-path, mailboxes, results-dir)"
-                ));
+                return Err(HostSpecError::NotKeyValue {
+                    part: part.into(),
+                    spec: spec.into(),
+                });
             };
             match key.trim() {
                 "name" => host.name = value.to_string(),
@@ -52,14 +139,16 @@ impl FleetHost {
                 "log-path" => host.log_paths.push(PathBuf::from(value)),
                 "results-dir" => host.results_dir = Some(PathBuf::from(value)),
                 "mailboxes" => {
-                    host.mailboxes = Some(value.parse().map_err(|_| {
-                        format!("mailboxes={value} in --host {spec} is not a whole number")
+                    host.mailboxes = Some(value.parse().map_err(|_| HostSpecError::Mailboxes {
+                        value: value.into(),
+                        spec: spec.into(),
                     })?)
                 }
                 other => {
-                    return Err(format!(
-                        "unknown key '{other}' in --host {spec} (keys: name, db-path, log-path, mailboxes, results-dir)"
-                    ));
+                    return Err(HostSpecError::UnknownKey {
+                        key: other.into(),
+                        spec: spec.into(),
+                    });
                 }
             }
         }
@@ -71,9 +160,7 @@ impl FleetHost {
 /// under the fleet's `hosts/` (and its runs' host name), so each must be one plain path
 /// component (no `/`, not `.` or `..`, no control characters) and the names must differ,
 /// also when told apart only by case (some file systems ignore it).
-pub fn validate_names(hosts: &[FleetHost]) -> Result<(), String> {
-    let fix = "give it name=… with letters, digits, '.', '-' or '_' (e.g. --host \
-               10.0.0.5,name=mbx1)";
+pub fn validate_names(hosts: &[FleetHost]) -> Result<(), HostSpecError> {
     let mut seen: Vec<(String, &str)> = Vec::new();
     for h in hosts {
         let n = h.name.as_str();
@@ -93,23 +180,18 @@ pub fn validate_names(hosts: &[FleetHost]) -> Result<(), String> {
             None
         };
         if let Some(problem) = problem {
-            return Err(format!(
-                "host name {n:?} (of --host {}) {problem}: {fix}",
-                h.dest
-            ));
+            return Err(HostSpecError::BadName {
+                name: n.into(),
+                dest: h.dest.clone(),
+                problem,
+            });
         }
         let key = n.to_lowercase();
         if let Some((_, other)) = seen.iter().find(|(k, _)| *k == key) {
             return Err(if *other == n {
-                format!(
-                    "host {n} is given twice; each host runs once (name=… tells apart two \
-                     hosts reached through one address)"
-                )
+                HostSpecError::Twice(n.into())
             } else {
-                format!(
-                    "host names {other:?} and {n:?} differ only by case: they would share a \
-                     directory on some file systems; give them distinct names"
-                )
+                HostSpecError::CaseOnly(other.to_string(), n.into())
             });
         }
         seen.push((key, n));
@@ -123,29 +205,21 @@ pub fn validate_names(hosts: &[FleetHost]) -> Result<(), String> {
 pub fn split_mailboxes(
     hosts: &[FleetHost],
     total: Option<u64>,
-) -> Result<Vec<Option<u64>>, String> {
+) -> Result<Vec<Option<u64>>, HostSpecError> {
     let given: u64 = hosts.iter().filter_map(|h| h.mailboxes).sum();
     let open = hosts.iter().filter(|h| h.mailboxes.is_none()).count() as u64;
     let Some(total) = total else {
         if open > 0 && open < hosts.len() as u64 {
-            return Err(
-                "some hosts have mailboxes=… and others none: give every host its mailboxes, \
-                 or --mailboxes for the fleet's total"
-                    .into(),
-            );
+            return Err(HostSpecError::SomeMailboxes);
         }
         return Ok(hosts.iter().map(|h| h.mailboxes).collect());
     };
     if given > total {
-        return Err(format!(
-            "the hosts' own mailboxes add up to {given}, more than --mailboxes {total}"
-        ));
+        return Err(HostSpecError::OverTotal { given, total });
     }
     let rest = total - given;
     if open == 0 && rest > 0 {
-        return Err(format!(
-            "every host has its mailboxes, adding up to {given}, not --mailboxes {total}"
-        ));
+        return Err(HostSpecError::NotTotal { given, total });
     }
     let share = rest.checked_div(open).unwrap_or(0);
     let extra = rest.checked_rem(open).unwrap_or(0);

@@ -19,6 +19,50 @@ use crate::ssh::{Ssh, command_line, failure_to, shell_quote};
 /// Name of the shipped configuration file in the fleet's directory on a host.
 const CONFIG_FILE: &str = "config.toml";
 
+/// The line the remote shell writes to standard error once it recorded the PID, just
+/// before edbstress replaces it: the host's run has started (its session no longer
+/// counts against the bound on sessions opening).
+pub(super) const START_MARK: &str = "@edbstress-fleet: the run starts@";
+
+/// Why something on a host could not be done.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// ssh failed or did not end in time.
+    #[error("{name}: {source}")]
+    Ssh {
+        /// The host.
+        name: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The fleet's directory could not be made there.
+    #[error(
+        "{name}: cannot make the fleet's directory {dir} there{} ({why})",
+        and_config(.with_config)
+    )]
+    FleetDir {
+        /// The host.
+        name: String,
+        /// The directory.
+        dir: String,
+        /// Whether the configuration file was to be copied too.
+        with_config: bool,
+        /// ssh's failure.
+        why: String,
+    },
+    /// The host's settings cannot be written as run options.
+    #[error("{0}")]
+    Settings(String),
+}
+
+fn and_config(with_config: &bool) -> &'static str {
+    if *with_config {
+        " and copy the configuration file into it"
+    } else {
+        ""
+    }
+}
+
 /// Makes `remote_dir` on the host, new (its parents as needed), and writes `config`
 /// into it when given; returns the configuration's remote path.
 pub(super) fn make_fleet_dir(
@@ -27,7 +71,7 @@ pub(super) fn make_fleet_dir(
     remote_dir: &str,
     config: Option<&[u8]>,
     limit: Duration,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, RemoteError> {
     let parent = Path::new(remote_dir)
         .parent()
         .map(|p| p.display().to_string())
@@ -44,24 +88,24 @@ pub(super) fn make_fleet_dir(
     }
     let (out, _) = ssh
         .run_within(&h.dest, &line, config.map(<[u8]>::to_vec), limit)
-        .map_err(|e| format!("{}: {e}", h.name))?;
+        .map_err(|source| RemoteError::Ssh {
+            name: h.name.clone(),
+            source,
+        })?;
     if !out.status.success() {
-        return Err(format!(
-            "{}: cannot make the fleet's directory {remote_dir} there{} ({})",
-            h.name,
-            if config.is_some() {
-                " and copy the configuration file into it"
-            } else {
-                ""
-            },
-            failure_to(&h.dest, &out)
-        ));
+        return Err(RemoteError::FleetDir {
+            name: h.name.clone(),
+            dir: remote_dir.into(),
+            with_config: config.is_some(),
+            why: failure_to(&h.dest, &out),
+        });
     }
     Ok(config_path)
 }
 
 /// The remote shell line of one host: record the shell's PID in the fleet's directory
-/// (made just before; noclobber), then run (edbstress replaces the shell, keeping it).
+/// (made just before; noclobber), say [`START_MARK`], then run (edbstress replaces the
+/// shell, keeping its PID).
 pub(super) fn run_line(
     options: &FleetOptions,
     h: &FleetHost,
@@ -70,7 +114,7 @@ pub(super) fn run_line(
     start_at: &str,
     fleet_id: &str,
     config: Option<String>,
-) -> Result<String, String> {
+) -> Result<String, RemoteError> {
     let mut args: Vec<String> = vec![options.remote_edbstress.clone(), "run".into()];
     if let Some(config) = config {
         args.extend(["--config".into(), config]);
@@ -82,7 +126,7 @@ pub(super) fn run_line(
         results_dir: Some(PathBuf::from(remote_dir)),
         ..ConfigFile::default()
     };
-    args.extend(per_host.to_args()?);
+    args.extend(per_host.to_args().map_err(RemoteError::Settings)?);
     args.extend([
         "--start-at".into(),
         start_at.to_string(),
@@ -96,7 +140,8 @@ pub(super) fn run_line(
     }
     let pid = command_line(&[format!("{remote_dir}/{PID_FILE}")]);
     Ok(format!(
-        "set -C && echo $$ > {pid} && exec {}",
+        "set -C && echo $$ > {pid} && echo {} >&2 && exec {}",
+        shell_quote(START_MARK),
         command_line(&args)
     ))
 }
