@@ -45,6 +45,7 @@ mod transactional;
 mod volumes;
 
 // The curated surface: what the command line and the solution level call.
+pub use autotune::AutoTuneOptions;
 pub use host::host_info;
 pub use live::{LiveCounters, LiveStatus};
 pub use rundir::RunDirError;

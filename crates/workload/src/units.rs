@@ -133,6 +133,11 @@ pub enum ValueError {
     /// An I/O backend edbstress does not know.
     #[error("unknown backend '{0}': use auto, io_uring or threads")]
     UnknownBackend(String),
+    /// A pacing edbstress does not know.
+    #[error(
+        "unknown pacing '{0}': use jetstress (closed loop at the thread count) or open-loop (at the target rate)"
+    )]
+    UnknownPacing(String),
     /// `--threshold` text without `=`.
     #[error("'{0}' is not NAME=MS; e.g. db_read_avg_ms=20 ({THRESHOLD_NAMES})")]
     ThresholdShape(String),

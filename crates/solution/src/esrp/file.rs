@@ -104,20 +104,22 @@ impl Default for RehearsalSettings {
 /// The deployment's sizes in bytes. GB and TB are counted as the ESRP documents
 /// count them, in 2^30 and 2^40 bytes; "N/A" or an empty text is no size; anything
 /// else that is not a size is refused with the field named.
-fn deployment_bytes(path: &Path, d: &TestedDeployment) -> Result<DeploymentBytes, String> {
-    let read = |field: &str, v: &str| -> Result<Option<u64>, String> {
+fn deployment_bytes(
+    path: &Path,
+    d: &TestedDeployment,
+) -> Result<DeploymentBytes, SolutionFileError> {
+    let read = |field: &'static str, v: &str| -> Result<Option<u64>, SolutionFileError> {
         let t = v.trim();
         if t.is_empty() || t.eq_ignore_ascii_case("n/a") {
             return Ok(None);
         }
-        capacity_bytes(t).map(Some).ok_or_else(|| {
-            format!(
-                "{}: deployment.{field} = \"{v}\" is not a size; write it as \"1958 GB\" or \
-                 \"39.46 TB\" (GB and TB of 2^30 and 2^40 bytes, as the ESRP documents count \
-                 them), \"N/A\", or leave it out",
-                path.display()
-            )
-        })
+        capacity_bytes(t)
+            .map(Some)
+            .ok_or_else(|| SolutionFileError::NotACapacity {
+                path: path.to_path_buf(),
+                field,
+                value: v.to_string(),
+            })
     };
     Ok(DeploymentBytes {
         database_lun: read("database_lun_size", &d.database_lun_size)?,
@@ -174,6 +176,21 @@ pub struct StepPlan {
 /// Why a solution file cannot be used; each message names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum SolutionFileError {
+    /// A deployment capacity that is not a size.
+    #[error(
+        "{}: deployment.{field} = \"{value}\" is not a size; write it as \"1958 GB\" or \
+         \"39.46 TB\" (GB and TB of 2^30 and 2^40 bytes, as the ESRP documents count \
+         them), \"N/A\", or leave it out",
+        path.display()
+    )]
+    NotACapacity {
+        /// The solution file.
+        path: PathBuf,
+        /// The deployment field.
+        field: &'static str,
+        /// The text given.
+        value: String,
+    },
     /// The file cannot be read.
     #[error(
         "cannot read {}: {source} (write one with `edbstress esrp init {}`)",

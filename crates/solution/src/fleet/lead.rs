@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use edbstress_workload::autotune::AutoTuneOptions;
+use edbstress_workload::AutoTuneOptions;
 use edbstress_workload::config::{ConfigFile, FlagForm, SETTINGS};
 
 /// Time to attach the databases and start, before warming.

@@ -422,13 +422,11 @@ pub mod parse {
     }
 
     /// `--pacing`.
-    pub fn pacing(s: &str) -> Result<edbstress_report::Pacing, String> {
+    pub fn pacing(s: &str) -> Result<edbstress_report::Pacing, ValueError> {
         match s.trim() {
             "jetstress" => Ok(edbstress_report::Pacing::Jetstress),
             "open-loop" => Ok(edbstress_report::Pacing::OpenLoop),
-            other => Err(format!(
-                "unknown pacing '{other}': use jetstress (closed loop at the thread count) or open-loop (at the target rate)"
-            )),
+            other => Err(ValueError::UnknownPacing(other.to_string())),
         }
     }
 
@@ -514,12 +512,6 @@ pub enum ToArgsError {
 }
 
 /// For callers that still carry errors as text.
-impl From<ToArgsError> for String {
-    fn from(e: ToArgsError) -> String {
-        e.to_string()
-    }
-}
-
 impl ConfigFile {
     /// The layer as `edbstress run` flags, each setting it holds with its flag and the
     /// value in the file's text form ("2GiB", "90s"): how fleets, sweeps and campaigns
