@@ -1,12 +1,12 @@
 //! Log attacks through the binary, on real runs killed with SIGKILL: the
-//! newest log files deleted or emptied (case 1), logs that `checksum` must reject as
-//! recovery does (case 4), the checkpoint file lost after circular logging removed the
-//! first generations (case 9), and a crash loop whose storage loses the newest log.
+//! newest log files deleted or emptied, logs that `checksum` must reject as
+//! recovery does, the checkpoint file lost after circular logging removed the
+//! first generations, and a crash loop whose storage loses the newest log.
 //! Every test keeps a sentinel directory beside its paths that must stay untouched.
 //!
 //! `EDBSTRESS_TEST_BIN=/path/to/old/edbstress` runs them against another build.
 
-mod common;
+use crate::suite::common;
 use common::*;
 
 use std::fs;
@@ -124,7 +124,7 @@ fn assert_refused(dir: &Path, what: &str, names: &[String]) {
 }
 
 #[test]
-fn case1_the_newest_logs_deleted_after_a_kill_are_a_lost_log() {
+fn the_newest_logs_deleted_after_a_kill_are_a_lost_log() {
     let tmp = tempfile::tempdir().unwrap();
     let sentinel = Sentinel::new(tmp.path());
     let dir = tmp.path().join("work");
@@ -142,7 +142,7 @@ fn case1_the_newest_logs_deleted_after_a_kill_are_a_lost_log() {
 }
 
 #[test]
-fn case1_the_newest_log_deleted_or_emptied_is_a_lost_log() {
+fn the_newest_log_deleted_or_emptied_is_a_lost_log() {
     let tmp = tempfile::tempdir().unwrap();
     let sentinel = Sentinel::new(tmp.path());
     for (n, empty) in [(0, false), (1, true)] {
@@ -185,7 +185,7 @@ fn case1_the_newest_log_deleted_or_emptied_is_a_lost_log() {
 }
 
 #[test]
-fn case4_checksum_rejects_a_hole_in_the_log_as_recovery_does() {
+fn checksum_rejects_a_hole_in_the_log_as_recovery_does() {
     let tmp = tempfile::tempdir().unwrap();
     let sentinel = Sentinel::new(tmp.path());
     let dir = tmp.path().join("work");
@@ -211,7 +211,7 @@ fn case4_checksum_rejects_a_hole_in_the_log_as_recovery_does() {
 }
 
 #[test]
-fn case9_recovery_without_the_checkpoint_file_after_circular_logging() {
+fn recovery_without_the_checkpoint_file_after_circular_logging() {
     let tmp = tempfile::tempdir().unwrap();
     let sentinel = Sentinel::new(tmp.path());
     let dir = tmp.path().join("work");

@@ -6,8 +6,8 @@
 //! aggregates them; the aggregate is checked against each node's results.json. Skips
 //! loudly without root or slurm-wlm and munge (`.ci/run` installs them).
 
-use crate::common::slurm::Slurm;
-use crate::common::*;
+use crate::suite::common::slurm::Slurm;
+use crate::suite::common::*;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,10 +1,9 @@
-//! A storage administrator's first hour: the mistakes a new user makes and
-//! what the tool must say about them — runs whose cache would hold the databases are
-//! refused with the numbers and the fix, configuration errors name the value at fault
+//! The mistakes a new user makes and what the tool must say about them: runs whose
+//! cache would hold the databases are refused with the numbers and the fix, configuration errors name the value at fault
 //! and leave no run directory behind, repaired pages pass, killed runs can be cleaned,
 //! and what is written (stderr, result files, config.toml) is readable as it is.
 
-mod common;
+use crate::suite::common;
 use common::{assert_exit, command, edbstress, json, run_dirs, stderr, stdout};
 
 use std::fs;

@@ -4,8 +4,7 @@
 //! own numbers from results.json, the rehearsal is marked, the HTML renders in
 //! headless Chromium and the PDF holds every section.
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::suite::common;
 mod document_evidence;
 use common::chromium::{chromium_or_skip, decode_png, dump_dom, screenshot};
 use common::*;

@@ -2,7 +2,7 @@
 //! (foreign files placed next to ours survive), asks before removing, and respects the
 //! database lock; commands refuse databases another process holds, naming its PID.
 
-mod common;
+use crate::suite::common;
 use common::{command, text};
 
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! End-to-end: `prepare` then `checksum` on real files, with faults injected at the
 //! offsets docs/format.md gives (page P starts at byte (P + 1) × page_size).
 
-mod common;
+use crate::suite::common;
 use common::{edbstress, json};
 
 use std::fs::OpenOptions;

@@ -4,7 +4,7 @@
 //! or an unbounded message. Every test runs the real binary on real files and checks
 //! that nothing outside the paths it gave was touched.
 
-mod common;
+use crate::suite::common;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -114,7 +114,7 @@ fn spawn(dir: &Path, args: &[&str]) -> Child {
         .unwrap()
 }
 
-/// Case 5: a run whose process is stopped for many sample intervals fails with the
+/// A run whose process is stopped for many sample intervals fails with the
 /// named stall, recorded in results.json, test.log and the summary.
 #[test]
 fn a_stopped_run_fails_with_a_sampling_stall() {
@@ -159,7 +159,7 @@ fn a_stopped_run_fails_with_a_sampling_stall() {
     sentinel.assert_untouched();
 }
 
-/// Case 8: a duration no clock can add is refused before anything is created, with
+/// A duration no clock can add is refused before anything is created, with
 /// the limit named; never a panic that leaves a database in use.
 #[test]
 fn an_absurd_duration_is_refused_with_the_limit() {
@@ -200,7 +200,7 @@ fn an_absurd_duration_is_refused_with_the_limit() {
     sentinel.assert_untouched();
 }
 
-/// Case 10: a truncated database is named as damaged by prepare, check, checksum and
+/// A truncated database is named as damaged by prepare, check, checksum and
 /// run (exit 1, the fix in the message), left as it is, and rebuilt by --recreate.
 #[test]
 fn a_truncated_database_is_damaged_everywhere() {
@@ -253,7 +253,7 @@ fn a_truncated_database_is_damaged_everywhere() {
     sentinel.assert_untouched();
 }
 
-/// Case 10: random bytes carrying a copied signature are not a database: prepare
+/// Random bytes carrying a copied signature are not a database: prepare
 /// neither reuses nor overwrites them, and no command takes them for one.
 #[test]
 fn random_data_with_a_copied_signature_is_not_a_database() {
@@ -317,7 +317,7 @@ fn random_data_with_a_copied_signature_is_not_a_database() {
     sentinel.assert_untouched();
 }
 
-/// Case 11: a results.json whose stored verdict its criteria contradict is shown with
+/// A results.json whose stored verdict its criteria contradict is shown with
 /// the derived verdict, and said to be inconsistent, in every rendering.
 #[test]
 fn a_hand_edited_verdict_is_re_derived_everywhere() {
@@ -379,7 +379,7 @@ fn a_hand_edited_verdict_is_re_derived_everywhere() {
     sentinel.assert_untouched();
 }
 
-/// Case 11: SIGTERM while the databases are verified after the run stops the run
+/// SIGTERM while the databases are verified after the run stops the run
 /// promptly and marks it aborted (exit 130), never Pass.
 #[test]
 fn sigterm_during_verification_aborts_the_run() {
@@ -409,7 +409,7 @@ fn sigterm_during_verification_aborts_the_run() {
     sentinel.assert_untouched();
 }
 
-/// Case 11: values that would make a target of inf, a cache larger than memory and a
+/// Values that would make a target of inf, a cache larger than memory and a
 /// 10 MB string in a configuration file each get one short, correct message (exit 2).
 #[test]
 fn out_of_range_values_get_short_correct_messages() {

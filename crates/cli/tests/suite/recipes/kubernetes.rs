@@ -6,7 +6,7 @@
 //! image of `packaging/Containerfile` is built only where podman or buildah, a Debian base
 //! image and a built package are at hand; elsewhere that test says so and skips.
 
-use crate::common::*;
+use crate::suite::common::*;
 
 use std::fs;
 use std::path::{Path, PathBuf};

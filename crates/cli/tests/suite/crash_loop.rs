@@ -5,7 +5,7 @@
 //!
 //! Two cycles by default; `EDBSTRESS_LONG_TESTS=1` runs 25.
 
-mod common;
+use crate::suite::common;
 use common::{command, edbstress};
 
 use std::process::Stdio;

@@ -2,7 +2,7 @@
 //! unknown flags, bad sizes, negative counts, operation mixes not summing to 100, paths
 //! that do not exist or cannot be written, and database files from another tool.
 
-mod common;
+use crate::suite::common;
 use common::command;
 
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! was given. Every test also checks that a sentinel directory no command was given
 //! stays untouched.
 
-mod common;
+use crate::suite::common;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -184,7 +184,7 @@ fn assert_intact(tmp: &Path, db: &str, logs: &str) {
 }
 
 #[test]
-fn case2_prepare_refuses_the_log_directory_of_a_crashed_database() {
+fn prepare_refuses_the_log_directory_of_a_crashed_database() {
     let tmp = tempfile::tempdir().unwrap();
     let sentinel = Sentinel::new(tmp.path());
     crashed_instance(tmp.path(), "db", "logs");
@@ -219,7 +219,7 @@ fn case2_prepare_refuses_the_log_directory_of_a_crashed_database() {
 }
 
 #[test]
-fn case2_a_live_instances_log_directory_is_refused_to_every_other_command() {
+fn a_live_instances_log_directory_is_refused_to_every_other_command() {
     let tmp = tempfile::tempdir().unwrap();
     let sentinel = Sentinel::new(tmp.path());
     std::fs::create_dir(tmp.path().join("OTHER")).unwrap();
@@ -280,7 +280,7 @@ fn case2_a_live_instances_log_directory_is_refused_to_every_other_command() {
 }
 
 #[test]
-fn case2_every_database_gets_its_own_identity_and_logs_of_another_are_refused() {
+fn every_database_gets_its_own_identity_and_logs_of_another_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let sentinel = Sentinel::new(tmp.path());
     // The same seed (as every run's default seed) gives the same content, not the same
@@ -336,7 +336,7 @@ fn case2_every_database_gets_its_own_identity_and_logs_of_another_are_refused() 
 }
 
 #[test]
-fn case3_a_symlinked_or_hard_linked_database_meets_the_lock_of_the_real_file() {
+fn a_symlinked_or_hard_linked_database_meets_the_lock_of_the_real_file() {
     let tmp = tempfile::tempdir().unwrap();
     let sentinel = Sentinel::new(tmp.path());
     let live = Live::run(tmp.path(), "Y", "Ylogs");
@@ -371,7 +371,7 @@ fn case3_a_symlinked_or_hard_linked_database_meets_the_lock_of_the_real_file() {
 }
 
 #[test]
-fn case6_lock_files_are_not_followed_nor_made_beside_foreign_files() {
+fn lock_files_are_not_followed_nor_made_beside_foreign_files() {
     let tmp = tempfile::tempdir().unwrap();
     let sentinel = Sentinel::new(tmp.path());
     prepare(tmp.path(), "db", "logs", &[]);
@@ -443,7 +443,7 @@ fn run_dir(dir: &Path) {
 }
 
 #[test]
-fn case7_clean_does_not_follow_symlinks_out_of_the_results_directory() {
+fn clean_does_not_follow_symlinks_out_of_the_results_directory() {
     let tmp = tempfile::tempdir().unwrap();
     let sentinel = Sentinel::new(tmp.path());
     // Someone else's run directory, linked into res; and a link to a file in a real one.
@@ -478,7 +478,7 @@ fn case7_clean_does_not_follow_symlinks_out_of_the_results_directory() {
 }
 
 #[test]
-fn case10_a_cleanly_shut_down_database_without_logs_gets_a_new_log_stream() {
+fn a_cleanly_shut_down_database_without_logs_gets_a_new_log_stream() {
     let tmp = tempfile::tempdir().unwrap();
     let sentinel = Sentinel::new(tmp.path());
     prepare(tmp.path(), "db", "logs", &[]);

@@ -1,6 +1,6 @@
 //! End-to-end: `edbstress probe` on a small real file in a temp dir.
 
-mod common;
+use crate::suite::common;
 use common::{assert_exit, edbstress, json};
 
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! recomputed here; refusals (windows that do not overlap, a host twice) exit 2; the
 //! report renders in headless Chromium with the verdict and both ESRP tables.
 
-mod common;
+use crate::suite::common;
 use common::chromium::{chromium_or_skip, decode_png, dump_dom, near, screenshot};
 use common::*;
 

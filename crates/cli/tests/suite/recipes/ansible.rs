@@ -1,17 +1,9 @@
-//! The user guide's recipes for other orchestrators, run for real. Ansible:
-//! `examples/ansible/edbstress-fleet.yml` against three "hosts" (loopback addresses of a
-//! real sshd), each running `edbstress run --start-at` with one start time, then
-//! `edbstress aggregate` of the fetched run directories; skips loudly without
-//! ansible-playbook (pip install ansible-core) or OpenSSH. Slurm: the batch script on a
-//! real Slurm cluster of this machine (module `slurm`). Kubernetes: the manifests and
-//! the container's command line, and the image where podman can build it (module
-//! `kubernetes`).
+//! The user guide's Ansible recipe, run for real: `examples/ansible/edbstress-fleet.yml`
+//! against three "hosts" (loopback addresses of a real sshd), each running `edbstress run
+//! --start-at` with one start time, then `edbstress aggregate` of the fetched run
+//! directories; skips loudly without ansible-playbook (pip install ansible-core) or OpenSSH.
 
-mod common;
-#[path = "recipes/kubernetes.rs"]
-mod kubernetes;
-#[path = "recipes/slurm.rs"]
-mod slurm;
+use crate::suite::common;
 use common::sshd::Sshd;
 use common::*;
 

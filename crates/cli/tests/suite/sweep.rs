@@ -5,7 +5,7 @@
 //! stopped with Ctrl-C and resumed. Each checks sweep.csv against every point's
 //! results.json; the storage sweep renders sweep.html in headless Chromium.
 
-mod common;
+use crate::suite::common;
 use common::chromium::{chromium_or_skip, decode_png, dump_dom, screenshot};
 use common::{Sentinel, command, text};
 

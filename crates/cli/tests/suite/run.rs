@@ -1,7 +1,7 @@
 //! `edbstress run` end to end through the binary: a short run, a clean Ctrl-C, and
 //! configuration errors.
 
-mod common;
+use crate::suite::common;
 use common::{command, results, run_dirs};
 
 use std::process::{Command, Stdio};

@@ -9,8 +9,7 @@
 //! directories, a compromised host's copy-back, deadlines, ssh failures, and the
 //! long-mode fault loop.
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::suite::common;
 mod copy_back;
 mod deadlines;
 mod fault_loop;

@@ -5,7 +5,7 @@
 //! Subsystem Performance, per-storage-group thread count and Workload Shape tables as
 //! Chromium renders them, each number checked against results.json.
 
-mod common;
+use crate::suite::common;
 use common::chromium::{chromium_or_skip, dump_dom};
 use common::{edbstress, results, run_dirs};
 

@@ -1,6 +1,6 @@
 //! `edbstress config init` and `config show` on real files.
 
-mod common;
+use crate::suite::common;
 use common::{edbstress, stderr, stdout};
 
 #[test]

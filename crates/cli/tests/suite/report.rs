@@ -5,8 +5,8 @@
 //! (`apt-get install chromium`; `.ci/run` installs it); `EDBSTRESS_SKIP_CHROMIUM=1`
 //! skips that part loudly. `EDBSTRESS_REPORT_PNG=FILE` keeps the screenshot to look at.
 
-mod common;
-#[path = "../../workload/tests/suite/common/mod.rs"]
+use crate::suite::common;
+#[path = "../../../workload/tests/suite/common/mod.rs"]
 mod workload_common;
 
 use common::chromium::{chromium_or_skip, decode_png, near, screenshot};

@@ -3,7 +3,7 @@
 //! with a message. Results always go to another filesystem (the test's temp dir), so
 //! the run directory stays readable when the database filesystem is full.
 
-mod common;
+use crate::suite::common;
 use common::{command, text};
 
 use std::io::Write;

@@ -2,7 +2,7 @@
 //! `recover` find; it refuses foreign files; and a Performance run on a database with
 //! an injected bad page fails, naming the fault.
 
-mod common;
+use crate::suite::common;
 use common::{edbstress, json};
 
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! results.json lists the line and its report shows it. Needs root (losetup, mount,
 //! writing /dev/kmsg); skips loudly otherwise.
 
-mod common;
+use crate::suite::common;
 use common::*;
 
 use std::fs;

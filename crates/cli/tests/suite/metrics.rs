@@ -4,7 +4,7 @@
 //! strict OpenMetrics parser, and checks the last scrape against results.json: the
 //! counters agree within one sampling interval.
 
-mod common;
+use crate::suite::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -4,7 +4,7 @@
 //!
 //! A few cycles run by default; `EDBSTRESS_LONG_TESTS=1` runs 25.
 
-mod common;
+use crate::suite::common;
 use common::{edbstress, fnv64, prepare_probe_database, probe_and_kill};
 
 use std::collections::HashMap;
