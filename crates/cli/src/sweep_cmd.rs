@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, Subcommand};
 use edbstress_report::sweep::best::{RULE, recommend};
+use edbstress_report::sweep::{SWEEP_CSV, SWEEP_HTML, SWEEP_JSON};
 use edbstress_solution::sweep::{self, SweepOptions, TEMPLATE};
 
 use crate::common::{CommandError, write_new_template};
@@ -92,7 +93,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CommandError> {
     let events = |line: &str| eprintln!("{line}");
     let outcome = sweep::run(&options, &stop, &events).map_err(|e| {
         // Only a sweep that started has points to keep and something to resume.
-        if output.join("sweep.json").is_file() {
+        if output.join(SWEEP_JSON).is_file() {
             CommandError::Usage(format!(
                 "{}\nthe finished points are kept in {}; fix the cause and resume with: {resume}",
                 e.0,
@@ -119,8 +120,8 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CommandError> {
     for line in recommend(s).describe(s) {
         outln!("  {line}");
     }
-    outln!("  charts: {}", outcome.dir.join("sweep.html").display());
-    outln!("  table:  {}", outcome.dir.join("sweep.csv").display());
+    outln!("  charts: {}", outcome.dir.join(SWEEP_HTML).display());
+    outln!("  table:  {}", outcome.dir.join(SWEEP_CSV).display());
     if outcome.interrupted {
         outln!("  resume with: {resume}");
         return Ok(ExitCode::from(130));

@@ -122,9 +122,10 @@ pub fn render(doc: &SolutionDocument) -> String {
                 };
             let _ = writeln!(
                 o,
-                "- Server {}: {verdict} — `{}/report.html`",
+                "- Server {}: {verdict} — `{}/{}`",
                 md_cell(&r.host),
-                r.source
+                r.source,
+                crate::run_files::REPORT_HTML
             );
         }
         o.push('\n');

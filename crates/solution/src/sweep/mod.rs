@@ -18,10 +18,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use edbstress_report::sweep::{
-    PointFigures, PointRun, SWEEP_KIND, SWEEP_SCHEMA_VERSION, SweepAxis, SweepPoint, SweepResults,
-    read_sweep, write_sweep,
+    PointFigures, PointRun, SWEEP_JSON, SWEEP_KIND, SWEEP_SCHEMA_VERSION, SweepAxis, SweepPoint,
+    SweepResults, read_sweep, write_sweep,
 };
-use edbstress_report::{ToolInfo, read_results};
+use edbstress_report::{ToolInfo, read_results, run_files};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 
@@ -148,7 +148,7 @@ fn plan_results(plan: &SweepPlan, seed: u64) -> SweepResults {
 /// `out` is missing or empty; anything else is refused.
 fn open_sweep(plan: &SweepPlan, out: &Path) -> Result<(SweepResults, usize), SweepError> {
     let err = |s: String| SweepError(s);
-    match std::fs::read(out.join("sweep.json")) {
+    match std::fs::read(out.join(SWEEP_JSON)) {
         Ok(bytes) => {
             let mut s = read_sweep(&bytes).map_err(|e| {
                 err(format!(
@@ -224,7 +224,7 @@ pub fn run(
     events: &(dyn Fn(&str) + Sync),
 ) -> Result<SweepOutcome, SweepError> {
     let plan = SweepPlan::load(&options.file).map_err(SweepError)?;
-    let resuming = options.output.join("sweep.json").is_file();
+    let resuming = options.output.join(SWEEP_JSON).is_file();
     let (results, resumed) = open_sweep(&plan, &options.output)?;
     let dir = options
         .output
@@ -485,7 +485,8 @@ impl Sweep<'_> {
             self.stop,
         )?;
         let code = out.status.code();
-        let run_dir = crate::run_dir::newest(point_dir, |d| d.join("results.json").is_file());
+        let run_dir =
+            crate::run_dir::newest(point_dir, |d| d.join(run_files::RESULTS_JSON).is_file());
         if code == Some(RUN_INTERRUPTED) {
             let rel = run_dir.map(|d| self.rel(&d));
             let r = &mut self.results.runs[i];
@@ -501,7 +502,7 @@ impl Sweep<'_> {
                 child::tail(&log)
             ));
         };
-        let bytes = std::fs::read(run_dir.join("results.json"))
+        let bytes = std::fs::read(run_dir.join(run_files::RESULTS_JSON))
             .map_err(|e| format!("cannot read {}/results.json: {e}", run_dir.display()))?;
         let results =
             read_results(&bytes).map_err(|e| format!("{}/results.json: {e}", run_dir.display()))?;
