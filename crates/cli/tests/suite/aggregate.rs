@@ -61,11 +61,8 @@ fn results(dir: &Path) -> RunResults {
 
 #[test]
 fn three_hosts_started_together_aggregate_with_exact_percentiles() {
-    let tmp = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(tmp.path());
-    let root = tmp.path().join("work");
-    fs::create_dir(&root).unwrap();
-    write_loose_limits(&root);
+    let site = Site::new();
+    let root = &site.root;
     // Far enough ahead for three preparations and warm-ups on a busy machine.
     let start_at = "+35s";
     let children: Vec<_> = HOSTS
@@ -100,7 +97,7 @@ fn three_hosts_started_together_aggregate_with_exact_percentiles() {
     let dir_args: Vec<&str> = dirs.iter().map(|d| d.to_str().unwrap()).collect();
     let out = edbstress(
         &[&["aggregate", "--output", "agg"], dir_args.as_slice()].concat(),
-        &root,
+        root,
     );
     let pass = runs
         .iter()
@@ -148,7 +145,7 @@ fn three_hosts_started_together_aggregate_with_exact_percentiles() {
     assert_eq!(junit.matches("<testsuite ").count(), 3);
 
     // The same host twice, and windows that do not overlap (a later run): exit 2.
-    let out = edbstress(&["aggregate", dir_args[0], dir_args[0]], &root);
+    let out = edbstress(&["aggregate", dir_args[0], dir_args[0]], root);
     assert_exit(&out, 2, "a host twice");
     assert!(text(&out).contains("given twice"), "{}", text(&out));
     // A host that cannot be ready at its start time fails, saying how late it was.
@@ -169,7 +166,7 @@ fn three_hosts_started_together_aggregate_with_exact_percentiles() {
     let late_dir = run_dir(&late);
     let out = edbstress(
         &["aggregate", dir_args[0], late_dir.to_str().unwrap()],
-        &root,
+        root,
     );
     assert_exit(&out, 2, "windows apart");
     let said = text(&out);
@@ -181,7 +178,7 @@ fn three_hosts_started_together_aggregate_with_exact_percentiles() {
     // What a person sees.
     if let Some(chromium) = chromium_or_skip("the aggregate report") {
         let page = root.join("agg/report.html");
-        let dom = dump_dom(&chromium, &page, &tmp.path().join("profile"));
+        let dom = dump_dom(&chromium, &page, &site.path().join("profile"));
         for text in [
             "Overall Test Result",
             "Individual Server Performance",
@@ -194,7 +191,7 @@ fn three_hosts_started_together_aggregate_with_exact_percentiles() {
         ] {
             assert!(dom.contains(text), "rendered page lacks {text}");
         }
-        let png = tmp.path().join("aggregate.png");
+        let png = site.path().join("aggregate.png");
         screenshot(&chromium, &page, &png, 1280, 3000);
         if let Some(keep) = std::env::var_os("EDBSTRESS_AGGREGATE_PNG") {
             fs::copy(&png, keep).unwrap();
@@ -216,7 +213,7 @@ fn three_hosts_started_together_aggregate_with_exact_percentiles() {
             "verdict banner not visible"
         );
     }
-    sentinel.assert_untouched();
+    site.sentinel.assert_untouched();
 }
 
 /// `results.json` of `from` copied to a new run directory `to`, edited by `edit`, with
@@ -242,11 +239,8 @@ fn edited_copy(from: &Path, to: &Path, run_id: &str, edit: impl Fn(&mut serde_js
 /// one naming the command that reads it.
 #[test]
 fn one_run_counts_once_and_totals_are_checked() {
-    let tmp = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(tmp.path());
-    let root = tmp.path().join("work");
-    fs::create_dir(&root).unwrap();
-    write_loose_limits(&root);
+    let site = Site::new();
+    let root = &site.root;
     let host = root.join("db1");
     fs::create_dir(&host).unwrap();
     let out = command(&host).args(run_args("db1", None)).output().unwrap();
@@ -264,7 +258,7 @@ fn one_run_counts_once_and_totals_are_checked() {
                 &format!("one={run_s}"),
                 &format!("two={second}"),
             ],
-            &root,
+            root,
         );
         assert_exit(&out, 2, "one run directory given twice");
         assert!(
@@ -286,7 +280,7 @@ fn one_run_counts_once_and_totals_are_checked() {
             &format!("one={run_s}"),
             &format!("two={}", copy.display()),
         ],
-        &root,
+        root,
     );
     assert_exit(&out, 2, "a copy of one run");
     let id = results(&run).run_id.expect("a run records its run id");
@@ -320,7 +314,7 @@ fn one_run_counts_once_and_totals_are_checked() {
                 &format!("ha={}", a.display()),
                 &format!("hb={}", b.display()),
             ],
-            &root,
+            root,
         );
         assert_exit(&out, 2, what);
         let said = text(&out);
@@ -350,7 +344,7 @@ fn one_run_counts_once_and_totals_are_checked() {
             &format!("one={run_s}"),
             &format!("two={}", other.display()),
         ],
-        &root,
+        root,
     );
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", text(&out));
     let ours = env!("CARGO_PKG_VERSION");
@@ -370,12 +364,12 @@ fn one_run_counts_once_and_totals_are_checked() {
     );
 
     // `report` of the aggregate directory renders it; `compare` names the right command.
-    let out = edbstress(&["report", "agg", "--format", "md", "--output", "-"], &root);
+    let out = edbstress(&["report", "agg", "--format", "md", "--output", "-"], root);
     assert_exit(&out, 0, "report of an aggregate");
     assert!(stdout(&out).contains("## Aggregate Server Performance"));
-    let out = edbstress(&["report", "agg", "--format", "json"], &root);
+    let out = edbstress(&["report", "agg", "--format", "json"], root);
     assert_exit(&out, 0, "the aggregate's results.json rewritten");
-    let out = edbstress(&["compare", "agg", run_s], &root);
+    let out = edbstress(&["compare", "agg", run_s], root);
     assert_exit(&out, 2, "compare of an aggregate");
     let said = text(&out);
     assert!(
@@ -383,7 +377,7 @@ fn one_run_counts_once_and_totals_are_checked() {
         "{said}"
     );
     assert!(!said.contains("missing field"), "{said}");
-    sentinel.assert_untouched();
+    site.sentinel.assert_untouched();
 }
 
 /// The aggregate's `cluster`: recomputed here from the three runs' interval histograms.

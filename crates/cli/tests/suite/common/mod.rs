@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use edbstress_engine::MessageKey;
 
 pub mod chromium;
+pub mod hosts;
 pub mod slurm;
 pub mod sshd;
 
@@ -206,6 +207,50 @@ pub fn assert_exit(out: &Output, code: i32, what: &str) {
         stdout(out),
         stderr(out)
     );
+}
+
+/// A test's temporary directory laid out as the multi-host tests want it: `work/` (the
+/// working directory the commands run in, holding the loose latency limits as
+/// `margin.toml`) and a [`Sentinel`] beside it; a real sshd for the "hosts" starts under
+/// it on request. Removed when dropped.
+pub struct Site {
+    /// `work/`: where the test's commands run and write.
+    pub root: PathBuf,
+    /// The sentinel beside `work/`; check it once every process the test started is gone.
+    pub sentinel: Sentinel,
+    tmp: tempfile::TempDir,
+}
+
+impl Site {
+    /// Creates the temporary directory, `work/` with `margin.toml`, and the sentinel.
+    pub fn new() -> Site {
+        let tmp = tempfile::tempdir().unwrap();
+        let sentinel = Sentinel::new(tmp.path());
+        let root = tmp.path().join("work");
+        fs::create_dir(&root).unwrap();
+        write_loose_limits(&root);
+        Site {
+            root,
+            sentinel,
+            tmp,
+        }
+    }
+
+    /// The temporary directory (holding `work/` and the sentinel).
+    pub fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// A real sshd listening on `addresses` (one port), under `sshd/`; `None` after a
+    /// loud notice when OpenSSH is missing (the test then skips).
+    pub fn sshd(&self, addresses: &[&str]) -> Option<sshd::Sshd> {
+        sshd::Sshd::start(&self.tmp.path().join("sshd"), addresses)
+    }
+
+    /// [`Site::sshd`] with `extra` appended to the server configuration.
+    pub fn sshd_with(&self, addresses: &[&str], extra: &str) -> Option<sshd::Sshd> {
+        sshd::Sshd::start_with(&self.tmp.path().join("sshd"), addresses, extra)
+    }
 }
 
 /// A directory beside a test's working paths, filled with files that look like

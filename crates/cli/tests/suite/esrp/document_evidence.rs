@@ -34,18 +34,10 @@ fn document_of(
     name: &str,
 ) -> (std::process::Output, String, Vec<String>) {
     let doc = root.join(name);
-    let out = edbstress(
-        &[
-            "esrp",
-            "document",
-            campaign.to_str().unwrap(),
-            "--solution",
-            solution.to_str().unwrap(),
-            "--output",
-            doc.to_str().unwrap(),
-        ],
-        root,
-    );
+    let out = command(root)
+        .args(document_args(campaign, solution, &doc))
+        .output()
+        .unwrap();
     let md = fs::read_to_string(doc.join("solution.md")).unwrap_or_default();
     let findings = stdout(&out)
         .lines()
@@ -79,24 +71,14 @@ fn appendix(md: &str, letter: char) -> String {
 /// in the Stress step; a state file of an older version without an id.
 #[test]
 fn a_document_states_only_what_the_campaigns_runs_show() {
-    let tmp = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(tmp.path());
-    let root = tmp.path().join("work");
-    fs::create_dir(&root).unwrap();
-    let solution = write_solution(&root);
+    let site = Site::new();
+    let root = &site.root;
+    let solution = write_solution(root);
     let campaign = root.join("campaign");
-    let out = edbstress(
-        &[
-            "esrp",
-            "run",
-            "--config",
-            solution.to_str().unwrap(),
-            "--rehearsal",
-            "--campaign",
-            campaign.to_str().unwrap(),
-        ],
-        &root,
-    );
+    let out = command(root)
+        .args(rehearsal_args(&solution, &campaign))
+        .output()
+        .unwrap();
     assert_exit(&out, 0, "the rehearsal campaign");
     let s = state(&campaign);
     let id = s["id"]
@@ -116,7 +98,7 @@ fn a_document_states_only_what_the_campaigns_runs_show() {
         assert_eq!(r.campaign_id.as_deref(), Some(id), "{step}");
     }
     // As run: the rehearsal is the only finding; every run is counted.
-    let (out, md, findings) = document_of(&root, &campaign, &solution, "doc");
+    let (out, md, findings) = document_of(root, &campaign, &solution, "doc");
     assert_exit(&out, 1, "a rehearsal");
     assert_eq!(findings.len(), 1, "{findings:#?}");
     assert_finding(&findings, "rehearsal");
@@ -132,14 +114,14 @@ fn a_document_states_only_what_the_campaigns_runs_show() {
         fs::remove_dir_all(gone.join(step)).unwrap();
     }
     edit_state(&gone, |s| s["rehearsal"] = false.into());
-    let (out, _, findings) = document_of(&root, &gone, &solution, "doc-gone");
+    let (out, _, findings) = document_of(root, &gone, &solution, "doc-gone");
     assert_exit(&out, 1, "a campaign without runs");
     assert!(!stdout(&out).contains("meets the ESRP test rules"));
     for test in ["Stress", "Performance", "DatabaseBackup", "SoftRecovery"] {
         assert_finding(&findings, &format!("{host}: no {test} run was found"));
     }
     edit_state(&gone, |s| s["steps"] = serde_json::json!([]));
-    let (out, _, findings) = document_of(&root, &gone, &solution, "doc-nosteps");
+    let (out, _, findings) = document_of(root, &gone, &solution, "doc-nosteps");
     assert_exit(&out, 1, "a campaign of no steps");
     assert_finding(&findings, "campaign.json lists no Stress step");
 
@@ -156,7 +138,7 @@ fn a_document_states_only_what_the_campaigns_runs_show() {
             .replace("mailboxes = 100", "mailboxes = 200"),
     )
     .unwrap();
-    let (out, _, findings) = document_of(&root, &two, &two_servers, "doc-two");
+    let (out, _, findings) = document_of(root, &two, &two_servers, "doc-two");
     assert_exit(&out, 1, "a server without runs");
     for test in ["Stress", "Performance", "DatabaseBackup", "SoftRecovery"] {
         assert_finding(&findings, &format!("mbx2: no {test} run was found"));
@@ -173,7 +155,7 @@ fn a_document_states_only_what_the_campaigns_runs_show() {
             .replace("copies = 1", "copies = 3"),
     )
     .unwrap();
-    let (out, md, findings) = document_of(&root, &campaign, &edited, "doc-edited");
+    let (out, md, findings) = document_of(root, &campaign, &edited, "doc-edited");
     assert_exit(&out, 1, "an edited profile");
     assert_finding(&findings, "claims 100000 mailboxes; the runs ran 100");
     assert_finding(&findings, "claims 2 IOPS per mailbox; the runs ran 0.4");
@@ -212,7 +194,7 @@ fn a_document_states_only_what_the_campaigns_runs_show() {
         serde_json::to_vec(&r).unwrap(),
     )
     .unwrap();
-    let (out, md, findings) = document_of(&root, &swapped, &solution, "doc-swapped");
+    let (out, md, findings) = document_of(root, &swapped, &solution, "doc-swapped");
     assert_exit(&out, 1, "runs out of place");
     assert_finding(&findings, "it is a Stress run in the Performance step");
     assert_finding(&findings, &format!("{host}: no Performance run was found"));
@@ -231,10 +213,10 @@ fn a_document_states_only_what_the_campaigns_runs_show() {
     edit_state(&old, |s| {
         s.as_object_mut().unwrap().remove("id");
     });
-    let (out, _, findings) = document_of(&root, &old, &solution, "doc-old");
+    let (out, _, findings) = document_of(root, &old, &solution, "doc-old");
     assert_exit(&out, 1, "no campaign id");
     assert_finding(&findings, "campaign.json has no campaign id");
-    sentinel.assert_untouched();
+    site.sentinel.assert_untouched();
 }
 
 /// Vendor Markdown in solution.toml with script links and images (remote, through a
@@ -242,10 +224,8 @@ fn a_document_states_only_what_the_campaigns_runs_show() {
 /// and mailto links and no image, and Chromium printing the PDF fetches nothing.
 #[test]
 fn vendor_markdown_is_inert_and_printing_fetches_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(tmp.path());
-    let root = tmp.path().join("work");
-    fs::create_dir(&root).unwrap();
+    let site = Site::new();
+    let root = &site.root;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     listener.set_nonblocking(true).unwrap();
@@ -277,7 +257,7 @@ fn vendor_markdown_is_inert_and_printing_fetches_nothing() {
             }
         })
     };
-    let solution = write_solution(&root);
+    let solution = write_solution(root);
     let secret = root.join("secret.png");
     fs::write(&secret, b"\x89PNG not really").unwrap();
     let markdown = format!(
@@ -313,17 +293,9 @@ fn vendor_markdown_is_inert_and_printing_fetches_nothing() {
         return;
     };
     let doc = root.join("doc");
-    let out = command(&root)
+    let out = command(root)
         .env("EDBSTRESS_CHROMIUM", &chromium)
-        .args([
-            "esrp",
-            "document",
-            campaign.to_str().unwrap(),
-            "--solution",
-            solution.to_str().unwrap(),
-            "--output",
-            doc.to_str().unwrap(),
-        ])
+        .args(document_args(&campaign, &solution, &doc))
         .output()
         .unwrap();
     assert!(doc.join("solution.pdf").is_file(), "{}", text(&out));
@@ -350,5 +322,5 @@ fn vendor_markdown_is_inert_and_printing_fetches_nothing() {
     assert!(html.contains("href=\"mailto:esrp@example.com\""));
     assert!(html.contains("Content-Security-Policy"));
     assert_exit(&out, 1, "a campaign without runs");
-    sentinel.assert_untouched();
+    site.sentinel.assert_untouched();
 }

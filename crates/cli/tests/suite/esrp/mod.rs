@@ -67,6 +67,30 @@ logs_to_replay = 4
     path
 }
 
+/// `esrp run` of the rehearsal campaign `solution` into `campaign`.
+fn rehearsal_args(solution: &Path, campaign: &Path) -> Vec<String> {
+    let mut args: Vec<String> = ["esrp", "run", "--config"].map(String::from).to_vec();
+    args.push(solution.display().to_string());
+    args.extend(["--rehearsal".into(), "--campaign".into()]);
+    args.push(campaign.display().to_string());
+    args
+}
+
+/// `esrp document` of `campaign` with `solution`, written into `doc`.
+fn document_args(campaign: &Path, solution: &Path, doc: &Path) -> Vec<String> {
+    [
+        "esrp",
+        "document",
+        &campaign.display().to_string(),
+        "--solution",
+        &solution.display().to_string(),
+        "--output",
+        &doc.display().to_string(),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 fn state(campaign: &Path) -> serde_json::Value {
     serde_json::from_slice(&fs::read(campaign.join("campaign.json")).unwrap()).unwrap()
 }
@@ -110,20 +134,12 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
     let root = tmp.path();
     let solution = write_solution(root);
     let campaign = root.join("campaign");
-    let args = [
-        "esrp",
-        "run",
-        "--config",
-        solution.to_str().unwrap(),
-        "--rehearsal",
-        "--campaign",
-        campaign.to_str().unwrap(),
-    ];
+    let args = rehearsal_args(&solution, &campaign);
     let started = Instant::now();
 
     // First attempt: stopped with SIGINT once the Performance run is under way.
     let mut child = command(root)
-        .args(args)
+        .args(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -168,7 +184,7 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
     let stress_bytes = fs::read(stress_run.join("results.json")).unwrap();
 
     // Second attempt: the Stress step is kept, the Performance step redone.
-    let out = command(root).args(args).output().unwrap();
+    let out = command(root).args(&args).output().unwrap();
     assert_exit(&out, 0, "the resumed campaign (every step passes)");
     let s = state(&campaign);
     for (i, step) in s["steps"].as_array().unwrap().iter().enumerate() {
@@ -232,15 +248,7 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
     // The document.
     let doc = root.join("doc");
     let out = command(root)
-        .args([
-            "esrp",
-            "document",
-            campaign.to_str().unwrap(),
-            "--solution",
-            solution.to_str().unwrap(),
-            "--output",
-            doc.to_str().unwrap(),
-        ])
+        .args(document_args(&campaign, &solution, &doc))
         .output()
         .unwrap();
     assert_exit(&out, 1, "a rehearsal's document does not meet the rules");
@@ -476,17 +484,9 @@ fn a_campaign_killed_with_its_run_recovers_the_databases_and_finishes_when_run_a
     )
     .unwrap();
     let campaign = root.join("campaign");
-    let args = [
-        "esrp",
-        "run",
-        "--config",
-        solution.to_str().unwrap(),
-        "--rehearsal",
-        "--campaign",
-        campaign.to_str().unwrap(),
-    ];
+    let args = rehearsal_args(&solution, &campaign);
     let mut esrp = command(root)
-        .args(args)
+        .args(&args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -529,7 +529,7 @@ fn a_campaign_killed_with_its_run_recovers_the_databases_and_finishes_when_run_a
     assert_eq!(state(&campaign)["steps"][0]["status"], "running");
 
     // The same command again: it recovers what the kill left and finishes.
-    let out = command(root).args(args).output().unwrap();
+    let out = command(root).args(&args).output().unwrap();
     assert_exit(&out, 0, "the campaign run again after a kill");
     let s = state(&campaign);
     for (i, step) in s["steps"].as_array().unwrap().iter().enumerate() {
@@ -578,33 +578,17 @@ fn a_campaign_of_two_servers_runs_each_step_on_both_and_documents_the_aggregate(
         binary().display()
     ));
     for (i, address) in addresses.iter().enumerate() {
-        let h = root.join(format!("mbx{}", i + 1));
-        for d in ["db", "logs", "results"] {
-            fs::create_dir_all(h.join(d)).unwrap();
-        }
-        toml.push_str(&format!(
-            "[[fleet.hosts]]\ndest = \"{address}\"\nname = \"mbx{}\"\ndb_paths = [\"{}\"]\nlog_paths = [\"{}\"]\nresults_dir = \"{}\"\n",
-            i + 1,
-            h.join("db").display(),
-            h.join("logs").display(),
-            h.join("results").display()
-        ));
+        let h = common::hosts::LoopbackHost::new(root, address, &format!("mbx{}", i + 1));
+        h.create_dirs();
+        toml.push_str(&h.toml());
     }
     fs::write(&solution, toml).unwrap();
     let campaign = root.join("campaign");
     let started = Instant::now();
-    let out = edbstress(
-        &[
-            "esrp",
-            "run",
-            "--config",
-            solution.to_str().unwrap(),
-            "--rehearsal",
-            "--campaign",
-            campaign.to_str().unwrap(),
-        ],
-        root,
-    );
+    let out = command(root)
+        .args(rehearsal_args(&solution, &campaign))
+        .output()
+        .unwrap();
     assert_exit(&out, 0, "a two-server rehearsal campaign");
     eprintln!(
         "two-server campaign: {:.1} s",
@@ -632,18 +616,10 @@ fn a_campaign_of_two_servers_runs_each_step_on_both_and_documents_the_aggregate(
         }
     }
     let doc = root.join("doc");
-    let out = edbstress(
-        &[
-            "esrp",
-            "document",
-            campaign.to_str().unwrap(),
-            "--solution",
-            solution.to_str().unwrap(),
-            "--output",
-            doc.to_str().unwrap(),
-        ],
-        root,
-    );
+    let out = command(root)
+        .args(document_args(&campaign, &solution, &doc))
+        .output()
+        .unwrap();
     assert_exit(&out, 1, "a rehearsal");
     let md = fs::read_to_string(doc.join("solution.md")).unwrap();
     assert!(

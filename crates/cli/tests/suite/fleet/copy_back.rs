@@ -82,21 +82,19 @@ fn assert_inert(dir: &Path, uid: u32) {
 
 #[test]
 fn a_compromised_host_lands_only_plain_files_and_only_its_own_run() {
-    let tmp = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(tmp.path());
-    let root = tmp.path().join("work");
-    fs::create_dir(&root).unwrap();
+    let site = Site::new();
+    let root = &site.root;
     // host2 answers the copy with a crafted archive; host3 with host1's directory of the
     // same fleet, or (once `foreign` names one) with another fleet's directory.
-    let crafted = tmp.path().join("crafted.tar");
+    let crafted = site.path().join("crafted.tar");
     fs::write(
         &crafted,
-        crafted_archive(&sentinel.path().join("plain.txt")),
+        crafted_archive(&site.sentinel.path().join("plain.txt")),
     )
     .unwrap();
-    let foreign = tmp.path().join("foreign");
+    let foreign = site.path().join("foreign");
     let script = |name: &str, tar_line: String| {
-        let path = tmp.path().join(name);
+        let path = site.path().join(name);
         fs::write(
             &path,
             format!(
@@ -126,14 +124,13 @@ fn a_compromised_host_lands_only_plain_files_and_only_its_own_run() {
         host2.display(),
         host3.display()
     );
-    let Some(sshd) = Sshd::start_with(&tmp.path().join("sshd"), &ADDRESSES, &extra) else {
+    let Some(sshd) = site.sshd_with(&ADDRESSES, &extra) else {
         return;
     };
-    write_loose_limits(&root);
-    let uid = fs::metadata(&root).unwrap().uid();
+    let uid = fs::metadata(root).unwrap().uid();
     let limit = Duration::from_secs(300);
 
-    let (a, _) = edbstress_within(&fleet_args(&root, &sshd, "a", "15s"), &root, limit);
+    let (a, _) = edbstress_within(&fleet_args(root, &sshd, "a", "15s"), root, limit);
     let said = text(&a);
     assert_inert(&root.join("a"), uid);
     let evil = root.join("a/hosts/host2/Performance_2026_01_01_00_00_00/evil");
@@ -150,7 +147,7 @@ fn a_compromised_host_lands_only_plain_files_and_only_its_own_run() {
     let why3 = why_missing(&agg, "host3");
     assert!(why3.contains("counts once"), "{why3}");
     let id_a = fleet_id_of(&a);
-    let counted = counted_runs(&root, &agg);
+    let counted = counted_runs(root, &agg);
     assert_eq!(counted.len(), 1, "{said}");
     assert_eq!(counted[0].fleet_id.as_deref(), Some(id_a.as_str()));
 
@@ -162,7 +159,7 @@ fn a_compromised_host_lands_only_plain_files_and_only_its_own_run() {
             .to_string(),
     )
     .unwrap();
-    let (b, _) = edbstress_within(&fleet_args(&root, &sshd, "b", "15s"), &root, limit);
+    let (b, _) = edbstress_within(&fleet_args(root, &sshd, "b", "15s"), root, limit);
     assert_exit(&b, 1, "a fleet sent another fleet's run");
     assert_inert(&root.join("b"), uid);
     let agg = aggregate_of(&root.join("b"));
@@ -172,9 +169,9 @@ fn a_compromised_host_lands_only_plain_files_and_only_its_own_run() {
         "{why3}"
     );
     let id_b = fleet_id_of(&b);
-    let counted = counted_runs(&root, &agg);
+    let counted = counted_runs(root, &agg);
     assert_eq!(counted.len(), 1, "{}", text(&b));
     assert_eq!(counted[0].fleet_id.as_deref(), Some(id_b.as_str()));
     drop(sshd);
-    sentinel.assert_untouched();
+    site.sentinel.assert_untouched();
 }

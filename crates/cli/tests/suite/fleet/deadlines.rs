@@ -72,19 +72,16 @@ fn spawn_fleet(root: &Path, args: &[String]) -> std::process::Child {
 
 #[test]
 fn a_frozen_host_is_named_lost_and_the_others_are_collected() {
-    let tmp = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(tmp.path());
-    let root = tmp.path().join("work");
-    fs::create_dir(&root).unwrap();
-    let Some(sshd) = Sshd::start(&tmp.path().join("sshd"), &ADDRESSES) else {
+    let site = Site::new();
+    let root = &site.root;
+    let Some(sshd) = site.sshd(&ADDRESSES) else {
         return;
     };
-    write_loose_limits(&root);
-    let specs: Vec<String> = (0..3).map(|i| host_spec(&root, i)).collect();
-    let args = fleet_cmd(&root, &sshd, "out", "15s", &specs, &["--grace", "20s"]);
+    let specs: Vec<String> = (0..3).map(|i| host_spec(root, i)).collect();
+    let args = fleet_cmd(root, &sshd, "out", "15s", &specs, &["--grace", "20s"]);
     let started = Instant::now();
-    let mut fleet = spawn_fleet(&root, &args);
-    let pid = remote_pid(&root, 1, &[], &mut fleet);
+    let mut fleet = spawn_fleet(root, &args);
+    let pid = remote_pid(root, 1, &[], &mut fleet);
     std::thread::sleep(Duration::from_secs(8));
     signal("STOP", pid);
     let _frozen = Frozen(pid);
@@ -103,34 +100,31 @@ fn a_frozen_host_is_named_lost_and_the_others_are_collected() {
         "{why}\n{said}"
     );
     let id = fleet_id_of(&out);
-    let counted = counted_runs(&root, &agg);
+    let counted = counted_runs(root, &agg);
     assert_eq!(counted.len(), 2, "{said}");
     for r in &counted {
         assert_eq!(r.fleet_id.as_deref(), Some(id.as_str()));
         assert!(!r.aborted, "{said}");
     }
     drop(sshd);
-    sentinel.assert_untouched();
+    site.sentinel.assert_untouched();
 }
 
 #[test]
 fn ctrl_c_with_a_frozen_host_stops_the_others_and_collects_them() {
-    let tmp = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(tmp.path());
-    let root = tmp.path().join("work");
-    fs::create_dir(&root).unwrap();
-    let Some(sshd) = Sshd::start(&tmp.path().join("sshd"), &ADDRESSES) else {
+    let site = Site::new();
+    let root = &site.root;
+    let Some(sshd) = site.sshd(&ADDRESSES) else {
         return;
     };
-    write_loose_limits(&root);
-    let specs: Vec<String> = (0..3).map(|i| host_spec(&root, i)).collect();
-    let mut args = fleet_cmd(&root, &sshd, "out", "10s", &specs, &["--grace", "20s"]);
+    let specs: Vec<String> = (0..3).map(|i| host_spec(root, i)).collect();
+    let mut args = fleet_cmd(root, &sshd, "out", "10s", &specs, &["--grace", "20s"]);
     // A long run, stopped well before its end.
     let at = args.iter().position(|a| a == "6s").unwrap();
     args[at] = "10m".into();
     let started = Instant::now();
-    let mut fleet = spawn_fleet(&root, &args);
-    let pid = remote_pid(&root, 1, &[], &mut fleet);
+    let mut fleet = spawn_fleet(root, &args);
+    let pid = remote_pid(root, 1, &[], &mut fleet);
     std::thread::sleep(Duration::from_secs(15));
     signal("STOP", pid);
     let _frozen = Frozen(pid);
@@ -151,11 +145,11 @@ fn ctrl_c_with_a_frozen_host_stops_the_others_and_collects_them() {
         "{why}\n{said}"
     );
     let id = fleet_id_of(&out);
-    let counted = counted_runs(&root, &agg);
+    let counted = counted_runs(root, &agg);
     assert_eq!(counted.len(), 2, "{said}");
     for r in &counted {
         assert_eq!(r.fleet_id.as_deref(), Some(id.as_str()));
     }
     drop(sshd);
-    sentinel.assert_untouched();
+    site.sentinel.assert_untouched();
 }

@@ -53,14 +53,11 @@ fn fleets_losing_a_random_host_at_a_random_moment_end_in_time_and_count_their_ow
         );
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(tmp.path());
-    let root = tmp.path().join("work");
-    fs::create_dir(&root).unwrap();
-    let Some(sshd) = Sshd::start(&tmp.path().join("sshd"), &ADDRESSES) else {
+    let site = Site::new();
+    let root = &site.root;
+    let Some(sshd) = site.sshd(&ADDRESSES) else {
         return;
     };
-    write_loose_limits(&root);
     let seed = std::env::var("EDBSTRESS_FAULT_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -98,7 +95,7 @@ fn fleets_losing_a_random_host_at_a_random_moment_end_in_time_and_count_their_ow
             })
             .collect();
         let mut args = fleet_cmd(
-            &root,
+            root,
             &sshd,
             &output,
             &format!("{LEAD_S}s"),
@@ -107,15 +104,15 @@ fn fleets_losing_a_random_host_at_a_random_moment_end_in_time_and_count_their_ow
         );
         let at = args.iter().position(|a| a == "6s").unwrap();
         args[at] = format!("{DURATION_S}s");
-        let before = fleet_dirs(&root, victim);
+        let before = fleet_dirs(root, victim);
         let started = Instant::now();
-        let mut fleet = command(&root)
+        let mut fleet = command(root)
             .args(&args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let pid = remote_pid(&root, victim, &before, &mut fleet);
+        let pid = remote_pid(root, victim, &before, &mut fleet);
         let after_start = started.elapsed();
         std::thread::sleep(Duration::from_millis(at_ms));
         let session = ssh_session(fleet.id(), ADDRESSES[victim]);
@@ -141,7 +138,7 @@ fn fleets_losing_a_random_host_at_a_random_moment_end_in_time_and_count_their_ow
         let agg = aggregate_of(&root.join(&output));
         let why = why_missing(&agg, &host);
         let id = fleet_id_of(&out);
-        let counted = counted_runs(&root, &agg);
+        let counted = counted_runs(root, &agg);
         let counted_ids: BTreeSet<String> =
             counted.iter().map(|r| r.run_id.clone().unwrap()).collect();
         // The other hosts' runs of this fleet, from their own directories.
@@ -175,5 +172,5 @@ fn fleets_losing_a_random_host_at_a_random_moment_end_in_time_and_count_their_ow
         }
     }
     drop(sshd);
-    sentinel.assert_untouched();
+    site.sentinel.assert_untouched();
 }

@@ -20,16 +20,13 @@ fn remote_runs(root: &Path, i: usize, fleet_id: &str) -> Vec<RunResults> {
 
 #[test]
 fn a_fleet_never_reuses_an_existing_output_directory() {
-    let tmp = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(tmp.path());
-    let root = tmp.path().join("work");
-    fs::create_dir(&root).unwrap();
-    let Some(sshd) = Sshd::start(&tmp.path().join("sshd"), &ADDRESSES) else {
+    let site = Site::new();
+    let root = &site.root;
+    let Some(sshd) = site.sshd(&ADDRESSES) else {
         return;
     };
-    write_loose_limits(&root);
     let limit = Duration::from_secs(300);
-    let (first, _) = edbstress_within(&fleet_args(&root, &sshd, "out", "15s"), &root, limit);
+    let (first, _) = edbstress_within(&fleet_args(root, &sshd, "out", "15s"), root, limit);
     assert!(
         matches!(first.status.code(), Some(0 | 1)),
         "{}",
@@ -38,9 +35,9 @@ fn a_fleet_never_reuses_an_existing_output_directory() {
     let before = fs::read(root.join("out/results.json")).unwrap();
 
     // Again into the same directory, with options every host refuses (exit 2 there).
-    let mut bad = fleet_args(&root, &sshd, "out", "15s");
+    let mut bad = fleet_args(root, &sshd, "out", "15s");
     bad.push("--no-such-option".into());
-    let (again, _) = edbstress_within(&bad, &root, limit);
+    let (again, _) = edbstress_within(&bad, root, limit);
     let said = text(&again);
     assert_exit(&again, 2, "a fleet into an earlier fleet's directory");
     assert!(
@@ -52,7 +49,7 @@ fn a_fleet_never_reuses_an_existing_output_directory() {
     // Into a new directory: every host refused its options, so nothing is counted.
     let at = bad.iter().position(|a| a == "out").unwrap();
     bad[at] = "out2".into();
-    let (refused, _) = edbstress_within(&bad, &root, limit);
+    let (refused, _) = edbstress_within(&bad, root, limit);
     let said = text(&refused);
     assert!(refused.status.code() != Some(0), "{said}");
     assert!(!said.contains("servers: Pass"), "{said}");
@@ -60,24 +57,21 @@ fn a_fleet_never_reuses_an_existing_output_directory() {
         assert!(said.contains(h), "{h} is not named: {said}");
     }
     drop(sshd);
-    sentinel.assert_untouched();
+    site.sentinel.assert_untouched();
 }
 
 #[test]
 fn two_fleets_at_once_on_one_results_directory_keep_their_own_runs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(tmp.path());
-    let root = tmp.path().join("work");
-    fs::create_dir(&root).unwrap();
-    let Some(sshd) = Sshd::start(&tmp.path().join("sshd"), &ADDRESSES) else {
+    let site = Site::new();
+    let root = &site.root;
+    let Some(sshd) = site.sshd(&ADDRESSES) else {
         return;
     };
-    write_loose_limits(&root);
-    let good = fleet_args(&root, &sshd, "a", "20s");
-    let mut bad = fleet_args(&root, &sshd, "b", "20s");
+    let good = fleet_args(root, &sshd, "a", "20s");
+    let mut bad = fleet_args(root, &sshd, "b", "20s");
     bad.push("--no-such-option".into());
     let spawn = |args: &[String]| {
-        command(&root)
+        command(root)
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -98,37 +92,34 @@ fn two_fleets_at_once_on_one_results_directory_keep_their_own_runs() {
     let (id_a, id_b) = (fleet_id_of(&a), fleet_id_of(&b));
     assert_ne!(id_a, id_b);
     // Each fleet had its own directory on every host; A counted exactly its runs there.
-    let counted = counted_runs(&root, &aggregate_of(&root.join("a")));
+    let counted = counted_runs(root, &aggregate_of(&root.join("a")));
     assert_eq!(counted.len(), 3, "{said_a}");
     for (i, r) in counted.iter().enumerate() {
         assert_eq!(r.fleet_id.as_deref(), Some(id_a.as_str()));
-        let there = remote_runs(&root, i, &id_a);
+        let there = remote_runs(root, i, &id_a);
         assert_eq!(there.len(), 1);
         assert_eq!(there[0].run_id, r.run_id);
         assert!(
-            remote_runs(&root, i, &id_b).is_empty(),
+            remote_runs(root, i, &id_b).is_empty(),
             "B's hosts refused to run"
         );
     }
     drop(sshd);
-    sentinel.assert_untouched();
+    site.sentinel.assert_untouched();
 }
 
 #[test]
 fn links_left_in_a_shared_results_directory_are_never_written_through() {
     use std::os::unix::fs::{PermissionsExt, symlink};
-    let tmp = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(tmp.path());
-    let root = tmp.path().join("work");
-    fs::create_dir(&root).unwrap();
-    let Some(sshd) = Sshd::start(&tmp.path().join("sshd"), &ADDRESSES) else {
+    let site = Site::new();
+    let root = &site.root;
+    let Some(sshd) = site.sshd(&ADDRESSES) else {
         return;
     };
-    write_loose_limits(&root);
     // Another user's links in a results directory anyone can write, under every name a
     // fleet started in the next minutes could pick by its start time.
-    let victim_pid = sentinel.path().join("edbstress001.edb.lock");
-    let victim_config = sentinel.path().join("plain.txt");
+    let victim_pid = site.sentinel.path().join("edbstress001.edb.lock");
+    let victim_config = site.sentinel.path().join("plain.txt");
     let now = chrono::Local::now();
     for i in 0..3 {
         let results = root.join(format!("host{}/results", i + 1));
@@ -142,11 +133,11 @@ fn links_left_in_a_shared_results_directory_are_never_written_through() {
             symlink(&victim_config, dir.join("config.toml")).unwrap();
         }
     }
-    let args = fleet_file_args(&root, &sshd, "out", "15s");
-    let (out, _) = edbstress_within(&args, &root, Duration::from_secs(300));
+    let args = fleet_file_args(root, &sshd, "out", "15s");
+    let (out, _) = edbstress_within(&args, root, Duration::from_secs(300));
     let said = text(&out);
     assert!(matches!(out.status.code(), Some(0 | 1)), "{said}");
-    sentinel.assert_untouched();
+    site.sentinel.assert_untouched();
     // The fleet's own directory on each host is a new, real directory with real files.
     let id = fleet_id_of(&out);
     for i in 0..3 {
@@ -158,7 +149,7 @@ fn links_left_in_a_shared_results_directory_are_never_written_through() {
         }
     }
     assert_eq!(
-        counted_runs(&root, &aggregate_of(&root.join("out"))).len(),
+        counted_runs(root, &aggregate_of(&root.join("out"))).len(),
         3,
         "{said}"
     );

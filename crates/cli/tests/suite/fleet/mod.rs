@@ -17,6 +17,7 @@ mod identity;
 mod names;
 mod ssh_errors;
 
+use common::hosts::LoopbackHost;
 use common::sshd::Sshd;
 use common::*;
 
@@ -30,16 +31,13 @@ use edbstress_report::{RunResults, read_results};
 
 const ADDRESSES: [&str; 3] = ["127.0.0.2", "127.0.0.3", "127.0.0.4"];
 
+/// Host `i` of the three: `hostN` at `ADDRESSES[i]`, its directories under `root/hostN`.
+fn host(root: &Path, i: usize) -> LoopbackHost {
+    LoopbackHost::new(root, ADDRESSES[i], &format!("host{}", i + 1))
+}
+
 fn host_spec(root: &Path, i: usize) -> String {
-    let h = root.join(format!("host{}", i + 1));
-    format!(
-        "{},name=host{},db-path={},log-path={},results-dir={}",
-        ADDRESSES[i],
-        i + 1,
-        h.join("db").display(),
-        h.join("logs").display(),
-        h.join("results").display()
-    )
+    host(root, i).spec()
 }
 
 /// `fleet run` with the hosts as flags, the loose limits in a file given to the runs.
@@ -99,16 +97,8 @@ fn fleet_file_args(root: &Path, sshd: &Sshd, output: &str, lead: &str) -> Vec<St
         sshd.client_config.display(),
         binary().display()
     ));
-    for (i, address) in ADDRESSES.iter().enumerate() {
-        let h = root.join(format!("host{}", i + 1));
-        toml.push_str(&format!(
-            "[[fleet.hosts]]\ndest = \"{}\"\nname = \"host{}\"\ndb_paths = [\"{}\"]\nlog_paths = [\"{}\"]\nresults_dir = \"{}\"\n",
-            address,
-            i + 1,
-            h.join("db").display(),
-            h.join("logs").display(),
-            h.join("results").display()
-        ));
+    for i in 0..ADDRESSES.len() {
+        toml.push_str(&host(root, i).toml());
     }
     fs::write(root.join("fleet.toml"), toml).unwrap();
     let mut args: Vec<String> = ["fleet", "run", "--config"].map(String::from).to_vec();
@@ -234,25 +224,22 @@ fn why_missing(agg: &serde_json::Value, host: &str) -> String {
 
 #[test]
 fn a_fleet_of_three_runs_together_and_survives_losing_one() {
-    let tmp = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(tmp.path());
-    let root = tmp.path().join("work");
-    fs::create_dir(&root).unwrap();
-    let Some(sshd) = Sshd::start(&tmp.path().join("sshd"), &ADDRESSES) else {
+    let site = Site::new();
+    let root = &site.root;
+    let Some(sshd) = site.sshd(&ADDRESSES) else {
         return;
     };
     let probe = sshd.ssh(ADDRESSES[0], "echo reached");
     assert_eq!(String::from_utf8_lossy(&probe.stdout).trim(), "reached");
-    write_loose_limits(&root);
 
     // Three hosts, one start time.
     let started = Instant::now();
     let out = edbstress(
-        &fleet_args(&root, &sshd, "fleet1", "30s")
+        &fleet_args(root, &sshd, "fleet1", "30s")
             .iter()
             .map(String::as_str)
             .collect::<Vec<_>>(),
-        &root,
+        root,
     );
     let elapsed = started.elapsed();
     let said = text(&out);
@@ -310,8 +297,8 @@ fn a_fleet_of_three_runs_together_and_survives_losing_one() {
             .unwrap_or_default()
     };
     let before = fleet_dirs();
-    let mut child = command(&root)
-        .args(fleet_file_args(&root, &sshd, "fleet2", "15s"))
+    let mut child = command(root)
+        .args(fleet_file_args(root, &sshd, "fleet2", "15s"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -365,5 +352,5 @@ fn a_fleet_of_three_runs_together_and_survives_losing_one() {
     let html = fs::read_to_string(fleet.join("report.html")).unwrap();
     assert!(html.contains("host3 is incomplete"), "{said}");
     drop(sshd);
-    sentinel.assert_untouched();
+    site.sentinel.assert_untouched();
 }

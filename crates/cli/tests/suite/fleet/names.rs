@@ -4,28 +4,20 @@
 
 use super::*;
 
+/// Host `i` named `name`, its directories those of host `i` (names here are not
+/// directory names).
 fn spec(root: &Path, i: usize, name: &str) -> String {
-    let h = root.join(format!("host{}", i + 1));
-    format!(
-        "{},name={name},db-path={},log-path={},results-dir={}",
-        ADDRESSES[i],
-        h.join("db").display(),
-        h.join("logs").display(),
-        h.join("results").display()
-    )
+    LoopbackHost::in_dir(host(root, i).dir, ADDRESSES[i], name).spec()
 }
 
 #[test]
 fn host_names_sharing_a_directory_or_leaving_the_output_are_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(tmp.path());
-    let root = tmp.path().join("work");
-    fs::create_dir(&root).unwrap();
-    let Some(sshd) = Sshd::start(&tmp.path().join("sshd"), &ADDRESSES) else {
+    let site = Site::new();
+    let root = &site.root;
+    let Some(sshd) = site.sshd(&ADDRESSES) else {
         return;
     };
-    write_loose_limits(&root);
-    let outside = tmp.path().join("outside");
+    let outside = site.path().join("outside");
     let outside_name = outside.display().to_string();
     let cases: [(&[&str], &str); 4] = [
         (&["mbx1", "mbx1/"], "contains '/'"),
@@ -37,12 +29,12 @@ fn host_names_sharing_a_directory_or_leaving_the_output_are_refused() {
         let specs: Vec<String> = names
             .iter()
             .enumerate()
-            .map(|(k, n)| spec(&root, k, n))
+            .map(|(k, n)| spec(root, k, n))
             .collect();
         let output = format!("out{i}");
         let (out, _) = edbstress_within(
-            &fleet_cmd(&root, &sshd, &output, "12s", &specs, &[]),
-            &root,
+            &fleet_cmd(root, &sshd, &output, "12s", &specs, &[]),
+            root,
             Duration::from_secs(240),
         );
         let said = text(&out);
@@ -60,5 +52,5 @@ fn host_names_sharing_a_directory_or_leaving_the_output_are_refused() {
     }
     assert!(!outside.exists(), "a host's copy landed outside --output");
     drop(sshd);
-    sentinel.assert_untouched();
+    site.sentinel.assert_untouched();
 }

@@ -17,18 +17,15 @@ fn one_host(root: &Path, sshd: &Sshd, output: &str, spec: String, extra: &[&str]
 
 #[test]
 fn ssh_failures_name_their_cause() {
-    let tmp = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(tmp.path());
-    let root = tmp.path().join("work");
-    fs::create_dir(&root).unwrap();
-    let Some(sshd) = Sshd::start(&tmp.path().join("sshd"), &ADDRESSES) else {
+    let site = Site::new();
+    let root = &site.root;
+    let Some(sshd) = site.sshd(&ADDRESSES) else {
         return;
     };
-    write_loose_limits(&root);
-    let spec = host_spec(&root, 0);
+    let spec = host_spec(root, 0);
 
     let said = one_host(
-        &root,
+        root,
         &sshd,
         "auth",
         spec.clone(),
@@ -41,7 +38,7 @@ fn ssh_failures_name_their_cause() {
     assert!(!said.contains("install edbstress"), "{said}");
 
     let said = one_host(
-        &root,
+        root,
         &sshd,
         "missing",
         spec.clone(),
@@ -51,16 +48,16 @@ fn ssh_failures_name_their_cause() {
 
     // No sshd listens on 127.0.0.9.
     let unreachable = spec.replacen("127.0.0.2", "127.0.0.9", 1);
-    let said = one_host(&root, &sshd, "unreachable", unreachable, &[]);
+    let said = one_host(root, &sshd, "unreachable", unreachable, &[]);
     assert!(said.contains("no sshd answers"), "{said}");
     assert!(!said.contains("install edbstress"), "{said}");
 
     // A frozen sshd takes the connection and never answers.
-    let frozen = Sshd::start(&tmp.path().join("frozen"), &["127.0.0.2"]).unwrap();
+    let frozen = Sshd::start(&site.path().join("frozen"), &["127.0.0.2"]).unwrap();
     let pid = i32::try_from(frozen.pid()).unwrap();
     deadlines::signal("STOP", pid);
     let said = one_host(
-        &root,
+        root,
         &frozen,
         "frozen",
         spec,
@@ -74,5 +71,5 @@ fn ssh_failures_name_their_cause() {
     assert!(!said.contains("install edbstress"), "{said}");
     drop(frozen);
     drop(sshd);
-    sentinel.assert_untouched();
+    site.sentinel.assert_untouched();
 }

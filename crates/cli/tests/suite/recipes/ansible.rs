@@ -4,7 +4,7 @@
 //! directories; skips loudly without ansible-playbook (pip install ansible-core) or OpenSSH.
 
 use crate::suite::common;
-use common::sshd::Sshd;
+use common::hosts::LoopbackHost;
 use common::*;
 
 use std::fs;
@@ -27,23 +27,21 @@ fn the_ansible_recipe_runs_three_hosts_together_and_aggregates_them() {
         );
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(tmp.path());
-    let root = tmp.path().join("work");
-    fs::create_dir(&root).unwrap();
+    let site = Site::new();
+    let root = &site.root;
     let addresses = ["127.0.0.2", "127.0.0.3", "127.0.0.4"];
-    let Some(sshd) = Sshd::start(&tmp.path().join("sshd"), &addresses) else {
+    let Some(sshd) = site.sshd(&addresses) else {
         return;
     };
     let mut inventory = String::from("[mailbox_servers]\n");
     for (i, a) in addresses.iter().enumerate() {
-        let h = root.join(format!("mbx{}", i + 1));
+        let h = LoopbackHost::new(root, a, &format!("mbx{}", i + 1));
         inventory.push_str(&format!(
-            "mbx{} ansible_host={a} db_path={} log_path={} results_dir={}\n",
-            i + 1,
-            h.join("db").display(),
-            h.join("logs").display(),
-            h.join("results").display()
+            "{} ansible_host={a} db_path={} log_path={} results_dir={}\n",
+            h.name,
+            h.db().display(),
+            h.logs().display(),
+            h.results().display()
         ));
     }
     inventory.push_str(&format!(
@@ -52,7 +50,6 @@ fn the_ansible_recipe_runs_three_hosts_together_and_aggregates_them() {
         sshd.client_config.display()
     ));
     fs::write(root.join("inventory.ini"), inventory).unwrap();
-    write_loose_limits(&root);
     let mut options: Vec<String> = vec![
         "--config".into(),
         root.join("margin.toml").display().to_string(),
@@ -84,7 +81,7 @@ fn the_ansible_recipe_runs_three_hosts_together_and_aggregates_them() {
         .env("ANSIBLE_REMOTE_TEMP", home.join("remote-tmp"))
         .env("ANSIBLE_NOCOLOR", "1")
         .env("ANSIBLE_FORCE_COLOR", "0")
-        .current_dir(&root)
+        .current_dir(root)
         .output()
         .unwrap();
     assert!(
@@ -109,5 +106,5 @@ fn the_ansible_recipe_runs_three_hosts_together_and_aggregates_them() {
     // Started together: the common window is nearly the whole 6 s measured.
     assert!(agg["common_window"]["seconds"].as_f64().unwrap() > 5.0);
     drop(sshd);
-    sentinel.assert_untouched();
+    site.sentinel.assert_untouched();
 }

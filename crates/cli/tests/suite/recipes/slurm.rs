@@ -28,15 +28,14 @@ fn only_run_dir(results_dir: &Path) -> PathBuf {
 
 #[test]
 fn the_slurm_recipe_runs_one_task_per_node_together_and_aggregates_them() {
-    let tmp = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(tmp.path());
-    let Some(slurm) = Slurm::start(&tmp.path().join("slurm"), 3) else {
+    let site = Site::new();
+    let Some(slurm) = Slurm::start(&site.path().join("slurm"), 3) else {
         return;
     };
-    let root = tmp.path().join("work");
+    let root = &site.root;
     let shared = root.join("shared");
     fs::create_dir_all(&shared).unwrap();
-    let limits = write_loose_limits(&root);
+    let limits = root.join("margin.toml");
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/slurm/edbstress-fleet.sbatch");
     let job_output = root.join("job.out");
@@ -129,5 +128,5 @@ fn the_slurm_recipe_runs_one_task_per_node_together_and_aggregates_them() {
             .collect::<Vec<_>>()
     );
     drop(slurm);
-    sentinel.assert_untouched();
+    site.sentinel.assert_untouched();
 }
