@@ -54,11 +54,6 @@ impl Sshd {
         std::fs::copy(dir.join("id.pub"), dir.join("authorized_keys")).unwrap();
         // sshd run as root wants its privilege-separation directory.
         let _ = std::fs::create_dir_all("/run/sshd");
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
         let user = std::env::var("USER")
             .ok()
             .or_else(|| {
@@ -66,6 +61,31 @@ impl Sshd {
                 Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
             })
             .unwrap_or_else(|| "root".into());
+        // The port is free on 127.0.0.1 when chosen; another test (or another checkout's
+        // tests) may take it on a host address before sshd binds it: then sshd says so
+        // and another port is tried.
+        for _ in 0..10 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            if let Some(sshd) = Self::listen(&sshd, dir, addresses, extra, &user, port) {
+                return Some(sshd);
+            }
+        }
+        panic!("sshd could not listen on {addresses:?}: every port tried was taken");
+    }
+
+    /// Starts sshd on `port` of `addresses`; `None` when one of them was taken.
+    fn listen(
+        sshd: &Path,
+        dir: &Path,
+        addresses: &[&str],
+        extra: &str,
+        user: &str,
+        port: u16,
+    ) -> Option<Sshd> {
         let mut server = String::new();
         for a in addresses {
             server.push_str(&format!("ListenAddress {a}:{port}\n"));
@@ -89,30 +109,52 @@ impl Sshd {
             ),
         )
         .unwrap();
-        let child = Command::new(&sshd)
+        let log = dir.join("sshd.log");
+        let child = Command::new(sshd)
             .args(["-D", "-e", "-f"])
             .arg(dir.join("sshd_config"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::from(
-                std::fs::File::create(dir.join("sshd.log")).unwrap(),
-            ))
+            .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
             .spawn()
             .expect("start sshd");
         let mut sshd = Sshd {
             child,
             client_config,
         };
+        let bind_failed = || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("Bind to port")
+        };
+        // sshd writes its PID file once it has bound what it could: only then does its
+        // log say whether an address was taken (by someone else's server, which would
+        // answer the connections below).
+        let pid_file = dir.join("sshd.pid");
         let started = Instant::now();
+        let ours = sshd.child.id().to_string();
+        while std::fs::read_to_string(&pid_file).map_or(true, |p| p.trim() != ours) {
+            if let Ok(Some(status)) = sshd.child.try_wait() {
+                if bind_failed() {
+                    return None;
+                }
+                panic!(
+                    "sshd exited ({status}): {}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "sshd wrote no PID file"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if bind_failed() {
+            return None;
+        }
         for a in addresses {
             let addr: SocketAddr = format!("{a}:{port}").parse().unwrap();
             while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-                if let Ok(Some(status)) = sshd.child.try_wait() {
-                    panic!(
-                        "sshd exited ({status}): {}",
-                        std::fs::read_to_string(dir.join("sshd.log")).unwrap_or_default()
-                    );
-                }
                 assert!(
                     started.elapsed() < Duration::from_secs(20),
                     "sshd does not listen on {addr}"

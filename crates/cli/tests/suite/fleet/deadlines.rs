@@ -118,14 +118,17 @@ fn ctrl_c_with_a_frozen_host_stops_the_others_and_collects_them() {
         return;
     };
     let specs: Vec<String> = (0..3).map(|i| host_spec(root, i)).collect();
-    let mut args = fleet_cmd(root, &sshd, "out", "10s", &specs, &["--grace", "20s"]);
+    // The lead time covers three database preparations at once on a busy machine (at
+    // load average 30, 10 s did not: a host's run found its start time past and ended).
+    let mut args = fleet_cmd(root, &sshd, "out", "20s", &specs, &["--grace", "20s"]);
     // A long run, stopped well before its end.
     let at = args.iter().position(|a| a == "6s").unwrap();
     args[at] = "10m".into();
     let started = Instant::now();
     let mut fleet = spawn_fleet(root, &args);
     let pid = remote_pid(root, 1, &[], &mut fleet);
-    std::thread::sleep(Duration::from_secs(15));
+    // Into the measured period.
+    std::thread::sleep(Duration::from_secs(25));
     signal("STOP", pid);
     let _frozen = Frozen(pid);
     let fleet_pid = i32::try_from(fleet.id()).unwrap();
