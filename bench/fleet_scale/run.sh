@@ -30,6 +30,6 @@ fi
 echo "== machine: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== other processes using CPU before:"
 ps -eo pcpu,comm --sort=-pcpu | awk 'NR > 1 && $1 > 5 { n[$2]++ } END { for (c in n) print "   " n[c] " × " c }'
-cargo test -q -p edbstress-cli --test fleet_scale --no-run
-cargo test -q -p edbstress-cli --test fleet_scale -- --ignored --nocapture --test-threads=1
+cargo test -q -p edbstress-cli --test tests --no-run
+cargo test -q -p edbstress-cli --test tests suite::fleet_scale -- --ignored --nocapture --test-threads=1
 echo "== load after: $(cut -d' ' -f1-3 /proc/loadavg)"

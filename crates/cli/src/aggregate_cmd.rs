@@ -9,7 +9,7 @@ use edbstress_report::aggregate::page::{prepare_aggregate_dir, write_aggregate};
 use edbstress_report::aggregate::{
     AggregateResults, ESRP_ROWS, EsrpColumn, HostRun, MissingHost, aggregate,
 };
-use edbstress_report::{ToolInfo, Verdict, read_results};
+use edbstress_report::{ToolInfo, Verdict, read_results, run_files};
 
 use crate::common::CommandError;
 
@@ -44,7 +44,7 @@ pub fn run(args: AggregateArgs) -> Result<ExitCode, CommandError> {
             }
             seen.push((real, arg.as_str()));
         }
-        let path = dir.join("results.json");
+        let path = dir.join(run_files::RESULTS_JSON);
         match std::fs::read(&path) {
             Ok(bytes) => {
                 let results = read_results(&bytes).map_err(|e| {
@@ -118,7 +118,7 @@ fn dir_name(dir: &Path) -> String {
 
 /// Why a run directory has no results: the last line of its test log, when it has one.
 fn no_results_reason(dir: &Path) -> String {
-    let last = std::fs::read_to_string(dir.join("test.log"))
+    let last = std::fs::read_to_string(dir.join(run_files::TEST_LOG))
         .ok()
         .and_then(|log| {
             log.lines()
@@ -175,5 +175,5 @@ pub fn print_summary(a: &AggregateResults, out: &Path) {
     for w in &a.warnings {
         outln!("  warning: {w}");
     }
-    outln!("  report: {}", out.join("report.html").display());
+    outln!("  report: {}", out.join(run_files::REPORT_HTML).display());
 }

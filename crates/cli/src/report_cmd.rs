@@ -11,6 +11,7 @@ use edbstress_io::IoClass;
 use edbstress_report::aggregate::{AGGREGATE_KIND, AggregateResults, page};
 use edbstress_report::compare::RunComparison;
 use edbstress_report::regression::{self, ClassLimit, RegressionLimits};
+use edbstress_report::run_files;
 use edbstress_report::{
     Exporter, HtmlReport, JunitXml, MarkdownSummary, ResultsJson, RunResults, is_edbstress_output,
     read_results, read_test_log, write_atomically,
@@ -156,7 +157,7 @@ impl CompareArgs {
 /// The aggregate in `dir` (written by `edbstress aggregate`), or None when its
 /// results.json is not an aggregate's.
 fn load_aggregate(dir: &Path) -> Result<Option<AggregateResults>, CommandError> {
-    let path = dir.join("results.json");
+    let path = dir.join(run_files::RESULTS_JSON);
     let Ok(bytes) = std::fs::read(&path) else {
         return Ok(None);
     };
@@ -190,7 +191,7 @@ pub fn load_run(dir: &Path) -> Result<RunResults, CommandError> {
             dir.display()
         )));
     }
-    let path = dir.join("results.json");
+    let path = dir.join(run_files::RESULTS_JSON);
     let bytes = std::fs::read(&path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             CommandError::Usage(format!(
@@ -235,10 +236,10 @@ fn render_aggregate(
     format: ReportFormat,
 ) -> Result<(Vec<u8>, &'static str), CommandError> {
     Ok(match format {
-        ReportFormat::Html => (page::render_html(a).into_bytes(), "report.html"),
-        ReportFormat::Md => (page::render_markdown(a).into_bytes(), "summary.md"),
-        ReportFormat::Json => (page::render_json(a)?, "results.json"),
-        ReportFormat::Junit => (page::render_junit(a).into_bytes(), "junit.xml"),
+        ReportFormat::Html => (page::render_html(a).into_bytes(), run_files::REPORT_HTML),
+        ReportFormat::Md => (page::render_markdown(a).into_bytes(), run_files::SUMMARY_MD),
+        ReportFormat::Json => (page::render_json(a)?, run_files::RESULTS_JSON),
+        ReportFormat::Junit => (page::render_junit(a).into_bytes(), run_files::JUNIT_XML),
     })
 }
 
@@ -280,7 +281,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, CommandError> {
 /// The finished runs of the sweep in `dir` (labelled by their point), None when `dir`
 /// holds no sweep.json.
 fn sweep_runs(dir: &Path) -> Result<Option<Vec<(String, PathBuf)>>, CommandError> {
-    let path = dir.join("sweep.json");
+    let path = dir.join(edbstress_report::sweep::SWEEP_JSON);
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

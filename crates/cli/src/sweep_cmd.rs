@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, Subcommand};
 use edbstress_report::sweep::best::{RULE, recommend};
+use edbstress_report::sweep::{SWEEP_CSV, SWEEP_HTML, SWEEP_JSON};
 use edbstress_solution::sweep::{self, SweepOptions, TEMPLATE};
 
 use crate::common::{CommandError, write_new_template};
@@ -122,8 +123,8 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CommandError> {
     for line in recommend(s).describe(s) {
         outln!("  {line}");
     }
-    outln!("  charts: {}", outcome.dir.join("sweep.html").display());
-    outln!("  table:  {}", outcome.dir.join("sweep.csv").display());
+    outln!("  charts: {}", outcome.dir.join(SWEEP_HTML).display());
+    outln!("  table:  {}", outcome.dir.join(SWEEP_CSV).display());
     if outcome.interrupted {
         outln!("  resume with: {resume}");
         return Ok(ExitCode::from(130));

@@ -191,7 +191,8 @@ mod tests {
         let log = a.test_log().unwrap();
         log.line("Jetstress-style testing begins ...");
         log.line("second");
-        let text = std::fs::read_to_string(a.path().join("test.log")).unwrap();
+        let text =
+            std::fs::read_to_string(a.path().join(edbstress_report::run_files::TEST_LOG)).unwrap();
         assert_eq!(text.lines().count(), 2);
         assert!(
             text.lines()

@@ -10,7 +10,7 @@ use super::{AGGREGATE_KIND, AggregateResults, ESRP_ROWS, EsrpColumn, HostOutcome
 use crate::charts::{Axis, Band, Chart, Series, Ticks};
 use crate::export::html::{Cell, Doc, Table, latency_histogram_chart, page_start};
 use crate::export::{ExportError, JUNIT_MARKER, MARKDOWN_MARKER, write_atomically};
-use crate::model::Verdict;
+use crate::model::{Verdict, run_files};
 use crate::text::{escape, fixed3, group_thousands, timestamp};
 
 /// Writes the aggregate's files into `out` (which must exist), each under a temporary
@@ -18,10 +18,10 @@ use crate::text::{escape, fixed3, group_thousands, timestamp};
 /// complete.
 pub fn write_aggregate(out: &Path, a: &AggregateResults) -> Result<(), ExportError> {
     for (name, bytes) in [
-        ("report.html", render_html(a).into_bytes()),
-        ("summary.md", render_markdown(a).into_bytes()),
-        ("junit.xml", render_junit(a).into_bytes()),
-        ("results.json", render_json(a)?),
+        (run_files::REPORT_HTML, render_html(a).into_bytes()),
+        (run_files::SUMMARY_MD, render_markdown(a).into_bytes()),
+        (run_files::JUNIT_XML, render_junit(a).into_bytes()),
+        (run_files::RESULTS_JSON, render_json(a)?),
     ] {
         write_atomically(&out.join(name), &bytes)?;
     }
@@ -37,7 +37,7 @@ pub fn prepare_aggregate_dir(out: &Path) -> Result<(), String> {
             if entries.next().is_none() {
                 return Ok(());
             }
-            let earlier = std::fs::read(out.join("results.json"))
+            let earlier = std::fs::read(out.join(run_files::RESULTS_JSON))
                 .ok()
                 .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
                 .is_some_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some(AGGREGATE_KIND));
@@ -63,7 +63,7 @@ pub fn prepare_aggregate_dir(out: &Path) -> Result<(), String> {
 /// `results.json` of the aggregate.
 pub fn render_json(a: &AggregateResults) -> Result<Vec<u8>, ExportError> {
     let mut bytes = serde_json::to_vec_pretty(a).map_err(|e| ExportError::Encode {
-        what: "results.json",
+        what: run_files::RESULTS_JSON,
         message: e.to_string(),
     })?;
     bytes.push(b'\n');

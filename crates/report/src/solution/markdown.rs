@@ -152,9 +152,10 @@ fn appendices(o: &mut String, doc: &SolutionDocument) {
                 };
             let _ = writeln!(
                 o,
-                "- Server {}: {verdict} — `{}/report.html`",
+                "- Server {}: {verdict} — `{}/{}`",
                 md_cell(&r.host),
-                r.source
+                r.source,
+                crate::run_files::REPORT_HTML
             );
         }
         o.push('\n');

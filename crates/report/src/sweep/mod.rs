@@ -24,6 +24,13 @@ pub const SWEEP_SCHEMA_VERSION: u32 = 1;
 /// The `kind` of `sweep.json`, telling it apart from a run's or an aggregate's results.
 pub const SWEEP_KIND: &str = "sweep";
 
+/// The sweep's state and results, written last (its presence means a sweep to resume).
+pub const SWEEP_JSON: &str = "sweep.json";
+/// One row per run of every point.
+pub const SWEEP_CSV: &str = "sweep.csv";
+/// The charts over the swept parameter.
+pub const SWEEP_HTML: &str = "sweep.html";
+
 /// Bytes of the MB in MB/s (as the run results count them).
 const MB: f64 = 1_048_576.0;
 
@@ -253,13 +260,13 @@ pub fn read_sweep(bytes: &[u8]) -> Result<SweepResults, String> {
 /// name then renamed; `sweep.json` last, so its state describes files already written.
 pub fn write_sweep(dir: &Path, s: &SweepResults) -> Result<(), ExportError> {
     let mut json = serde_json::to_vec_pretty(s).map_err(|e| ExportError::Encode {
-        what: "sweep.json",
+        what: SWEEP_JSON,
         message: e.to_string(),
     })?;
     json.push(b'\n');
-    write_atomically(&dir.join("sweep.html"), page::render(s).as_bytes())?;
-    write_atomically(&dir.join("sweep.csv"), table::render_csv(s).as_bytes())?;
-    write_atomically(&dir.join("sweep.json"), &json)?;
+    write_atomically(&dir.join(SWEEP_HTML), page::render(s).as_bytes())?;
+    write_atomically(&dir.join(SWEEP_CSV), table::render_csv(s).as_bytes())?;
+    write_atomically(&dir.join(SWEEP_JSON), &json)?;
     Ok(())
 }
 

@@ -268,8 +268,9 @@ fn runs_table(o: &mut String, s: &SweepResults) {
             Some(d) => {
                 let _ = writeln!(
                     o,
-                    "<td><a href=\"{}/report.html\">report</a></td></tr>",
-                    escape(d)
+                    "<td><a href=\"{}/{}\">report</a></td></tr>",
+                    escape(d),
+                    crate::run_files::REPORT_HTML
                 );
             }
             None => o.push_str("<td>—</td></tr>\n"),

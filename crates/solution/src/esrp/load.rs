@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use edbstress_report::aggregate::HostRun;
-use edbstress_report::read_results;
 use edbstress_report::solution::campaign::STATE_FILE;
 use edbstress_report::solution::{CampaignRuns, CampaignState, RejectedRun, StepKey};
+use edbstress_report::{read_results, run_files};
 
 /// Why a campaign cannot be read back.
 #[derive(Debug, thiserror::Error)]
@@ -168,12 +168,12 @@ fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
 fn runs_in(dir: &Path) -> Vec<PathBuf> {
     sorted_dirs(dir)
         .into_iter()
-        .filter(|d| d.join("results.json").is_file())
+        .filter(|d| d.join(run_files::RESULTS_JSON).is_file())
         .collect()
 }
 
 fn read_run(dir: &Path, host: Option<String>) -> Result<HostRun, LoadError> {
-    let path = dir.join("results.json");
+    let path = dir.join(run_files::RESULTS_JSON);
     let bytes = std::fs::read(&path).map_err(|source| LoadError::ReadResults {
         path: path.clone(),
         source,

@@ -19,7 +19,7 @@ use std::time::Duration;
 use chrono::Local;
 use edbstress_report::solution::campaign::{CAMPAIGN_ID_PREFIX, STATE_FILE, STATE_VERSION};
 use edbstress_report::solution::{CampaignState, STEPS, StepState, StepStatus};
-use edbstress_report::{TestType, Verdict, read_results, write_atomically};
+use edbstress_report::{TestType, Verdict, read_results, run_files, write_atomically};
 use edbstress_workload::config::{ConfigFile, settings};
 
 pub use file::{CampaignSettings, RehearsalSettings, SolutionFile, SolutionFileError, StepPlan};
@@ -571,7 +571,7 @@ fn run_local_step(
     let run = crate::run_dir::newest(step_dir, |_| true);
     let results = run
         .as_ref()
-        .and_then(|d| std::fs::read(d.join("results.json")).ok())
+        .and_then(|d| std::fs::read(d.join(run_files::RESULTS_JSON)).ok())
         .and_then(|b| read_results(&b).ok());
     match results {
         Some(r) if !r.aborted && !stop.load(Ordering::Relaxed) => {

@@ -98,7 +98,7 @@ fn read_run(
             format!("its run {ended} and left no run directory"),
         ));
     };
-    let results = match std::fs::read(dir.join("results.json")) {
+    let results = match std::fs::read(dir.join(edbstress_report::run_files::RESULTS_JSON)) {
         Ok(bytes) => read_results(&bytes),
         Err(_) => {
             let why = format!("its run {ended} without results: {}", last_log_line(&dir));
@@ -151,7 +151,7 @@ pub(super) fn stop_lost(options: &FleetOptions, running: &[Running], log: &Fleet
 }
 
 fn last_log_line(dir: &Path) -> String {
-    std::fs::read_to_string(dir.join("test.log"))
+    std::fs::read_to_string(dir.join(edbstress_report::run_files::TEST_LOG))
         .ok()
         .and_then(|l| {
             l.lines()

@@ -18,10 +18,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use edbstress_report::sweep::{
-    PointFigures, PointRun, SWEEP_KIND, SWEEP_SCHEMA_VERSION, SweepAxis, SweepPoint, SweepResults,
-    read_sweep, write_sweep,
+    PointFigures, PointRun, SWEEP_JSON, SWEEP_KIND, SWEEP_SCHEMA_VERSION, SweepAxis, SweepPoint,
+    SweepResults, read_sweep, write_sweep,
 };
-use edbstress_report::{ToolInfo, read_results};
+use edbstress_report::{ToolInfo, read_results, run_files};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 
@@ -151,7 +151,7 @@ pub fn resumable(file: &Path, out: &Path) -> bool {
     let Ok(plan) = SweepPlan::load(file) else {
         return false;
     };
-    std::fs::read(out.join("sweep.json"))
+    std::fs::read(out.join(SWEEP_JSON))
         .ok()
         .and_then(|b| read_sweep(&b).ok())
         .is_some_and(|s| s.config_text == plan.text || finished(&s) == 0)
@@ -171,7 +171,7 @@ fn open_sweep(
     events: &(dyn Fn(&str) + Sync),
 ) -> Result<Opened, SweepError> {
     let err = |s: String| SweepError(s);
-    match std::fs::read(out.join("sweep.json")) {
+    match std::fs::read(out.join(SWEEP_JSON)) {
         Ok(bytes) => {
             let mut s = read_sweep(&bytes).map_err(|e| {
                 err(format!(
@@ -285,7 +285,7 @@ pub fn run(
     events: &(dyn Fn(&str) + Sync),
 ) -> Result<SweepOutcome, SweepError> {
     let plan = SweepPlan::load(&options.file).map_err(|e| SweepError(e.to_string()))?;
-    let resuming = options.output.join("sweep.json").is_file();
+    let resuming = options.output.join(SWEEP_JSON).is_file();
     let Opened {
         results,
         finished: resumed,
@@ -553,7 +553,8 @@ impl Sweep<'_> {
             self.stop,
         )?;
         let code = out.status.code();
-        let run_dir = crate::run_dir::newest(point_dir, |d| d.join("results.json").is_file());
+        let run_dir =
+            crate::run_dir::newest(point_dir, |d| d.join(run_files::RESULTS_JSON).is_file());
         if code == Some(RUN_INTERRUPTED) {
             let rel = run_dir.map(|d| self.rel(&d));
             let r = &mut self.results.runs[i];
@@ -568,7 +569,7 @@ impl Sweep<'_> {
                 log,
             });
         };
-        let bytes = std::fs::read(run_dir.join("results.json")).map_err(|source| {
+        let bytes = std::fs::read(run_dir.join(run_files::RESULTS_JSON)).map_err(|source| {
             StepError::ReadResults {
                 dir: run_dir.clone(),
                 source,

@@ -1,6 +1,6 @@
 //! A small run configuration on temporary directories.
 
-#![allow(dead_code)] // the cli crate's report_cli uses a subset
+#![allow(dead_code)] // the cli crate's report tests use a subset
 
 use std::path::Path;
 use std::time::Duration;
