@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, Subcommand};
 use edbstress_report::sweep::best::{RULE, recommend};
-use edbstress_report::sweep::{SWEEP_CSV, SWEEP_HTML, SWEEP_JSON};
+use edbstress_report::sweep::{SWEEP_CSV, SWEEP_HTML};
 use edbstress_solution::sweep::{self, SweepOptions, TEMPLATE};
 
 use crate::common::{CommandError, write_new_template};

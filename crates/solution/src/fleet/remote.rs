@@ -126,7 +126,11 @@ pub(super) fn run_line(
         results_dir: Some(PathBuf::from(remote_dir)),
         ..ConfigFile::default()
     };
-    args.extend(per_host.to_args().map_err(|e| RemoteError::Settings(e.to_string()))?);
+    args.extend(
+        per_host
+            .to_args()
+            .map_err(|e| RemoteError::Settings(e.to_string()))?,
+    );
     args.extend([
         "--start-at".into(),
         start_at.to_string(),
