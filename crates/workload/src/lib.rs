@@ -38,6 +38,7 @@ mod fit;
 mod host;
 mod per_instance;
 mod progress;
+mod run_results;
 mod rundir;
 mod schedule;
 mod stop;

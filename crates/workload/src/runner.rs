@@ -13,12 +13,11 @@ use edbstress_engine::InstanceLayout;
 use edbstress_engine::{InstanceAction, PrepareOptions, PreparePlan, PrepareProgress};
 use edbstress_engine::{ScanOptions, scan_database_until, scan_log_dir};
 use edbstress_io::ByteSize;
-use edbstress_io::{BackendKind, IoClass, IoMode};
+use edbstress_io::IoClass;
 use edbstress_report::summary::{io_summary, transactional_iops};
 use edbstress_report::{
-    DatabaseSizing, DatabaseVerification, Exporter, IOPS_BASIS_DATABASE_VOLUMES, InstanceResult,
-    LogVerification, Pacing, RunResults, SCHEMA_VERSION, SystemParameters, TestType, ToolInfo,
-    Verdict, Verification, VolumeRole, instance_name, standard_exporters,
+    DatabaseVerification, Exporter, IOPS_BASIS_DATABASE_VOLUMES, InstanceResult, LogVerification,
+    Pacing, RunResults, TestType, Verification, VolumeRole, instance_name, standard_exporters,
 };
 
 use crate::RunError;
@@ -29,7 +28,7 @@ use crate::criteria::{
     Measurements, abort_criterion, evaluate, kernel_log_criterion, offline_criteria,
 };
 use crate::host::kernel_log::KernelLogWatch;
-use crate::host::{HostPeriod, HostSampler, describe_devices, host_info};
+use crate::host::{HostPeriod, HostSampler, describe_devices};
 use crate::live::CounterSnapshot;
 use crate::live::{LiveStatus, PhaseKind};
 use crate::profile::Profile;
@@ -38,6 +37,8 @@ use crate::rundir::{RunDirectory, TestLog};
 use crate::soft_recovery::{SoftRecoveryOptions, run_soft_recovery};
 use crate::transactional::{Measurement, StopReason, Workbench, join_list};
 use crate::volumes;
+
+pub use crate::run_results::{empty_results, sizing_warning, system_parameters};
 
 /// `abort_reason` of a run the user stopped (Ctrl-C or SIGTERM).
 pub const INTERRUPTED: &str = "interrupted (Ctrl-C)";
@@ -332,114 +333,6 @@ fn prepare_error(e: edbstress_engine::PrepareError) -> RunError {
         RunError::Damaged(e.to_string())
     } else {
         RunError::Prepare(e.to_string())
-    }
-}
-
-/// The warning of a mailbox-profile run whose databases are smaller than its profile's
-/// (see [`edbstress_report::sizing`]); the report says the same from results.json.
-pub fn sizing_warning(config: &RunConfig) -> Option<String> {
-    edbstress_report::sizing::ProfileSizing::of(&system_parameters(config, 0))?.warning()
-}
-
-/// The parameters section of the results.
-pub fn system_parameters(config: &RunConfig, threads: u32) -> SystemParameters {
-    SystemParameters {
-        profile: config.profile.name().to_string(),
-        mailboxes: config.mailboxes,
-        iops_per_mailbox: config.mailboxes.map(|_| config.iops_per_mailbox),
-        mailbox_quota_mb: config.mailboxes.map(|_| config.mailbox_quota >> 20),
-        databases: config.databases,
-        copies: config.copies,
-        page_size: config.page_size.bytes() as u32,
-        database_bytes: config.database_size,
-        threads,
-        session_threads: config.session_threads_for(threads),
-        open_loop: config.open_loop(),
-        pacing: config
-            .test
-            .is_transactional()
-            .then(|| config.effective_pacing()),
-        cache_min_bytes: config.cache_min_per_instance(),
-        cache_max_bytes: config.cache_max_per_instance(),
-        checkpoint_depth_bytes: config.checkpoint_depth,
-        torn_write_protection: config.torn_write_protection,
-        op_mix: config.op_mix,
-        lazy_commit_pct: config.lazy_commit_pct,
-        bdm: config.bdm,
-        bdm_mb_per_sec: if config.bdm {
-            config.bdm_mb_per_sec
-        } else {
-            0.0
-        },
-        duration_seconds: config.duration.as_secs_f64(),
-        sample_interval_seconds: config.sample_interval.as_secs_f64(),
-        seed: config.seed,
-        io_mode: match config.io_mode {
-            IoMode::Direct => "direct",
-            IoMode::Buffered => "buffered",
-        }
-        .to_string(),
-        backend: match config.backend {
-            BackendKind::Auto => "auto",
-            BackendKind::IoUring => "io_uring",
-            BackendKind::Threads => "threads",
-        }
-        .to_string(),
-    }
-}
-
-/// Results with everything but the test's own figures.
-pub fn empty_results(config: &RunConfig, threads: u32) -> RunResults {
-    RunResults {
-        schema_version: SCHEMA_VERSION,
-        tool: ToolInfo {
-            name: "edbstress".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-        },
-        run_id: Some(uuid::Uuid::new_v4().to_string()),
-        fleet_id: config.fleet_id.clone(),
-        campaign_id: config.campaign_id.clone(),
-        test_type: config.test,
-        description: None,
-        overall_result: Verdict::Fail,
-        aborted: false,
-        abort_reason: None,
-        failed_criteria: Vec::new(),
-        criteria: Vec::new(),
-        started_at: String::new(),
-        ended_at: String::new(),
-        measured_seconds: 0.0,
-        host: {
-            let mut host = host_info();
-            if let Some(name) = &config.host_name {
-                host.hostname = name.clone();
-            }
-            host
-        },
-        parameters: system_parameters(config, threads),
-        achieved_transactional_iops: 0.0,
-        headroom_pct: None,
-        target_transactional_iops: if config.test.is_transactional() {
-            config.target_iops()
-        } else {
-            None
-        },
-        sizing: DatabaseSizing {
-            database_count: config.databases,
-            ..Default::default()
-        },
-        instances: Vec::new(),
-        totals: Default::default(),
-        host_counters: None,
-        volumes: Vec::new(),
-        achieved_iops_basis: None,
-        autotune: None,
-        verification: None,
-        sampling_stalls: Vec::new(),
-        kernel_log: None,
-        storage_devices: Vec::new(),
-        inconsistencies: Vec::new(),
-        samples: Vec::new(),
     }
 }
 

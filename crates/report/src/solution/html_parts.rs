@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::html::{grid, heading, kv, prose, text_grid};
+use super::html_blocks::{grid, heading, kv, prose, text_grid};
 use super::sections::{self, Part};
 use super::{ServerFigures, SolutionDocument, aggregate_figures, deployment, figures, reliability};
 use crate::export::html::{appendix_sections, checksum_section, report_title};

@@ -44,7 +44,7 @@ pub struct SolutionInfo {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Revision {
-    /// When ("July 2014", "2026-11-28").
+    /// When ("July 2014", or a day in ISO form).
     pub date: String,
     /// What changed ("Initial release").
     pub description: String,

@@ -13,6 +13,7 @@ pub mod campaign;
 pub mod claims;
 pub mod deployment;
 pub mod html;
+mod html_blocks;
 mod html_parts;
 pub mod info;
 pub mod markdown;

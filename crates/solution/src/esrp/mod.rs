@@ -126,28 +126,14 @@ pub fn run(
             .map_err(|e| err(format!("cannot create {}: {e}", step_dir.display())))?;
         let mut plan = options.solution.plan(step.test, state.rehearsal);
         if step.test == TestType::Performance {
-            plan.threads = state
-                .steps
-                .iter()
-                .find(|s| s.test == TestType::Stress && s.status == StepStatus::Done)
-                .and_then(|s| tuned_threads(&dir.join(&s.dir)));
+            plan.threads = stress_threads(&state, dir);
             if let Some(n) = plan.threads {
                 say(&format!(
                     "Performance runs at the {n} threads the Stress step's auto-tuning chose"
                 ));
             }
         }
-        {
-            let s = &mut state.steps[i];
-            s.status = StepStatus::Running;
-            s.attempts += 1;
-            s.started_at = Some(now());
-            s.ended_at = None;
-            s.verdict = None;
-            s.duration_seconds = plan.duration.map(|d| d.as_secs_f64());
-            s.logs_to_replay = plan.logs_to_replay;
-            s.pid = Some(std::process::id());
-        }
+        mark_running(&mut state.steps[i], &plan);
         save(dir, &state)?;
         say(&format!(
             "Step {} starts{}",
@@ -220,6 +206,28 @@ pub fn run(
     }
     say("Campaign finished; write its document with `edbstress esrp document`");
     Ok(CampaignEnd::Finished(state))
+}
+
+/// The threads the finished Stress step's auto-tuning chose, at which Performance
+/// runs (as Jetstress runs its Performance test at the tuned thread count).
+fn stress_threads(state: &CampaignState, dir: &Path) -> Option<u32> {
+    state
+        .steps
+        .iter()
+        .find(|s| s.test == TestType::Stress && s.status == StepStatus::Done)
+        .and_then(|s| tuned_threads(&dir.join(&s.dir)))
+}
+
+/// A step's state as it starts an attempt.
+fn mark_running(s: &mut StepState, plan: &StepPlan) {
+    s.status = StepStatus::Running;
+    s.attempts += 1;
+    s.started_at = Some(now());
+    s.ended_at = None;
+    s.verdict = None;
+    s.duration_seconds = plan.duration.map(|d| d.as_secs_f64());
+    s.logs_to_replay = plan.logs_to_replay;
+    s.pid = Some(std::process::id());
 }
 
 enum StepOutcome {
