@@ -76,6 +76,12 @@ pub fn fit(config: &RunConfig, needed: u64, available: u64) -> Option<Fit> {
     })
 }
 
+/// Whether smaller databases would let a run that needs `needed` bytes fit in
+/// `available`.
+pub fn databases_can_fit(config: &RunConfig, needed: u64, available: u64) -> bool {
+    fit(config, needed, available).is_some()
+}
+
 /// The refusal of a run that does not fit: what it needs and has, then the flags that
 /// make it fit (or that only another path helps).
 pub fn no_space_message(config: &RunConfig, path: &Path, needed: u64, available: u64) -> String {

@@ -254,6 +254,13 @@ fn prepare_plan(config: &RunConfig, layouts: &[InstanceLayout]) -> Result<Prepar
 fn no_space(config: &RunConfig, e: edbstress_engine::PrepareError) -> RunError {
     use edbstress_engine::PrepareError::{NoSpace, NoSpaceForRun};
     match &e {
+        // The growth of the run is what does not fit, and no smaller databases would
+        // make room: the engine's message names growth and the flags that shrink it.
+        NoSpaceForRun {
+            needed, available, ..
+        } if !crate::fit::databases_can_fit(config, needed.get(), available.get()) => {
+            prepare_error(e)
+        }
         NoSpace {
             path,
             needed,

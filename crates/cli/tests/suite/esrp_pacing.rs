@@ -1,5 +1,5 @@
-//! The ESRP campaign runs Stress and Performance as Jetstress does: Stress auto-tunes
-//! its thread count, Performance runs closed loop at the count Stress chose, and both
+//! An ESRP campaign whose run options choose `--pacing jetstress` runs Stress and
+//! Performance as Jetstress does: Stress auto-tunes its thread count, Performance runs closed loop at the count Stress chose, and both
 //! report achieved IOPS against the target with their headroom.
 
 use crate::suite::common;
@@ -33,7 +33,7 @@ version = "exchange2013"
 db_paths = ["{db}"]
 log_paths = ["{logs}"]
 run_config = "margin.toml"
-run_options = ["--database-size", "32MiB", "--cache-max", "8MiB", "--cache-min", "4MiB", "--sample-interval", "1s", "--buffered", "--auto-tune-growth", "3MiB"]
+run_options = ["--database-size", "32MiB", "--cache-max", "8MiB", "--cache-min", "4MiB", "--sample-interval", "1s", "--buffered", "--auto-tune-growth", "3MiB", "--pacing", "jetstress"]
 [campaign.rehearsal]
 stress = "3s"
 performance = "3s"

@@ -152,7 +152,9 @@ fn prepare_and_run_bigger_than_free_space_are_refused_before_writing() {
         .unwrap();
     let message = text(&out);
     assert_eq!(out.status.code(), Some(2), "{message}");
-    assert!(message.contains("needed"), "{message}");
+    // The refusal names what is needed and the one fix that makes the run fit.
+    assert!(message.contains("the run needs"), "{message}");
+    assert!(message.contains("add `--database-size"), "{message}");
     assert_eq!(
         std::fs::read_dir(fs.path()).unwrap().count(),
         0,

@@ -452,11 +452,16 @@ fn step_layer(
     if test == TestType::Performance {
         layer.verify_after = Some(false);
     }
-    // Jetstress's way: closed loop at the tuned thread count, judged on achieved against
-    // target; Stress tunes, Performance reuses its count. The campaign's own run
-    // options or configuration file may choose otherwise.
-    if test.is_transactional() && !sets_load(options) {
-        layer.pacing = Some(edbstress_report::Pacing::Jetstress);
+    // Jetstress's way, when the campaign's run options or configuration file choose
+    // `--pacing jetstress`: closed loop at the tuned thread count, judged on achieved
+    // against target; Stress tunes, Performance reuses its count, unless they give a
+    // thread count or auto-tuning themselves. Open loop stays the default: closed loop
+    // on a cache smaller than the databases' hot set fails the page-fault-stall limit
+    // at any thread count today (see the user guide).
+    if test.is_transactional() && jetstress_chosen(options) && !sets_threads(options) {
+        if run_option(options, "--pacing").is_none() {
+            layer.pacing = Some(edbstress_report::Pacing::Jetstress);
+        }
         match plan.threads {
             Some(n) => layer.threads = Some(n),
             None => layer.auto_tune = Some(true),
@@ -468,23 +473,47 @@ fn step_layer(
     Ok(layer)
 }
 
-/// Whether the campaign's run options or configuration file choose the pacing or the
-/// thread count themselves.
-fn sets_load(options: &CampaignOptions) -> bool {
+/// The campaign's configuration file, when it has one that parses.
+fn campaign_config(options: &CampaignOptions) -> Option<ConfigFile> {
     let c = &options.solution.campaign;
-    let flags = ["--pacing", "--threads", "--auto-tune"];
-    if c.run_options.iter().any(|o| {
+    let text = std::fs::read_to_string(c.run_config.as_ref()?).ok()?;
+    ConfigFile::parse(&text).ok()
+}
+
+/// The value of run option `flag` (`--flag value` or `--flag=value`), the last given.
+fn run_option<'a>(options: &'a CampaignOptions, flag: &str) -> Option<&'a str> {
+    let o = &options.solution.campaign.run_options;
+    let prefix = format!("{flag}=");
+    let mut found = None;
+    for (i, arg) in o.iter().enumerate() {
+        if arg == flag {
+            found = o.get(i + 1).map(String::as_str);
+        } else if let Some(v) = arg.strip_prefix(&prefix) {
+            found = Some(v);
+        }
+    }
+    found
+}
+
+/// Whether the campaign's run options or configuration file choose Jetstress pacing.
+fn jetstress_chosen(options: &CampaignOptions) -> bool {
+    match run_option(options, "--pacing") {
+        Some(v) => v.trim() == "jetstress",
+        None => campaign_config(options)
+            .is_some_and(|f| f.pacing == Some(edbstress_report::Pacing::Jetstress)),
+    }
+}
+
+/// Whether the campaign's run options or configuration file give the thread count or
+/// auto-tuning themselves.
+fn sets_threads(options: &CampaignOptions) -> bool {
+    let c = &options.solution.campaign;
+    let flags = ["--threads", "--auto-tune"];
+    c.run_options.iter().any(|o| {
         flags
             .iter()
             .any(|f| o == f || o.starts_with(&format!("{f}=")))
-    }) {
-        return true;
-    }
-    c.run_config
-        .as_ref()
-        .and_then(|p| std::fs::read_to_string(p).ok())
-        .and_then(|text| ConfigFile::parse(&text).ok())
-        .is_some_and(|f| f.pacing.is_some() || f.threads.is_some() || f.auto_tune.is_some())
+    }) || campaign_config(options).is_some_and(|f| f.threads.is_some() || f.auto_tune.is_some())
 }
 
 /// The fewest threads the auto-tuned Stress runs under `dir` chose (one per server).
