@@ -102,12 +102,7 @@ fn a_document_states_only_what_the_campaigns_runs_show() {
     // every run is counted.
     let (out, md, findings) = document_of(root, &campaign, &solution, "doc");
     assert_exit(&out, 1, "a rehearsal");
-    let (sizing, others): (Vec<_>, Vec<_>) = findings
-        .iter()
-        .partition(|f| f.contains("the databases are smaller than the profile"));
-    assert_eq!(sizing.len(), 2, "{findings:#?}");
-    assert_eq!(others.len(), 1, "{findings:#?}");
-    assert_finding(&findings, "rehearsal");
+    rehearsal_and_sizing_only(&findings, 2);
     assert!(
         appendix(&md, 'B').contains(&format!("Server {host}: Pass")),
         "{md}"
@@ -329,4 +324,15 @@ fn vendor_markdown_is_inert_and_printing_fetches_nothing() {
     assert!(html.contains("Content-Security-Policy"));
     assert_exit(&out, 1, "a campaign without runs");
     site.sentinel.assert_untouched();
+}
+
+/// The findings are the rehearsal and, for each of `runs` Stress and Performance runs,
+/// its databases smaller than the profile's (the tests' 32 MiB databases).
+fn rehearsal_and_sizing_only(findings: &[String], runs: usize) {
+    let (sizing, others): (Vec<_>, Vec<_>) = findings
+        .iter()
+        .partition(|f| f.contains("the databases are smaller than the profile"));
+    assert_eq!(sizing.len(), runs, "{findings:#?}");
+    assert_eq!(others.len(), 1, "{findings:#?}");
+    assert_finding(findings, "rehearsal");
 }
