@@ -104,7 +104,12 @@ pub fn cluster_series(runs: &[&HostRun], shifts: &[f64]) -> Result<ClusterSeries
             }
             let t = s.elapsed_s + shift;
             let max_ms = s.max_ms.unwrap_or(histogram.max_ns() as f64 / 1e6);
-            if worst.as_ref().is_none_or(|w| max_ms > w.max_ms) {
+            // Ties go to the lowest host name, then the earliest interval, so the
+            // answer does not depend on the order the runs were given in.
+            if worst.as_ref().is_none_or(|w| {
+                max_ms > w.max_ms
+                    || (max_ms == w.max_ms && (r.host.as_str(), t) < (w.host.as_str(), w.t))
+            }) {
                 worst = Some(WorstLatency {
                     class,
                     host: r.host.clone(),
@@ -144,9 +149,10 @@ fn merge_interval(t: f64, hosts: &[HostInterval<'_>]) -> ClusterInterval {
         .iter()
         .map(|h| h.histogram.percentile_ns(99.0) as f64 / 1e6)
         .collect();
+    // Equal maxima go to the lowest host name (the order of the runs must not matter).
     let top = hosts
         .iter()
-        .max_by(|a, b| a.max_ms.total_cmp(&b.max_ms))
+        .max_by(|a, b| a.max_ms.total_cmp(&b.max_ms).then(b.host.cmp(a.host)))
         .map_or(("", 0.0), |h| (h.host, h.max_ms));
     ClusterInterval {
         t,

@@ -118,7 +118,8 @@ pub fn fleet_latency_over_time_is_the_hosts_interval_histograms_merged(
                     .entry(slot)
                     .or_insert_with(|| (LatencyHistogram::new(), 0.0, String::new()));
                 e.0.merge(&h);
-                if max > e.1 {
+                // Equal maxima name the lowest host name.
+                if max > e.1 || (max == e.1 && r.host.hostname < e.2) {
                     e.1 = max;
                     e.2 = r.host.hostname.clone();
                 }
@@ -150,8 +151,13 @@ pub fn fleet_latency_over_time_is_the_hosts_interval_histograms_merged(
     // The worst of every class's intervals (background classes too).
     for r in runs {
         for s in &r.samples {
-            if s.scope == "Total" && s.latency_histogram.is_some() && s.max_ms > Some(worst.0) {
-                worst = (s.max_ms.unwrap(), r.host.hostname.clone());
+            if s.scope != "Total" || s.latency_histogram.is_none() {
+                continue;
+            }
+            let max = s.max_ms.unwrap();
+            // Equal maxima name the lowest host name.
+            if max > worst.0 || (max == worst.0 && r.host.hostname < worst.1) {
+                worst = (max, r.host.hostname.clone());
             }
         }
     }
