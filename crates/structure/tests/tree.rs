@@ -9,23 +9,6 @@ use edbstress_structure::{Finding, check_tree};
 /// owner; `item` is empty for a whole file). The list only shrinks: an entry that no
 /// longer matches anything fails the test, so none lingers after its fix.
 const ALLOWED: &[(&str, &str, &str)] = &[
-    // Engine functions not yet split: the prefetcher's loop, the CPU example's main,
-    // the model test's driver.
-    (
-        "crates/engine/src/runtime/cache/prefetch.rs",
-        "fn Prefetcher::run",
-        "engine",
-    ),
-    (
-        "crates/engine/tests/suite/model.rs",
-        "fn run_model",
-        "engine tests",
-    ),
-    (
-        "crates/engine/examples/engine_cpu.rs",
-        "fn main",
-        "engine example",
-    ),
     // CLI tests that follow one real run or campaign from start to end, not yet split
     // into phases.
     (
