@@ -23,6 +23,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use edbstress_engine::InstanceId;
 use edbstress_engine::log::LogCounters;
 use edbstress_engine::{CacheCounters, InstanceLayout, MessageShape, SpaceCounters};
 use edbstress_engine::{Compressibility, ContentGenerator};
@@ -107,7 +108,11 @@ fn parse_args() -> Result<Args, Box<dyn std::error::Error>> {
 
 /// Prepares the database (once) and opens it with the asked cache.
 fn open_instance(args: &Args) -> Result<Instance, Box<dyn std::error::Error>> {
-    let layout = InstanceLayout::new(1, &args.dir.join("db"), &args.dir.join("logs"));
+    let layout = InstanceLayout::new(
+        InstanceId::new(1),
+        &args.dir.join("db"),
+        &args.dir.join("logs"),
+    );
     let options = PrepareOptions {
         database_bytes: args.db_gib << 30,
         mailboxes: 500,

@@ -247,7 +247,7 @@ impl Prefetcher {
                 buf,
                 len,
                 class: IoClass::RecoveryRead,
-                instance: shared.config.instance,
+                instance: shared.config.instance.get(),
                 tag: tag as u64,
             };
             match self.backend.submit(request) {

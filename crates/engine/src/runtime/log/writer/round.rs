@@ -199,7 +199,7 @@ impl RoundIo {
                 buf,
                 len: part,
                 class: IoClass::LogWrite,
-                instance: shared.instance,
+                instance: shared.instance.get(),
                 tag: 0,
             };
             completions.clear();
@@ -321,7 +321,7 @@ impl RoundIo {
                 Ok(file) => read_file_header(
                     &mut **shared.log_io.lock(),
                     &file,
-                    (shared.instance, IoClass::HeaderRead),
+                    (shared.instance.get(), IoClass::HeaderRead),
                     generation,
                     shared.signatures,
                 )

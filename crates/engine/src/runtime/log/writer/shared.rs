@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use edbstress_format::InstanceId;
 use edbstress_format::log::{CheckpointState, LogPosition, SEGMENT_PAYLOAD_LEN, SegmentPacker};
 use edbstress_io::{AlignedBuf, DataFile, FileId, IoBackend, IoMode, IoStats};
 use parking_lot::{Condvar, Mutex};
@@ -178,7 +179,7 @@ pub(super) struct Batch {
 
 pub(super) struct Shared {
     pub(super) dir: PathBuf,
-    pub(super) instance: u16,
+    pub(super) instance: InstanceId,
     pub(super) signatures: LogSignatures,
     pub(super) io_mode: IoMode,
     pub(super) file_len: usize,
