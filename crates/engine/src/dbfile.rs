@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use edbstress_format::InstanceId;
 use edbstress_format::PageSize;
 use edbstress_format::header::{DatabaseHeader, HeaderError, HeaderSelection};
 use edbstress_io::blocking::FileIo;
@@ -88,7 +89,7 @@ pub fn read_verified_header(file: &DataFile) -> Result<HeaderSelection, EngineEr
 /// by itself: put it behind a mutex.
 pub(crate) struct DbFileIo {
     io: FileIo,
-    instance: u16,
+    instance: InstanceId,
     /// The backend's counters as of the last request, readable while a request (a
     /// growth write, a flush) is in progress.
     published: Arc<Mutex<IoStats>>,
@@ -100,10 +101,10 @@ impl DbFileIo {
     pub(crate) fn open(
         file: &DataFile,
         kind: BackendKind,
-        instance: u16,
+        instance: InstanceId,
     ) -> Result<DbFileIo, IoError> {
         Ok(DbFileIo {
-            io: FileIo::open(file, kind, instance)?,
+            io: FileIo::open(file, kind, instance.get())?,
             instance,
             published: Arc::default(),
         })
@@ -156,10 +157,10 @@ impl DbFileIo {
     fn publish<T>(&self, class: IoClass, result: Result<T, IoError>) -> Result<T, IoError> {
         // Only the request's class changed: copy it in place (a whole `IoStats` clone
         // allocated, faulted in and freed ~200 KB per class, per request).
-        if let Some(now) = self.io.stats().get(self.instance, class) {
+        if let Some(now) = self.io.stats().get(self.instance.get(), class) {
             self.published
                 .lock()
-                .entry(self.instance, class)
+                .entry(self.instance.get(), class)
                 .clone_from(now);
         }
         result

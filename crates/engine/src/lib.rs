@@ -50,7 +50,7 @@ mod runtime;
 
 pub use dbfile::sync_dir;
 pub use dbheader::{HeaderReadError, check_database_signature, read_header, read_header_from};
-pub use edbstress_format::Pgno;
+pub use edbstress_format::{InstanceId, Pgno};
 pub use error::{EngineError, NoSpaceError};
 pub use layout::{
     InstanceLayout, db_file_name, discover_databases, discover_log_dirs, parse_db_file_name,

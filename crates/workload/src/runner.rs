@@ -311,7 +311,7 @@ fn prepare(
         };
         log.line(format!(
             "{}: {} -- {what}",
-            instance_name(layout.instance),
+            instance_name(u32::from(layout.instance)),
             layout.db_file.display()
         ));
     }
@@ -636,7 +636,10 @@ fn verify(
             break;
         }
         if let Some(t) = &db.truncated {
-            log.line(format!("{}: {t}", instance_name(layout.instance)));
+            log.line(format!(
+                "{}: {t}",
+                instance_name(u32::from(layout.instance))
+            ));
         }
         let owner = edbstress_engine::read_header(&layout.db_file, config.io_mode)
             .ok()
@@ -647,13 +650,13 @@ fn verify(
         for problem in &logs.sequence.problems {
             log.line(format!(
                 "{}: log sequence: {problem}",
-                instance_name(layout.instance)
+                instance_name(u32::from(layout.instance))
             ));
         }
         v.passed &= clean;
         log.line(format!(
             "{}: {} pages checked, {} bad, {} correctable, {} wrong page number ({:.0} MiB/s); {} log segments in {} files checked, {} bad.",
-            instance_name(layout.instance),
+            instance_name(u32::from(layout.instance)),
             db.pages_seen,
             db.bad_pages,
             db.correctable_pages,
@@ -749,11 +752,11 @@ fn backup_test(
     results.host_counters = Some(host.finish());
     let mut bad = 0;
     for r in &reports {
-        let n = u16::try_from(r.instance).unwrap_or(u16::MAX);
+        let n = r.instance;
         let layout = layouts.iter().find(|l| l.instance == r.instance);
         log.line(format!(
             "{}: {} read in {:.1} s, {:.2} MiB/s{}.",
-            instance_name(r.instance),
+            instance_name(u32::from(r.instance)),
             ByteSize(r.bytes_read).approx(),
             r.seconds,
             r.mb_per_sec,
@@ -765,13 +768,13 @@ fn backup_test(
         ));
         bad += r.bad_pages;
         results.instances.push(InstanceResult {
-            name: instance_name(r.instance),
-            instance: r.instance,
+            name: instance_name(u32::from(r.instance)),
+            instance: u32::from(r.instance),
             database_path: r.db_file.display().to_string(),
             log_path: layout.map_or(String::new(), |l| l.log_dir.display().to_string()),
             initial_bytes: r.bytes_read,
             final_bytes: r.bytes_read,
-            io: io_summary(&io, Some(n), r.seconds, &|_| 0.0),
+            io: io_summary(&io, Some(n.get()), r.seconds, &|_| 0.0),
             mb_per_sec: Some(r.mb_per_sec),
             bytes_read: Some(r.bytes_read),
             elapsed_seconds: Some(r.seconds),
@@ -833,11 +836,11 @@ fn soft_recovery_test(
     let mut replayed = 0u32;
     let mut replay_seconds = 0.0;
     for r in &reports {
-        let n = u16::try_from(r.instance).unwrap_or(u16::MAX);
+        let n = r.instance;
         let layout = layouts.iter().find(|l| l.instance == r.instance);
         log.line(format!(
             "{}: {} log files generated in {:.1} s; {} log files replayed in {:.1} s.",
-            instance_name(r.instance),
+            instance_name(u32::from(r.instance)),
             r.logs_generated,
             r.generate_seconds,
             r.logs_replayed,
@@ -849,11 +852,11 @@ fn soft_recovery_test(
         replayed += r.logs_replayed;
         replay_seconds += r.elapsed_seconds;
         results.instances.push(InstanceResult {
-            name: instance_name(r.instance),
-            instance: r.instance,
+            name: instance_name(u32::from(r.instance)),
+            instance: u32::from(r.instance),
             database_path: layout.map_or(String::new(), |l| l.db_file.display().to_string()),
             log_path: layout.map_or(String::new(), |l| l.log_dir.display().to_string()),
-            io: io_summary(&io, Some(n), r.elapsed_seconds, &|_| 0.0),
+            io: io_summary(&io, Some(n.get()), r.elapsed_seconds, &|_| 0.0),
             logs_generated: Some(r.logs_generated),
             logs_replayed: Some(r.logs_replayed),
             elapsed_seconds: Some(r.elapsed_seconds),

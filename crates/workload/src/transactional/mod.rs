@@ -294,7 +294,7 @@ impl<'a> Workbench<'a> {
                 }
             })?);
             let initial_bytes = file_len(&layout.db_file);
-            let n = u16::try_from(layout.instance).unwrap_or(u16::MAX);
+            let n = layout.instance;
             let bdm = if config.bdm && config.bdm_mb_per_sec > 0.0 {
                 Some(
                     BdmScanner::spawn(
@@ -340,7 +340,7 @@ impl<'a> Workbench<'a> {
                 None
             };
             slots.push(Slot {
-                number: layout.instance,
+                number: u32::from(layout.instance),
                 layout: layout.clone(),
                 instance,
                 txn: Mutex::new(TxnStats::default()),

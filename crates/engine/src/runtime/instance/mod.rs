@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use edbstress_format::InstanceId;
 use edbstress_format::header::{DatabaseHeader, DbState};
 use edbstress_format::log::{CheckpointState, LogPosition, LogRecord};
 use edbstress_format::{PageSize, Pgno};
@@ -35,7 +36,7 @@ pub struct InstanceConfig {
     /// Where its files are.
     pub layout: InstanceLayout,
     /// Instance number used in I/O accounting.
-    pub instance: u16,
+    pub instance: InstanceId,
     /// Minimum database cache size in bytes.
     pub cache_min_bytes: u64,
     /// Maximum database cache size in bytes.
@@ -78,7 +79,7 @@ impl InstanceConfig {
     /// Defaults of the exchange2010 profile for the instance at `layout`.
     pub fn new(layout: InstanceLayout) -> InstanceConfig {
         InstanceConfig {
-            instance: layout.instance as u16,
+            instance: layout.instance,
             layout,
             cache_min_bytes: 32 << 20,
             cache_max_bytes: 256 << 20,

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use edbstress_format::InstanceId;
 use edbstress_format::log::{DEFAULT_LOG_FILE_LEN, MAX_LOG_FILE_LEN, SEGMENT_LEN};
 use edbstress_io::{BackendKind, IoMode};
 
@@ -20,7 +21,7 @@ pub struct LogConfig {
     /// The log directory (holds `E00*.log`, `E00tmp.log`, `E00.chk`).
     pub dir: PathBuf,
     /// Instance number, for I/O accounting.
-    pub instance: u16,
+    pub instance: InstanceId,
     /// Signature of the database the log belongs to.
     pub db_signature: u64,
     /// Signature of the log stream.
@@ -61,7 +62,7 @@ impl LogConfig {
     /// I/O, the `auto` backend.
     pub fn new(
         dir: impl Into<PathBuf>,
-        instance: u16,
+        instance: InstanceId,
         db_signature: u64,
         log_signature: u64,
     ) -> LogConfig {

@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
+use edbstress_format::InstanceId;
 use edbstress_format::log::{LogPosition, LogRecord, RecordAssembler, SEGMENT_LEN, SegmentHeader};
 use edbstress_io::{
     Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoMode, IoOp, IoRequest,
@@ -38,7 +39,7 @@ pub struct LogReadOptions {
     /// Class the reads are accounted to (`LogRead`, `RecoveryRead`, `ReplicationRead`).
     pub class: IoClass,
     /// Instance the reads are accounted to.
-    pub instance: u16,
+    pub instance: InstanceId,
     /// Direct or buffered reads.
     pub io_mode: IoMode,
     /// The io crate backend that carries, times and counts the reads (`--backend`).
@@ -50,7 +51,7 @@ impl LogReadOptions {
     pub fn new(class: IoClass) -> LogReadOptions {
         LogReadOptions {
             class,
-            instance: 0,
+            instance: InstanceId::default(),
             io_mode: IoMode::Direct,
             backend: BackendKind::Auto,
         }
@@ -494,7 +495,7 @@ impl LogReader {
                 buf,
                 len: part,
                 class: self.options.class,
-                instance: self.options.instance,
+                instance: self.options.instance.get(),
                 tag: 0,
             };
             let mut completions = Vec::with_capacity(1);

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use edbstress_engine::InstanceId;
 use edbstress_engine::log::create_initial_logs;
 use edbstress_engine::log::{LogConfig, LogScan, LogSignatures, LogWriter, read_log};
 use edbstress_format::log::{LogPosition, LogRecord, SEGMENT_LEN, log_file_name};
@@ -50,7 +51,7 @@ pub fn new_log_dir() -> (TempDir, PathBuf) {
 }
 
 pub fn config(dir: &Path, file_len: usize) -> LogConfig {
-    let mut c = LogConfig::new(dir, 0, DB_SIG, LOG_SIG);
+    let mut c = LogConfig::new(dir, InstanceId::new(0), DB_SIG, LOG_SIG);
     c.file_len = file_len;
     c.lazy_flush_interval = Some(Duration::from_millis(5));
     c
