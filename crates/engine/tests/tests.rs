@@ -21,6 +21,7 @@ mod suite {
     mod log_common;
     mod log_group_commit;
     mod log_lazy_commit;
+    mod log_partial_tail;
     mod log_recovery;
     mod log_split_tail;
     mod log_writer;

@@ -51,6 +51,9 @@ pub struct InstanceConfig {
     /// Write a flush's closed log segments and its partially filled tail in two
     /// writes (see `LogConfig::split_tail_write`).
     pub split_tail_write: bool,
+    /// Write a partially filled log tail with a shadow copy and continue it in the
+    /// next write (see `LogConfig::partial_tail_shadow`).
+    pub partial_tail_shadow: bool,
     /// Remove log generations behind the checkpoint.
     pub circular_logging: bool,
     /// Direct or buffered I/O.
@@ -87,6 +90,7 @@ impl InstanceConfig {
             log_buffer: 9000 * 512,
             lazy_flush_interval: None,
             split_tail_write: true,
+            partial_tail_shadow: false,
             circular_logging: false,
             io_mode: IoMode::Direct,
             backend: BackendKind::Auto,
@@ -313,6 +317,7 @@ impl Instance {
                 buffer_len: config.log_buffer,
                 lazy_flush_interval: config.lazy_flush_interval,
                 split_tail_write: config.split_tail_write,
+                partial_tail_shadow: config.partial_tail_shadow,
                 circular: config.circular_logging,
                 io_mode: config.io_mode,
                 backend: config.backend,
