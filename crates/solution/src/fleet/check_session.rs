@@ -13,7 +13,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::process_group::GroupChild;
@@ -118,7 +117,10 @@ pub(super) struct CheckSession {
     stdin: Option<ChildStdin>,
     /// Standard output's lines with our clock when each came.
     lines: Receiver<(String, SystemTime, Instant)>,
-    stderr: Option<JoinHandle<Vec<u8>>>,
+    /// The error output, once it ended (a session over a shared connection may keep it
+    /// open after its ssh was killed: the master holds it while the host's command
+    /// runs, so it is waited for with a limit).
+    stderr: Receiver<Vec<u8>>,
     limit: Duration,
     deadline: Instant,
 }
@@ -152,19 +154,20 @@ impl CheckSession {
                 }
             }
         });
-        let stderr = std::thread::spawn(move || {
+        let (errors, stderr_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
             let mut buf = Vec::new();
             if let Some(s) = stderr.as_mut() {
                 let _ = s.read_to_end(&mut buf);
             }
-            buf
+            let _ = errors.send(buf);
         });
         Ok(CheckSession {
             dest: dest.to_string(),
             child,
             stdin,
             lines,
-            stderr: Some(stderr),
+            stderr: stderr_rx,
             limit,
             deadline,
         })
@@ -244,11 +247,11 @@ impl CheckSession {
                 None
             }
         };
-        let stderr = self
-            .stderr
-            .take()
-            .and_then(|h| h.join().ok())
-            .unwrap_or_default();
+        let wait = self
+            .deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_secs(1));
+        let stderr = self.stderr.recv_timeout(wait).unwrap_or_default();
         Finished {
             code,
             stderr: String::from_utf8_lossy(&stderr).into_owned(),

@@ -284,7 +284,9 @@ pub fn run(
 
     follow::follow_until_done(options, &mut running, &lines, deadline, stop, events, &log);
     overhead.wait_past_end = seconds_since(start_at + duration);
-    for r in &mut running {
+    // A lost host's test log may stay open (a shared connection holds it while its
+    // run goes on there): its reader is left to end when the connection does.
+    for r in running.iter_mut().filter(|r| !r.was_lost()) {
         if let Some(reader) = r.reader.take() {
             let _ = reader.join();
         }
