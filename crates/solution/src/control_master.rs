@@ -11,15 +11,13 @@
 //! in the user's config or `-o` options) keeps the user's own; a session to a host
 //! without a master (its socket gone, or never made) connects as usual.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::process_group::GroupChild;
-use crate::ssh::{Ssh, no_answer};
+use crate::ssh::{ControlSockets, Ssh, no_answer};
 
 /// The longest control socket path we make: `sun_path` holds 108 bytes, and ssh binds a
 /// temporary name 17 bytes longer first.
@@ -47,8 +45,9 @@ pub enum MasterError {
 /// The fleet's master connections and their private directory.
 pub struct ControlMasters {
     dir: tempfile::TempDir,
-    /// Each destination with a live master, its control socket.
-    sockets: Mutex<HashMap<String, PathBuf>>,
+    /// Each destination with a live master, its control socket (shared with the
+    /// [`Ssh`] whose sessions use them).
+    sockets: Arc<ControlSockets>,
     masters: Mutex<Vec<GroupChild>>,
     /// Names the next socket.
     next: AtomicUsize,
@@ -77,22 +76,23 @@ impl ControlMasters {
         }
         Some(ControlMasters {
             dir,
-            sockets: Mutex::new(HashMap::new()),
+            sockets: Arc::default(),
             masters: Mutex::new(Vec::new()),
             next: AtomicUsize::new(0),
         })
     }
 
-    /// The control socket of `dest`'s master, when it has one.
-    pub fn socket_for(&self, dest: &str) -> Option<PathBuf> {
-        lock(&self.sockets).get(dest).cloned()
+    /// The control sockets, for [`Ssh::sockets`]: sessions to a host with a master go
+    /// over its connection.
+    pub fn sockets(&self) -> Arc<ControlSockets> {
+        self.sockets.clone()
     }
 
-    /// Opens a master connection to `dest` (`ssh` without masters of its own), waiting
+    /// Opens a master connection to `dest` (`ssh` as sessions are made), waiting
     /// at most `limit` for it; `Ok(false)` when the user's ssh configuration
     /// multiplexes `dest` already (theirs is used), `Ok(true)` when ours is open.
     pub fn open(&self, ssh: &Ssh, dest: &str, limit: Duration) -> Result<bool, MasterError> {
-        if self.socket_for(dest).is_some() {
+        if self.sockets.get(dest).is_some() {
             return Ok(true);
         }
         if users_own(ssh, dest) {
@@ -117,7 +117,7 @@ impl ControlMasters {
         loop {
             if socket.exists() {
                 lock(&self.masters).push(master);
-                lock(&self.sockets).insert(dest.to_string(), socket);
+                self.sockets.insert(dest, socket);
                 return Ok(true);
             }
             if let Ok(Some(status)) = master.try_wait() {
@@ -137,7 +137,7 @@ impl ControlMasters {
 
     /// Ends every master (SIGTERM: ssh removes its socket; SIGKILL after the grace).
     pub fn close(&self) {
-        lock(&self.sockets).clear();
+        self.sockets.clear();
         let mut masters = lock(&self.masters);
         for m in masters.iter() {
             m.terminate();
