@@ -1,25 +1,27 @@
-//! One shared ssh connection per host (OpenSSH multiplexing): a master `ssh -M -N`
-//! per host, its control socket in a private temporary directory made here, and every
-//! later session to that host (the check, its directory, its run, stop requests, the
-//! copy back) a channel over it instead of a connection and handshake of its own.
+//! One shared ssh connection per host (OpenSSH multiplexing): a master `ssh -M` per
+//! host (its own session a `cat` of a pipe from us), its control socket in a private
+//! temporary directory made here, and every later session to that host (the check,
+//! its directory, its run, stop requests, the copy back) a channel over it instead of
+//! a connection and handshake of its own.
 //!
 //! The masters are children here (`ControlPersist=no`, each in its own process group),
 //! so nothing outlives the fleet: [`ControlMasters::close`] (also on drop: errors,
 //! Ctrl-C, a panic's unwinding) ends each by its PID and removes the directory, and
 //! quitting at once ([`crate::process_group::kill_all`]) kills them with every session.
-//! A host whose ssh configuration multiplexes already (`ControlMaster`/`ControlPath`
-//! in the user's config or `-o` options) keeps the user's own; a session to a host
-//! without a master (its socket gone, or never made) connects as usual.
+//! Were edbstress killed outright, each master's pipe closes, which ends its own
+//! session, and the master ends once the sessions over it (the runs) ended. A host
+//! whose ssh configuration multiplexes already (`ControlMaster`/`ControlPath` in the
+//! user's config or `-o` options) keeps the user's own; a session to a host without a
+//! master (its socket gone, or never made) connects as usual.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::os::unix::fs::PermissionsExt;
+use std::process::{ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::process_group::GroupChild;
-use crate::ssh::{Ssh, no_answer};
+use crate::ssh::{ControlSockets, Ssh, no_answer};
 
 /// The longest control socket path we make: `sun_path` holds 108 bytes, and ssh binds a
 /// temporary name 17 bytes longer first.
@@ -47,9 +49,11 @@ pub enum MasterError {
 /// The fleet's master connections and their private directory.
 pub struct ControlMasters {
     dir: tempfile::TempDir,
-    /// Each destination with a live master, its control socket.
-    sockets: Mutex<HashMap<String, PathBuf>>,
-    masters: Mutex<Vec<GroupChild>>,
+    /// Each destination with a live master, its control socket (shared with the
+    /// [`Ssh`] whose sessions use them).
+    sockets: Arc<ControlSockets>,
+    /// Each master with the input of its own session (closed to end it).
+    masters: Mutex<Vec<(GroupChild, Option<ChildStdin>)>>,
     /// Names the next socket.
     next: AtomicUsize,
 }
@@ -67,8 +71,10 @@ impl ControlMasters {
     /// cannot be made or its path would be too long for a socket (sessions then
     /// connect one by one, as without multiplexing).
     pub fn new() -> Option<ControlMasters> {
+        // Only we may reach the sockets' names (ssh makes the sockets 0600 too).
         let dir = tempfile::Builder::new()
             .prefix("edbstress-ssh-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
             .ok()?;
         // A socket name: "m" and a number of up to 5 digits.
@@ -77,22 +83,23 @@ impl ControlMasters {
         }
         Some(ControlMasters {
             dir,
-            sockets: Mutex::new(HashMap::new()),
+            sockets: Arc::default(),
             masters: Mutex::new(Vec::new()),
             next: AtomicUsize::new(0),
         })
     }
 
-    /// The control socket of `dest`'s master, when it has one.
-    pub fn socket_for(&self, dest: &str) -> Option<PathBuf> {
-        lock(&self.sockets).get(dest).cloned()
+    /// The control sockets, for [`Ssh::sockets`]: sessions to a host with a master go
+    /// over its connection.
+    pub fn sockets(&self) -> Arc<ControlSockets> {
+        self.sockets.clone()
     }
 
-    /// Opens a master connection to `dest` (`ssh` without masters of its own), waiting
+    /// Opens a master connection to `dest` (`ssh` as sessions are made), waiting
     /// at most `limit` for it; `Ok(false)` when the user's ssh configuration
     /// multiplexes `dest` already (theirs is used), `Ok(true)` when ours is open.
     pub fn open(&self, ssh: &Ssh, dest: &str, limit: Duration) -> Result<bool, MasterError> {
-        if self.socket_for(dest).is_some() {
+        if self.sockets.get(dest).is_some() {
             return Ok(true);
         }
         if users_own(ssh, dest) {
@@ -103,21 +110,24 @@ impl ControlMasters {
         let log = self.dir.path().join(format!("m{n}.log"));
         let stderr = std::fs::File::create(&log).map_err(MasterError::Spawn)?;
         let mut cmd = ssh.base_command();
+        // Its own session reads our pipe: were we killed outright, the pipe's end ends
+        // that session, and the master once the sessions over it ended.
         cmd.arg("-M")
-            .arg("-N")
             .arg("-o")
             .arg(format!("ControlPath={}", socket.display()))
             .args(["-o", "ControlPersist=no"])
             .arg(dest)
-            .stdin(Stdio::null())
+            .args(["--", "cat >/dev/null"])
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::from(stderr));
         let mut master = GroupChild::spawn(&mut cmd).map_err(MasterError::Spawn)?;
+        let lifeline = master.child_mut().stdin.take();
         let deadline = Instant::now() + limit;
         loop {
             if socket.exists() {
-                lock(&self.masters).push(master);
-                lock(&self.sockets).insert(dest.to_string(), socket);
+                lock(&self.masters).push((master, lifeline));
+                self.sockets.insert(dest, socket);
                 return Ok(true);
             }
             if let Ok(Some(status)) = master.try_wait() {
@@ -137,12 +147,13 @@ impl ControlMasters {
 
     /// Ends every master (SIGTERM: ssh removes its socket; SIGKILL after the grace).
     pub fn close(&self) {
-        lock(&self.sockets).clear();
+        self.sockets.clear();
         let mut masters = lock(&self.masters);
-        for m in masters.iter() {
+        for (m, lifeline) in masters.iter_mut() {
+            drop(lifeline.take());
             m.terminate();
         }
-        for mut m in masters.drain(..) {
+        for (mut m, _) in masters.drain(..) {
             let _ = m.end();
         }
     }
@@ -188,4 +199,20 @@ fn users_own(ssh: &Ssh, dest: &str) -> bool {
             _ => false,
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sockets_directory_is_private_and_removed_with_the_masters() {
+        let masters = ControlMasters::new().expect("a temporary directory");
+        let dir = masters.dir.path().to_path_buf();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{}", dir.display());
+        assert!(masters.sockets().get("anywhere").is_none());
+        drop(masters);
+        assert!(!dir.exists(), "{} left behind", dir.display());
+    }
 }

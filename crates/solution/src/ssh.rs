@@ -6,13 +6,13 @@
 //! edbstress (which stops the hosts cleanly), a session given up on is ended whole, and
 //! quitting at once ([`crate::process_group::kill_all`]) ends every session.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Output, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::control_master::ControlMasters;
 use crate::process_group::GroupChild;
 
 /// How to reach hosts.
@@ -24,9 +24,34 @@ pub struct Ssh {
     pub options: Vec<String>,
     /// The ssh client to run (default `ssh`).
     pub program: Option<PathBuf>,
-    /// Master connections to share per host (a fleet's): a session to a host with
-    /// one is a channel over it.
-    pub masters: Option<Arc<ControlMasters>>,
+    /// The control sockets of shared connections (a fleet's masters): a session to a
+    /// host with one is a channel over its connection.
+    pub sockets: Option<Arc<ControlSockets>>,
+}
+
+/// The control sockets of shared connections (OpenSSH multiplexing), by destination.
+#[derive(Debug, Default)]
+pub struct ControlSockets(Mutex<HashMap<String, PathBuf>>);
+
+impl ControlSockets {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, PathBuf>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `dest`'s control socket, when it has one.
+    pub fn get(&self, dest: &str) -> Option<PathBuf> {
+        self.map().get(dest).cloned()
+    }
+
+    /// Sessions to `dest` go over the connection of `socket` from now on.
+    pub fn insert(&self, dest: &str, socket: PathBuf) {
+        self.map().insert(dest.to_string(), socket);
+    }
+
+    /// Sessions connect on their own again (the connections are being closed).
+    pub fn clear(&self) {
+        self.map().clear();
+    }
 }
 
 /// Quotes `s` for a POSIX shell: the remote side runs commands through one.
@@ -54,7 +79,7 @@ impl Ssh {
     /// [`GroupChild::spawn`] (a process group of its own, ended with [`GroupChild::kill`]).
     pub fn command(&self, dest: &str, remote: &str) -> Command {
         let mut c = self.base_command();
-        if let Some(socket) = self.masters.as_ref().and_then(|m| m.socket_for(dest)) {
+        if let Some(socket) = self.sockets.as_ref().and_then(|m| m.get(dest)) {
             c.arg("-o")
                 .arg(format!("ControlPath={}", socket.display()))
                 .args(["-o", "ControlMaster=no"]);

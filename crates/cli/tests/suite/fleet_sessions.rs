@@ -161,6 +161,59 @@ fn most_at_once(log: &str) -> Sessions {
     seen
 }
 
+/// What the recording ssh saw of a fleet of four hosts with `--max-ssh-sessions 2`
+/// (`log`), whose temporary directory was `fleet_tmp`.
+fn assert_sessions(log: &str, fleet_tmp: &Path) {
+    // Real sessions went through the recording ssh: per host one connection (its
+    // master), and over it one check (version, clock samples and paths), a directory,
+    // its run and a copy.
+    let seen = most_at_once(log);
+    eprintln!("{seen:?}");
+    let Sessions {
+        most,
+        short,
+        runs,
+        masters,
+        shared,
+    } = seen;
+    assert_eq!(masters, 4, "one connection per host:\n{log}");
+    assert_eq!(runs, 4, "{log}");
+    assert_eq!(short, 4 * 3, "{short} short sessions:\n{log}");
+    assert_eq!(
+        shared,
+        short + runs,
+        "a session had its own connection:\n{log}"
+    );
+    // No master outlived the fleet: none names the private directory it made for the
+    // sockets, and that directory is gone.
+    let leftover: Vec<String> = fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(fleet_tmp.to_str().unwrap()))
+        .collect();
+    assert!(leftover.is_empty(), "left running: {leftover:?}");
+    assert_eq!(
+        fs::read_dir(fleet_tmp).unwrap().count(),
+        0,
+        "the sockets' directory was left behind"
+    );
+    assert_eq!(
+        log.matches("started ").count(),
+        4,
+        "every run said it started"
+    );
+    assert!(
+        most <= 2,
+        "{most} sessions at once with --max-ssh-sessions 2:\n{log}"
+    );
+    assert_eq!(
+        most, 2,
+        "the bound was never reached: the fleet ran one at a time"
+    );
+}
+
 #[test]
 fn a_fleet_keeps_its_ssh_sessions_within_the_bound_and_counts_its_progress() {
     let tmp = tempfile::tempdir().unwrap();
@@ -238,55 +291,7 @@ fn a_fleet_keeps_its_ssh_sessions_within_the_bound_and_counts_its_progress() {
     let said = text(&out);
     assert!(matches!(out.status.code(), Some(0 | 1)), "{said}");
 
-    // Real sessions went through the recording ssh: per host one connection (its
-    // master), and over it one check (version, clock samples and paths), a directory,
-    // its run and a copy.
-    let log = fs::read_to_string(&sessions).unwrap();
-    let seen = most_at_once(&log);
-    eprintln!("{seen:?}");
-    let Sessions {
-        most,
-        short,
-        runs,
-        masters,
-        shared,
-    } = seen;
-    assert_eq!(masters, 4, "one connection per host:\n{log}");
-    assert_eq!(runs, 4, "{log}");
-    assert_eq!(short, 4 * 3, "{short} short sessions:\n{log}");
-    assert_eq!(
-        shared,
-        short + runs,
-        "a session had its own connection:\n{log}"
-    );
-    // No master outlived the fleet: none names the private directory it made for the
-    // sockets, and that directory is gone.
-    let leftover: Vec<String> = fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(fleet_tmp.to_str().unwrap()))
-        .collect();
-    assert!(leftover.is_empty(), "left running: {leftover:?}");
-    assert_eq!(
-        fs::read_dir(&fleet_tmp).unwrap().count(),
-        0,
-        "the sockets' directory was left behind"
-    );
-    assert_eq!(
-        log.matches("started ").count(),
-        4,
-        "every run said it started"
-    );
-    assert!(
-        most <= 2,
-        "{most} sessions at once with --max-ssh-sessions 2:\n{log}"
-    );
-    assert_eq!(
-        most, 2,
-        "the bound was never reached: the fleet ran one at a time"
-    );
+    assert_sessions(&fs::read_to_string(&sessions).unwrap(), &fleet_tmp);
 
     // Progress as counts per phase; no host's test log on the terminal.
     let stderr = String::from_utf8_lossy(&out.stderr);

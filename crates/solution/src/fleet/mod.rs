@@ -35,7 +35,6 @@ mod sessions;
 mod start;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -198,14 +197,11 @@ pub fn run(
     let Validated { shares, config } = validate(options)?;
     prepare_fleet_dir(&options.output)?;
     // One shared connection per host for every session after its check's handshake;
-    // the masters end when `shared` is dropped, whatever way this returns.
+    // the masters end when `masters` is dropped, whatever way this returns.
+    let masters = ControlMasters::new();
     let shared = FleetOptions {
         ssh: Ssh {
-            masters: options
-                .ssh
-                .masters
-                .clone()
-                .or_else(|| ControlMasters::new().map(Arc::new)),
+            sockets: masters.as_ref().map(ControlMasters::sockets),
             ..options.ssh.clone()
         },
         ..options.clone()
@@ -223,7 +219,7 @@ pub fn run(
             "fleet {fleet_id}: {} hosts, at most {} ssh sessions opening or working at once; {}",
             options.hosts.len(),
             options.max_ssh_sessions,
-            match &options.ssh.masters {
+            match &masters {
                 Some(_) => "one shared ssh connection per host",
                 None => "no shared connections (no private temporary directory for their sockets)",
             }
@@ -235,7 +231,7 @@ pub fn run(
     };
 
     let checking = Instant::now();
-    preflight::check_all(options, events, &log)?;
+    preflight::check_all(options, masters.as_ref(), events, &log)?;
     overhead.preflight = checking.elapsed().as_secs_f64();
 
     // Every host's fleet directory, new, before any host starts; then every host
@@ -300,7 +296,7 @@ pub fn run(
     let (runs, missing) = collect::collect(options, &running, &fleet_id, events, &log);
     overhead.collect = copying.elapsed().as_secs_f64();
     collect::stop_lost(options, &running, &log);
-    if let Some(masters) = &options.ssh.masters {
+    if let Some(masters) = &masters {
         masters.close();
     }
 

@@ -9,7 +9,7 @@ use super::check_session::{self, CheckSession, Finished, Interrupted};
 use super::progress::{FleetLog, Phase, PhaseCounter};
 use super::sessions::map_bounded;
 use super::{FleetError, FleetEvent, FleetHost, FleetOptions};
-use crate::control_master::MasterError;
+use crate::control_master::{ControlMasters, MasterError};
 use crate::ssh::{Ssh, failure_of};
 
 /// Why a host is not ready; each names the host, what is wrong and what to do.
@@ -189,13 +189,14 @@ impl HostCheck {
 /// or nothing starts.
 pub(super) fn check_all(
     options: &FleetOptions,
+    masters: Option<&ControlMasters>,
     events: &(dyn Fn(FleetEvent<'_>) + Sync),
     log: &FleetLog,
 ) -> Result<(), FleetError> {
     let expected = format!("edbstress {}", env!("CARGO_PKG_VERSION"));
     let counter = PhaseCounter::new(Phase::Preflight, options.hosts.len(), events, log);
     let checks = map_bounded(&options.hosts, options.max_ssh_sessions, |h| {
-        let check = open_master(options, h, log).and_then(|()| {
+        let check = open_master(options, masters, h, log).and_then(|()| {
             let paths = super::host_paths(h, &options.run_args);
             check_host(
                 &options.ssh,
@@ -239,10 +240,11 @@ pub(super) fn check_all(
 /// of this host's sessions (a failure is the host's, told as a check's would be).
 fn open_master(
     options: &FleetOptions,
+    masters: Option<&ControlMasters>,
     h: &FleetHost,
     log: &FleetLog,
 ) -> Result<(), HostCheckError> {
-    let Some(masters) = &options.ssh.masters else {
+    let Some(masters) = masters else {
         return Ok(());
     };
     // Several hosts through one destination would put every one's run on one

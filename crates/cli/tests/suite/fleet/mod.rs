@@ -7,7 +7,7 @@
 //!
 //! The modules hold the fleet under attack: host names, fleet identity and fresh
 //! directories, a compromised host's copy-back, deadlines, ssh failures, the
-//! long-mode fault loop, and the clock check.
+//! long-mode fault loop, the clock check, and a fleet killed outright.
 
 use crate::suite::common;
 mod clock;
@@ -15,6 +15,7 @@ mod copy_back;
 mod deadlines;
 mod fault_loop;
 mod identity;
+mod killed;
 mod names;
 mod ssh_errors;
 
