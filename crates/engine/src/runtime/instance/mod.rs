@@ -84,7 +84,7 @@ impl InstanceConfig {
             cache_min_bytes: 32 << 20,
             cache_max_bytes: 256 << 20,
             checkpoint_depth: 20 << 20,
-            log_buffer: 9000 * 512,
+            log_buffer: crate::runtime::log::DEFAULT_LOG_BUFFER_LEN,
             lazy_flush_interval: None,
             split_tail_write: true,
             circular_logging: false,
