@@ -117,10 +117,6 @@ pub use dir::{
     log_dir_owners, remove_our_logs, replace_logs,
 };
 pub use edbstress_format::log::{LogPosition, LogRecord};
-pub use reader::{
-    CorrectedSegment, LogEntry, LogReadOptions, LogReader, LogScan, LogScanSummary,
-    check_log_reaches, read_log, read_log_with,
-};
 pub use sequence::{LogSequenceReport, verify_log_sequence};
 pub use writer::LogCounters;
 /// The log writer on its own, for the engine's tests and benches (feature
@@ -129,11 +125,16 @@ pub use writer::LogCounters;
 #[cfg(feature = "test-internals")]
 pub use {
     config::{DEFAULT_LOG_BUFFER_LEN, LogConfig},
+    reader::{
+        CorrectedSegment, LogEntry, LogReadOptions, LogReader, LogScan, LogScanSummary,
+        check_log_reaches, read_log, read_log_with,
+    },
     writer::{CheckpointBarrier, GenerationHook, GenerationRecord, LogWriter},
 };
 #[cfg(not(feature = "test-internals"))]
 pub(crate) use {
     config::{DEFAULT_LOG_BUFFER_LEN, LogConfig},
+    reader::{LogEntry, LogReadOptions, LogReader, LogScanSummary, check_log_reaches},
     writer::{GenerationHook, GenerationRecord, LogWriter},
 };
 
