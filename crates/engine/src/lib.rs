@@ -66,6 +66,7 @@ pub use runtime::cache::{CacheConfig, CacheCounters};
 pub use runtime::cache::{CacheGuard, FrameId, PageCache, WalSync};
 pub use runtime::content::{Compressibility, ContentGenerator};
 pub use runtime::dirlock::{LogDirLock, ensure_dir_not_held};
+pub use runtime::growth::{GrowthAllowance, GrowthLimitReached};
 pub use runtime::instance::{
     CommitOutcome, Durability, Instance, InstanceConfig, InstanceCounters, Message, ShutdownReport,
     TxnOp,

@@ -15,12 +15,14 @@ mod suite {
     mod cold_long_values;
     mod database_lock;
     mod fault_suite;
+    mod growth_limit;
     mod held_checkpoint;
     mod instance_common;
     mod io_path;
     mod log_common;
     mod log_group_commit;
     mod log_lazy_commit;
+    mod log_partial_tail;
     mod log_recovery;
     mod log_split_tail;
     mod log_writer;

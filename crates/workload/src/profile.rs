@@ -96,6 +96,11 @@ pub struct ProfileDefaults {
     /// later, whose 4 KiB log sectors end every write on a sector boundary. See
     /// docs/fidelity.md.
     pub split_tail_write: bool,
+    /// Whether a log write that ends inside a segment writes it partially filled with
+    /// a shadow copy in the next slot and continues it in the next write, which
+    /// rewrites it first (ESE's partial-sector write and its shadow). See
+    /// docs/fidelity.md for what it does to the rows with the log's 4 KiB segments.
+    pub partial_tail_shadow: bool,
     /// Where an insert's row goes among its mailbox's rows. Jetstress's insert key
     /// order is not published; random keys were measured against the reports and
     /// moved them away (more database I/O per transaction, less log per I/O), so every
@@ -175,6 +180,7 @@ impl Profile {
             .lazy_commit_signals_write
             .then_some(std::time::Duration::ZERO);
         instance.split_tail_write = d.split_tail_write;
+        instance.partial_tail_shadow = d.partial_tail_shadow;
     }
 
     /// The profile's defaults.
@@ -207,6 +213,7 @@ impl Profile {
                 log_buffer: 9000 * 512,
                 lazy_commit_signals_write: true,
                 split_tail_write: true,
+                partial_tail_shadow: true,
                 insert_keys: InsertKeyOrder::Ascending,
                 ops_per_transaction: 1,
             },
@@ -224,6 +231,7 @@ impl Profile {
                 log_buffer: 9000 * 512,
                 lazy_commit_signals_write: true,
                 split_tail_write: true,
+                partial_tail_shadow: true,
                 insert_keys: InsertKeyOrder::Ascending,
                 ops_per_transaction: 1,
             },
@@ -242,6 +250,7 @@ impl Profile {
                     log_buffer: 9000 * 512,
                     lazy_commit_signals_write: false,
                     split_tail_write: false,
+                    partial_tail_shadow: false,
                     insert_keys: InsertKeyOrder::Ascending,
                     ops_per_transaction: 1,
                 }

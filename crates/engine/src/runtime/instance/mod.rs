@@ -27,6 +27,7 @@ use crate::error::EngineError;
 use crate::layout::InstanceLayout;
 use crate::runtime::btree::{self, SpaceCounters, TreeState};
 use crate::runtime::cache::{CacheConfig, CacheCounters, PageCache, WalSync};
+use crate::runtime::growth::{GrowthAllowance, GrowthLimitReached};
 use crate::runtime::log::{GenerationHook, GenerationRecord, LogConfig, LogCounters, LogWriter};
 use crate::runtime::schema::{InsertKeyOrder, MAILBOX_TABLE_ROOT, MessageKey, chunk_len};
 
@@ -51,6 +52,9 @@ pub struct InstanceConfig {
     /// Write a flush's closed log segments and its partially filled tail in two
     /// writes (see `LogConfig::split_tail_write`).
     pub split_tail_write: bool,
+    /// Write a partially filled log tail with a shadow copy and continue it in the
+    /// next write (see `LogConfig::partial_tail_shadow`).
+    pub partial_tail_shadow: bool,
     /// Remove log generations behind the checkpoint.
     pub circular_logging: bool,
     /// Direct or buffered I/O.
@@ -73,6 +77,9 @@ pub struct InstanceConfig {
     pub torn_write_protection: bool,
     /// Where a new message's row goes among its mailbox's rows.
     pub insert_keys: InsertKeyOrder,
+    /// A limit on the database file's growth, shared with other instances; None: the
+    /// file grows as long as the filesystem has room.
+    pub growth_allowance: Option<Arc<GrowthAllowance>>,
 }
 
 impl InstanceConfig {
@@ -87,6 +94,7 @@ impl InstanceConfig {
             log_buffer: crate::runtime::log::DEFAULT_LOG_BUFFER_LEN,
             lazy_flush_interval: None,
             split_tail_write: true,
+            partial_tail_shadow: false,
             circular_logging: false,
             io_mode: IoMode::Direct,
             backend: BackendKind::Auto,
@@ -94,6 +102,7 @@ impl InstanceConfig {
             write_coalesce_max: 512 << 10,
             torn_write_protection: false,
             insert_keys: InsertKeyOrder::Ascending,
+            growth_allowance: None,
         }
     }
 }
@@ -313,6 +322,7 @@ impl Instance {
                 buffer_len: config.log_buffer,
                 lazy_flush_interval: config.lazy_flush_interval,
                 split_tail_write: config.split_tail_write,
+                partial_tail_shadow: config.partial_tail_shadow,
                 circular: config.circular_logging,
                 io_mode: config.io_mode,
                 backend: config.backend,
@@ -442,8 +452,8 @@ impl Instance {
     }
 
     /// Grows the file by formatted empty pages (about 1 % of its size, at least 1 MiB,
-    /// at least `needed` pages beyond the next unused one) and records the new size
-    /// durably in the header.
+    /// at least `needed` pages beyond the next unused one, within the growth allowance)
+    /// and records the new size durably in the header.
     fn grow(&self, needed: u32) -> Result<(), EngineError> {
         let _one_at_a_time = self.growth.lock();
         let (page_count, next_unused, page_size) = {
@@ -456,10 +466,40 @@ impl Instance {
             return Ok(()); // another session grew it
         }
         let ps = page_size.bytes();
-        let add = (page_count / 100)
+        let least = last_needed - page_count;
+        let mut add = (page_count / 100)
             .max((1 << 20) / ps as u32)
             .max(16)
-            .max(last_needed - page_count);
+            .max(least);
+        // The allowance is taken before anything is written: a file never grows past it.
+        // Near the limit the step shrinks to what is left (at least what is needed).
+        let taken = match &self.config.growth_allowance {
+            Some(allowance) => {
+                let taken = allowance
+                    .take(u64::from(add) * ps as u64, u64::from(least) * ps as u64)
+                    .map_err(|left| GrowthLimitReached {
+                        file: self.file.path().to_path_buf(),
+                        needed: u64::from(least) * ps as u64,
+                        left,
+                    })?;
+                add = (taken / ps as u64) as u32;
+                Some((allowance, taken))
+            }
+            None => None,
+        };
+        let result = self.extend(page_count, add, page_size);
+        if result.is_err()
+            && let Some((allowance, taken)) = taken
+        {
+            allowance.give_back(taken);
+        }
+        result
+    }
+
+    /// Appends `add` formatted empty pages to the file of `page_count` pages and records
+    /// the new size durably in the header.
+    fn extend(&self, page_count: u32, add: u32, page_size: PageSize) -> Result<(), EngineError> {
+        let ps = page_size.bytes();
         let new_count = page_count.checked_add(add).ok_or_else(|| {
             EngineError::Invalid(
                 "the database reached the largest page count a file can hold".into(),

@@ -48,6 +48,14 @@ pub struct LogConfig {
     /// join the second write). Off: one write takes both. The exchange2007/2010
     /// profiles set it (docs/fidelity.md: Jetstress 2010's ~4.7 KB log writes).
     pub split_tail_write: bool,
+    /// A write that ends inside a segment writes that segment partially filled and a
+    /// shadow copy of it in the next slot, and the next records continue in it; the
+    /// next write rewrites it first, alone (ESE's partial-sector write and its
+    /// shadow, `ErrLGIWritePartialSector`/`ErrLGIWriteFullSectors`, logwrite.cxx).
+    /// Recovery takes of the segment and its shadow the valid copy written last, so a
+    /// torn rewrite falls back to the shadow (docs/format.md §6.3). Off: every write
+    /// closes (pads) the segment it ends in, and the next records start in the next.
+    pub partial_tail_shadow: bool,
     /// Delete generations wholly before the checkpoint (and the retention floor).
     pub circular: bool,
     /// Direct (`O_DIRECT`) or buffered; every write is followed by `fdatasync` either way.
@@ -77,6 +85,7 @@ impl LogConfig {
             buffer_len: DEFAULT_LOG_BUFFER_LEN,
             lazy_flush_interval: None,
             split_tail_write: false,
+            partial_tail_shadow: false,
             circular: false,
             io_mode: IoMode::Direct,
             backend: BackendKind::Auto,

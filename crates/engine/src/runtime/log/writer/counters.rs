@@ -37,6 +37,9 @@ pub struct LogCounters {
     /// Rounds that wrote only the closed segments and left the partially filled tail
     /// for a second write (`LogConfig::split_tail_write`).
     pub tail_deferrals: u64,
+    /// Writes of a partially filled tail segment with its shadow, and rewrites of a
+    /// tail that has one (`LogConfig::partial_tail_shadow`); each also in `writes`.
+    pub partial_writes: u64,
     /// `flush_to` calls that had to wait.
     pub flush_waits: u64,
     /// Times an `append` waited for buffer space.
@@ -70,6 +73,7 @@ pub(super) struct AtomicCounters {
     pub(super) generation_flushes: AtomicU64,
     pub(super) lazy_flushes: AtomicU64,
     pub(super) tail_deferrals: AtomicU64,
+    pub(super) partial_writes: AtomicU64,
     pub(super) flush_waits: AtomicU64,
     pub(super) buffer_waits: AtomicU64,
     pub(super) generations_rolled: AtomicU64,
@@ -100,6 +104,7 @@ impl AtomicCounters {
             generation_flushes: get(&self.generation_flushes),
             lazy_flushes: get(&self.lazy_flushes),
             tail_deferrals: get(&self.tail_deferrals),
+            partial_writes: get(&self.partial_writes),
             flush_waits: get(&self.flush_waits),
             buffer_waits: get(&self.buffer_waits),
             generations_rolled: get(&self.generations_rolled),

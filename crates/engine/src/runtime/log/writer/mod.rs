@@ -150,6 +150,7 @@ impl LogWriter {
             fold,
             oldest_generation,
             delete_pending: false,
+            shadow_of: None,
             image: AlignedBuf::try_new(64 * SEGMENT_LEN)?,
             batch: Default::default(),
         };
@@ -162,6 +163,7 @@ impl LogWriter {
             circular: config.circular,
             lazy_flush_interval: config.lazy_flush_interval,
             split_tail_write: config.split_tail_write,
+            partial_tail_shadow: config.partial_tail_shadow,
             geometry,
             max_record_body: (segments.min(geometry.segments).saturating_sub(1) as usize
                 * CLOSED_MIN_USED)
@@ -177,6 +179,7 @@ impl LogWriter {
                 in_flight: 0,
                 writing: false,
                 tail_deferred: false,
+                tail_written: None,
                 flusher_waits_for_round: false,
                 task_wanted: LogPosition::default(),
                 rounds: 0,

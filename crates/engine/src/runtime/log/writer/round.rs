@@ -1,9 +1,11 @@
 //! A flush round and its I/O. Each round takes what was appended (group commit),
 //! closes the partially filled tail segment and writes it with the closed segments
 //! before it, each once (with `split_tail_write`, the closed segments first and the
-//! tail in the next round, when something needs it); when a file fills it rolls to the
-//! next generation, records it in the database, rewrites the checkpoint file and, with
-//! circular logging, deletes old generations.
+//! tail in the next round, when something needs it; with `partial_tail_shadow`, the
+//! tail is not closed but written with a shadow copy and continued, as ESE writes a
+//! partial sector); when a file fills it rolls to the next generation, records it in
+//! the database, rewrites the checkpoint file and, with circular logging, deletes old
+//! generations.
 //!
 //! Rounds run one at a time ([`State::writing`]), on whichever thread starts one: a
 //! committer in `LogWriter::flush_to` whose position is not durable and finds no round
@@ -72,7 +74,15 @@ impl RoundIo {
                     }
                 })
                 .collect();
-            self.write_segments(shared, items[0].logical, &items)?;
+            if self.shadow_of == Some(items[0].logical) && items.len() > 1 {
+                // The segment whose shadow is in the next slot goes first and alone:
+                // one write over both could tear both, losing acknowledged records
+                // (ESE's first full sector after a partial one, logwrite.cxx).
+                self.write_segments(shared, items[0].logical, &items[..1])?;
+                self.write_segments(shared, items[1].logical, &items[1..])?;
+            } else {
+                self.write_segments(shared, items[0].logical, &items)?;
+            }
             let durable = self.after(batch.segments[j - 1].addr);
             i = j;
             if self.next_index >= self.segments {
@@ -166,6 +176,94 @@ impl RoundIo {
             self.fold
                 .add_segment(&self.image[n * SEGMENT_LEN..(n + 1) * SEGMENT_LEN]);
             self.next_index += 1;
+        }
+        if self
+            .shadow_of
+            .is_some_and(|k| k >= first_slot && usize::from(k - first_slot) < count)
+        {
+            self.shadow_of = None;
+        }
+        Ok(())
+    }
+
+    /// Writes the partially filled segment `addr` (the next unwritten slot of the
+    /// current file, not its last) and its shadow copy in the next slot, durably. A
+    /// fresh segment and its shadow go in one write: nothing acknowledged is in either
+    /// slot. A segment that already has a shadow is rewritten in its own slot first,
+    /// then in the shadow slot, each write durable before the next: whichever tears,
+    /// the other slot holds a valid copy with every acknowledged record, and recovery
+    /// takes the valid copy written last (ESE's `ErrLGIWritePartialSector`). Neither
+    /// copy is final: the segment stays the next unwritten slot.
+    pub(super) fn write_partial(
+        &mut self,
+        shared: &Shared,
+        addr: SegAddr,
+        payload: &[u8],
+    ) -> Result<(), EngineError> {
+        let k = addr.index;
+        if addr.generation != self.generation
+            || u32::from(k) != self.next_index
+            || u32::from(k) + 1 >= self.segments
+        {
+            return Err(internal(format!(
+                "partial log segment {k} of generation {:#x} is not the next unwritten slot \
+                 ({}) of generation {:#x} with a slot after it",
+                addr.generation, self.next_index, self.generation
+            )));
+        }
+        if self.image.len() < 2 * SEGMENT_LEN {
+            self.image = AlignedBuf::try_new(64 * SEGMENT_LEN)?;
+        }
+        let generation = self.generation;
+        let offset = u64::from(k) * SEGMENT_LEN as u64;
+        let counters = &shared.counters;
+        self.write_seq += 1;
+        let seq = self.write_seq;
+        seal_data_segment(
+            &mut self.image[..SEGMENT_LEN],
+            generation,
+            k,
+            false,
+            payload,
+            false,
+            seq,
+        );
+        if self.shadow_of == Some(k) {
+            self.write_durably(shared, offset, SEGMENT_LEN)?;
+            self.write_seq += 1;
+            let seq = self.write_seq;
+            seal_data_segment(
+                &mut self.image[..SEGMENT_LEN],
+                generation,
+                k,
+                true,
+                payload,
+                false,
+                seq,
+            );
+            self.write_durably(shared, offset + SEGMENT_LEN as u64, SEGMENT_LEN)?;
+            bump(&counters.writes, 2);
+            bump(&counters.fsyncs, 2);
+            bump(&counters.partial_writes, 2);
+        } else {
+            seal_data_segment(
+                &mut self.image[SEGMENT_LEN..2 * SEGMENT_LEN],
+                generation,
+                k,
+                true,
+                payload,
+                false,
+                seq,
+            );
+            self.write_durably(shared, offset, 2 * SEGMENT_LEN)?;
+            bump(&counters.writes, 1);
+            bump(&counters.fsyncs, 1);
+            bump(&counters.partial_writes, 1);
+        }
+        bump(&counters.bytes_written, 2 * SEGMENT_LEN as u64);
+        self.shadow_of = Some(k);
+        if self.generation > shared.recorded_generation.load(Ordering::Acquire) {
+            self.record_generation(shared)?;
         }
         Ok(())
     }
@@ -279,6 +377,7 @@ impl RoundIo {
         self.generation = generation;
         self.segments = shared.geometry.segments_in(generation);
         self.next_index = 1;
+        self.shadow_of = None;
         self.fold = RunningChecksum::seeded(header.prev_generation_checksum);
         bump(&shared.counters.generations_rolled, 1);
         shared.request_next_file();
@@ -389,17 +488,30 @@ impl Shared {
         // once when a commit waits for it or its lazy-flush time has come
         // (`first_unflushed` keeps its records' age), and takes what was appended
         // during the first write too (ESE's deferred partial write).
+        let shutdown = matches!(reason, FlushReason::Shutdown);
         let defer_tail = self.split_tail_write
             && !st.tail_deferred
-            && !matches!(reason, FlushReason::Shutdown)
+            && !shutdown
             && !st.staged.is_empty()
-            && !st.packer.pending().is_empty();
+            && st.tail_unflushed();
         st.tail_deferred = defer_tail;
-        // The partially filled tail is closed (padded) and written once: the next
-        // records start in the next segment, so no later write rewrites a segment
+        // With `partial_tail_shadow` the tail is written partially filled with its
+        // shadow and the next records continue in it (not in a file's last slot,
+        // which has no slot for the shadow, nor at shutdown).
+        let partial = !defer_tail
+            && self.partial_tail_shadow
+            && !shutdown
+            && st.tail_unflushed()
+            && !self.geometry.is_last_slot(st.tail);
+        // Otherwise the partially filled tail is closed (padded) and written once: the
+        // next records start in the next segment, so no later write rewrites a segment
         // holding acknowledged commits and a torn write can only lose what it was
         // writing (docs/format.md §6.3).
-        if !defer_tail && !st.packer.pending().is_empty() {
+        if !defer_tail
+            && !partial
+            && !st.packer.pending().is_empty()
+            && (st.tail_unflushed() || shutdown)
+        {
             if let Err(e) = st.close_tail(&self.geometry) {
                 fail(self, st, &e);
                 return Err(e);
@@ -413,13 +525,24 @@ impl Shared {
         if defer_tail {
             st.first_unflushed = tail_since;
         }
+        let tail_end = st.next_record_position();
+        if partial {
+            let pending = st.packer.pending();
+            batch.tail = Some(st.tail);
+            batch.tail_payload.extend_from_slice(pending);
+            st.tail_written = Some((st.tail, pending.len()));
+        }
         st.writing = true;
         st.rounds += 1;
-        st.in_flight_end = batch
-            .segments
-            .last()
-            .and_then(|last| self.geometry.next(last.addr))
-            .map_or(st.durable, |next| next.at(FIRST_RECORD_OFFSET));
+        st.in_flight_end = if partial {
+            tail_end
+        } else {
+            batch
+                .segments
+                .last()
+                .and_then(|last| self.geometry.next(last.addr))
+                .map_or(st.durable, |next| next.at(FIRST_RECORD_OFFSET))
+        };
         let counters = &self.counters;
         bump(&counters.flush_batches, 1);
         if defer_tail {
@@ -435,7 +558,14 @@ impl Shared {
         let result = MutexGuard::unlocked(st, || {
             // A panic here (a bug) fails the log instead of leaving `writing` set.
             let _guard = PanicGuard(self);
-            let result = io.write_batch(self, &batch);
+            let result = io
+                .write_batch(self, &batch)
+                .and_then(|durable| match batch.tail {
+                    Some(addr) if !self.abandoned() => io
+                        .write_partial(self, addr, &batch.tail_payload)
+                        .map(|()| Some(tail_end)),
+                    _ => Ok(durable),
+                });
             io.batch = batch;
             drop(io);
             result

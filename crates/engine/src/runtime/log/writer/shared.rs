@@ -55,6 +55,10 @@ pub(super) struct State {
     /// (`split_tail_write`): the next round, whoever runs it, takes everything, so a
     /// commit in the tail is never passed over twice.
     pub(super) tail_deferred: bool,
+    /// With `partial_tail_shadow`: the partially filled segment and how many of its
+    /// payload bytes the last partial write put on disk (with its shadow). The
+    /// pending segment is unflushed only beyond them.
+    pub(super) tail_written: Option<(SegAddr, usize)>,
     /// The flusher waits for the round in progress to end (it is woken when it does).
     pub(super) flusher_waits_for_round: bool,
     /// Rounds started: the one in progress, if any, is number `rounds`.
@@ -90,7 +94,13 @@ impl State {
     }
 
     pub(super) fn has_unflushed(&self) -> bool {
-        !self.staged.is_empty() || !self.packer.pending().is_empty()
+        !self.staged.is_empty() || self.tail_unflushed()
+    }
+
+    /// The pending segment holds records no write has put on disk.
+    pub(super) fn tail_unflushed(&self) -> bool {
+        let pending = self.packer.pending().len();
+        pending > 0 && self.tail_written != Some((self.tail, pending))
     }
 
     /// A generation's last segment is staged: the tail has moved on to a later file
@@ -145,6 +155,8 @@ impl State {
         batch.payload.clear();
         std::mem::swap(&mut self.staged, &mut batch.segments);
         std::mem::swap(&mut self.staged_payload, &mut batch.payload);
+        batch.tail = None;
+        batch.tail_payload.clear();
         self.in_flight = batch.segments.len();
         self.first_unflushed = None;
     }
@@ -175,6 +187,10 @@ pub(super) fn stage(
 pub(super) struct Batch {
     pub(super) segments: Vec<StagedSegment>,
     pub(super) payload: Vec<u8>,
+    /// With `partial_tail_shadow`: the partially filled segment written after the
+    /// closed ones, with its shadow (its payload in `tail_payload`).
+    pub(super) tail: Option<SegAddr>,
+    pub(super) tail_payload: Vec<u8>,
 }
 
 pub(super) struct Shared {
@@ -189,6 +205,9 @@ pub(super) struct Shared {
     pub(super) lazy_flush_interval: Option<Duration>,
     /// Write closed segments and the partially filled tail in two writes.
     pub(super) split_tail_write: bool,
+    /// Write a partially filled tail with its shadow and continue it (see
+    /// `LogConfig::partial_tail_shadow`).
+    pub(super) partial_tail_shadow: bool,
     pub(super) geometry: Geometry,
     /// Largest record body: it must fit in one file.
     pub(super) max_record_body: usize,
@@ -312,6 +331,10 @@ pub(super) struct RoundIo {
     /// (whose header then names a checkpoint at least as new as the one that allows
     /// the deletion): the header's checkpoint must never point at a deleted file.
     pub(super) delete_pending: bool,
+    /// A partially filled segment of the current file whose shadow copy is in the
+    /// next slot (`partial_tail_shadow`): its next write goes to its own slot alone,
+    /// before anything overwrites the shadow.
+    pub(super) shadow_of: Option<u16>,
     pub(super) image: AlignedBuf,
     /// The segments of the round in progress (kept to reuse its allocations).
     pub(super) batch: Batch,
