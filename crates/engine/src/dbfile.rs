@@ -13,9 +13,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use edbstress_format::InstanceId;
-use edbstress_format::PageSize;
 use edbstress_format::header::{DatabaseHeader, HeaderError, HeaderSelection};
+use edbstress_format::{InstanceId, PageSize, Pgno};
 use edbstress_io::blocking::FileIo;
 use edbstress_io::{AlignedBuf, BackendKind, DataFile, IoClass, IoError, IoStats};
 
@@ -210,13 +209,7 @@ pub fn sync_dir(dir: &Path) {
 /// Formats `page` as page `pgno` never used by a change (empty, dbtime 0) and seals it:
 /// what prepare and database growth write for pages beyond the data, and what
 /// recovery restores for a page whose logged image is empty.
-pub fn format_unused_page(page: &mut [u8], pgno: u32) {
-    edbstress_format::page::PageMut::format(
-        page,
-        edbstress_format::Pgno::new(pgno),
-        0,
-        edbstress_format::page::flags::EMPTY,
-        0,
-    );
-    edbstress_format::checksum::seal_page(page, edbstress_format::Pgno::new(pgno));
+pub fn format_unused_page(page: &mut [u8], pgno: Pgno) {
+    edbstress_format::page::PageMut::format(page, pgno, 0, edbstress_format::page::flags::EMPTY, 0);
+    edbstress_format::checksum::seal_page(page, pgno);
 }

@@ -448,7 +448,7 @@ fn check_first_images(
         let mut images = LogReader::open(log_dir, checkpoint, signatures, read_options)?;
         while let Some(entry) = images.next_record()? {
             if let LogRecord::PageImage { pgno, image } = &entry.record {
-                torn_pages.check(Pgno::new(*pgno), image, entry.start)?;
+                torn_pages.check(*pgno, image, entry.start)?;
             }
         }
         image_scan_io.merge(images.stats());
@@ -490,7 +490,7 @@ impl ReplayWindow {
                     None => match reader.next_record()? {
                         Some(entry) => {
                             if let LogRecord::PageImage { pgno, image } = &entry.record {
-                                torn_pages.check(Pgno::new(*pgno), image, entry.start)?;
+                                torn_pages.check(*pgno, image, entry.start)?;
                             }
                             report.records += 1;
                             entry
@@ -506,7 +506,7 @@ impl ReplayWindow {
                     break;
                 }
                 if let LogRecord::PageRedo { pgno, .. } = &entry.record {
-                    pgnos.push(Pgno::new(*pgno));
+                    pgnos.push(*pgno);
                 }
                 self.window.push_back(entry);
             }
@@ -574,7 +574,7 @@ fn apply_redo(
     else {
         return Ok(());
     };
-    let pgno = Pgno::new(*pgno);
+    let pgno = *pgno;
     if poisoned.contains(&pgno) {
         return Ok(());
     }
@@ -723,7 +723,7 @@ impl<'a> TornPageRestorer<'a> {
         };
         let rebuilt = &mut self.rebuilt;
         if image.is_empty() {
-            crate::dbfile::format_unused_page(rebuilt, pgno.get());
+            crate::dbfile::format_unused_page(rebuilt, pgno);
         } else {
             rebuilt.copy_from_slice(image);
             // The frame's checksum fields may predate its last change (they are sealed

@@ -91,7 +91,7 @@ impl InstanceConfig {
             cache_min_bytes: 32 << 20,
             cache_max_bytes: 256 << 20,
             checkpoint_depth: 20 << 20,
-            log_buffer: 9000 * 512,
+            log_buffer: crate::runtime::log::DEFAULT_LOG_BUFFER_LEN,
             lazy_flush_interval: None,
             split_tail_write: true,
             partial_tail_shadow: false,
@@ -529,7 +529,7 @@ impl Instance {
             let n = per_write.min(new_count - pgno + 1);
             for i in 0..n {
                 let page = &mut buf[i as usize * ps..(i as usize + 1) * ps];
-                crate::dbfile::format_unused_page(page, pgno + i);
+                crate::dbfile::format_unused_page(page, Pgno::new(pgno + i));
             }
             self.file_io
                 .lock()
@@ -631,11 +631,11 @@ impl Instance {
     }
 
     /// The leaf page holding (or that would hold) `key` in the mailbox table.
-    pub fn locate(&self, key: MessageKey) -> Result<u32, EngineError> {
+    pub fn locate(&self, key: MessageKey) -> Result<Pgno, EngineError> {
         let (leaf, _, _) = self.run(Durability::Lazy, |g, _| {
             Ok(btree::descend(g, MAILBOX_TABLE_ROOT, &key.encode())?.leaf)
         })?;
-        Ok(leaf.get())
+        Ok(leaf)
     }
 
     /// Log bytes between the checkpoint (the oldest unwritten change) and the end of
@@ -654,14 +654,14 @@ impl Instance {
     /// only for the engine's own tests (feature `test-internals`); the fault injector
     /// uses it in-crate.
     #[cfg(feature = "test-internals")]
-    pub fn drop_next_write(&self, pgno: u32) {
-        self.cache.drop_next_write(Pgno::new(pgno));
+    pub fn drop_next_write(&self, pgno: Pgno) {
+        self.cache.drop_next_write(pgno);
     }
 
     /// Fault injection for lost-flush tests: the next write of `pgno` is dropped.
     #[cfg(not(feature = "test-internals"))]
-    pub(crate) fn drop_next_write(&self, pgno: u32) {
-        self.cache.drop_next_write(Pgno::new(pgno));
+    pub(crate) fn drop_next_write(&self, pgno: Pgno) {
+        self.cache.drop_next_write(pgno);
     }
 
     /// Flushes everything and marks the database cleanly shut down.

@@ -531,7 +531,7 @@ mod tests {
         let mut full = Vec::new();
         let small = LogRecord::Begin { trx: 1 };
         let big = LogRecord::PageRedo {
-            pgno: 1,
+            pgno: edbstress_format::Pgno::new(1),
             dbtime_before: 1,
             dbtime_after: 2,
             trx: 1,

@@ -48,6 +48,7 @@ pub struct LogReadOptions {
 
 impl LogReadOptions {
     /// Direct reads of instance 0 accounted to `class`, through the `auto` backend.
+    #[cfg(feature = "test-internals")]
     pub fn new(class: IoClass) -> LogReadOptions {
         LogReadOptions {
             class,
@@ -152,7 +153,8 @@ pub fn check_log_reaches(
     })
 }
 
-/// A whole log read by [`read_log`].
+/// A whole log read by [`read_log`] (the engine's tests: feature `test-internals`).
+#[cfg(feature = "test-internals")]
 #[derive(Clone, Debug)]
 pub struct LogScan {
     /// The records, in log order.
@@ -165,6 +167,7 @@ pub struct LogScan {
 
 /// Reads the log in `dir` from `from` to its end and collects every record. See
 /// [`LogReader`] to iterate lazily instead (bounded memory).
+#[cfg(feature = "test-internals")]
 pub fn read_log(
     dir: &Path,
     from: LogPosition,
@@ -175,6 +178,7 @@ pub fn read_log(
 }
 
 /// [`read_log`] with explicit options.
+#[cfg(feature = "test-internals")]
 pub fn read_log_with(
     dir: &Path,
     from: LogPosition,

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use edbstress_engine::InstanceId;
 use edbstress_engine::log::create_initial_logs;
 use edbstress_engine::log::{LogConfig, LogScan, LogSignatures, LogWriter, read_log};
+use edbstress_engine::{InstanceId, Pgno};
 use edbstress_format::log::{LogPosition, LogRecord, SEGMENT_LEN, log_file_name};
 use edbstress_io::{IoClass, IoMode};
 use rand::SeedableRng;
@@ -69,7 +69,7 @@ pub fn redo(trx: u64, n: u64, payload_len: usize) -> LogRecord {
         })
         .collect();
     LogRecord::PageRedo {
-        pgno: (trx as u32).wrapping_mul(7).wrapping_add(n as u32),
+        pgno: Pgno::new((trx as u32).wrapping_mul(7).wrapping_add(n as u32)),
         dbtime_before: trx * 100 + n,
         dbtime_after: trx * 100 + n + 1,
         trx,

@@ -457,7 +457,10 @@ impl LogWriter {
     }
 
     /// Circular logging keeps generations `>= generation` (for readers such as log
-    /// replication that have not finished with them).
+    /// replication that have not finished with them). Only the engine's tests set a
+    /// floor (feature `test-internals`); without one, circular logging keeps what the
+    /// checkpoint needs.
+    #[cfg(feature = "test-internals")]
     pub fn set_retention_floor(&self, generation: u32) {
         self.shared
             .retention_floor
