@@ -452,12 +452,10 @@ fn step_layer(
     if test == TestType::Performance {
         layer.verify_after = Some(false);
     }
-    // Jetstress's way, when the campaign's run options or configuration file choose
-    // `--pacing jetstress`: closed loop at the tuned thread count, judged on achieved
+    // Jetstress's way unless the campaign's run options or configuration file choose
+    // `--pacing open-loop`: closed loop at the tuned thread count, judged on achieved
     // against target; Stress tunes, Performance reuses its count, unless they give a
-    // thread count or auto-tuning themselves. Open loop stays the default: closed loop
-    // on a cache smaller than the databases' hot set fails the page-fault-stall limit
-    // at any thread count today (see the user guide).
+    // thread count or auto-tuning themselves.
     if test.is_transactional() && jetstress_chosen(options) && !sets_threads(options) {
         if run_option(options, "--pacing").is_none() {
             layer.pacing = Some(edbstress_report::Pacing::Jetstress);
@@ -495,12 +493,14 @@ fn run_option<'a>(options: &'a CampaignOptions, flag: &str) -> Option<&'a str> {
     found
 }
 
-/// Whether the campaign's run options or configuration file choose Jetstress pacing.
+/// Whether the campaign runs with Jetstress pacing: unless its run options or
+/// configuration file choose open loop.
 fn jetstress_chosen(options: &CampaignOptions) -> bool {
     match run_option(options, "--pacing") {
         Some(v) => v.trim() == "jetstress",
         None => campaign_config(options)
-            .is_some_and(|f| f.pacing == Some(edbstress_report::Pacing::Jetstress)),
+            .and_then(|f| f.pacing)
+            .is_none_or(|p| p == edbstress_report::Pacing::Jetstress),
     }
 }
 

@@ -113,7 +113,9 @@ log_paths = ["esrp-data/logs"]
 # run_config = "site.toml"            # an edbstress configuration for every run
 # Further `edbstress run` options for every step. The profile above needs its
 # mailboxes × quota of space; where a run is refused for want of space, put the options
-# its message names here, e.g. ["--database-size", "10GiB"].
+# its message names here, e.g. ["--database-size", "10GiB"]. Stress and Performance
+# run as Jetstress does (Stress auto-tunes the threads, Performance runs at them, closed
+# loop); ["--pacing", "open-loop"] runs them at the target rate instead.
 run_options = []
 stress = "24h"                        # ESRP: at least 24 h
 performance = "2h"                    # ESRP: at least 2 h

@@ -43,9 +43,13 @@ pub fn command(cwd: &Path) -> Command {
 
 /// Loose latency limits and a 1.5 × offered rate, for tests about recovery, fleets or
 /// aggregation rather than this machine's latency: a few seconds of Poisson arrivals
-/// or latency noise on a busy machine must not decide them.
+/// or latency noise on a busy machine must not decide them. Nor must page fault stalls:
+/// a few seconds closed loop (the ESRP campaign's Jetstress pacing) on an 8 MiB cache
+/// average a handful of stalls, when the page writer's thread waits for a busy CPU,
+/// into more than the limit of 1 per second.
 pub const LOOSE_LIMITS: &str = "target_margin = 1.5\nallow_cached_databases = true\n[thresholds]\ndb_read_avg_ms = 1000.0\n\
-     db_read_max_ms = 10000.0\nlog_write_avg_ms = 1000.0\nlog_write_max_ms = 10000.0\n";
+     db_read_max_ms = 10000.0\nlog_write_avg_ms = 1000.0\nlog_write_max_ms = 10000.0\n\
+     page_fault_stalls_per_sec = 1000000.0\n";
 
 /// Writes [`LOOSE_LIMITS`] as `dir/margin.toml` and returns its path.
 pub fn write_loose_limits(dir: &Path) -> PathBuf {

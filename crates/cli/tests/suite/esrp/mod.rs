@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use edbstress_io::IoClass;
-use edbstress_report::{RunResults, read_results};
+use edbstress_report::{Pacing, RunResults, read_results};
 
 /// A solution file for a tiny rehearsal: one database of 32 MiB, 3-second Stress and
 /// Performance, 4 logs to replay, loose latency limits, and a growth budget that ends
@@ -236,6 +236,9 @@ fn the_runs_of_the_campaign(campaign: &Path, stress_run: &Path, s: &serde_json::
     let stress = run_results(stress_run);
     assert!(stress.verification.is_some(), "Stress verifies checksums");
     let perf = run_results(&step_run(campaign, "02-Performance"));
+    // Jetstress pacing unless the run options choose open loop.
+    assert_eq!(stress.parameters.pacing, Some(Pacing::Jetstress));
+    assert_eq!(perf.parameters.pacing, Some(Pacing::Jetstress));
     assert!(
         perf.verification.is_none(),
         "Performance leaves it to Stress"
@@ -643,7 +646,9 @@ fn a_campaign_of_two_servers_runs_each_step_on_both_and_documents_the_aggregate(
     let mut toml = fs::read_to_string(&solution)
         .unwrap()
         .replace("servers = 1", "servers = 2")
-        .replace("mailboxes = 100", "mailboxes = 200");
+        .replace("mailboxes = 100", "mailboxes = 200")
+        // Open loop stays selectable for the campaign.
+        .replace("\"1MiB\"]", "\"1MiB\", \"--pacing\", \"open-loop\"]");
     // The lead time covers each host's process start and database open on a machine
     // that may be busy with other builds (8 s was once 0.1 s short at load average 8).
     // One clock on loopback: an offset measured there is the load's round-trip
@@ -688,6 +693,7 @@ fn a_campaign_of_two_servers_runs_each_step_on_both_and_documents_the_aggregate(
             );
             if step == "02-Performance" {
                 assert_eq!(r.parameters.mailboxes, Some(100), "the mailboxes are split");
+                assert_eq!(r.parameters.pacing, Some(Pacing::OpenLoop), "as chosen");
             }
         }
     }

@@ -169,6 +169,9 @@ pub struct CacheCounters {
     pub dropped_writes: u64,
     /// Pages evicted.
     pub evictions: u64,
+    /// Clean pages a faulting session evicted itself because the available pool was
+    /// empty (instead of waiting for the page writer: no stall).
+    pub scavenged: u64,
     /// Pages read with a single flipped bit, repaired in memory.
     pub correctable_repaired: u64,
     /// Batches of writes that had to wait for the log to become durable first.

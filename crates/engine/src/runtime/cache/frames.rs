@@ -2,7 +2,7 @@
 //! the dirty list ordered by first change, and the LRU-2 reference history (kept in
 //! atomics beside the lock so the page writer can rank frames without holding it).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -211,6 +211,9 @@ pub(crate) struct Counts {
     pub(crate) requested_flushes: u64,
     pub(crate) dropped_writes: u64,
     pub(crate) evictions: u64,
+    /// Clean pages evicted by faulting sessions themselves when the pool was empty
+    /// ([`Core::scavenge_clean`]).
+    pub(crate) scavenged: u64,
     pub(crate) correctable_repaired: u64,
     pub(crate) wal_waits: u64,
     /// Frames handed out by `take_frame` (the pool's consumption, for pacing).
@@ -261,6 +264,9 @@ pub(crate) struct Core<S> {
     /// Most frames a waiting session needs at once (a transaction creating several
     /// pages); the writer refills the pool to at least this.
     pub(crate) frames_wanted: usize,
+    /// Free frames the page writer keeps ahead of the measured demand (see
+    /// `pool_thresholds`); 0 until pool writes are measured.
+    pub(crate) pool_reserve: usize,
     /// End of the change marked before the current one, and of the current one: the
     /// change being marked starts at or after `previous_change_end`.
     pub(crate) previous_change_end: LogPosition,
@@ -304,6 +310,7 @@ impl<S> Core<S> {
             pinned_frames: 0,
             frame_waiters: 0,
             frames_wanted: 0,
+            pool_reserve: 0,
             previous_change_end: log_start,
             current_change_end: log_start,
             warned_out_of_order: false,
@@ -415,6 +422,51 @@ impl<S> Core<S> {
         if lru.touch(self.clock, self.correlation_window) {
             self.pending_evictions -= 1;
         }
+    }
+
+    /// A faulting session's own scavenge when the pool is empty, as ESE's allocator
+    /// does (`ErrBFIAllocPage` asks for a synchronous avail-pool maintenance before it
+    /// waits): up to `batch` clean pages among the coldest quarter of the cache by LRU-2
+    /// (at least `batch` frames), coldest first, are evicted at once, under the lock and
+    /// without I/O. Dirty ones are left to the page
+    /// writer (they need a write first). Returns the frames freed; none means the
+    /// session must wait for the writer (a page fault stall).
+    pub(crate) fn scavenge_clean(&mut self, lru: &[LruSlot], batch: usize) -> usize {
+        let (now, window) = (self.clock, self.correlation_window);
+        // The clean pages among the coldest quarter, at most `batch` of them, coldest
+        // first.
+        let looked_at = batch.max(self.max_frames / 4);
+        let mut coldest: BinaryHeap<(EvictionKey, u32)> = BinaryHeap::with_capacity(looked_at + 1);
+        for (f, meta) in self.frames.iter().enumerate() {
+            if meta.state != FrameState::Resident || meta.pins > 0 || meta.in_flight {
+                continue;
+            }
+            let slot = &lru[f];
+            let raw = slot.last.load(Relaxed);
+            // Excluded: chosen by the writer already, whose queue owns it.
+            let Some(key) = eviction_key(raw, slot.hist2.load(Relaxed), now, window) else {
+                continue;
+            };
+            if coldest.len() < looked_at {
+                coldest.push((key, f as u32));
+            } else if let Some(mut top) = coldest.peek_mut()
+                && (key, f as u32) < *top
+            {
+                *top = (key, f as u32);
+            }
+        }
+        let mut freed = 0;
+        for (_, f) in coldest.into_sorted_vec() {
+            if freed >= batch {
+                break;
+            }
+            if !self.frames[f as usize].dirty {
+                self.evict(f, &lru[f as usize]);
+                freed += 1;
+            }
+        }
+        self.counts.scavenged += freed as u64;
+        freed
     }
 
     /// Drops the clean page of `f` from the cache and puts the frame in the pool.

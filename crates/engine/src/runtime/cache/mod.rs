@@ -9,7 +9,10 @@
 //! session that misses calls [`PageCache::fault_in`], which releases the lock, reads
 //! and verifies the page, re-takes the lock and installs it; the caller then retries
 //! its operation from the start. Sessions block only on that lock, on a read they
-//! asked for, and on a frame when none is free (a *page fault stall*, counted).
+//! asked for, and on a frame when none is free and none can be freed at once (a *page
+//! fault stall*, counted): a session that finds the pool empty first evicts the
+//! coldest clean pages itself, as ESE's allocator scavenges synchronously before it
+//! waits, so only a shortage of clean cold pages makes it wait for the page writer.
 //!
 //! # Frames and replacement
 //! Frames are page-sized [`AlignedBuf`]s: `min_frames` at start, more allocated as
@@ -347,6 +350,10 @@ impl<S: Send + 'static> PageCache<S> {
             if let Some(f) = core.take_frame() {
                 break f;
             }
+            if core.scavenge_clean(&shared.lru, shared.config.available_stop()) > 0 {
+                shared.writer_wake.notify_one();
+                continue;
+            }
             if stalled.is_none() {
                 core.counts.stalls += 1;
                 stalled = Some(Instant::now());
@@ -474,6 +481,10 @@ impl<S: Send + 'static> PageCache<S> {
             if core.obtainable() >= count {
                 break Ok(());
             }
+            if core.scavenge_clean(&shared.lru, shared.config.available_stop().max(count)) > 0 {
+                shared.writer_wake.notify_one();
+                continue;
+            }
             core.frames_wanted = core.frames_wanted.max(count);
             if stalled.is_none() {
                 core.counts.stalls += 1;
@@ -598,6 +609,7 @@ impl<S: Send> PageCache<S> {
             requested_flushes: c.requested_flushes,
             dropped_writes: c.dropped_writes,
             evictions: c.evictions,
+            scavenged: c.scavenged,
             correctable_repaired: c.correctable_repaired,
             wal_waits: c.wal_waits,
             frames_taken: c.frames_taken,
@@ -893,9 +905,21 @@ impl<S> CacheGuard<'_, S> {
 /// each frame taken; the first test keeps the writer from scanning for cold pages
 /// after every single frame.
 pub(crate) fn pool_short<S>(core: &Core<S>, config: &CacheConfig) -> bool {
+    let (start, refill, _) = pool_thresholds(core, config);
     let obtainable = core.obtainable();
-    obtainable + core.pending_evictions < config.available_refill()
-        || obtainable < config.available_start()
+    obtainable + core.pending_evictions < refill || obtainable < start
+}
+
+/// The pool's start, refill and stop thresholds now: the configured ones
+/// ([`CacheConfig::available_start`] …), raised to the demand the page writer measured
+/// (`Core::pool_reserve`: the frames sessions take while it turns cold pages into free
+/// frames) so that the pool stays ahead of a closed-loop load, at most a quarter of the
+/// cache.
+pub(crate) fn pool_thresholds<S>(core: &Core<S>, config: &CacheConfig) -> (usize, usize, usize) {
+    let most = (config.max_frames / 4).max(config.available_stop());
+    let start = config.available_start().max(core.pool_reserve).min(most);
+    let stop = config.available_stop().max(2 * core.pool_reserve).min(most);
+    (start, start + (stop - start) / 2, stop)
 }
 
 /// Waits on the pool's condition variable, telling the page writer someone waits.

@@ -48,6 +48,13 @@ impl Pacing {
         }
     }
 
+    /// Free frames the pool should hold ahead of demand: what sessions take during two
+    /// pool writes' lives (the writer's turnaround from a cold dirty page to a free
+    /// frame, with one life's margin for bursts and its own wake-up).
+    pub(super) fn reserve(&self) -> usize {
+        (self.takes_per_write.max(0.0) * 2.0).ceil().min(1e9) as usize
+    }
+
     /// Pool writes the writer may have in flight now.
     pub(super) fn cap(&self, depth: usize, sessions_waiting: bool, below_start: bool) -> usize {
         paced_cap(

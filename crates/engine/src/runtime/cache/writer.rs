@@ -231,10 +231,8 @@ impl<S> Writer<S> {
     fn plan_pool(&mut self, core: &mut MutexGuard<'_, Core<S>>) {
         let shared = Arc::clone(&self.shared);
         let config = &shared.config;
-        let (start, stop) = (
-            config.available_start(),
-            config.available_stop().max(core.frames_wanted),
-        );
+        let (start, _, stop) = super::pool_thresholds(core, config);
+        let stop = stop.max(core.frames_wanted);
         let obtainable = core.obtainable();
         let waiting = core.frame_waiters > 0;
         if super::pool_short(core, config) || waiting {
@@ -857,6 +855,7 @@ impl<S> Writer<S> {
                 if fin.result.is_ok() && !job.dropped {
                     self.pacing
                         .write_ended(core.counts.frames_taken - job.taken_at_plan);
+                    core.pool_reserve = self.pacing.reserve();
                 }
             }
             job.pages.clear();

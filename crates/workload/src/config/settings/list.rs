@@ -209,7 +209,7 @@ copies = 2",
 # (plus target_margin) whatever the storage does, and latency counts from each one's
 # intended start, so a stalling device shows as latency (the honest-latency mode).
 # Throughput runs (no mailboxes) are always "jetstress". Default: "open-loop" for
-# mailbox-profile runs.
+# mailbox-profile runs ("jetstress" for the ESRP campaign's Stress and Performance).
 # pacing = "open-loop""#,
     }
     /// Operation mix insert/delete/replace/read in percent, e.g. 40/20/5/35.
