@@ -2,6 +2,7 @@
 //! spec §3) and the latency thresholds of the pass/fail rules (§4). Each workload
 //! parameter's source is in docs/fidelity.md.
 
+use crate::transaction::DeleteTarget;
 use edbstress_engine::InsertKeyOrder;
 use edbstress_format::PageSize;
 use edbstress_report::{OpMix, TestType};
@@ -113,6 +114,9 @@ pub struct ProfileDefaults {
     /// operations per transaction was measured against the reports and rejected
     /// (docs/fidelity.md, "Batching").
     pub ops_per_transaction: u32,
+    /// Which record a delete removes: Jetstress's choice is not published; both
+    /// candidates were measured (docs/fidelity.md, "Delete target").
+    pub delete_target: DeleteTarget,
 }
 
 const MB: u64 = 1 << 20;
@@ -218,6 +222,7 @@ impl Profile {
                 partial_tail_shadow: false,
                 insert_keys: InsertKeyOrder::Ascending,
                 ops_per_transaction: 1,
+                delete_target: DeleteTarget::ViewSeek,
             },
             Profile::Exchange2010 => ProfileDefaults {
                 page_size: PageSize::K32,
@@ -236,6 +241,7 @@ impl Profile {
                 partial_tail_shadow: false,
                 insert_keys: InsertKeyOrder::Ascending,
                 ops_per_transaction: 1,
+                delete_target: DeleteTarget::ViewSeek,
             },
             Profile::Exchange2013 | Profile::Exchange2016 | Profile::Exchange2019 => {
                 ProfileDefaults {
@@ -255,6 +261,7 @@ impl Profile {
                     partial_tail_shadow: false,
                     insert_keys: InsertKeyOrder::Ascending,
                     ops_per_transaction: 1,
+                    delete_target: DeleteTarget::ViewSeek,
                 }
             }
         }
