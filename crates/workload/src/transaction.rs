@@ -10,7 +10,8 @@
 //! (`UpdateLV = true`); a delete removes the row, its long value and its view entry.
 //! Every transaction touches one mailbox chosen uniformly, and seeks, replaces and
 //! deletes find their record as a client does, by a seek to a random position of the
-//! mailbox's view, then the entry's bookmark. One replace in [`RESORT_ONE_IN`] changes
+//! mailbox's view, then the entry's bookmark (deletes with [`DeleteTarget::Oldest`]
+//! take the mailbox's first row instead). One replace in [`RESORT_ONE_IN`] changes
 //! the property the view sorts by, moving the record's view entry.
 
 use edbstress_engine::EngineError;
