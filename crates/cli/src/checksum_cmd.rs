@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
+use edbstress_engine::InstanceId;
 use edbstress_engine::LogDirLock;
 use edbstress_engine::log::is_log_file_name;
 use edbstress_engine::{DatabaseLock, LockMode};
@@ -164,7 +165,7 @@ pub fn run(args: ChecksumArgs) -> Result<ExitCode, CommandError> {
 }
 
 /// The instance whose log directory `dir` is, by its name (`edbstressNNN`).
-fn log_dir_instance(dir: &Path) -> Option<u32> {
+fn log_dir_instance(dir: &Path) -> Option<InstanceId> {
     let name = dir.file_name()?.to_str()?;
     parse_db_file_name(&format!("{name}.edb"))
 }

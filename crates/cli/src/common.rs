@@ -185,7 +185,7 @@ pub fn instances_on_disk(
     Ok(found
         .into_iter()
         .map(|(n, db_file)| {
-            let log_root = &log_paths[(n as usize - 1) % log_paths.len()];
+            let log_root = &log_paths[(usize::from(n.get()) - 1) % log_paths.len()];
             let mut layout = InstanceLayout::new(
                 n,
                 db_file.parent().unwrap_or(std::path::Path::new(".")),

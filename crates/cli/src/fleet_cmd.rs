@@ -140,6 +140,7 @@ fn options(common: &FleetCommonArgs) -> Result<(FleetOptions, FleetFile), Comman
                 .or_else(|| file.ssh_config.clone()),
             options: ssh_options,
             program: None,
+            sockets: None,
         },
         remote_edbstress: common
             .remote_edbstress

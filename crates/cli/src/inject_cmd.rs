@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use edbstress_engine::InstanceConfig;
+use edbstress_engine::InstanceId;
 use edbstress_engine::fault::{
     FaultKind, FaultRequest, InjectedFault, inject_database, inject_log_dir, inject_lost_flush,
 };
@@ -66,7 +67,7 @@ pub fn run(args: InjectArgs) -> Result<ExitCode, CommandError> {
                 .file_name()
                 .and_then(|n| n.to_str())
                 .and_then(parse_db_file_name)
-                .unwrap_or(1);
+                .unwrap_or(InstanceId::new(1));
             let layout = InstanceLayout {
                 instance,
                 db_file: db.clone(),

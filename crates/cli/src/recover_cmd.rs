@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
+use edbstress_engine::InstanceId;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::LockMode;
 use edbstress_engine::LogDirLock;
@@ -83,7 +84,7 @@ pub fn run(args: RecoverArgs) -> Result<ExitCode, CommandError> {
 /// An instance whose recovery was refused because of what its files hold.
 #[derive(serde::Serialize)]
 struct Refused {
-    instance: u32,
+    instance: InstanceId,
     db_file: String,
     log_dir: String,
     error: String,

@@ -9,6 +9,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use edbstress_engine::InstanceId;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::{PrepareOptions, PreparePlan};
@@ -29,7 +30,11 @@ impl Rng {
 fn btree(c: &mut Criterion) {
     let base = std::env::var_os("EDBSTRESS_BENCH_DIR").map_or_else(std::env::temp_dir, Into::into);
     let dir = tempfile::tempdir_in(base).expect("temp dir");
-    let layout = InstanceLayout::new(1, &dir.path().join("db"), &dir.path().join("logs"));
+    let layout = InstanceLayout::new(
+        InstanceId::new(1),
+        &dir.path().join("db"),
+        &dir.path().join("logs"),
+    );
     // Buffered I/O: the bench measures the tree code, and tmpfs refuses O_DIRECT.
     let options = PrepareOptions {
         database_bytes: 64 << 20,

@@ -23,12 +23,13 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use edbstress_engine::InstanceLayout;
-use edbstress_engine::MessageShape;
+use edbstress_engine::InstanceId;
+use edbstress_engine::log::LogCounters;
+use edbstress_engine::{CacheCounters, InstanceLayout, MessageShape, SpaceCounters};
 use edbstress_engine::{Compressibility, ContentGenerator};
-use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
+use edbstress_engine::{Durability, EngineError, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::{PrepareOptions, PreparePlan};
-use edbstress_io::IoClass;
+use edbstress_io::{IoClass, IoStats};
 
 /// (user, system) CPU seconds of this process, from /proc/self/stat.
 fn cpu_split() -> (f64, f64) {
@@ -64,9 +65,19 @@ fn context_switches() -> u64 {
     total
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // As the edbstress binary does (its allocator settings are part of what is measured).
-    edbstress_io::bound_allocator_footprint();
+/// The command line: where, how large, how long, how many sessions.
+struct Args {
+    dir: std::path::PathBuf,
+    db_gib: u64,
+    cache_mib: u64,
+    seconds: f64,
+    sessions: u32,
+    split_tail_write: bool,
+    /// Sessions as tasks on this many threads; 0: a thread per session.
+    task_threads: u32,
+}
+
+fn parse_args() -> Result<Args, Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let dir = std::path::PathBuf::from(
         args.get(1)
@@ -84,108 +95,144 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok()
         .map_or(Ok(edbstress_io::tasks::default_threads()), |s| s.parse())?
         .min(sessions);
+    Ok(Args {
+        dir,
+        db_gib,
+        cache_mib,
+        seconds,
+        sessions,
+        split_tail_write,
+        task_threads,
+    })
+}
 
-    let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
+/// Prepares the database (once) and opens it with the asked cache.
+fn open_instance(args: &Args) -> Result<Instance, Box<dyn std::error::Error>> {
+    let layout = InstanceLayout::new(
+        InstanceId::new(1),
+        &args.dir.join("db"),
+        &args.dir.join("logs"),
+    );
     let options = PrepareOptions {
-        database_bytes: db_gib << 30,
+        database_bytes: args.db_gib << 30,
         mailboxes: 500,
         ..PrepareOptions::default()
     };
     PreparePlan::check(vec![layout.clone()], options)?.execute(&mut |_| {})?;
 
     let mut config = InstanceConfig::new(layout);
-    config.cache_min_bytes = cache_mib << 20;
-    config.cache_max_bytes = cache_mib << 20;
-    config.split_tail_write = split_tail_write;
-    let instance = Instance::open(config)?;
-    let mailboxes = instance.mailbox_count();
-    // Warm the cache to its maximum first, as a test run does before measuring.
-    let stop = AtomicBool::new(false);
-    let ops = AtomicU64::new(0);
-    // Counted while the sessions run (their threads end with each `run`).
-    let switches = AtomicU64::new(0);
-    let run = |measure: Duration| {
-        stop.store(false, Ordering::Relaxed);
+    config.cache_min_bytes = args.cache_mib << 20;
+    config.cache_max_bytes = args.cache_mib << 20;
+    config.split_tail_write = args.split_tail_write;
+    Ok(Instance::open(config)?)
+}
+
+/// A session's reused buffers and random stream.
+struct Session {
+    rng: ContentGenerator,
+    props: Vec<u8>,
+    /// Reused: the bench should not charge the engine its own allocations.
+    body: Vec<u8>,
+}
+
+impl Session {
+    fn new(s: u32) -> Session {
+        Session {
+            rng: ContentGenerator::for_stream(u64::from(s) + 1, Compressibility::MAIL),
+            props: vec![0u8; 300],
+            body: Vec::new(),
+        }
+    }
+
+    /// One transaction of the Exchange 2010 mix.
+    fn transaction(&mut self, instance: &Instance, mailboxes: u32) -> Result<(), EngineError> {
+        let rng = &mut self.rng;
+        let mailbox = rng.range(0..u64::from(mailboxes)) as u32;
+        let view_position = rng.range(0..1 << 32) as u32;
+        let lazy = if rng.range(0..100) < 70 {
+            Durability::Lazy
+        } else {
+            Durability::Durable
+        };
+        let pick = rng.range(0..100);
+        if pick < 40 {
+            let shape = MessageShape::of(rng.range(0..u64::MAX), rng.range(0..1 << 30));
+            self.body.resize(shape.body_len as usize, 0);
+            rng.fill(&mut self.body);
+            rng.fill(&mut self.props);
+            return instance
+                .commit(
+                    &[TxnOp::Insert {
+                        mailbox,
+                        props: &self.props,
+                        body: &self.body,
+                    }],
+                    lazy,
+                )
+                .map(|_| ());
+        }
+        // Found as a client finds it: through the mailbox's view.
+        match instance.seek_view(mailbox, view_position)? {
+            Some(key) if pick < 60 => instance.commit(&[TxnOp::Delete { key }], lazy).map(|_| ()),
+            Some(key) if pick < 65 => {
+                rng.fill(&mut self.props);
+                instance
+                    .commit(
+                        &[TxnOp::Replace {
+                            key,
+                            props: &self.props,
+                            body: None,
+                            resort: None,
+                        }],
+                        lazy,
+                    )
+                    .map(|_| ())
+            }
+            Some(key) => instance.read(key, rng.range(0..2) == 0).map(|_| ()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The sessions' shared counters and stop flag.
+#[derive(Default)]
+struct Sessions {
+    stop: AtomicBool,
+    ops: AtomicU64,
+    /// Counted while the sessions run (their threads end with each `run`).
+    switches: AtomicU64,
+}
+
+impl Sessions {
+    /// Runs the sessions for `measure`.
+    fn run(&self, instance: &Instance, args: &Args, measure: Duration) {
+        let mailboxes = instance.mailbox_count();
+        self.stop.store(false, Ordering::Relaxed);
         std::thread::scope(|scope| {
             let session = |s: u32| {
-                let (instance, stop, ops) = (&instance, &stop, &ops);
                 move || {
-                    let mut rng =
-                        ContentGenerator::for_stream(u64::from(s) + 1, Compressibility::MAIL);
-                    let mut props = vec![0u8; 300];
-                    // Reused: the bench should not charge the engine its own allocations.
-                    let mut body = Vec::new();
-                    while !stop.load(Ordering::Relaxed) {
+                    let mut session = Session::new(s);
+                    while !self.stop.load(Ordering::Relaxed) {
                         edbstress_io::tasks::yield_now();
-                        let mailbox = rng.range(0..u64::from(mailboxes)) as u32;
-                        let view_position = rng.range(0..1 << 32) as u32;
-                        let lazy = if rng.range(0..100) < 70 {
-                            Durability::Lazy
-                        } else {
-                            Durability::Durable
-                        };
-                        let pick = rng.range(0..100);
-                        let result = if pick < 40 {
-                            let shape =
-                                MessageShape::of(rng.range(0..u64::MAX), rng.range(0..1 << 30));
-                            body.resize(shape.body_len as usize, 0);
-                            rng.fill(&mut body);
-                            rng.fill(&mut props);
-                            instance
-                                .commit(
-                                    &[TxnOp::Insert {
-                                        mailbox,
-                                        props: &props,
-                                        body: &body,
-                                    }],
-                                    lazy,
-                                )
-                                .map(|_| ())
-                        } else {
-                            // Found as a client finds it: through the mailbox's view.
-                            match instance.seek_view(mailbox, view_position) {
-                                Ok(Some(key)) if pick < 60 => {
-                                    instance.commit(&[TxnOp::Delete { key }], lazy).map(|_| ())
-                                }
-                                Ok(Some(key)) if pick < 65 => {
-                                    rng.fill(&mut props);
-                                    instance
-                                        .commit(
-                                            &[TxnOp::Replace {
-                                                key,
-                                                props: &props,
-                                                body: None,
-                                                resort: None,
-                                            }],
-                                            lazy,
-                                        )
-                                        .map(|_| ())
-                                }
-                                Ok(Some(key)) => {
-                                    instance.read(key, rng.range(0..2) == 0).map(|_| ())
-                                }
-                                Ok(None) => Ok(()),
-                                Err(e) => Err(e),
-                            }
-                        };
-                        if let Err(e) = result {
+                        if let Err(e) = session.transaction(instance, mailboxes) {
                             eprintln!("session {s}: {e}");
-                            stop.store(true, Ordering::Relaxed);
+                            self.stop.store(true, Ordering::Relaxed);
                         }
-                        ops.fetch_add(1, Ordering::Relaxed);
+                        self.ops.fetch_add(1, Ordering::Relaxed);
                     }
                 }
             };
-            if task_threads == 0 {
-                for s in 0..sessions {
+            if args.task_threads == 0 {
+                for s in 0..args.sessions {
                     scope.spawn(session(s));
                 }
             } else {
                 // Sessions as tasks: `task_threads` threads, each running its share.
-                let lists =
-                    edbstress_io::tasks::deal(sessions, task_threads, |s| Box::new(session(s)));
+                let lists = edbstress_io::tasks::deal(args.sessions, args.task_threads, |s| {
+                    Box::new(session(s))
+                });
                 for tasks in lists {
-                    let stop = &stop;
+                    let stop = &self.stop;
                     scope.spawn(move || {
                         if let Err(e) = edbstress_io::tasks::run_tasks(tasks) {
                             eprintln!("tasks: {e}");
@@ -196,50 +243,97 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             let before = context_switches();
             std::thread::sleep(measure);
-            switches.store(context_switches() - before, Ordering::Relaxed);
-            stop.store(true, Ordering::Relaxed);
+            self.switches
+                .store(context_switches() - before, Ordering::Relaxed);
+            self.stop.store(true, Ordering::Relaxed);
         });
-    };
+    }
+}
+
+/// The counters at the start of the measured phase.
+struct Before {
+    io: IoStats,
+    retries: u64,
+    cache: CacheCounters,
+    log: LogCounters,
+    durable: u64,
+    space: SpaceCounters,
+    cpu: (f64, f64),
+    ops: u64,
+}
+
+impl Before {
+    fn take(instance: &Instance, sessions: &Sessions) -> Before {
+        Before {
+            io: instance.io_stats(),
+            retries: instance.counters().retries,
+            cache: instance.cache_counters(),
+            log: instance.log_counters(),
+            durable: instance.counters().durable_commits,
+            space: instance.space_counters(),
+            cpu: cpu_split(),
+            ops: sessions.ops.load(Ordering::Relaxed),
+        }
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // As the edbstress binary does (its allocator settings are part of what is measured).
+    edbstress_io::bound_allocator_footprint();
+    let args = parse_args()?;
+    let instance = open_instance(&args)?;
+    let sessions = Sessions::default();
+    // Warm the cache to its maximum first, as a test run does before measuring.
     let warm = Instant::now();
     while instance.cache_counters().frames < instance.cache_counters().max_frames * 9 / 10
         && warm.elapsed() < Duration::from_secs(120)
     {
-        run(Duration::from_millis(500));
+        sessions.run(&instance, &args, Duration::from_millis(500));
     }
-    let before_io = instance.io_stats();
-    let before_retries = instance.counters().retries;
-    let before_cache = instance.cache_counters();
-    let before_log = instance.log_counters();
-    let before_durable = instance.counters().durable_commits;
-    let before_space = instance.space_counters();
-    let before_cpu = cpu_split();
-    let before_ops = ops.load(Ordering::Relaxed);
+    let before = Before::take(&instance, &sessions);
     let started = Instant::now();
-    run(Duration::from_secs_f64(seconds));
+    sessions.run(&instance, &args, Duration::from_secs_f64(args.seconds));
     let elapsed = started.elapsed().as_secs_f64();
+    print_report(&instance, &args, &sessions, &before, elapsed);
+    instance.shutdown()?;
+    Ok(())
+}
+
+/// Prints the measured phase's rates, per-transaction costs and CPU.
+fn print_report(
+    instance: &Instance,
+    args: &Args,
+    sessions: &Sessions,
+    before: &Before,
+    elapsed: f64,
+) {
+    let (cache_mib, db_gib) = (args.cache_mib, args.db_gib);
+    let task_threads = args.task_threads;
     let after_cpu = cpu_split();
-    let (user, sys) = (after_cpu.0 - before_cpu.0, after_cpu.1 - before_cpu.1);
+    let (user, sys) = (after_cpu.0 - before.cpu.0, after_cpu.1 - before.cpu.1);
     let cpu = user + sys;
     let after_io = instance.io_stats();
-    let count = |class: IoClass| after_io.total(class).ops - before_io.total(class).ops;
+    let count = |class: IoClass| after_io.total(class).ops - before.io.total(class).ops;
     let (reads, writes, log_writes) = (
         count(IoClass::DbRead),
         count(IoClass::DbWrite),
         count(IoClass::LogWrite),
     );
-    let ops = ops.load(Ordering::Relaxed) - before_ops;
+    let ops = sessions.ops.load(Ordering::Relaxed) - before.ops;
     let c = instance.cache_counters();
-    let retries = instance.counters().retries - before_retries;
+    let before_cache = &before.cache;
+    let retries = instance.counters().retries - before.retries;
     println!(
         "per transaction: {:.2} attempts retried, {:.2} misses, {:.2} pages written, {:.2} context switches",
         retries as f64 / ops.max(1) as f64,
         (c.misses - before_cache.misses) as f64 / ops.max(1) as f64,
         (c.pages_written - before_cache.pages_written) as f64 / ops.max(1) as f64,
-        switches.load(Ordering::Relaxed) as f64 / ops.max(1) as f64
+        sessions.switches.load(Ordering::Relaxed) as f64 / ops.max(1) as f64
     );
     let (hits, misses) = (c.hits - before_cache.hits, c.misses - before_cache.misses);
     println!(
-        "{elapsed:.1} s, {sessions} sessions ({}), cache {cache_mib} MiB of a {db_gib} GiB database (hit ratio {:.1} %)",
+        "{elapsed:.1} s, {} sessions ({}), cache {cache_mib} MiB of a {db_gib} GiB database (hit ratio {:.1} %)",
+        args.sessions,
         if task_threads == 0 {
             "a thread each".to_string()
         } else {
@@ -255,6 +349,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         log_writes as f64 / elapsed
     );
     let space = instance.space_counters();
+    let before_space = &before.space;
     let per_txn = |now: u64, then: u64| (now - then) as f64 / ops.max(1) as f64;
     println!(
         "space per transaction: {:.4} pages from the file's end, {:.4} reused, {:.4} freed ({:.4} merges); leaf splits {:.4} halving, {:.4} right edge, {:.4} hotpoint; {:.4} splits logged with a before image",
@@ -283,26 +378,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let log = instance.log_counters();
     println!(
         "log per second: {:.0} flush batches, {:.0} writes with fdatasync, {:.1} MB, {:.1} files rolled",
-        (log.flush_batches - before_log.flush_batches) as f64 / elapsed,
-        (log.fsyncs - before_log.fsyncs) as f64 / elapsed,
-        (log.bytes_written - before_log.bytes_written) as f64 / elapsed / 1e6,
-        (log.generations_rolled - before_log.generations_rolled) as f64 / elapsed
+        (log.flush_batches - before.log.flush_batches) as f64 / elapsed,
+        (log.fsyncs - before.log.fsyncs) as f64 / elapsed,
+        (log.bytes_written - before.log.bytes_written) as f64 / elapsed / 1e6,
+        (log.generations_rolled - before.log.generations_rolled) as f64 / elapsed
     );
-    let durable_commits = instance.counters().durable_commits - before_durable;
+    let durable_commits = instance.counters().durable_commits - before.durable;
     println!(
         "group commit: {:.0} durable commits/s, {:.2} per flush batch; batches {:.0} % led by a committer, {:.0} % leaving the tail for a second write",
         durable_commits as f64 / elapsed,
-        durable_commits as f64 / (log.flush_batches - before_log.flush_batches).max(1) as f64,
-        100.0 * (log.commit_flushes - before_log.commit_flushes) as f64
-            / (log.flush_batches - before_log.flush_batches).max(1) as f64,
-        100.0 * (log.tail_deferrals - before_log.tail_deferrals) as f64
-            / (log.flush_batches - before_log.flush_batches).max(1) as f64
+        durable_commits as f64 / (log.flush_batches - before.log.flush_batches).max(1) as f64,
+        100.0 * (log.commit_flushes - before.log.commit_flushes) as f64
+            / (log.flush_batches - before.log.flush_batches).max(1) as f64,
+        100.0 * (log.tail_deferrals - before.log.tail_deferrals) as f64
+            / (log.flush_batches - before.log.flush_batches).max(1) as f64
     );
     println!(
         "CPU {cpu:.2} s (user {user:.2} s, system {sys:.2} s; {:.0} % of one core): {:.1} µs of CPU per transactional I/O (database read or write)",
         100.0 * cpu / elapsed,
         1e6 * cpu / (reads + writes).max(1) as f64
     );
-    instance.shutdown()?;
-    Ok(())
 }

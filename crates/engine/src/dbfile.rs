@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use edbstress_format::PageSize;
 use edbstress_format::header::{DatabaseHeader, HeaderError, HeaderSelection};
+use edbstress_format::{InstanceId, PageSize, Pgno};
 use edbstress_io::blocking::FileIo;
 use edbstress_io::{AlignedBuf, BackendKind, DataFile, IoClass, IoError, IoStats};
 
@@ -88,7 +88,7 @@ pub fn read_verified_header(file: &DataFile) -> Result<HeaderSelection, EngineEr
 /// by itself: put it behind a mutex.
 pub(crate) struct DbFileIo {
     io: FileIo,
-    instance: u16,
+    instance: InstanceId,
     /// The backend's counters as of the last request, readable while a request (a
     /// growth write, a flush) is in progress.
     published: Arc<Mutex<IoStats>>,
@@ -100,10 +100,10 @@ impl DbFileIo {
     pub(crate) fn open(
         file: &DataFile,
         kind: BackendKind,
-        instance: u16,
+        instance: InstanceId,
     ) -> Result<DbFileIo, IoError> {
         Ok(DbFileIo {
-            io: FileIo::open(file, kind, instance)?,
+            io: FileIo::open(file, kind, instance.get())?,
             instance,
             published: Arc::default(),
         })
@@ -156,10 +156,10 @@ impl DbFileIo {
     fn publish<T>(&self, class: IoClass, result: Result<T, IoError>) -> Result<T, IoError> {
         // Only the request's class changed: copy it in place (a whole `IoStats` clone
         // allocated, faulted in and freed ~200 KB per class, per request).
-        if let Some(now) = self.io.stats().get(self.instance, class) {
+        if let Some(now) = self.io.stats().get(self.instance.get(), class) {
             self.published
                 .lock()
-                .entry(self.instance, class)
+                .entry(self.instance.get(), class)
                 .clone_from(now);
         }
         result
@@ -209,13 +209,7 @@ pub fn sync_dir(dir: &Path) {
 /// Formats `page` as page `pgno` never used by a change (empty, dbtime 0) and seals it:
 /// what prepare and database growth write for pages beyond the data, and what
 /// recovery restores for a page whose logged image is empty.
-pub fn format_unused_page(page: &mut [u8], pgno: u32) {
-    edbstress_format::page::PageMut::format(
-        page,
-        edbstress_format::Pgno::new(pgno),
-        0,
-        edbstress_format::page::flags::EMPTY,
-        0,
-    );
-    edbstress_format::checksum::seal_page(page, edbstress_format::Pgno::new(pgno));
+pub fn format_unused_page(page: &mut [u8], pgno: Pgno) {
+    edbstress_format::page::PageMut::format(page, pgno, 0, edbstress_format::page::flags::EMPTY, 0);
+    edbstress_format::checksum::seal_page(page, pgno);
 }

@@ -89,6 +89,10 @@ pub enum EngineError {
     /// A filesystem filled up (ENOSPC) while the engine wrote one of its files.
     #[error(transparent)]
     NoSpace(Box<NoSpaceError>),
+    /// A database file would have grown past the growth limit it was given
+    /// ([`crate::GrowthAllowance`]); nothing was written.
+    #[error(transparent)]
+    GrowthLimit(#[from] crate::GrowthLimitReached),
 }
 
 /// Where a filesystem filled up, what needed how much, and how much was left.

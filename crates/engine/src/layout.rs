@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use edbstress_format::InstanceId;
+
 /// Database file name prefix; files are `edbstress001.edb`, `edbstress002.edb`, ...
 const DB_PREFIX: &str = "edbstress";
 const DB_SUFFIX: &str = ".edb";
@@ -11,7 +13,7 @@ const DB_SUFFIX: &str = ".edb";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InstanceLayout {
     /// Instance number, from 1.
-    pub instance: u32,
+    pub instance: InstanceId,
     /// The database file.
     pub db_file: PathBuf,
     /// The instance's log directory (log generations and checkpoint file).
@@ -20,7 +22,7 @@ pub struct InstanceLayout {
 
 impl InstanceLayout {
     /// Instance `instance` with its database in `db_dir` and logs under `log_root`.
-    pub fn new(instance: u32, db_dir: &Path, log_root: &Path) -> InstanceLayout {
+    pub fn new(instance: InstanceId, db_dir: &Path, log_root: &Path) -> InstanceLayout {
         InstanceLayout {
             instance,
             db_file: db_dir.join(db_file_name(instance)),
@@ -29,13 +31,13 @@ impl InstanceLayout {
     }
 
     /// `count` instances spread round-robin over `db_paths` and `log_paths`
-    /// (both non-empty).
+    /// (both non-empty); at most `u16::MAX` of them (a run has at most 256).
     pub fn spread(count: u32, db_paths: &[PathBuf], log_paths: &[PathBuf]) -> Vec<InstanceLayout> {
-        (1..=count)
+        (1..=count.min(u32::from(u16::MAX)) as u16)
             .map(|i| {
-                let k = (i - 1) as usize;
+                let k = usize::from(i - 1);
                 InstanceLayout::new(
-                    i,
+                    InstanceId::new(i),
                     &db_paths[k % db_paths.len()],
                     &log_paths[k % log_paths.len()],
                 )
@@ -45,21 +47,21 @@ impl InstanceLayout {
 }
 
 /// The database file name of an instance.
-pub fn db_file_name(instance: u32) -> String {
+pub fn db_file_name(instance: InstanceId) -> String {
     format!("{DB_PREFIX}{instance:03}{DB_SUFFIX}")
 }
 
 /// The instance number of a database file name made by [`db_file_name`].
-pub fn parse_db_file_name(name: &str) -> Option<u32> {
+pub fn parse_db_file_name(name: &str) -> Option<InstanceId> {
     let digits = name.strip_prefix(DB_PREFIX)?.strip_suffix(DB_SUFFIX)?;
     if digits.len() < 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    digits.parse().ok().filter(|&n| n > 0)
+    digits.parse().ok().filter(|&n| n > 0).map(InstanceId::new)
 }
 
 /// Database files (by name) in `dir`, sorted by instance.
-pub fn discover_databases(dir: &Path) -> std::io::Result<Vec<(u32, PathBuf)>> {
+pub fn discover_databases(dir: &Path) -> std::io::Result<Vec<(InstanceId, PathBuf)>> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
@@ -72,7 +74,7 @@ pub fn discover_databases(dir: &Path) -> std::io::Result<Vec<(u32, PathBuf)>> {
 }
 
 /// Instance log directories (by name) under `root`, sorted by instance.
-pub fn discover_log_dirs(root: &Path) -> std::io::Result<Vec<(u32, PathBuf)>> {
+pub fn discover_log_dirs(root: &Path) -> std::io::Result<Vec<(InstanceId, PathBuf)>> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(root)? {
         let entry = entry?;
@@ -83,8 +85,8 @@ pub fn discover_log_dirs(root: &Path) -> std::io::Result<Vec<(u32, PathBuf)>> {
         };
         if digits.len() >= 3 && digits.bytes().all(|b| b.is_ascii_digit()) && entry.path().is_dir()
         {
-            if let Ok(n) = digits.parse() {
-                found.push((n, entry.path()));
+            if let Ok(n) = digits.parse::<u16>() {
+                found.push((InstanceId::new(n), entry.path()));
             }
         }
     }
@@ -98,9 +100,17 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        assert_eq!(db_file_name(7), "edbstress007.edb");
-        assert_eq!(parse_db_file_name("edbstress007.edb"), Some(7));
-        assert_eq!(parse_db_file_name("edbstress1234.edb"), Some(1234));
+        assert_eq!(db_file_name(InstanceId::new(7)), "edbstress007.edb");
+        assert_eq!(
+            parse_db_file_name("edbstress007.edb"),
+            Some(InstanceId::new(7))
+        );
+        assert_eq!(
+            parse_db_file_name("edbstress1234.edb"),
+            Some(InstanceId::new(1234))
+        );
+        // Beyond 16 bits: no instance edbstress makes.
+        assert_eq!(parse_db_file_name("edbstress70000.edb"), None);
         assert_eq!(parse_db_file_name("edbstress07.edb"), None);
         assert_eq!(parse_db_file_name("other007.edb"), None);
         assert_eq!(parse_db_file_name("edbstress000.edb"), None);

@@ -50,7 +50,7 @@ mod runtime;
 
 pub use dbfile::sync_dir;
 pub use dbheader::{HeaderReadError, check_database_signature, read_header, read_header_from};
-pub use edbstress_format::Pgno;
+pub use edbstress_format::{InstanceId, Pgno};
 pub use error::{EngineError, NoSpaceError};
 pub use layout::{
     InstanceLayout, db_file_name, discover_databases, discover_log_dirs, parse_db_file_name,
@@ -66,6 +66,7 @@ pub use runtime::cache::{CacheConfig, CacheCounters};
 pub use runtime::cache::{CacheGuard, FrameId, PageCache, WalSync};
 pub use runtime::content::{Compressibility, ContentGenerator};
 pub use runtime::dirlock::{LogDirLock, ensure_dir_not_held};
+pub use runtime::growth::{GrowthAllowance, GrowthLimitReached};
 pub use runtime::instance::{
     CommitOutcome, Durability, Instance, InstanceConfig, InstanceCounters, Message, ShutdownReport,
     TxnOp,

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use edbstress_engine::EngineError;
+use edbstress_engine::InstanceId;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::MessageKey;
 use edbstress_engine::deep_check;
@@ -247,7 +248,7 @@ fn run_cuts(
     for seed in seeds {
         let root = dir.join(format!("cut-{seed}"));
         copy_dir(pristine, &root);
-        let layout = InstanceLayout::new(1, &root.join("db"), &root.join("logs"));
+        let layout = InstanceLayout::new(InstanceId::new(1), &root.join("db"), &root.join("logs"));
         figures.cuts += 1;
         let acknowledged = commit_until_cut(&layout, seed, setup, &mut figures);
         figures.acknowledged += acknowledged.len() as u64;

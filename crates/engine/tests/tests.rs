@@ -15,6 +15,7 @@ mod suite {
     mod cold_long_values;
     mod database_lock;
     mod fault_suite;
+    mod growth_limit;
     mod held_checkpoint;
     mod instance_common;
     mod io_path;

@@ -9,10 +9,10 @@
 
 use thiserror::Error;
 
-use crate::PageSize;
 use crate::bytes::{get_u32, get_u64, is_all_zero, put_u32, put_u64};
 use crate::checksum::block_checksum;
 use crate::log::LogPosition;
+use crate::{InstanceId, PageSize};
 
 /// Magic at offset 8 of both header copies.
 pub const DB_MAGIC: [u8; 8] = *b"EDBSTRES";
@@ -105,8 +105,8 @@ pub struct DatabaseHeader {
     pub created_unix: u64,
     /// Shutdown state (offset 40).
     pub state: DbState,
-    /// Instance number the database belongs to (offset 44).
-    pub instance: u32,
+    /// Instance the database belongs to (offset 44, a `u32`).
+    pub instance: InstanceId,
     /// Incremented on every header write; the copy with the higher value wins (offset 48).
     pub update_seq: u64,
     /// Checkpoint log position at the last clean shutdown (offset 56).
@@ -159,7 +159,7 @@ impl DatabaseHeader {
             signature,
             created_unix,
             state: DbState::Creating,
-            instance: 0,
+            instance: InstanceId::default(),
             update_seq: 0,
             checkpoint: LogPosition::default(),
             last_dbtime: 0,
@@ -206,7 +206,7 @@ impl DatabaseHeader {
         put_u64(region, SIGNATURE, self.signature);
         put_u64(region, CREATED_UNIX, self.created_unix);
         put_u32(region, STATE, self.state.to_u32());
-        put_u32(region, INSTANCE, self.instance);
+        put_u32(region, INSTANCE, u32::from(self.instance));
         put_u64(region, UPDATE_SEQ, self.update_seq);
         put_u64(region, CHECKPOINT, self.checkpoint.pack());
         put_u64(region, LAST_DBTIME, self.last_dbtime);
@@ -291,6 +291,13 @@ impl DatabaseHeader {
         let raw_state = get_u32(region, STATE);
         let state = DbState::from_u32(raw_state)
             .ok_or_else(|| HeaderError::Invalid(format!("unknown database state {raw_state}")))?;
+        let raw_instance = get_u32(region, INSTANCE);
+        let instance = InstanceId::try_from(raw_instance).map_err(|_| {
+            HeaderError::Invalid(format!(
+                "instance number {raw_instance} is out of range (at most {})",
+                u16::MAX
+            ))
+        })?;
         let mut creator = [0u8; CREATOR_LEN];
         creator.copy_from_slice(&region[CREATOR..CREATOR + CREATOR_LEN]);
         Ok(DatabaseHeader {
@@ -299,7 +306,7 @@ impl DatabaseHeader {
             signature: get_u64(region, SIGNATURE),
             created_unix: get_u64(region, CREATED_UNIX),
             state,
-            instance: get_u32(region, INSTANCE),
+            instance,
             update_seq: get_u64(region, UPDATE_SEQ),
             checkpoint: LogPosition::unpack(get_u64(region, CHECKPOINT)),
             last_dbtime: get_u64(region, LAST_DBTIME),

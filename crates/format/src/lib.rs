@@ -16,6 +16,7 @@
 mod bytes;
 pub mod checksum;
 pub mod header;
+mod instance_id;
 pub mod log;
 pub mod page;
 mod pgno;
@@ -26,6 +27,7 @@ pub use checksum::{
     PageVerdict, block_checksum, compute_page_checksums, repair_page, seal_page, verify_page,
 };
 pub use header::{DatabaseHeader, DbState, HeaderError, HeaderSelection, TreeRoot, select_header};
+pub use instance_id::InstanceId;
 pub use log::LogPosition;
 pub use page::{Page, PageFormatError, PageFull, PageHeader, PageMut, Record};
 pub use pgno::Pgno;

@@ -3,7 +3,8 @@
 //!
 //! - [`ssh`]: reaching other hosts through the system's OpenSSH client (BatchMode, the
 //!   user's keys and `~/.ssh/config`, or a config file given): no daemon and no wire
-//!   protocol of our own;
+//!   protocol of our own; [`control_master`]: one shared connection per host of a
+//!   fleet (OpenSSH multiplexing), ended with the fleet;
 //! - [`fleet`]: `edbstress fleet run` — checks every host (edbstress there in the same
 //!   version, paths, free space, clock offset), splits the mailbox target, starts the
 //!   same test on every host with one `--start-at`, follows each host's progress, stops
@@ -27,6 +28,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod control_master;
 pub mod esrp;
 pub mod fleet;
 pub mod process_group;

@@ -125,6 +125,14 @@ impl GroupChild {
         }
     }
 
+    /// Asks the group to end (SIGTERM) without waiting: many are ended at once, then
+    /// each waited for with [`GroupChild::end`].
+    pub fn terminate(&self) {
+        if !self.reaped {
+            let _ = killpg(Pid::from_raw(self.group), Signal::SIGTERM);
+        }
+    }
+
     /// Ends the group: SIGTERM, SIGKILL after [`GRACE`] to whatever is left of it
     /// (also what outlived the leader); returns the leader's status.
     pub fn end(&mut self) -> io::Result<ExitStatus> {

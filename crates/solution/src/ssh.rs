@@ -6,9 +6,11 @@
 //! edbstress (which stops the hosts cleanly), a session given up on is ended whole, and
 //! quitting at once ([`crate::process_group::kill_all`]) ends every session.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Output, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::process_group::GroupChild;
@@ -22,6 +24,34 @@ pub struct Ssh {
     pub options: Vec<String>,
     /// The ssh client to run (default `ssh`).
     pub program: Option<PathBuf>,
+    /// The control sockets of shared connections (a fleet's masters): a session to a
+    /// host with one is a channel over its connection.
+    pub sockets: Option<Arc<ControlSockets>>,
+}
+
+/// The control sockets of shared connections (OpenSSH multiplexing), by destination.
+#[derive(Debug, Default)]
+pub struct ControlSockets(Mutex<HashMap<String, PathBuf>>);
+
+impl ControlSockets {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, PathBuf>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `dest`'s control socket, when it has one.
+    pub fn get(&self, dest: &str) -> Option<PathBuf> {
+        self.map().get(dest).cloned()
+    }
+
+    /// Sessions to `dest` go over the connection of `socket` from now on.
+    pub fn insert(&self, dest: &str, socket: PathBuf) {
+        self.map().insert(dest.to_string(), socket);
+    }
+
+    /// Sessions connect on their own again (the connections are being closed).
+    pub fn clear(&self) {
+        self.map().clear();
+    }
 }
 
 /// Quotes `s` for a POSIX shell: the remote side runs commands through one.
@@ -48,7 +78,25 @@ impl Ssh {
     /// A `Command` running `remote` (a shell command line) on `dest`; start it with
     /// [`GroupChild::spawn`] (a process group of its own, ended with [`GroupChild::kill`]).
     pub fn command(&self, dest: &str, remote: &str) -> Command {
-        let mut c = Command::new(self.program.as_deref().unwrap_or("ssh".as_ref()));
+        let mut c = self.base_command();
+        if let Some(socket) = self.sockets.as_ref().and_then(|m| m.get(dest)) {
+            c.arg("-o")
+                .arg(format!("ControlPath={}", socket.display()))
+                .args(["-o", "ControlMaster=no"]);
+        }
+        c.arg(dest).arg("--").arg(remote).stdin(Stdio::null());
+        c
+    }
+
+    /// The ssh client to run.
+    pub fn program(&self) -> &Path {
+        self.program.as_deref().unwrap_or("ssh".as_ref())
+    }
+
+    /// ssh with the configuration, the user's options and ours, before the
+    /// destination.
+    pub fn base_command(&self) -> Command {
+        let mut c = Command::new(self.program());
         if let Some(cfg) = &self.config {
             c.arg("-F").arg(cfg);
         }
@@ -66,7 +114,6 @@ impl Ssh {
             "-o",
             "ServerAliveCountMax=4",
         ]);
-        c.arg(dest).arg("--").arg(remote).stdin(Stdio::null());
         c
     }
 
@@ -105,14 +152,7 @@ impl Ssh {
         let Some(status) = status else {
             child.kill();
             return Err(match limit {
-                Some(limit) => std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!(
-                        "no answer from {dest} within {} s: the host or its sshd stopped \
-                         answering",
-                        limit.as_secs()
-                    ),
-                ),
+                Some(limit) => no_answer(dest, limit),
                 None => std::io::Error::other("ssh could not be waited for"),
             });
         };
@@ -153,10 +193,30 @@ pub fn wait_until(child: &mut GroupChild, deadline: Option<Instant>) -> Option<E
     }
 }
 
+/// The error of an ssh call to `dest` that did not end within `limit` (`TimedOut`).
+pub fn no_answer(dest: &str, limit: Duration) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!(
+            "no answer from {dest} within {} s: the host or its sshd stopped answering",
+            limit.as_secs()
+        ),
+    )
+}
+
 /// What went wrong, from a failed ssh call to `dest`: a sentence naming the cause and
 /// what to check, told from ssh's exit code and its last error line.
 pub fn failure_to(dest: &str, out: &Output) -> String {
-    let err = String::from_utf8_lossy(&out.stderr);
+    failure_of(
+        dest,
+        out.status.code(),
+        &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+/// [`failure_to`] from the exit code (`None`: ended by a signal) and the error output
+/// of a call, or of one step of a longer remote shell.
+pub fn failure_of(dest: &str, code: Option<i32>, err: &str) -> String {
     let last = err
         .lines()
         .rev()
@@ -164,7 +224,7 @@ pub fn failure_to(dest: &str, out: &Output) -> String {
         .unwrap_or("")
         .trim();
     let has = |s: &str| err.contains(s);
-    match out.status.code() {
+    match code {
         Some(255) if has("Permission denied") => format!(
             "ssh could not log in to {dest} ({last}): check the user (user@host, or User in \
              the ssh config) and the keys (ssh-agent, IdentityFile, authorized_keys on the \

@@ -8,58 +8,7 @@ use edbstress_structure::{Finding, check_tree};
 /// Findings not yet removed, each with the part of the tree it belongs to (path, item,
 /// owner; `item` is empty for a whole file). The list only shrinks: an entry that no
 /// longer matches anything fails the test, so none lingers after its fix.
-const ALLOWED: &[(&str, &str, &str)] = &[
-    // The log writer's pre-creation and its shared state refer to each other.
-    (
-        "crates/engine/src",
-        "runtime/log/writer/precreate.rs -> runtime/log/writer/shared.rs -> runtime/log/writer/precreate.rs",
-        "engine",
-    ),
-    // Engine functions not yet split: the prefetcher's loop, the CPU example's main,
-    // the model test's driver.
-    (
-        "crates/engine/src/runtime/cache/prefetch.rs",
-        "fn Prefetcher::run",
-        "engine",
-    ),
-    (
-        "crates/engine/tests/suite/model.rs",
-        "fn run_model",
-        "engine tests",
-    ),
-    (
-        "crates/engine/examples/engine_cpu.rs",
-        "fn main",
-        "engine example",
-    ),
-    // CLI tests that follow one real run or campaign from start to end, not yet split
-    // into phases.
-    (
-        "crates/cli/tests/suite/aggregate.rs",
-        "fn three_hosts_started_together_aggregate_with_exact_percentiles",
-        "cli tests",
-    ),
-    (
-        "crates/cli/tests/suite/esrp/mod.rs",
-        "fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs",
-        "cli tests",
-    ),
-    (
-        "crates/cli/tests/suite/metrics.rs",
-        "fn a_scrape_during_a_run_parses_and_agrees_with_results_json",
-        "cli tests",
-    ),
-    (
-        "crates/cli/tests/suite/metrics.rs",
-        "fn the_live_endpoint_bounds_each_client_and_ends_with_the_run",
-        "cli tests",
-    ),
-    (
-        "crates/cli/tests/suite/volumes.rs",
-        "fn exchange2007_is_judged_per_volume_and_the_report_shows_the_workload_shape",
-        "cli tests",
-    ),
-];
+const ALLOWED: &[(&str, &str, &str)] = &[];
 
 fn allowed(f: &Finding) -> bool {
     ALLOWED

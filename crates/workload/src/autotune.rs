@@ -12,8 +12,9 @@
 //! Closed-loop steps grow the databases far faster than the target would, so the
 //! search has a space budget: before a step, its growth is foreseen from the last
 //! step's (per session and second); a step that would not fit is shortened, or not
-//! run; and a step that grows faster than foreseen is stopped before the databases
-//! could pass the budget. The test log and the results say so.
+//! run. The budget is also the engine's growth limit for the search, so a step that
+//! grows faster than foreseen is refused its next file extension: it stops there and
+//! is not judged. The test log and the results say so.
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -99,11 +100,8 @@ pub fn auto_tune(
     stop: &AtomicBool,
 ) -> (AutoTune, Option<StopReason>) {
     let base = bench.database_bytes();
-    let limit = growth_budget.map(|b| base.saturating_add(b));
-    bench.limit_growth(limit);
-    let (mut tune, stopped) = search(
-        bench, instances, thresholds, target, options, limit, log, stop,
-    );
+    bench.limit_growth(growth_budget);
+    let (mut tune, stopped) = search(bench, instances, thresholds, target, options, log, stop);
     bench.limit_growth(None);
     tune.growth_budget_bytes = growth_budget;
     tune.growth_bytes = Some(bench.database_bytes().saturating_sub(base));
@@ -151,14 +149,12 @@ fn fit_step(
     ))
 }
 
-#[allow(clippy::too_many_arguments)]
 fn search(
     bench: &mut Workbench<'_>,
     instances: u32,
     thresholds: &Thresholds,
     target: Option<f64>,
     options: AutoTuneOptions,
-    limit: Option<u64>,
     log: &TestLog<'_>,
     stop: &AtomicBool,
 ) -> (AutoTune, Option<StopReason>) {
@@ -177,7 +173,7 @@ fn search(
         if tune.steps.len() as u32 >= options.max_steps {
             break;
         }
-        let room = limit.map(|l| l.saturating_sub(bench.database_bytes()));
+        let room = bench.growth_left();
         let (settle, step_length) = match fit_step(&options, threads, rate, room) {
             Ok((settle, step, note)) => {
                 if let Some(note) = note {
@@ -201,7 +197,7 @@ fn search(
         let (m, stopped) = bench.dispatch(threads, &phases, false, stop);
         if let Some(StopReason::SpaceBudget(why)) = &stopped {
             let why = format!(
-                "the {threads}-session step was stopped after {:.1} s and not judged: {why}",
+                "the {threads}-session step reached the tuning budget after {:.1} s and was stopped, not judged: {why}",
                 started.elapsed().as_secs_f64()
             );
             log.line(format!("Auto-tune stopped for space: {why}."));

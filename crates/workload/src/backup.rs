@@ -18,6 +18,7 @@ use edbstress_engine::DatabaseLock;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::{HeaderReadError, read_header_from, sync_dir};
 use edbstress_engine::{SequentialReadOptions, read_sequentially};
+use edbstress_format::InstanceId;
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_format::header::{DatabaseHeader, HeaderError};
 use edbstress_format::{PageSize, Pgno};
@@ -78,7 +79,7 @@ impl BackupOptions {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct BackupInstanceReport {
     /// Instance number.
-    pub instance: u32,
+    pub instance: InstanceId,
     /// The database file.
     pub db_file: PathBuf,
     /// Bytes read (the file's length when complete).
@@ -392,13 +393,13 @@ fn back_up_one(
         read_len: (options.read_len / ps).max(1) * ps,
         queue_depth: options.queue_depth,
         class: IoClass::BackupRead,
-        instance: instance as u16,
+        instance,
     };
     // The copy is written through a backend of its own, each write one request of
     // class BackupWrite, from a page-aligned staging buffer.
     let mut writer = match copy {
         Some((_, file)) => Some((
-            FileIo::open(file, options.backend, instance as u16)?,
+            FileIo::open(file, options.backend, instance.get())?,
             AlignedBuf::try_new(read_options.read_len)?,
         )),
         None => None,
@@ -445,7 +446,7 @@ fn back_up_one(
                 )?;
             }
             done += whole as u64;
-            progress(instance, done, end);
+            progress(u32::from(instance), done, end);
             Ok(())
         },
     );
@@ -498,7 +499,7 @@ mod tests {
 
     fn report(mb_per_sec: f64) -> BackupInstanceReport {
         BackupInstanceReport {
-            instance: 1,
+            instance: InstanceId::new(1),
             db_file: PathBuf::from("db"),
             bytes_read: 0,
             seconds: 1.0,

@@ -23,6 +23,7 @@ use crate::stop::StopSignal;
 use edbstress_io::blocking::{self, Target};
 
 use edbstress_engine::{HeaderReadError, read_header_from};
+use edbstress_format::InstanceId;
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_format::header::HeaderError;
 use edbstress_format::{PageSize, Pgno};
@@ -48,7 +49,7 @@ const MAX_LISTED: usize = 1000;
 #[derive(Clone, Debug)]
 pub struct BdmConfig {
     /// Instance number the reads are accounted to.
-    pub instance: u16,
+    pub instance: InstanceId,
     /// The database file.
     pub db_file: PathBuf,
     /// Scan rate in bytes per second; `f64::INFINITY` scans as fast as the storage
@@ -356,7 +357,7 @@ enum Buffer {
 
 /// The scan thread's state.
 struct Scan {
-    instance: u16,
+    instance: InstanceId,
     file: DataFile,
     /// Carries, times and counts the reads (`file` registered as `file_id`); its
     /// counters are moved into the shared state after each read.
@@ -509,7 +510,7 @@ impl Scan {
             file: self.file_id,
             path: self.file.path(),
             class: IoClass::BdmRead,
-            instance: self.instance,
+            instance: self.instance.get(),
         };
         let buf = match into {
             Buffer::Scan => &mut self.buf,

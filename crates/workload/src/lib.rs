@@ -36,6 +36,7 @@ mod autotune;
 mod criteria;
 mod fit;
 mod host;
+mod measured_growth;
 mod per_instance;
 mod progress;
 mod run_results;

@@ -21,6 +21,7 @@ use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use edbstress_format::InstanceId;
 use edbstress_format::log::{LogPosition, SEGMENT_LEN, log_file_name, verify_log_file_header};
 use edbstress_io::blocking::{self, Target};
 use edbstress_io::{
@@ -48,7 +49,7 @@ pub type DurableEndSource = Arc<dyn Fn() -> LogPosition + Send + Sync>;
 #[derive(Clone, Debug)]
 pub struct ReplicationConfig {
     /// Instance number the reads are accounted to.
-    pub instance: u16,
+    pub instance: InstanceId,
     /// The instance's log directory.
     pub log_dir: PathBuf,
     /// Readers: the number of passive copies (copies − 1); 0 reads nothing.
@@ -264,7 +265,7 @@ impl Drop for ReplicationHandle {
 
 /// One passive copy's log shipping.
 struct Reader {
-    instance: u16,
+    instance: InstanceId,
     log_dir: PathBuf,
     io_mode: IoMode,
     buf: AlignedBuf,
@@ -418,7 +419,7 @@ impl Reader {
             file: id,
             path: file.path(),
             class: IoClass::ReplicationRead,
-            instance: self.instance,
+            instance: self.instance.get(),
         };
         let result = blocking::read(&mut *self.io, from, &mut self.buf, request, offset);
         let counted = self.io.take_stats();

@@ -31,6 +31,7 @@ use crate::host::kernel_log::KernelLogWatch;
 use crate::host::{HostPeriod, HostSampler, describe_devices};
 use crate::live::CounterSnapshot;
 use crate::live::{LiveStatus, PhaseKind};
+use crate::measured_growth::measured_phase_limit;
 use crate::profile::Profile;
 use crate::progress::ProgressLines;
 use crate::rundir::{RunDirectory, TestLog};
@@ -291,9 +292,16 @@ fn prepare(
     let growth = config.expected_growth_per_database();
     log.line(match growth {
         Some(bytes) => format!(
-            "Free space checked for the databases, logs and {} of expected growth per database ({} per transactional I/O).",
+            "Free space checked for the databases, logs and {} of expected growth per database ({} per transactional I/O{}).",
             ByteSize(bytes).approx(),
             ByteSize(crate::config::model::GROWTH_PER_TRANSACTIONAL_IO).approx(),
+            if matches!(config.test, TestType::Performance | TestType::Stress)
+                && config.effective_pacing() == Pacing::Jetstress
+            {
+                " at the target rate; Jetstress pacing grows them with what it achieves, and the engine holds its measured phase to the free space"
+            } else {
+                ""
+            }
         ),
         None if matches!(config.test, TestType::Performance | TestType::Stress) => format!(
             "Free space checked for the databases and logs; a throughput run has no target, so database growth (about {} per transactional I/O) is not budgeted.",
@@ -311,7 +319,7 @@ fn prepare(
         };
         log.line(format!(
             "{}: {} -- {what}",
-            instance_name(layout.instance),
+            instance_name(u32::from(layout.instance)),
             layout.db_file.display()
         ));
     }
@@ -359,7 +367,7 @@ fn transactional_test(
     let mut threads = config.sessions();
     // Prerequisites at full speed: closed loop whatever the pacing, so warming takes
     // what the storage needs, not what the target rate allows.
-    let mut stopped = bench.warm(threads, config.warmup_timeout, stop);
+    let mut stopped = warm(config, &mut bench, threads, log, stop);
     if config.auto_tune && stopped.is_none() {
         let budget = tuning_budget(config, &bench, log);
         // Jetstress tunes for latency alone and then judges achieved against target;
@@ -389,8 +397,16 @@ fn transactional_test(
             (PhaseKind::Settle, config.sample_interval)
         }];
         phases.push((PhaseKind::Measure, config.duration));
+        let limit = measured_phase_limit(config, &bench, threads, autotune.as_ref(), log);
+        bench.limit_growth(limit.as_ref().map(|l| l.bytes));
         let (m, s) = bench.dispatch(threads, &phases, config.open_loop(), stop);
-        stopped = s;
+        bench.limit_growth(None);
+        stopped = match (s, &limit) {
+            (Some(StopReason::SpaceBudget(why)), Some(limit)) => {
+                Some(StopReason::SpaceBudget(limit.stop_reason(&why)))
+            }
+            (s, _) => s,
+        };
         m
     } else {
         None
@@ -456,6 +472,33 @@ fn transactional_test(
     Ok(results)
 }
 
+/// Attains the prerequisites ([`Workbench::warm`]) within the warm-up's growth budget:
+/// a warm-up the engine refuses to grow further ends there, and the run goes on.
+fn warm(
+    config: &RunConfig,
+    bench: &mut Workbench<'_>,
+    threads: u32,
+    log: &TestLog<'_>,
+    stop: &AtomicBool,
+) -> Option<StopReason> {
+    let budget = config
+        .warmup_growth_limit_per_database()
+        .saturating_mul(u64::from(config.databases.max(1)));
+    bench.limit_growth(Some(budget));
+    let stopped = bench.warm(threads, config.warmup_timeout, stop);
+    bench.limit_growth(None);
+    match stopped {
+        Some(StopReason::SpaceBudget(why)) => {
+            log.line(format!(
+                "Attaining prerequisites ended at the warm-up's growth budget ({}, the caches and a growth step per database): {why}; measuring with the caches as they are.",
+                ByteSize(budget).approx()
+            ));
+            None
+        }
+        other => other,
+    }
+}
+
 /// The test log's lines on the cache and the latency thresholds, before dispatch.
 fn log_cache_and_thresholds(config: &RunConfig, log: &TestLog<'_>) {
     log.line("Starting transaction dispatch ..");
@@ -506,10 +549,6 @@ fn log_dispatch(config: &RunConfig, threads: u32, tuned: bool, log: &TestLog<'_>
             if tuned { "auto-tuned" } else { "as given" },
             config.mailboxes.unwrap_or(0),
             config.iops_per_mailbox,
-            ));
-            log.line(format!(
-                "The databases grow with the IOPS achieved (about {} per transactional I/O), not with the target the free-space check budgeted.",
-                ByteSize(crate::config::model::GROWTH_PER_TRANSACTIONAL_IO).approx()
             ));
         }
         (None, _) => log.line("Closed-loop dispatch (throughput run): every session starts its next transaction when the last one ends."),
@@ -636,7 +675,10 @@ fn verify(
             break;
         }
         if let Some(t) = &db.truncated {
-            log.line(format!("{}: {t}", instance_name(layout.instance)));
+            log.line(format!(
+                "{}: {t}",
+                instance_name(u32::from(layout.instance))
+            ));
         }
         let owner = edbstress_engine::read_header(&layout.db_file, config.io_mode)
             .ok()
@@ -647,13 +689,13 @@ fn verify(
         for problem in &logs.sequence.problems {
             log.line(format!(
                 "{}: log sequence: {problem}",
-                instance_name(layout.instance)
+                instance_name(u32::from(layout.instance))
             ));
         }
         v.passed &= clean;
         log.line(format!(
             "{}: {} pages checked, {} bad, {} correctable, {} wrong page number ({:.0} MiB/s); {} log segments in {} files checked, {} bad.",
-            instance_name(layout.instance),
+            instance_name(u32::from(layout.instance)),
             db.pages_seen,
             db.bad_pages,
             db.correctable_pages,
@@ -749,11 +791,11 @@ fn backup_test(
     results.host_counters = Some(host.finish());
     let mut bad = 0;
     for r in &reports {
-        let n = u16::try_from(r.instance).unwrap_or(u16::MAX);
+        let n = r.instance;
         let layout = layouts.iter().find(|l| l.instance == r.instance);
         log.line(format!(
             "{}: {} read in {:.1} s, {:.2} MiB/s{}.",
-            instance_name(r.instance),
+            instance_name(u32::from(r.instance)),
             ByteSize(r.bytes_read).approx(),
             r.seconds,
             r.mb_per_sec,
@@ -765,13 +807,13 @@ fn backup_test(
         ));
         bad += r.bad_pages;
         results.instances.push(InstanceResult {
-            name: instance_name(r.instance),
-            instance: r.instance,
+            name: instance_name(u32::from(r.instance)),
+            instance: u32::from(r.instance),
             database_path: r.db_file.display().to_string(),
             log_path: layout.map_or(String::new(), |l| l.log_dir.display().to_string()),
             initial_bytes: r.bytes_read,
             final_bytes: r.bytes_read,
-            io: io_summary(&io, Some(n), r.seconds, &|_| 0.0),
+            io: io_summary(&io, Some(n.get()), r.seconds, &|_| 0.0),
             mb_per_sec: Some(r.mb_per_sec),
             bytes_read: Some(r.bytes_read),
             elapsed_seconds: Some(r.seconds),
@@ -833,11 +875,11 @@ fn soft_recovery_test(
     let mut replayed = 0u32;
     let mut replay_seconds = 0.0;
     for r in &reports {
-        let n = u16::try_from(r.instance).unwrap_or(u16::MAX);
+        let n = r.instance;
         let layout = layouts.iter().find(|l| l.instance == r.instance);
         log.line(format!(
             "{}: {} log files generated in {:.1} s; {} log files replayed in {:.1} s.",
-            instance_name(r.instance),
+            instance_name(u32::from(r.instance)),
             r.logs_generated,
             r.generate_seconds,
             r.logs_replayed,
@@ -849,11 +891,11 @@ fn soft_recovery_test(
         replayed += r.logs_replayed;
         replay_seconds += r.elapsed_seconds;
         results.instances.push(InstanceResult {
-            name: instance_name(r.instance),
-            instance: r.instance,
+            name: instance_name(u32::from(r.instance)),
+            instance: u32::from(r.instance),
             database_path: layout.map_or(String::new(), |l| l.db_file.display().to_string()),
             log_path: layout.map_or(String::new(), |l| l.log_dir.display().to_string()),
-            io: io_summary(&io, Some(n), r.elapsed_seconds, &|_| 0.0),
+            io: io_summary(&io, Some(n.get()), r.elapsed_seconds, &|_| 0.0),
             logs_generated: Some(r.logs_generated),
             logs_replayed: Some(r.logs_replayed),
             elapsed_seconds: Some(r.elapsed_seconds),

@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use edbstress_engine::Compressibility;
 use edbstress_engine::EngineError;
+use edbstress_engine::InstanceId;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::{Instance, InstanceConfig};
 use edbstress_engine::{RecoveryOptions, RecoveryReport, recover};
@@ -98,7 +99,7 @@ pub enum SoftRecoveryPhase {
 #[derive(Clone, Debug, Serialize)]
 pub struct SoftRecoveryInstanceReport {
     /// Instance number.
-    pub instance: u32,
+    pub instance: InstanceId,
     /// Log files completed before the crash (counted from the generation the
     /// instance opened in to the generation of the durable end of the log).
     pub logs_generated: u32,
@@ -147,7 +148,7 @@ pub enum SoftRecoveryError {
     #[error("soft recovery of instance {instance}: {source}")]
     Instance {
         /// Instance number.
-        instance: u32,
+        instance: InstanceId,
         /// What failed.
         #[source]
         source: EngineError,
@@ -249,14 +250,14 @@ fn soft_recover_one(
     let reported = AtomicU32::new(0);
     let halt = AtomicBool::new(false);
     let failure: Mutex<Option<EngineError>> = Mutex::new(None);
-    progress(SoftRecoveryPhase::Generating, number, 0, wanted);
+    progress(SoftRecoveryPhase::Generating, u32::from(number), 0, wanted);
     std::thread::scope(|scope| {
         for session in 0..options.sessions_per_instance {
             let (instance, transactions, reported, halt, failure) =
                 (&instance, &transactions, &reported, &halt, &failure);
             scope.spawn(move || {
                 // Distinct streams for every session of every instance.
-                let stream = (number - 1)
+                let stream = (u32::from(number) - 1)
                     .wrapping_mul(options.sessions_per_instance)
                     .wrapping_add(session);
                 let mut generator = TransactionGenerator::new(
@@ -276,7 +277,12 @@ fn soft_recover_one(
                     let generation = instance.log_durable().generation;
                     let done = generation.saturating_sub(start).min(wanted);
                     if reported.fetch_max(done, Ordering::Relaxed) < done {
-                        progress(SoftRecoveryPhase::Generating, number, done, wanted);
+                        progress(
+                            SoftRecoveryPhase::Generating,
+                            u32::from(number),
+                            done,
+                            wanted,
+                        );
                     }
                     if generation >= target {
                         break;
@@ -299,7 +305,12 @@ fn soft_recover_one(
     let generate_seconds = started.elapsed().as_secs_f64();
     let durable = instance.crash();
     let logs_generated = durable.generation.saturating_sub(start);
-    progress(SoftRecoveryPhase::Replaying, number, 0, logs_generated);
+    progress(
+        SoftRecoveryPhase::Replaying,
+        u32::from(number),
+        0,
+        logs_generated,
+    );
     let replay_started = Instant::now();
     let recovery = recover(
         layout,
@@ -318,7 +329,7 @@ fn soft_recover_one(
     let logs_replayed = recovery.generations_replayed;
     progress(
         SoftRecoveryPhase::Replaying,
-        number,
+        u32::from(number),
         logs_replayed,
         logs_replayed,
     );
@@ -341,7 +352,7 @@ mod tests {
 
     fn report(logs_replayed: u32, elapsed_seconds: f64) -> SoftRecoveryInstanceReport {
         SoftRecoveryInstanceReport {
-            instance: 1,
+            instance: InstanceId::new(1),
             logs_generated: logs_replayed,
             logs_replayed,
             generate_seconds: 0.0,
@@ -351,7 +362,7 @@ mod tests {
             recovery: RecoveryReport {
                 generations_replayed: logs_replayed,
                 seconds: elapsed_seconds,
-                ..RecoveryReport::new(1, PathBuf::new(), PathBuf::new())
+                ..RecoveryReport::new(InstanceId::new(1), PathBuf::new(), PathBuf::new())
             },
         }
     }

@@ -50,10 +50,10 @@ pub fn volumes(
 ) -> Vec<Volume> {
     // edbstress's own I/O of an instance's classes: (reads, writes, bytes).
     let own = |layout: &InstanceLayout, classes: &[IoClass]| -> (u64, u64, u64) {
-        let n = u16::try_from(layout.instance).unwrap_or(u16::MAX);
+        let n = layout.instance;
         let mut sum = (0, 0, 0);
         for c in classes {
-            if let Some(s) = io.get(n, *c) {
+            if let Some(s) = io.get(n.get(), *c) {
                 if matches!(c, IoClass::DbWrite | IoClass::LogWrite) {
                     sum.1 += s.ops;
                 } else {
@@ -84,7 +84,7 @@ pub fn volumes(
                 (own_reads, own_writes, own_bytes) = (own_reads + r, own_writes + w, own_bytes + b);
             }
             if here {
-                instances.push(instance_name(layout.instance));
+                instances.push(instance_name(u32::from(layout.instance)));
             }
         }
         let role = match (databases, logs) {
@@ -190,6 +190,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
+    use edbstress_format::InstanceId;
 
     fn disk(name: &str, reads: u64, writes: u64, read_ms: f64, write_ms: f64) -> DiskSummary {
         DiskSummary {
@@ -223,8 +224,8 @@ mod tests {
             },
         ];
         let layouts = vec![
-            InstanceLayout::new(1, Path::new("/db"), Path::new("/logs")),
-            InstanceLayout::new(2, Path::new("/db"), Path::new("/logs")),
+            InstanceLayout::new(InstanceId::new(1), Path::new("/db"), Path::new("/logs")),
+            InstanceLayout::new(InstanceId::new(2), Path::new("/db"), Path::new("/logs")),
         ];
         let mut io = IoStats::new();
         for _ in 0..100 {
@@ -285,7 +286,7 @@ mod tests {
             paths: vec![PathBuf::from("/srv"), PathBuf::from("/srv/logs")],
         }];
         let layouts = vec![InstanceLayout::new(
-            1,
+            InstanceId::new(1),
             Path::new("/srv"),
             Path::new("/srv/logs"),
         )];

@@ -62,10 +62,9 @@ fn results(dir: &Path) -> RunResults {
     read_results(&fs::read(dir.join("results.json")).unwrap()).unwrap()
 }
 
-#[test]
-fn three_hosts_started_together_aggregate_with_exact_percentiles() {
-    let site = Site::new();
-    let root = &site.root;
+/// Three runs started together with `--start-at`, each under `root/host`: their run
+/// directories and results, after checking each waited for the start time.
+fn three_hosts_started_together(root: &Path) -> (Vec<PathBuf>, Vec<RunResults>) {
     // Far enough ahead for three preparations and warm-ups on a busy machine.
     let start_at = "+35s";
     let children: Vec<_> = HOSTS
@@ -96,10 +95,15 @@ fn three_hosts_started_together_aggregate_with_exact_percentiles() {
     for (h, r) in HOSTS.iter().zip(&runs) {
         assert_eq!(&r.host.hostname, h);
     }
+    (dirs, runs)
+}
 
-    let dir_args: Vec<&str> = dirs.iter().map(|d| d.to_str().unwrap()).collect();
+/// `edbstress aggregate` of the runs into `root/agg`: its totals against the runs'
+/// (p99 recomputed from their merged histograms), its window, intervals and files.
+/// Returns whether every run passed.
+fn aggregate_matches_the_runs(root: &Path, dir_args: &[&str], runs: &[RunResults]) -> bool {
     let out = edbstress(
-        &[&["aggregate", "--output", "agg"], dir_args.as_slice()].concat(),
+        &[&["aggregate", "--output", "agg"], dir_args].concat(),
         root,
     );
     let pass = runs
@@ -118,7 +122,7 @@ fn three_hosts_started_together_aggregate_with_exact_percentiles() {
     // p99 of the merged histograms, recomputed here from the three results.json.
     for class in [IoClass::DbRead, IoClass::DbWrite, IoClass::LogWrite] {
         let mut merged = LatencyHistogram::new();
-        for r in &runs {
+        for r in runs {
             merged.merge(&r.totals.io[&class].histogram);
         }
         let p99 = agg["totals"]["io"][class.name()]["p99_ms"]
@@ -131,8 +135,8 @@ fn three_hosts_started_together_aggregate_with_exact_percentiles() {
     // The windows overlapped almost wholly: all started at the same moment.
     let common_window = agg["common_window"]["seconds"].as_f64().unwrap();
     assert!(common_window > 5.0, "common window {common_window} s");
-    interval_rows_hold_their_rates(&runs);
-    fleet_latency_over_time_is_the_hosts_interval_histograms_merged(&agg, &runs);
+    interval_rows_hold_their_rates(runs);
+    fleet_latency_over_time_is_the_hosts_interval_histograms_merged(&agg, runs);
 
     let html = fs::read_to_string(root.join("agg/report.html")).unwrap();
     for text in [
@@ -147,7 +151,12 @@ fn three_hosts_started_together_aggregate_with_exact_percentiles() {
     assert!(root.join("agg/summary.md").is_file());
     let junit = fs::read_to_string(root.join("agg/junit.xml")).unwrap();
     assert_eq!(junit.matches("<testsuite ").count(), 3);
+    pass
+}
 
+/// The same host twice, a host not ready at its start time, and windows that do not
+/// overlap (a later run) are refused.
+fn aggregate_refuses_a_host_twice_a_late_host_and_windows_apart(root: &Path, dir_args: &[&str]) {
     // The same host twice, and windows that do not overlap (a later run): exit 2.
     let out = edbstress(&["aggregate", dir_args[0], dir_args[0]], root);
     assert_exit(&out, 2, "a host twice");
@@ -178,7 +187,12 @@ fn three_hosts_started_together_aggregate_with_exact_percentiles() {
         said.contains("overlap by") && said.contains("db4:") && said.contains("db1:"),
         "{said}"
     );
+}
 
+/// The aggregate report as headless Chromium renders it: its sections, a page that is
+/// not blank and the verdict banner's colour.
+fn the_rendered_aggregate_report_shows_its_verdict(site: &Site, pass: bool) {
+    let root = &site.root;
     // What a person sees.
     if let Some(chromium) = chromium_or_skip("the aggregate report") {
         let page = root.join("agg/report.html");
@@ -217,6 +231,17 @@ fn three_hosts_started_together_aggregate_with_exact_percentiles() {
             "verdict banner not visible"
         );
     }
+}
+
+#[test]
+fn three_hosts_started_together_aggregate_with_exact_percentiles() {
+    let site = Site::new();
+    let root = &site.root;
+    let (dirs, runs) = three_hosts_started_together(root);
+    let dir_args: Vec<&str> = dirs.iter().map(|d| d.to_str().unwrap()).collect();
+    let pass = aggregate_matches_the_runs(root, &dir_args, &runs);
+    aggregate_refuses_a_host_twice_a_late_host_and_windows_apart(root, &dir_args);
+    the_rendered_aggregate_report_shows_its_verdict(&site, pass);
     site.sentinel.assert_untouched();
 }
 

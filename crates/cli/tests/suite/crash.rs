@@ -9,6 +9,7 @@ use common::{edbstress, fnv64, prepare_probe_database, probe_and_kill};
 
 use std::collections::HashMap;
 
+use edbstress_engine::InstanceId;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::MessageKey;
 use edbstress_engine::{Instance, InstanceConfig};
@@ -73,7 +74,11 @@ fn sigkill_during_durable_commits_loses_nothing_acknowledged() {
         );
 
         // Every commit acknowledged in any cycle so far is there, body intact.
-        let layout = InstanceLayout::new(1, &dir.path().join("db"), &dir.path().join("logs"));
+        let layout = InstanceLayout::new(
+            InstanceId::new(1),
+            &dir.path().join("db"),
+            &dir.path().join("logs"),
+        );
         let instance = Instance::open(InstanceConfig::new(layout)).unwrap();
         for (key, (len, hash)) in &all_acked {
             let m = instance.read(*key, true).unwrap().unwrap_or_else(|| {

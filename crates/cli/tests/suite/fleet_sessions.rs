@@ -1,9 +1,11 @@
 //! `fleet run --max-ssh-sessions 2` on four loopback hosts through a real sshd, with an
 //! `ssh` on the PATH that records every session it runs (then runs the real client):
 //! when it starts, when its remote run says it started (the line the fleet's remote
-//! shell writes before edbstress replaces it) and when it ends. At no moment are more
-//! than two sessions opening or working — checks, directories, starts until the run
-//! started, copies — and two are reached; the progress is counts per phase, the
+//! shell writes before edbstress replaces it) and when it ends. Each host gets one
+//! connection (its master) and four sessions over it (check, directory, run, copy); at
+//! no moment are more than two sessions opening or working — masters until they are
+//! up, checks, directories, starts until the run started, copies — and two are
+//! reached; no master outlives the fleet; the progress is counts per phase, the
 //! per-host detail is in the fleet log. Skips loudly without OpenSSH (CI installs it).
 
 use crate::suite::common;
@@ -53,8 +55,15 @@ fn recording_ssh(dir: &Path, real: &Path, log: &Path) {
         r#"#!/bin/bash
 log={log}
 kind=short
+dest=${{@: -1}}
+prev=
+for a in "$@"; do [[ "$a" == -- ]] && dest=$prev; prev=$a; done
 [[ "$*" == *" run "*"--fleet-id"* ]] && kind=run
-echo "start $$ $(date +%s%N) $kind" >> "$log"
+[[ " $* " == *" -M "* ]] && kind=master
+[[ " $* " == *" -G "* ]] && kind=config
+via=own
+[[ "$*" == *"ControlPath="* && $kind != master ]] && via=shared
+echo "start $$ $(date +%s%N) $kind $dest $via" >> "$log"
 if [[ $kind == run ]]; then
   {real} "$@" 2> >(while IFS= read -r line; do
       [[ "$line" == '{START_MARK}' ]] && echo "started $$ $(date +%s%N)" >> "$log"
@@ -76,24 +85,59 @@ exit $status
     fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// The most sessions opening or working at once, and how many sessions of each kind
-/// there were: a short call counts from its start to its end, a run's session from
-/// its start until its run started (or it ended).
-fn most_at_once(log: &str) -> (usize, usize, usize) {
+/// What the recording ssh saw.
+#[derive(Debug, Default)]
+struct Sessions {
+    /// The most sessions opening or working at once.
+    most: usize,
+    /// Short calls (checks, directories, copies, stop requests).
+    short: usize,
+    /// Runs' sessions.
+    runs: usize,
+    /// Master connections (`ssh -M`).
+    masters: usize,
+    /// Short calls and runs over a shared connection.
+    shared: usize,
+}
+
+/// [`Sessions`] from the log: a short call counts from its start to its end, a run's
+/// session from its start until its run started (or it ended), a master connection
+/// from its start until the first session to its host starts (which waits for it to
+/// be up). `ssh -G` (reading the configuration, no connection) does not count.
+fn most_at_once(log: &str) -> Sessions {
     let mut events: Vec<(u128, i32)> = Vec::new();
-    let mut kinds = std::collections::HashMap::new();
     let mut released = std::collections::HashSet::new();
-    let (mut short, mut runs) = (0, 0);
+    let mut masters: Vec<(String, String)> = Vec::new();
+    let mut seen = Sessions::default();
     for line in log.lines() {
         let w: Vec<&str> = line.split_whitespace().collect();
         let (what, id, at) = (w[0], w[1], w[2].parse::<u128>().unwrap());
         match what {
             "start" => {
-                kinds.insert(id.to_string(), w[3].to_string());
-                if w[3] == "run" {
-                    runs += 1
-                } else {
-                    short += 1
+                let (kind, dest, via) = (w[3], w[4], w[5]);
+                match kind {
+                    "config" => {
+                        released.insert(id.to_string());
+                        continue;
+                    }
+                    "master" => {
+                        seen.masters += 1;
+                        masters.push((id.to_string(), dest.to_string()));
+                    }
+                    "run" => seen.runs += 1,
+                    _ => seen.short += 1,
+                }
+                if via == "shared" {
+                    seen.shared += 1;
+                }
+                if kind != "master" {
+                    // Its host's master is up: it no longer counts.
+                    if let Some(i) = masters.iter().position(|(_, d)| d == dest) {
+                        let (master, _) = masters.remove(i);
+                        if released.insert(master) {
+                            events.push((at, -1));
+                        }
+                    }
                 }
                 events.push((at, 1));
             }
@@ -113,7 +157,61 @@ fn most_at_once(log: &str) -> (usize, usize, usize) {
         now += d;
         most = most.max(now);
     }
-    (most as usize, short, runs)
+    seen.most = most as usize;
+    seen
+}
+
+/// What the recording ssh saw of a fleet of four hosts with `--max-ssh-sessions 2`
+/// (`log`), whose temporary directory was `fleet_tmp`.
+fn assert_sessions(log: &str, fleet_tmp: &Path) {
+    // Real sessions went through the recording ssh: per host one connection (its
+    // master), and over it one check (version, clock samples and paths), a directory,
+    // its run and a copy.
+    let seen = most_at_once(log);
+    eprintln!("{seen:?}");
+    let Sessions {
+        most,
+        short,
+        runs,
+        masters,
+        shared,
+    } = seen;
+    assert_eq!(masters, 4, "one connection per host:\n{log}");
+    assert_eq!(runs, 4, "{log}");
+    assert_eq!(short, 4 * 3, "{short} short sessions:\n{log}");
+    assert_eq!(
+        shared,
+        short + runs,
+        "a session had its own connection:\n{log}"
+    );
+    // No master outlived the fleet: none names the private directory it made for the
+    // sockets, and that directory is gone.
+    let leftover: Vec<String> = fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(fleet_tmp.to_str().unwrap()))
+        .collect();
+    assert!(leftover.is_empty(), "left running: {leftover:?}");
+    assert_eq!(
+        fs::read_dir(fleet_tmp).unwrap().count(),
+        0,
+        "the sockets' directory was left behind"
+    );
+    assert_eq!(
+        log.matches("started ").count(),
+        4,
+        "every run said it started"
+    );
+    assert!(
+        most <= 2,
+        "{most} sessions at once with --max-ssh-sessions 2:\n{log}"
+    );
+    assert_eq!(
+        most, 2,
+        "the bound was never reached: the fleet ran one at a time"
+    );
 }
 
 #[test]
@@ -181,34 +279,19 @@ fn a_fleet_keeps_its_ssh_sessions_within_the_bound_and_counts_its_progress() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    // The fleet's temporary files (the shared connections' sockets) here.
+    let fleet_tmp = tmp.path().join("fleet-tmp");
+    fs::create_dir(&fleet_tmp).unwrap();
     let out = command(&root)
         .args(&args)
         .env("PATH", path)
+        .env("TMPDIR", &fleet_tmp)
         .output()
         .unwrap();
     let said = text(&out);
     assert!(matches!(out.status.code(), Some(0 | 1)), "{said}");
 
-    // Real sessions went through the recording ssh: 4 hosts × (5 checks, a directory,
-    // a copy) short calls and 4 runs.
-    let log = fs::read_to_string(&sessions).unwrap();
-    let (most, short, runs) = most_at_once(&log);
-    eprintln!("{short} short sessions, {runs} run sessions, at most {most} at once");
-    assert_eq!(runs, 4, "{log}");
-    assert!(short >= 4 * 7, "{short} short sessions:\n{log}");
-    assert_eq!(
-        log.matches("started ").count(),
-        4,
-        "every run said it started"
-    );
-    assert!(
-        most <= 2,
-        "{most} sessions at once with --max-ssh-sessions 2:\n{log}"
-    );
-    assert_eq!(
-        most, 2,
-        "the bound was never reached: the fleet ran one at a time"
-    );
+    assert_sessions(&fs::read_to_string(&sessions).unwrap(), &fleet_tmp);
 
     // Progress as counts per phase; no host's test log on the terminal.
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -202,6 +202,59 @@ fn a_run_whose_expected_database_growth_does_not_fit_is_refused_before_writing()
     );
 }
 
+#[test]
+fn a_jetstress_paced_run_stops_for_space_at_its_growth_limit_before_the_filesystem_fills() {
+    let Some(fs) = SmallFs::mount("96m") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("small.toml"),
+        "checkpoint_depth = \"4MiB\"\n",
+    )
+    .unwrap();
+    // A target of 1.2 IOPS passes the free-space check; closed loop at 4 threads with
+    // an insert-heavy mix grows the database far faster, until the engine's limit of
+    // the measured phase (nine tenths of the free space) refuses to grow it further.
+    let out = command(tmp.path())
+        .args(["run", "--config", "small.toml", "--databases", "1"])
+        .args(["--database-size", "16MiB", "--mailboxes", "10"])
+        .args(["--cache-max", "4MiB", "--cache-min", "4MiB"])
+        .args(["--pacing", "jetstress", "--threads", "4", "--buffered"])
+        .args(["--bdm", "off", "--no-verify", "--allow-cached-databases"])
+        .args(["--duration", "120s", "--sample-interval", "1s"])
+        .args(["--op-mix", "80/0/20/0", "--db-path"])
+        .arg(fs.path().join("db"))
+        .arg("--log-path")
+        .arg(fs.path().join("logs"))
+        .args(["--results-dir", "results"])
+        .output()
+        .unwrap();
+    let message = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{message}");
+    let dir = std::fs::read_dir(tmp.path().join("results"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let log = std::fs::read_to_string(dir.join("test.log")).unwrap();
+    assert!(
+        log.contains("The engine holds the measured phase's growth to"),
+        "{log}"
+    );
+    assert!(
+        log.contains("reached the measured phase's growth limit"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("is full"),
+        "the filesystem never filled: {log}"
+    );
+    let free = edbstress_io::available_space(fs.path()).unwrap();
+    assert!(free > 4 << 20, "{free} bytes left: {log}");
+}
+
 /// Runs a small insert-heavy test with its databases under `db_root` and its logs
 /// under `log_root`; once transactions flow, something else takes every free byte of
 /// `full` (and keeps taking what circular logging frees), as a full disk does. Returns

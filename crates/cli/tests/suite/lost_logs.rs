@@ -13,6 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use edbstress_engine::InstanceId;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::{Instance, InstanceConfig};
 
@@ -275,7 +276,7 @@ fn crash_loop_with_a_lost_newest_log_never_passes_over_a_missing_commit() {
             _ => panic!("cycle {cycle}: recover: {}", text(&out)),
         }
         // Recovery passed: then nothing acknowledged may be missing.
-        let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
+        let layout = InstanceLayout::new(InstanceId::new(1), &dir.join("db"), &dir.join("logs"));
         let instance = Instance::open(InstanceConfig::new(layout)).unwrap();
         for (key, len, hash) in &acked {
             let m = instance.read(*key, true).unwrap().unwrap_or_else(|| {

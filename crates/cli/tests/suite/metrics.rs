@@ -9,8 +9,9 @@ use crate::suite::common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use prometheus_parse::{Scrape, Value};
@@ -94,13 +95,17 @@ fn python_openmetrics(body: &str) -> Option<Vec<String>> {
     )
 }
 
-#[test]
-fn a_scrape_during_a_run_parses_and_agrees_with_results_json() {
-    let dir = tempfile::tempdir().unwrap();
-    let limits = write_loose_limits(dir.path());
-    let mut child = command(dir.path())
+/// Starts `edbstress run` in `dir` with `run_args`, its live counters on a free
+/// loopback port: the child, the thread collecting its stderr (the address line first,
+/// then the test log; kept for failure messages) and the counters' address.
+fn start_run_with_metrics(
+    dir: &Path,
+    limits: &Path,
+    run_args: &[&str],
+) -> (Child, JoinHandle<String>, String) {
+    let mut child = command(dir)
         .args(["run", "--config", limits.to_str().unwrap()])
-        .args(SHORT_RUN)
+        .args(run_args)
         .args(["--mailboxes", "200", "--db-path", "db", "--log-path", "log"])
         .args([
             "--results-dir",
@@ -112,7 +117,6 @@ fn a_scrape_during_a_run_parses_and_agrees_with_results_json() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start edbstress run");
-    // stderr: the address line first, then the test log; kept for failure messages.
     let (tx, rx) = mpsc::channel();
     let stderr = BufReader::new(child.stderr.take().unwrap());
     let reader = std::thread::spawn(move || {
@@ -129,14 +133,24 @@ fn a_scrape_during_a_run_parses_and_agrees_with_results_json() {
     let addr = rx
         .recv_timeout(Duration::from_secs(30))
         .expect("run prints the address of its live counters");
+    (child, reader, addr)
+}
 
+/// Scrapes `addr` until the run ends, each scrape answered 200 in OpenMetrics and
+/// parsed, and the run passing. Returns the last scrape with measured counters (checked
+/// by the strict parser where installed) and the run's log.
+fn scrape_until_the_run_ends(
+    mut child: Child,
+    reader: JoinHandle<String>,
+    addr: &str,
+) -> (String, String) {
     // Scrape until the run ends (bounded: the run measures 6 s).
     let deadline = Instant::now() + Duration::from_secs(180);
     let mut last_measured: Option<String> = None;
     let mut scrapes = 0;
     let mut content_type = String::new();
     while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-        if let Some((status, headers, body)) = scrape(&addr) {
+        if let Some((status, headers, body)) = scrape(addr) {
             assert!(status.contains("200"), "{status}");
             assert!(
                 body.ends_with("# EOF\n"),
@@ -175,9 +189,15 @@ fn a_scrape_during_a_run_parses_and_agrees_with_results_json() {
             assert!(families.iter().any(|l| l == f), "{f} in {families:?}");
         }
     }
+    (body, log)
+}
 
-    let s = parse(&body);
-    let run = &run_dirs(dir.path())[0];
+/// The last scrape against the run's results.json: measured time, phase, verdict,
+/// each class's operations and latency histogram, transactions, log generation and
+/// cache within one sampling interval.
+fn the_live_counters_agree_with_results_json(dir: &Path, body: &str) {
+    let s = parse(body);
+    let run = &run_dirs(dir)[0];
     let r = results(run);
     let interval = r["parameters"]["sample_interval_seconds"].as_f64().unwrap();
     let measured = r["measured_seconds"].as_f64().unwrap();
@@ -260,6 +280,15 @@ fn a_scrape_during_a_run_parses_and_agrees_with_results_json() {
 }
 
 #[test]
+fn a_scrape_during_a_run_parses_and_agrees_with_results_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = write_loose_limits(dir.path());
+    let (child, reader, addr) = start_run_with_metrics(dir.path(), &limits, &SHORT_RUN);
+    let (body, _log) = scrape_until_the_run_ends(child, reader, &addr);
+    the_live_counters_agree_with_results_json(dir.path(), &body);
+}
+
+#[test]
 fn an_address_that_cannot_be_listened_on_is_refused_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
     // Occupy a port, then ask for it.
@@ -288,60 +317,19 @@ fn proc_status(pid: u32, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {key} in /proc/{pid}/status"))
 }
 
-#[test]
-fn the_live_endpoint_bounds_each_client_and_ends_with_the_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let sentinel = Sentinel::new(dir.path());
-    let limits = write_loose_limits(dir.path());
-    // The short run, measured long enough for the attacks below to happen during it.
-    let mut run_args: Vec<&str> = SHORT_RUN.to_vec();
-    let at = run_args.iter().position(|a| *a == "--duration").unwrap();
-    run_args[at + 1] = "15s";
-    let started = Instant::now();
-    let mut child = command(dir.path())
-        .args(["run", "--config", limits.to_str().unwrap()])
-        .args(&run_args)
-        .args(["--mailboxes", "200", "--db-path", "db", "--log-path", "log"])
-        .args([
-            "--results-dir",
-            "results",
-            "--metrics-listen",
-            "127.0.0.1:0",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start edbstress run");
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        for line in stderr.lines().map_while(Result::ok) {
-            if let Some(url) = line.strip_prefix("live counters: http://") {
-                let _ = tx.send(url.trim_end_matches("/metrics").to_string());
-            }
-            all.push_str(&line);
-            all.push('\n');
-        }
-        all
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("run prints the address of its live counters");
-    // Every attack is tried; what did not hold is listed at the end.
-    let mut problems: Vec<String> = Vec::new();
-    let scrape_ok = |what: &str| -> Option<String> {
-        match scrape(&addr) {
-            Some((status, _, body)) if status.contains("200") && body.ends_with("# EOF\n") => None,
-            Some((status, _, _)) => Some(format!("a scrape {what} was answered {status}")),
-            None => Some(format!("no answer to a scrape {what} within 5 s")),
-        }
-    };
-    assert_eq!(scrape_ok("before the attacks"), None);
-    // The baseline once the run measures (its threads and cache are all there by then).
+/// A scrape's failure described (`None`: answered 200 in OpenMetrics).
+fn scrape_ok(addr: &str, what: &str) -> Option<String> {
+    match scrape(addr) {
+        Some((status, _, body)) if status.contains("200") && body.ends_with("# EOF\n") => None,
+        Some((status, _, _)) => Some(format!("a scrape {what} was answered {status}")),
+        None => Some(format!("no answer to a scrape {what} within 5 s")),
+    }
+}
+
+/// Waits until the live counters say the run measures.
+fn wait_until_measuring(addr: &str) {
     let measuring = Instant::now() + Duration::from_secs(60);
-    while !scrape(&addr).is_some_and(|(_, _, body)| {
+    while !scrape(addr).is_some_and(|(_, _, body)| {
         value(&parse(&body), "edbstress_phase", &[("phase", "measuring")]) == Some(1.0)
     }) {
         assert!(
@@ -350,12 +338,13 @@ fn the_live_endpoint_bounds_each_client_and_ends_with_the_run() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let rss_before = proc_status(pid, "VmRSS");
-    let threads_before = proc_status(pid, "Threads");
+}
 
-    // A request line that never ends: the server stops reading it and closes the
-    // connection long before 64 MiB, and keeps none of it.
-    let mut endless = TcpStream::connect(&addr).unwrap();
+/// A request line that never ends: the server stops reading it and closes the
+/// connection long before 64 MiB, and keeps none of it.
+fn an_endless_request_line_is_cut(addr: &str, pid: u32, problems: &mut Vec<String>) {
+    let rss_before = proc_status(pid, "VmRSS");
+    let mut endless = TcpStream::connect(addr).unwrap();
     endless
         .set_write_timeout(Some(Duration::from_secs(10)))
         .unwrap();
@@ -395,10 +384,12 @@ fn the_live_endpoint_bounds_each_client_and_ends_with_the_run() {
         ));
     }
     drop(endless);
+}
 
-    // A client that pipelines requests and never reads its answers: others are still
-    // served (it stays connected to the end of the test).
-    let mut pipelining = TcpStream::connect(&addr).unwrap();
+/// A client that pipelines requests and never reads its answers: others are still
+/// served. Returns its connection (it stays connected to the end of the test).
+fn a_pipelining_client_does_not_block_others(addr: &str, problems: &mut Vec<String>) -> TcpStream {
+    let mut pipelining = TcpStream::connect(addr).unwrap();
     pipelining.set_nonblocking(true).unwrap();
     let requests = b"GET /metrics HTTP/1.1\r\nHost: edbstress\r\n\r\n".repeat(20_000);
     let mut written = 0;
@@ -414,12 +405,22 @@ fn the_live_endpoint_bounds_each_client_and_ends_with_the_run() {
     }
     std::thread::sleep(Duration::from_millis(500));
     problems.extend(scrape_ok(
+        addr,
         "while a client pipelines requests and never reads",
     ));
+    pipelining
+}
 
-    // Connections that send nothing: no thread each, and scrapes still answered.
+/// Connections that send nothing: no thread each, and scrapes still answered. Returns
+/// them (they stay open to the end of the test).
+fn idle_connections_take_no_thread_each(
+    addr: &str,
+    pid: u32,
+    threads_before: u64,
+    problems: &mut Vec<String>,
+) -> Vec<TcpStream> {
     let idle: Vec<TcpStream> = (0..300)
-        .map(|_| TcpStream::connect(&addr).unwrap())
+        .map(|_| TcpStream::connect(addr).unwrap())
         .collect();
     std::thread::sleep(Duration::from_millis(500));
     let threads = proc_status(pid, "Threads");
@@ -429,9 +430,13 @@ fn the_live_endpoint_bounds_each_client_and_ends_with_the_run() {
             "300 idle connections took the run from {threads_before} to {threads} threads"
         ));
     }
-    problems.extend(scrape_ok("with 300 idle connections open"));
+    problems.extend(scrape_ok(addr, "with 300 idle connections open"));
+    idle
+}
 
-    // The run ends on time although those clients stay connected.
+/// Waits (until 120 s after `started`) for the run to end by itself; kills it if it
+/// does not. Returns its exit status, `None` if it had to be killed.
+fn wait_for_the_run_to_end(child: &mut Child, started: Instant) -> Option<ExitStatus> {
     let deadline = started + Duration::from_secs(120);
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -446,6 +451,32 @@ fn the_live_endpoint_bounds_each_client_and_ends_with_the_run() {
         child.kill().unwrap();
         child.wait().unwrap();
     }
+    status
+}
+
+#[test]
+fn the_live_endpoint_bounds_each_client_and_ends_with_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let sentinel = Sentinel::new(dir.path());
+    let limits = write_loose_limits(dir.path());
+    // The short run, measured long enough for the attacks below to happen during it.
+    let mut run_args: Vec<&str> = SHORT_RUN.to_vec();
+    let at = run_args.iter().position(|a| *a == "--duration").unwrap();
+    run_args[at + 1] = "15s";
+    let started = Instant::now();
+    let (mut child, reader, addr) = start_run_with_metrics(dir.path(), &limits, &run_args);
+    let pid = child.id();
+    // Every attack is tried; what did not hold is listed at the end.
+    let mut problems: Vec<String> = Vec::new();
+    assert_eq!(scrape_ok(&addr, "before the attacks"), None);
+    // The baseline once the run measures (its threads and cache are all there by then).
+    wait_until_measuring(&addr);
+    let threads_before = proc_status(pid, "Threads");
+    an_endless_request_line_is_cut(&addr, pid, &mut problems);
+    let pipelining = a_pipelining_client_does_not_block_others(&addr, &mut problems);
+    let idle = idle_connections_take_no_thread_each(&addr, pid, threads_before, &mut problems);
+    // The run ends on time although those clients stay connected.
+    let status = wait_for_the_run_to_end(&mut child, started);
     let log = reader.join().unwrap();
     drop((pipelining, idle));
     eprintln!(

@@ -11,7 +11,7 @@ use common::{edbstress, results, run_dirs};
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -73,18 +73,11 @@ fn cell_after<'a>(dom: &'a str, name: &str) -> &'a str {
     &rest[start..start + end]
 }
 
-#[test]
-fn exchange2007_is_judged_per_volume_and_the_report_shows_the_workload_shape() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path();
-    let Some(device) = device_under(root) else {
-        eprintln!(
-            "SKIP exchange2007 per-volume test: {} is not on a block device (tmpfs or overlay)",
-            root.display()
-        );
-        return;
-    };
-    let before = diskstats(&device);
+/// A short exchange2007 run of two databases under `root`, with `/proc/diskstats` of
+/// `device` read before and after it. Returns its run directory and the diskstats
+/// (reads, writes) before and after.
+fn exchange2007_run(root: &Path, device: &str) -> (PathBuf, (u64, u64), (u64, u64)) {
+    let before = diskstats(device);
     let out = edbstress(
         &[
             "run",
@@ -114,7 +107,7 @@ fn exchange2007_is_judged_per_volume_and_the_report_shows_the_workload_shape() {
         ],
         root,
     );
-    let after = diskstats(&device);
+    let after = diskstats(device);
     assert!(
         out.status.code().is_some_and(|c| c == 0 || c == 1),
         "{}",
@@ -122,14 +115,21 @@ fn exchange2007_is_judged_per_volume_and_the_report_shows_the_workload_shape() {
     );
     let dirs = run_dirs(root);
     assert_eq!(dirs.len(), 1);
-    let dir = &dirs[0];
-    let r = results(dir);
+    (dirs[0].clone(), before, after)
+}
 
-    // The volume: the device under the temp directory, holding databases and logs.
+/// The volume in results.json: the device under the temp directory, holding databases
+/// and logs, its counts within the diskstats delta. Returns the volume, the measured
+/// seconds, the transfers per second and whether the device is shared.
+fn the_volume_is_the_device_under_the_run(
+    r: &Value,
+    device: &str,
+    (before, after): ((u64, u64), (u64, u64)),
+) -> (Value, f64, f64, bool) {
     let volumes = r["volumes"].as_array().expect("a volumes section");
     assert_eq!(volumes.len(), 1, "{volumes:?}");
     let v = &volumes[0];
-    assert_eq!(v["device"], device.as_str());
+    assert_eq!(v["device"], device);
     assert_eq!(v["role"], "database_and_log");
     assert_eq!(
         v["instances"],
@@ -162,7 +162,17 @@ fn exchange2007_is_judged_per_volume_and_the_report_shows_the_workload_shape() {
         other > 0.2,
         "shared flag vs {other:.2} of other bytes"
     );
+    (v.clone(), seconds, transfers, shared)
+}
 
+/// Achieved I/O per Second from the database volume's transfers, the volume judged
+/// with the 2007 limits, and the test log's lines in Jetstress 2007's words.
+fn the_run_is_judged_per_volume(
+    r: &Value,
+    dir: &Path,
+    device: &str,
+    (v, transfers, shared): (&Value, f64, bool),
+) {
     // Achieved I/O per Second: the database volume's transfers.
     assert_eq!(r["achieved_iops_basis"], "database_volume_transfers");
     assert_eq!(f(&r["achieved_transactional_iops"]), transfers);
@@ -215,8 +225,17 @@ fn exchange2007_is_judged_per_volume_and_the_report_shows_the_workload_shape() {
         log.contains(&format!("Volume {device}: shared with other work")),
         shared
     );
+}
 
-    // What a person sees.
+/// What a person sees: the report's thread count, Disk Subsystem Performance and
+/// Workload Shape tables as Chromium renders them, each number from results.json.
+fn the_report_shows_the_volume_and_the_workload_shape(
+    root: &Path,
+    r: &Value,
+    dir: &Path,
+    device: &str,
+    (v, seconds, transfers, shared): (&Value, f64, f64, bool),
+) {
     let Some(chromium) = chromium_or_skip("the exchange2007 report") else {
         return;
     };
@@ -280,6 +299,31 @@ fn exchange2007_is_judged_per_volume_and_the_report_shows_the_workload_shape() {
     }
     assert!(dom.contains("Jetstress 2013 (Dell PS6210E ESRP)"));
     assert!(dom.contains("Jetstress 2010 (Cisco UCS C210 ESRP)"));
+}
+
+#[test]
+fn exchange2007_is_judged_per_volume_and_the_report_shows_the_workload_shape() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let Some(device) = device_under(root) else {
+        eprintln!(
+            "SKIP exchange2007 per-volume test: {} is not on a block device (tmpfs or overlay)",
+            root.display()
+        );
+        return;
+    };
+    let (dir, before, after) = exchange2007_run(root, &device);
+    let r = results(&dir);
+    let (v, seconds, transfers, shared) =
+        the_volume_is_the_device_under_the_run(&r, &device, (before, after));
+    the_run_is_judged_per_volume(&r, &dir, &device, (&v, transfers, shared));
+    the_report_shows_the_volume_and_the_workload_shape(
+        root,
+        &r,
+        &dir,
+        &device,
+        (&v, seconds, transfers, shared),
+    );
 }
 
 #[test]

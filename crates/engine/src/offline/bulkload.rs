@@ -78,7 +78,7 @@ pub enum BulkLoadError {
     #[error("internal error building page {pgno}: {what}")]
     Internal {
         /// Page being built.
-        pgno: u32,
+        pgno: Pgno,
         /// What went wrong.
         what: String,
     },
@@ -448,11 +448,11 @@ impl BulkLoadPlan {
     }
 
     /// Builds page `pgno` into `buf` (one page long) and seals its checksum.
-    pub fn build_page(&self, pgno: u32, buf: &mut [u8]) -> Result<(), BulkLoadError> {
+    pub fn build_page(&self, pgno: Pgno, buf: &mut [u8]) -> Result<(), BulkLoadError> {
         let internal = |what: String| BulkLoadError::Internal { pgno, what };
-        match self.role(pgno) {
+        match self.role(pgno.get()) {
             PageRole::Free => {
-                PageMut::format(buf, Pgno::new(pgno), 0, flags::EMPTY, 0);
+                PageMut::format(buf, pgno, 0, flags::EMPTY, 0);
             }
             PageRole::Root(kind) => {
                 let tree = self.tree(kind);
@@ -463,7 +463,7 @@ impl BulkLoadPlan {
                 };
                 let mut page = PageMut::format(
                     buf,
-                    Pgno::new(pgno),
+                    pgno,
                     tree.object_id,
                     flags::ROOT | flags::BRANCH | lv,
                     BULK_LOAD_DBTIME,
@@ -492,7 +492,7 @@ impl BulkLoadPlan {
                 // touching a neighbour.
                 let mut page = PageMut::format(
                     buf,
-                    Pgno::new(pgno),
+                    pgno,
                     tree.object_id,
                     flags::BRANCH | lv,
                     BULK_LOAD_DBTIME,
@@ -516,12 +516,12 @@ impl BulkLoadPlan {
                 };
                 let mut page = PageMut::format(
                     buf,
-                    Pgno::new(pgno),
+                    pgno,
                     tree.object_id,
                     flags::LEAF | lv,
                     BULK_LOAD_DBTIME,
                 );
-                link_siblings(&mut page, pgno, index, tree.leaf_count());
+                link_siblings(&mut page, pgno.get(), index, tree.leaf_count());
                 let mut content = ContentGenerator::for_page(
                     self.spec.signature,
                     pgno,
@@ -537,7 +537,7 @@ impl BulkLoadPlan {
                 .map_err(internal)?;
             }
         }
-        checksum::seal_page(buf, Pgno::new(pgno));
+        checksum::seal_page(buf, pgno);
         Ok(())
     }
 
@@ -745,7 +745,7 @@ mod tests {
             let mut pages = vec![Vec::new()];
             for pgno in 1..=count {
                 let mut buf = vec![0u8; ps.bytes()];
-                plan.build_page(pgno, &mut buf).unwrap();
+                plan.build_page(Pgno::new(pgno), &mut buf).unwrap();
                 assert_eq!(
                     verify_page(&buf, Pgno::new(pgno)),
                     PageVerdict::Valid,

@@ -596,9 +596,9 @@ pub fn inject_lost_flush(config: &InstanceConfig, seed: u64) -> Result<InjectedF
     Ok(InjectedFault {
         fault: FaultKind::LostFlush,
         file: db_file,
-        pgno: Some(leaf),
+        pgno: Some(leaf.get()),
         segment: None,
-        offset: Pgno::new(leaf).offset(page_size),
+        offset: leaf.offset(page_size),
         bits: Vec::new(),
         torn_at: None,
         source_pgno: None,

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use edbstress_format::InstanceId;
 use edbstress_format::Pgno;
 use edbstress_format::checksum::{PageVerdict, verify_page};
 use edbstress_format::header::{DatabaseHeader, DbState, HeaderError};
@@ -79,7 +80,7 @@ pub struct LostFlush {
 #[derive(Clone, Debug, Serialize)]
 pub struct RecoveryReport {
     /// Instance number.
-    pub instance: u32,
+    pub instance: InstanceId,
     /// The database.
     pub db_file: PathBuf,
     /// Its log directory.
@@ -123,7 +124,7 @@ impl RecoveryReport {
     /// The report of a recovery of `db_file` and `log_dir` (instance `instance`) that
     /// has done nothing yet: every count zero, no problem found, no I/O. Recovery fills
     /// it in as it goes; tests and callers that summarise reports start from it too.
-    pub fn new(instance: u32, db_file: PathBuf, log_dir: PathBuf) -> RecoveryReport {
+    pub fn new(instance: InstanceId, db_file: PathBuf, log_dir: PathBuf) -> RecoveryReport {
         RecoveryReport {
             instance,
             db_file,
@@ -198,7 +199,7 @@ pub fn write_checkpoint(
     record: &CheckpointRecord,
     io_mode: IoMode,
     backend: BackendKind,
-    instance: u16,
+    instance: InstanceId,
 ) -> Result<IoStats, EngineError> {
     let path = dir.join(CHECKPOINT_FILE_NAME);
     let file = match DataFile::open(&path, io_mode, Access::ReadWrite) {
@@ -219,7 +220,7 @@ pub fn write_checkpoint(
         file: id,
         path: &path,
         class: IoClass::LogCheckpoint,
-        instance,
+        instance: instance.get(),
     };
     for offset in [0, 4096] {
         blocking::write_all(&mut *io, to, &mut copy, 4096, offset, true)?;
@@ -269,7 +270,7 @@ pub fn recover(
     };
     let read_options = LogReadOptions {
         class: IoClass::RecoveryRead,
-        instance: layout.instance as u16,
+        instance: layout.instance,
         io_mode: options.io_mode,
         backend: options.backend,
     };
@@ -277,7 +278,7 @@ pub fn recover(
     // being assembled, not the log (Jetstress replays 500 log files per instance).
     let mut reader = LogReader::open(&layout.log_dir, checkpoint, signatures, &read_options)?;
     let cache = replay_cache(layout, options, &header, &start.saved, file.clone())?;
-    let file_io = DbFileIo::open(&file, options.backend, layout.instance as u16)?;
+    let file_io = DbFileIo::open(&file, options.backend, layout.instance)?;
     let mut torn_pages = TornPageRestorer::new(file_io, header.page_size, &layout.log_dir);
     let image_scan_io = check_first_images(
         &layout.log_dir,
@@ -328,7 +329,7 @@ pub fn recover(
             },
             options.io_mode,
             options.backend,
-            layout.instance as u16,
+            layout.instance,
         )?;
         report.io.merge(&checkpoint_io);
         torn_pages.io.write_header(&header)?;
@@ -402,7 +403,7 @@ fn replay_cache(
             checkpoint_depth: u64::MAX,
             coalesce_max: 512 * 1024,
             write_depth: 32,
-            instance: layout.instance as u16,
+            instance: layout.instance,
             backend: options.backend,
             verify_structure: true,
             read_class: IoClass::RecoveryRead,
@@ -447,7 +448,7 @@ fn check_first_images(
         let mut images = LogReader::open(log_dir, checkpoint, signatures, read_options)?;
         while let Some(entry) = images.next_record()? {
             if let LogRecord::PageImage { pgno, image } = &entry.record {
-                torn_pages.check(Pgno::new(*pgno), image, entry.start)?;
+                torn_pages.check(*pgno, image, entry.start)?;
             }
         }
         image_scan_io.merge(images.stats());
@@ -489,7 +490,7 @@ impl ReplayWindow {
                     None => match reader.next_record()? {
                         Some(entry) => {
                             if let LogRecord::PageImage { pgno, image } = &entry.record {
-                                torn_pages.check(Pgno::new(*pgno), image, entry.start)?;
+                                torn_pages.check(*pgno, image, entry.start)?;
                             }
                             report.records += 1;
                             entry
@@ -505,7 +506,7 @@ impl ReplayWindow {
                     break;
                 }
                 if let LogRecord::PageRedo { pgno, .. } = &entry.record {
-                    pgnos.push(Pgno::new(*pgno));
+                    pgnos.push(*pgno);
                 }
                 self.window.push_back(entry);
             }
@@ -573,7 +574,7 @@ fn apply_redo(
     else {
         return Ok(());
     };
-    let pgno = Pgno::new(*pgno);
+    let pgno = *pgno;
     if poisoned.contains(&pgno) {
         return Ok(());
     }
@@ -722,7 +723,7 @@ impl<'a> TornPageRestorer<'a> {
         };
         let rebuilt = &mut self.rebuilt;
         if image.is_empty() {
-            crate::dbfile::format_unused_page(rebuilt, pgno.get());
+            crate::dbfile::format_unused_page(rebuilt, pgno);
         } else {
             rebuilt.copy_from_slice(image);
             // The frame's checksum fields may predate its last change (they are sealed

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use edbstress_format::InstanceId;
 use edbstress_format::checksum::{PageVerdict, repair_page, verify_page};
 use edbstress_format::header::{DatabaseHeader, HeaderError};
 use edbstress_format::log::{
@@ -310,7 +311,7 @@ pub fn scan_database_until(
         read_len: (options.read_len / ps.bytes()).max(1) * ps.bytes(),
         queue_depth: options.queue_depth,
         class: IoClass::ChecksumRead,
-        instance: 0,
+        instance: InstanceId::default(),
     };
     let mut tally = PageTally {
         report: &mut report,
@@ -392,7 +393,7 @@ pub struct SequentialReadOptions {
     /// Class the reads are accounted to.
     pub class: IoClass,
     /// Instance the reads are accounted to.
-    pub instance: u16,
+    pub instance: InstanceId,
 }
 
 /// One completed read of [`read_sequentially`], handed over in completion order (not
@@ -459,7 +460,7 @@ pub fn read_sequentially(
                 len,
                 buf,
                 class: options.class,
-                instance: options.instance,
+                instance: options.instance.get(),
                 tag: len as u64,
             })?;
             next += len as u64;

@@ -10,6 +10,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use edbstress_format::Pgno;
 use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
 
@@ -120,9 +121,9 @@ pub struct ContentGenerator {
 
 impl ContentGenerator {
     /// A generator for page `pgno` of the database with signature `signature`.
-    pub fn for_page(signature: u64, pgno: u32, compressibility: Compressibility) -> Self {
+    pub fn for_page(signature: u64, pgno: Pgno, compressibility: Compressibility) -> Self {
         // Distinct, well-mixed seeds per page: splitmix of signature and page number.
-        let seed = splitmix64(signature ^ (u64::from(pgno) << 20) ^ 0x5eed_c0de);
+        let seed = splitmix64(signature ^ (u64::from(pgno.get()) << 20) ^ 0x5eed_c0de);
         ContentGenerator {
             rng: SmallRng::seed_from_u64(seed),
             random_threshold: compressibility.random_threshold(),
@@ -174,7 +175,7 @@ mod tests {
         let mut total_out = 0usize;
         for pgno in 1..64u32 {
             let mut page = vec![0u8; 32 * 1024];
-            ContentGenerator::for_page(42, pgno, c).fill(&mut page);
+            ContentGenerator::for_page(42, Pgno::new(pgno), c).fill(&mut page);
             for block in page.chunks(4096) {
                 total_in += block.len();
                 total_out += lz4_flex::block::compress(block).len().min(block.len());
@@ -206,8 +207,12 @@ mod tests {
         for sig in [1u64, 2] {
             for pgno in 1..500u32 {
                 let mut page = vec![0u8; 8192];
-                ContentGenerator::for_page(sig, pgno, Compressibility::from_ratio(4.5).unwrap())
-                    .fill(&mut page);
+                ContentGenerator::for_page(
+                    sig,
+                    Pgno::new(pgno),
+                    Compressibility::from_ratio(4.5).unwrap(),
+                )
+                .fill(&mut page);
                 // Every 4 KiB block must be unique, not just every page: dedupe works on blocks.
                 for block in page.chunks(4096) {
                     assert!(

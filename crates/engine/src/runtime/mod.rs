@@ -12,6 +12,7 @@
 //! - [`schema`], [`content`]: the data model (mailbox table, long values) and the bytes
 //!   of page payloads;
 //! - [`session_wait`]: what sessions wait on, as threads or as tasks;
+//! - [`growth`]: a limit on database file growth shared by instances;
 //! - [`lock`], [`dirlock`]: the database lock and the log-directory claim that keep two
 //!   processes off the same files.
 
@@ -19,6 +20,7 @@ pub(crate) mod btree;
 pub(crate) mod cache;
 pub(crate) mod content;
 pub(crate) mod dirlock;
+pub(crate) mod growth;
 pub(crate) mod instance;
 pub(crate) mod lock;
 pub mod log;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use edbstress_engine::InstanceId;
 use edbstress_engine::{CacheConfig, PageCache};
 use edbstress_format::Pgno;
 use edbstress_io::BackendKind;
@@ -30,7 +31,7 @@ fn held_wal() -> Arc<FakeWal> {
 fn write_out_config(backend: BackendKind) -> CacheConfig {
     CacheConfig {
         min_frames: FRAMES,
-        instance: 1,
+        instance: InstanceId::new(1),
         backend,
         ..config(FRAMES)
     }

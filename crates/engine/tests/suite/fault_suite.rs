@@ -13,6 +13,7 @@ use instance_common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use edbstress_engine::InstanceId;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::fault::{
     ExpectedDetection, FaultKind, FaultRequest, InjectedFault, inject_database, inject_log_dir,
@@ -332,7 +333,7 @@ fn log_segment_and_checkpoint_faults_are_reported_and_dropped_writes_are_lost_fl
     let db_copy = dir.path().join("chk-db");
     copy_dir(layout.db_file.parent().unwrap(), &db_copy);
     let broken = InstanceLayout {
-        instance: 1,
+        instance: InstanceId::new(1),
         db_file: db_copy.join(layout.db_file.file_name().unwrap()),
         log_dir: dir.path().join("chk-broken"),
     };
@@ -380,7 +381,7 @@ fn log_segment_and_checkpoint_faults_are_reported_and_dropped_writes_are_lost_fl
         let copy = dir.path().join(format!("lost-{seed}"));
         copy_dir(layout.db_file.parent().unwrap(), &copy.join("db"));
         let lost_layout = InstanceLayout {
-            instance: 1,
+            instance: InstanceId::new(1),
             db_file: copy.join("db").join(layout.db_file.file_name().unwrap()),
             log_dir: copy.join("logs"),
         };

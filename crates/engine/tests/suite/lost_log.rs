@@ -12,6 +12,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use edbstress_engine::EngineError;
+use edbstress_engine::InstanceId;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::MessageKey;
 use edbstress_engine::deep_check;
@@ -280,7 +281,7 @@ fn checksum_rejects_every_log_recovery_rejects() {
         let case = dir.path().join(what.replace(' ', "-"));
         copy_dir(layout.db_file.parent().unwrap(), &case.join("db"));
         copy_dir(layout.log_dir.parent().unwrap(), &case.join("logs"));
-        let broken = InstanceLayout::new(1, &case.join("db"), &case.join("logs"));
+        let broken = InstanceLayout::new(InstanceId::new(1), &case.join("db"), &case.join("logs"));
         damage(&broken.log_dir);
         let scan = scan_log_dir(&broken.log_dir, IoMode::Buffered, Some(&owner)).unwrap();
         assert!(

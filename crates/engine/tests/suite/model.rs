@@ -108,6 +108,166 @@ fn dump_named_page(layout: &InstanceLayout, problem: &str) {
     }
 }
 
+/// What one random step did: its durability, whether it changed the contents, and
+/// (operation, props length, body length) for messages.
+struct StepDone {
+    durability: Durability,
+    changed: bool,
+    last_op: (i32, usize, usize),
+}
+
+/// One random transaction (insert, delete, replace or read), applied to the instance
+/// and the model alike; each outcome checked against the model.
+fn random_step(
+    instance: &Instance,
+    model: &mut Contents,
+    rng: &mut SmallRng,
+    step: usize,
+) -> StepDone {
+    let durability = if rng.random_bool(0.5) {
+        Durability::Durable
+    } else {
+        Durability::Lazy
+    };
+    let mut props = vec![0u8; rng.random_range(0..400)];
+    rng.fill_bytes(&mut props);
+    let mut body = vec![
+        0u8;
+        if rng.random_bool(0.3) {
+            rng.random_range(0..1024)
+        } else {
+            rng.random_range(1025..40_000)
+        }
+    ];
+    rng.fill_bytes(&mut body);
+    let existing: Vec<MessageKey> = model.keys().copied().collect();
+    let pick = |rng: &mut SmallRng| {
+        if existing.is_empty() || rng.random_bool(0.05) {
+            MessageKey {
+                mailbox: 1,
+                message: 1 << 40,
+            }
+        } else {
+            existing[rng.random_range(0..existing.len())]
+        }
+    };
+    let mut changed = true;
+    let op: i32 = rng.random_range(0..100);
+    let last_op = (op, props.len(), body.len());
+    match op {
+        0..40 => {
+            let mailbox = rng.random_range(0..6);
+            let out = instance
+                .commit(
+                    &[TxnOp::Insert {
+                        mailbox,
+                        props: &props,
+                        body: &body,
+                    }],
+                    durability,
+                )
+                .unwrap();
+            let key = out.inserted[0];
+            assert!(
+                model.insert(key, (props, body)).is_none(),
+                "step {step}: id {key:?} reused"
+            );
+        }
+        40..60 => {
+            let key = pick(rng);
+            let out = instance
+                .commit(&[TxnOp::Delete { key }], durability)
+                .unwrap();
+            assert_eq!(
+                out.found[0],
+                model.remove(&key).is_some(),
+                "step {step}: delete {key:?}"
+            );
+            changed = out.found[0];
+        }
+        60..75 => {
+            let key = pick(rng);
+            let new_body = rng.random_bool(0.5).then_some(&body[..]);
+            let out = instance
+                .commit(
+                    &[TxnOp::Replace {
+                        key,
+                        props: &props,
+                        body: new_body,
+                        // Half the replaces move the message in its view.
+                        resort: rng.random_bool(0.5).then(|| rng.random()),
+                    }],
+                    durability,
+                )
+                .unwrap();
+            let existed = model.contains_key(&key);
+            assert_eq!(out.found[0], existed, "step {step}: replace {key:?}");
+            if let Some(entry) = model.get_mut(&key) {
+                entry.0 = props;
+                if let Some(b) = new_body {
+                    entry.1 = b.to_vec();
+                }
+            }
+            changed = existed;
+        }
+        _ => {
+            changed = false;
+            let key = pick(rng);
+            let got = instance
+                .read(key, true)
+                .unwrap()
+                .map(|m| (m.props, m.body.unwrap()));
+            assert_eq!(got.as_ref(), model.get(&key), "step {step}: read {key:?}");
+        }
+    }
+    StepDone {
+        durability,
+        changed,
+        last_op,
+    }
+}
+
+/// Crashes the instance, cuts its log beyond what was durable, recovers and reopens
+/// it; the recovered contents must be one of `candidates` (the states after each
+/// commit since the last durable one). Returns the reopened instance and its contents.
+fn crash_and_recover(
+    instance: Instance,
+    layout: &InstanceLayout,
+    candidates: &[Contents],
+    rng: &mut SmallRng,
+    (seed, step): (u64, usize),
+) -> (Instance, Contents) {
+    let durable = instance.crash();
+    cut_log(&layout.log_dir, durable, rng);
+    let report = recover(
+        layout,
+        &RecoveryOptions {
+            io_mode: IoMode::Buffered,
+            ..RecoveryOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(report.succeeded(), "seed {seed} step {step}: {report:?}");
+    let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
+    assert!(
+        check.is_clean(),
+        "seed {seed} step {step}: {:?}",
+        check.problems
+    );
+    let instance = Instance::open(config(layout)).unwrap();
+    let after = contents(&instance);
+    let matched = candidates.iter().position(|c| *c == after).unwrap_or_else(|| {
+        panic!(
+            "seed {seed} step {step}: recovered state ({} messages) matches no commit since the last durable one ({} candidates, sizes {:?})",
+            after.len(),
+            candidates.len(),
+            candidates.iter().map(BTreeMap::len).collect::<Vec<_>>()
+        )
+    });
+    assert!(matched < candidates.len());
+    (instance, after)
+}
+
 fn run_model(seed: u64, steps: usize) {
     let dir = tempfile::tempdir().unwrap();
     let layout = prepare_small(dir.path(), PageSize::K8, 8 << 20, 6, seed);
@@ -119,104 +279,9 @@ fn run_model(seed: u64, steps: usize) {
     let mut candidates: Vec<Contents> = vec![model.clone()];
     let mut crashes = 0;
     for step in 0..steps {
-        let durability = if rng.random_bool(0.5) {
-            Durability::Durable
-        } else {
-            Durability::Lazy
-        };
-        let mut props = vec![0u8; rng.random_range(0..400)];
-        rng.fill_bytes(&mut props);
-        let mut body = vec![
-            0u8;
-            if rng.random_bool(0.3) {
-                rng.random_range(0..1024)
-            } else {
-                rng.random_range(1025..40_000)
-            }
-        ];
-        rng.fill_bytes(&mut body);
-        let existing: Vec<MessageKey> = model.keys().copied().collect();
-        let pick = |rng: &mut SmallRng| {
-            if existing.is_empty() || rng.random_bool(0.05) {
-                MessageKey {
-                    mailbox: 1,
-                    message: 1 << 40,
-                }
-            } else {
-                existing[rng.random_range(0..existing.len())]
-            }
-        };
-        let mut changed = true;
-        let op = rng.random_range(0..100);
-        let last_op = (op, props.len(), body.len());
-        match op {
-            0..40 => {
-                let mailbox = rng.random_range(0..6);
-                let out = instance
-                    .commit(
-                        &[TxnOp::Insert {
-                            mailbox,
-                            props: &props,
-                            body: &body,
-                        }],
-                        durability,
-                    )
-                    .unwrap();
-                let key = out.inserted[0];
-                assert!(
-                    model.insert(key, (props, body)).is_none(),
-                    "step {step}: id {key:?} reused"
-                );
-            }
-            40..60 => {
-                let key = pick(&mut rng);
-                let out = instance
-                    .commit(&[TxnOp::Delete { key }], durability)
-                    .unwrap();
-                assert_eq!(
-                    out.found[0],
-                    model.remove(&key).is_some(),
-                    "step {step}: delete {key:?}"
-                );
-                changed = out.found[0];
-            }
-            60..75 => {
-                let key = pick(&mut rng);
-                let new_body = rng.random_bool(0.5).then_some(&body[..]);
-                let out = instance
-                    .commit(
-                        &[TxnOp::Replace {
-                            key,
-                            props: &props,
-                            body: new_body,
-                            // Half the replaces move the message in its view.
-                            resort: rng.random_bool(0.5).then(|| rng.random()),
-                        }],
-                        durability,
-                    )
-                    .unwrap();
-                let existed = model.contains_key(&key);
-                assert_eq!(out.found[0], existed, "step {step}: replace {key:?}");
-                if let Some(entry) = model.get_mut(&key) {
-                    entry.0 = props;
-                    if let Some(b) = new_body {
-                        entry.1 = b.to_vec();
-                    }
-                }
-                changed = existed;
-            }
-            _ => {
-                changed = false;
-                let key = pick(&mut rng);
-                let got = instance
-                    .read(key, true)
-                    .unwrap()
-                    .map(|m| (m.props, m.body.unwrap()));
-                assert_eq!(got.as_ref(), model.get(&key), "step {step}: read {key:?}");
-            }
-        }
-        if changed {
-            if durability == Durability::Durable {
+        let done = random_step(&instance, &mut model, &mut rng, step);
+        if done.changed {
+            if done.durability == Durability::Durable {
                 candidates.clear();
             }
             candidates.push(model.clone());
@@ -230,40 +295,15 @@ fn run_model(seed: u64, steps: usize) {
             assert!(
                 check.is_clean(),
                 "seed {seed} step {step} ({:?}): {:?}",
-                last_op,
+                done.last_op,
                 check.problems
             );
         }
         if rng.random_bool(0.04) {
             crashes += 1;
-            let durable = instance.crash();
-            cut_log(&layout.log_dir, durable, &mut rng);
-            let report = recover(
-                &layout,
-                &RecoveryOptions {
-                    io_mode: IoMode::Buffered,
-                    ..RecoveryOptions::default()
-                },
-            )
-            .unwrap();
-            assert!(report.succeeded(), "seed {seed} step {step}: {report:?}");
-            let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
-            assert!(
-                check.is_clean(),
-                "seed {seed} step {step}: {:?}",
-                check.problems
-            );
-            instance = Instance::open(config(&layout)).unwrap();
-            let after = contents(&instance);
-            let matched = candidates.iter().position(|c| *c == after).unwrap_or_else(|| {
-                panic!(
-                    "seed {seed} step {step}: recovered state ({} messages) matches no commit since the last durable one ({} candidates, sizes {:?})",
-                    after.len(),
-                    candidates.len(),
-                    candidates.iter().map(BTreeMap::len).collect::<Vec<_>>()
-                )
-            });
-            assert!(matched < candidates.len());
+            let after;
+            (instance, after) =
+                crash_and_recover(instance, &layout, &candidates, &mut rng, (seed, step));
             model = after;
             candidates = vec![model.clone()];
         }

@@ -75,7 +75,7 @@ fn change_flush_change_crash(
         vec![true]
     );
     instance.crash();
-    (key, leaf)
+    (key, leaf.get())
 }
 
 #[test]

@@ -9,6 +9,7 @@
 //! fragments of a segment early; so does the end of the used payload.
 
 use super::{LogFormatError, LogPosition, SEGMENT_HEADER_LEN, SEGMENT_PAYLOAD_LEN};
+use crate::Pgno;
 use crate::bytes::{get_u16, get_u32, get_u64};
 
 /// Length of a fragment header.
@@ -68,7 +69,7 @@ pub enum LogRecord {
     /// trx u64, op u8, payload`.
     PageRedo {
         /// Page changed.
-        pgno: u32,
+        pgno: Pgno,
         /// Page dbtime before the change.
         dbtime_before: u64,
         /// Page dbtime after the change.
@@ -91,7 +92,7 @@ pub enum LogRecord {
     /// `image` is a whole page, or empty for a page never written (all zero).
     PageImage {
         /// The page.
-        pgno: u32,
+        pgno: Pgno,
         /// Its bytes (one page), or empty for a page that was never written.
         image: Vec<u8>,
     },
@@ -204,7 +205,7 @@ impl LogRecord {
                     return Err(bad_len());
                 }
                 Ok(LogRecord::PageRedo {
-                    pgno: get_u32(body, 0),
+                    pgno: Pgno::new(get_u32(body, 0)),
                     dbtime_before: get_u64(body, 4),
                     dbtime_after: get_u64(body, 12),
                     trx: get_u64(body, 20),
@@ -229,7 +230,7 @@ impl LogRecord {
                     return Err(bad_len());
                 }
                 Ok(LogRecord::PageImage {
-                    pgno: get_u32(body, 0),
+                    pgno: Pgno::new(get_u32(body, 0)),
                     image: image.to_vec(),
                 })
             }

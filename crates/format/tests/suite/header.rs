@@ -5,8 +5,8 @@ use edbstress_format::header::{
     DB_MAGIC, FORMAT_VERSION, HEADER_REGION_LEN, HeaderCopy, creator_field,
 };
 use edbstress_format::{
-    DatabaseHeader, DbState, HeaderError, LogPosition, PageSize, TreeRoot, block_checksum,
-    select_header,
+    DatabaseHeader, DbState, HeaderError, InstanceId, LogPosition, PageSize, TreeRoot,
+    block_checksum, select_header,
 };
 use proptest::prelude::*;
 
@@ -17,7 +17,7 @@ fn sample(update_seq: u64) -> DatabaseHeader {
         signature: 0x0123_4567_89AB_CDEF,
         created_unix: 1_700_000_000,
         state: DbState::DirtyNeedsRecovery,
-        instance: 3,
+        instance: InstanceId::new(3),
         update_seq,
         checkpoint: LogPosition {
             generation: 0x1A,
@@ -140,6 +140,13 @@ fn error_kinds() {
         DatabaseHeader::decode(&reseal(bad_state)),
         Err(HeaderError::Invalid(_))
     ));
+    // An instance number beyond 16 bits names no instance edbstress makes.
+    let mut bad_instance = slot.clone();
+    bad_instance[44..48].copy_from_slice(&70_000u32.to_le_bytes());
+    match DatabaseHeader::decode(&reseal(bad_instance)) {
+        Err(HeaderError::Invalid(what)) => assert!(what.contains("70000"), "{what}"),
+        other => panic!("instance 70000 decoded as {other:?}"),
+    }
     let mut bad_size = slot.clone();
     bad_size[20..24].copy_from_slice(&5000u32.to_le_bytes());
     assert!(matches!(

@@ -1,7 +1,6 @@
 //! Log formats: records, packing and reassembly, segment checksums with correction
 //! and position checks, file header and checkpoint.
 
-use edbstress_format::LogPosition;
 use edbstress_format::log::{
     AssembledRecord, CHECKPOINT_COPY_LEN, CHECKPOINT_FILE_LEN, CheckpointRecord, CheckpointState,
     DEFAULT_LOG_FILE_LEN, FRAGMENT_HEADER_LEN, LogFileHeader, LogFormatError, LogRecord,
@@ -10,6 +9,7 @@ use edbstress_format::log::{
     seal_segment, segment_check_id, segment_flags, select_checkpoint, verify_log_file_header,
     verify_segment,
 };
+use edbstress_format::{LogPosition, Pgno};
 use proptest::prelude::*;
 
 fn record_strategy() -> impl Strategy<Value = LogRecord> {
@@ -23,7 +23,10 @@ fn record_strategy() -> impl Strategy<Value = LogRecord> {
             prop_oneof![Just(0usize), Just(4096), Just(8192), Just(32768)]
                 .prop_flat_map(|n| prop::collection::vec(any::<u8>(), n)),
         )
-            .prop_map(|(pgno, image)| LogRecord::PageImage { pgno, image }),
+            .prop_map(|(pgno, image)| LogRecord::PageImage {
+                pgno: Pgno::new(pgno),
+                image
+            }),
         (
             any::<u32>(),
             any::<u64>(),
@@ -37,7 +40,7 @@ fn record_strategy() -> impl Strategy<Value = LogRecord> {
         )
             .prop_map(|(pgno, dbtime_before, dbtime_after, trx, op, payload)| {
                 LogRecord::PageRedo {
-                    pgno,
+                    pgno: Pgno::new(pgno),
                     dbtime_before,
                     dbtime_after,
                     trx,
@@ -86,7 +89,7 @@ fn record_bodies_have_the_documented_layout() {
     assert_eq!(out, [2, 1, 0, 0, 0, 0, 0, 0, 1]);
     out.clear();
     LogRecord::PageRedo {
-        pgno: 9,
+        pgno: Pgno::new(9),
         dbtime_before: 1,
         dbtime_after: 2,
         trx: 3,
@@ -126,7 +129,7 @@ fn record_bodies_have_the_documented_layout() {
 fn packer_framing_and_positions() {
     let small = LogRecord::Begin { trx: 1 };
     let big = LogRecord::PageRedo {
-        pgno: 1,
+        pgno: Pgno::new(1),
         dbtime_before: 0,
         dbtime_after: 1,
         trx: 1,
@@ -201,7 +204,7 @@ fn packer_closes_segments_with_fewer_than_five_bytes_left() {
     // A redo whose body leaves exactly 4 bytes in the segment.
     let payload_len = SEGMENT_PAYLOAD_LEN - FRAGMENT_HEADER_LEN - 29 - 4;
     let record = LogRecord::PageRedo {
-        pgno: 1,
+        pgno: Pgno::new(1),
         dbtime_before: 0,
         dbtime_after: 1,
         trx: 1,
@@ -218,7 +221,7 @@ fn packer_closes_segments_with_fewer_than_five_bytes_left() {
 fn oversized_records_are_refused() {
     let mut packer = SegmentPacker::new();
     let record = LogRecord::PageRedo {
-        pgno: 1,
+        pgno: Pgno::new(1),
         dbtime_before: 0,
         dbtime_after: 1,
         trx: 1,
@@ -607,7 +610,7 @@ fn page_image_bodies_must_be_empty_or_one_page() {
     assert_eq!(
         LogRecord::decode(record_type::PAGE_IMAGE, &body).unwrap(),
         LogRecord::PageImage {
-            pgno: 7,
+            pgno: Pgno::new(7),
             image: Vec::new()
         }
     );
@@ -617,7 +620,7 @@ fn page_image_bodies_must_be_empty_or_one_page() {
     else {
         panic!("not a page image");
     };
-    assert_eq!((pgno, image.len()), (7, 8192));
+    assert_eq!((pgno, image.len()), (Pgno::new(7), 8192));
     body.push(0);
     assert!(matches!(
         LogRecord::decode(record_type::PAGE_IMAGE, &body),

@@ -89,6 +89,60 @@ fn host_failures(h: &HostOutcome) -> Vec<String> {
     out
 }
 
+/// Failing servers the verdict box names with their failures; past them it names the
+/// next few and counts the rest (a box of a hundred lines would hide the page).
+const VERDICT_HOSTS: usize = 3;
+
+/// The verdict box's text: every failure of at most [`VERDICT_HOSTS`] failing servers,
+/// else those of the first ones, the count of the others and a link to the table.
+fn verdict_text(o: &mut String, a: &AggregateResults) {
+    let failing: Vec<&HostOutcome> = a
+        .hosts
+        .iter()
+        .filter(|h| !host_failures(h).is_empty())
+        .collect();
+    if failing.is_empty() {
+        let _ = write!(
+            o,
+            "<strong>Overall Test Result: Pass.</strong> Every one of the {} servers passed.",
+            a.hosts.len()
+        );
+        return;
+    }
+    let _ = write!(
+        o,
+        "<strong>Overall Test Result: Fail.</strong> A solution fails when any server \
+         fails{}",
+        if a.complete { "" } else { " or did not finish" }
+    );
+    if failing.len() > VERDICT_HOSTS {
+        let named: Vec<&str> = failing[..VERDICT_HOSTS]
+            .iter()
+            .map(|h| h.host.as_str())
+            .collect();
+        let _ = write!(
+            o,
+            "; {} of the {} servers failed: {} and {} more — see \
+             <a href=\"#servers\">the per-server table</a>. The first {VERDICT_HOSTS}:",
+            failing.len(),
+            a.hosts.len(),
+            escape(&named.join(", ")),
+            failing.len() - VERDICT_HOSTS
+        );
+    } else {
+        o.push(':');
+    }
+    o.push_str("<ol>");
+    for f in failing
+        .iter()
+        .take(VERDICT_HOSTS)
+        .flat_map(|h| host_failures(h))
+    {
+        let _ = write!(o, "<li>{}</li>", escape(&f));
+    }
+    o.push_str("</ol>");
+}
+
 fn title(a: &AggregateResults) -> String {
     format!(
         "{} Test Result Report — {} servers",
@@ -125,25 +179,7 @@ pub fn render_html(a: &AggregateResults) -> String {
         o,
         "<div class=\"verdict {class}\" id=\"verdict\"><div class=\"verdict-word\">{word}</div><div class=\"verdict-text\">"
     );
-    let failures: Vec<String> = a.hosts.iter().flat_map(host_failures).collect();
-    if failures.is_empty() {
-        let _ = write!(
-            o,
-            "<strong>Overall Test Result: Pass.</strong> Every one of the {} servers passed.",
-            a.hosts.len()
-        );
-    } else {
-        let _ = write!(
-            o,
-            "<strong>Overall Test Result: Fail.</strong> A solution fails when any server \
-             fails{}:<ol>",
-            if a.complete { "" } else { " or did not finish" }
-        );
-        for f in &failures {
-            let _ = write!(o, "<li>{}</li>", escape(f));
-        }
-        o.push_str("</ol>");
-    }
+    verdict_text(&mut o, a);
     o.push_str("</div></div>\n");
     for w in &a.warnings {
         let _ = writeln!(

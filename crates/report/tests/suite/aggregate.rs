@@ -183,6 +183,48 @@ fn a_failing_server_fails_the_solution_and_is_named_with_its_criterion() {
 }
 
 #[test]
+fn a_verdict_of_many_failing_servers_names_three_and_counts_the_rest() {
+    let runs: Vec<HostRun> = (1..=16)
+        .map(|i| host(&format!("db{i}"), 1, 0.0, true))
+        .collect();
+    let a = aggregate(runs, Vec::new(), tool()).unwrap();
+    assert_eq!(a.overall_result, Verdict::Fail);
+    let html = render_html(&a);
+    let verdict = &html[html.find("id=\"verdict\"").unwrap()..];
+    let verdict = &verdict[..verdict.find("</div></div>").unwrap()];
+    assert!(
+        verdict.contains("16 of the 16 servers failed: db1, db2, db3 and 13 more"),
+        "{verdict}"
+    );
+    assert!(verdict.contains("href=\"#servers\""), "{verdict}");
+    assert!(html.contains("id=\"servers\""), "the link has no target");
+    assert!(
+        verdict.contains("db3:") && !verdict.contains("db4:"),
+        "{verdict}"
+    );
+    // Every failure is still on the page, in the per-server section.
+    let servers = &html[html.find("id=\"servers\"").unwrap()..];
+    for i in 1..=16 {
+        assert!(
+            servers.contains(&format!("db{i}:")),
+            "db{i}'s failure is gone"
+        );
+    }
+
+    // Three failing servers are listed in full.
+    let runs: Vec<HostRun> = (1..=5)
+        .map(|i| host(&format!("db{i}"), 1, 0.0, i <= 3))
+        .collect();
+    let html = render_html(&aggregate(runs, Vec::new(), tool()).unwrap());
+    let verdict = &html[html.find("id=\"verdict\"").unwrap()..];
+    let verdict = &verdict[..verdict.find("</div></div>").unwrap()];
+    assert!(!verdict.contains("more"), "{verdict}");
+    for name in ["db1:", "db2:", "db3:"] {
+        assert!(verdict.contains(name), "{verdict}");
+    }
+}
+
+#[test]
 fn a_stopped_or_missing_host_is_named_incomplete_and_left_out_of_the_totals() {
     let mut runs = three();
     runs[2].results.aborted = true;

@@ -673,6 +673,7 @@ fn run_fleet_step(
             config: file.ssh_config.clone(),
             options: file.ssh_options.clone(),
             program: None,
+            sockets: None,
         },
         remote_edbstress: file
             .remote_edbstress

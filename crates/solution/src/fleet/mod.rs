@@ -20,6 +20,7 @@
 //! (`sessions`), says its progress as counts of hosts, and writes each host's detail
 //! to the fleet log ([`FLEET_LOG`]).
 
+mod check_session;
 mod collect;
 mod copy;
 mod error;
@@ -54,6 +55,7 @@ pub use sessions::DEFAULT_MAX_SSH_SESSIONS;
 use edbstress_workload::config::{ConfigFile, flag_for_key};
 use edbstress_workload::units::parse_duration;
 
+use crate::control_master::ControlMasters;
 use crate::ssh::{Ssh, command_line};
 use progress::FleetLog;
 use start::HostPlan;
@@ -194,6 +196,17 @@ pub fn run(
 ) -> Result<FleetOutcome, FleetError> {
     let Validated { shares, config } = validate(options)?;
     prepare_fleet_dir(&options.output)?;
+    // One shared connection per host for every session after its check's handshake;
+    // the masters end when `masters` is dropped, whatever way this returns.
+    let masters = ControlMasters::new();
+    let shared = FleetOptions {
+        ssh: Ssh {
+            sockets: masters.as_ref().map(ControlMasters::sockets),
+            ..options.ssh.clone()
+        },
+        ..options.clone()
+    };
+    let options = &shared;
     let log = FleetLog::create(&options.output).map_err(|source| FleetError::CreateOutput {
         path: options.output.join(FLEET_LOG),
         source,
@@ -203,9 +216,13 @@ pub fn run(
     log.say(
         None,
         &format!(
-            "fleet {fleet_id}: {} hosts, at most {} ssh sessions opening or working at once",
+            "fleet {fleet_id}: {} hosts, at most {} ssh sessions opening or working at once; {}",
             options.hosts.len(),
-            options.max_ssh_sessions
+            options.max_ssh_sessions,
+            match &masters {
+                Some(_) => "one shared ssh connection per host",
+                None => "no shared connections (no private temporary directory for their sockets)",
+            }
         ),
     );
     let mut overhead = Overhead {
@@ -214,7 +231,7 @@ pub fn run(
     };
 
     let checking = Instant::now();
-    preflight::check_all(options, events, &log)?;
+    preflight::check_all(options, masters.as_ref(), events, &log)?;
     overhead.preflight = checking.elapsed().as_secs_f64();
 
     // Every host's fleet directory, new, before any host starts; then every host
@@ -263,7 +280,9 @@ pub fn run(
 
     follow::follow_until_done(options, &mut running, &lines, deadline, stop, events, &log);
     overhead.wait_past_end = seconds_since(start_at + duration);
-    for r in &mut running {
+    // A lost host's test log may stay open (a shared connection holds it while its
+    // run goes on there): its reader is left to end when the connection does.
+    for r in running.iter_mut().filter(|r| !r.was_lost()) {
         if let Some(reader) = r.reader.take() {
             let _ = reader.join();
         }
@@ -277,6 +296,9 @@ pub fn run(
     let (runs, missing) = collect::collect(options, &running, &fleet_id, events, &log);
     overhead.collect = copying.elapsed().as_secs_f64();
     collect::stop_lost(options, &running, &log);
+    if let Some(masters) = &masters {
+        masters.close();
+    }
 
     let aggregating = Instant::now();
     let tool = ToolInfo {

@@ -5,10 +5,12 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::check_session::{self, CheckSession, Finished, Interrupted};
 use super::progress::{FleetLog, Phase, PhaseCounter};
 use super::sessions::map_bounded;
 use super::{FleetError, FleetEvent, FleetHost, FleetOptions};
-use crate::ssh::{Ssh, command_line, failure_to};
+use crate::control_master::{ControlMasters, MasterError};
+use crate::ssh::{Ssh, failure_of};
 
 /// Why a host is not ready; each names the host, what is wrong and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -77,7 +79,10 @@ pub enum HostCheckError {
         expected: String,
     },
     /// `date` gave no time.
-    #[error("{name}: `date +%s.%N` gave no time ({why})")]
+    #[error(
+        "{name}: `date +%s.%N` gave no time for the clock check ({why}); the host needs a \
+         `date` that prints seconds with %N (GNU coreutils, BusyBox)"
+    )]
     NoTime {
         /// The host.
         name: String,
@@ -108,6 +113,17 @@ pub enum HostCheckError {
         /// ssh's failure.
         why: String,
     },
+    /// The check's remote shell ended before answering.
+    #[error(
+        "{name}: the check's remote shell ended before answering ({why}); the login shell \
+         there must run POSIX shell commands (sh, bash, dash, ksh, zsh)"
+    )]
+    CheckShell {
+        /// The host.
+        name: String,
+        /// Its failure.
+        why: String,
+    },
     /// The check itself failed.
     #[error("{name}: the host check panicked")]
     Panicked {
@@ -124,8 +140,8 @@ pub enum HostCheckError {
     },
 }
 
-/// Longest wait for one check over ssh: a host that answers nothing is named, not
-/// waited for.
+/// Longest wait for one host's check (its whole session): a host that answers nothing
+/// is named, not waited for.
 const CHECK_LIMIT: Duration = Duration::from_secs(60);
 
 /// What the check found on one host.
@@ -135,10 +151,11 @@ pub struct HostCheck {
     pub name: String,
     /// `edbstress --version` there.
     pub version: String,
-    /// Its clock minus ours, seconds (measured over ssh: the remote time against the
-    /// middle of the round trip).
+    /// Its clock minus ours, seconds (measured over the check's open ssh session: the
+    /// remote time against the middle of the round trip, of the sample with the
+    /// shortest round trip).
     pub clock_offset_s: f64,
-    /// The ssh round trip, seconds.
+    /// That sample's round trip over the open session, seconds.
     pub round_trip_s: f64,
     /// Free bytes under each of its paths.
     pub free: Vec<(PathBuf, u64)>,
@@ -172,21 +189,24 @@ impl HostCheck {
 /// or nothing starts.
 pub(super) fn check_all(
     options: &FleetOptions,
+    masters: Option<&ControlMasters>,
     events: &(dyn Fn(FleetEvent<'_>) + Sync),
     log: &FleetLog,
 ) -> Result<(), FleetError> {
     let expected = format!("edbstress {}", env!("CARGO_PKG_VERSION"));
     let counter = PhaseCounter::new(Phase::Preflight, options.hosts.len(), events, log);
     let checks = map_bounded(&options.hosts, options.max_ssh_sessions, |h| {
-        let paths = super::host_paths(h, &options.run_args);
-        let check = check_host(
-            &options.ssh,
-            h,
-            &options.remote_edbstress,
-            &expected,
-            &paths,
-            options.max_clock_offset,
-        );
+        let check = open_master(options, masters, h, log).and_then(|()| {
+            let paths = super::host_paths(h, &options.run_args);
+            check_host(
+                &options.ssh,
+                h,
+                &options.remote_edbstress,
+                &expected,
+                &paths,
+                options.max_clock_offset,
+            )
+        });
         match &check {
             Ok(c) => {
                 log.say(Some(&h.name), &c.summary());
@@ -216,9 +236,53 @@ pub(super) fn check_all(
     }
 }
 
-/// Checks `host`: its edbstress (`remote_edbstress`) must say `expected_version`, its
-/// `paths` must be creatable, and its clock within `max_offset` of ours. The error
-/// names the host, what is wrong and what to do.
+/// Opens the host's shared connection when the fleet shares them: the one handshake
+/// of this host's sessions (a failure is the host's, told as a check's would be).
+fn open_master(
+    options: &FleetOptions,
+    masters: Option<&ControlMasters>,
+    h: &FleetHost,
+    log: &FleetLog,
+) -> Result<(), HostCheckError> {
+    let Some(masters) = masters else {
+        return Ok(());
+    };
+    // Several hosts through one destination would put every one's run on one
+    // connection, past sshd's MaxSessions (10 a connection): each connects on its own.
+    if options.hosts.iter().filter(|o| o.dest == h.dest).count() > 1 {
+        log.say(
+            Some(&h.name),
+            "its destination is shared with other hosts: its sessions connect one by one",
+        );
+        return Ok(());
+    }
+    let name = h.name.clone();
+    match masters.open(&options.ssh, &h.dest, CHECK_LIMIT) {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            log.say(
+                Some(&h.name),
+                "its ssh configuration or options set ControlMaster/ControlPath: its sessions \
+                 connect as they say",
+            );
+            Ok(())
+        }
+        Err(MasterError::Spawn(source)) => Err(HostCheckError::NoSsh { name, source }),
+        Err(MasterError::TimedOut(source)) => Err(HostCheckError::TimedOut { name, source }),
+        Err(MasterError::Failed { code, stderr }) => Err(HostCheckError::Unreachable {
+            name,
+            why: failure_of(&h.dest, code, &stderr),
+        }),
+    }
+}
+
+/// Clock samples taken over the check's session; the one with the shortest round trip
+/// is kept (its remote time is the least uncertain).
+const CLOCK_SAMPLES: usize = 5;
+
+/// Checks `host` over one ssh session: its edbstress (`remote_edbstress`) must say
+/// `expected_version`, its clock be within `max_offset` of ours, and its `paths`
+/// creatable with free space. The error names the host, what is wrong and what to do.
 pub fn check_host(
     ssh: &Ssh,
     host: &FleetHost,
@@ -228,96 +292,87 @@ pub fn check_host(
     max_offset: Duration,
 ) -> Result<HostCheck, HostCheckError> {
     let name = &host.name;
-    let dest = &host.dest;
-    let (out, _) = ssh
-        .run_within(
-            dest,
-            &command_line(&[remote_edbstress.to_string(), "--version".into()]),
-            None,
-            CHECK_LIMIT,
-        )
-        .map_err(|e| ssh_error(name, e))?;
-    if !out.status.success() {
-        let (name, remote, why) = (
-            name.clone(),
-            remote_edbstress.to_string(),
-            failure_to(dest, &out),
-        );
-        return Err(match out.status.code() {
-            Some(255) => HostCheckError::Unreachable { name, why },
-            Some(126 | 127) => HostCheckError::NotInstalled { name, remote, why },
+    let script = check_session::script(remote_edbstress, paths);
+    let mut session =
+        CheckSession::open(ssh, &host.dest, &script, CHECK_LIMIT).map_err(|source| {
+            HostCheckError::NoSsh {
+                name: name.clone(),
+                source,
+            }
+        })?;
+    let ended = |session: CheckSession, step: &str| -> HostCheckError {
+        session_ended(host, session.finish(), step)
+    };
+    let version = match session.read_block("version") {
+        Ok(block) => block,
+        Err(e) => return Err(interrupted(host, session, e, "version")),
+    };
+    if version.status != 0 {
+        let end = session.finish();
+        let (name, remote) = (name.clone(), remote_edbstress.to_string());
+        let why = failure_of(&host.dest, Some(version.status), &end.of_step("version"));
+        return Err(match version.status {
+            126 | 127 => HostCheckError::NotInstalled { name, remote, why },
             _ => HostCheckError::VersionFailed { name, remote, why },
         });
     }
-    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let version = version.lines.join(" ").trim().to_string();
     if version != expected_version {
+        session.finish();
         return Err(HostCheckError::OtherVersion {
             name: name.clone(),
             version,
             expected: expected_version.into(),
         });
     }
-    // The clock: three samples, the one with the shortest round trip.
+    // NTP-style over the open session: the remote time against the middle of the
+    // round trip, from the sample with the shortest round trip.
     let mut best: Option<(f64, f64)> = None;
-    for _ in 0..3 {
-        let before = unix_seconds();
-        let (out, rtt) = ssh
-            .run_within(dest, "date +%s.%N", None, CHECK_LIMIT)
-            .map_err(|e| ssh_error(name, e))?;
-        let after = unix_seconds();
-        let remote: f64 = String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .parse()
-            .map_err(|_| HostCheckError::NoTime {
+    for _ in 0..CLOCK_SAMPLES {
+        let sample = match session.clock_sample() {
+            Ok(s) => s,
+            Err(Interrupted::Closed) => return Err(ended(session, "time")),
+            Err(e) => return Err(interrupted(host, session, e, "time")),
+        };
+        let Ok(remote) = sample.answer.parse::<f64>() else {
+            session.finish();
+            return Err(HostCheckError::NoTime {
                 name: name.clone(),
-                why: failure_to(dest, &out),
-            })?;
-        let offset = remote - (before + after) / 2.0;
-        let rtt = rtt.as_secs_f64();
+                why: format!("it answered {:?}", sample.answer),
+            });
+        };
+        let middle = (unix_seconds(sample.sent) + unix_seconds(sample.received)) / 2.0;
+        let rtt = sample.round_trip.as_secs_f64();
         if best.is_none_or(|(_, r)| rtt < r) {
-            best = Some((offset, rtt));
+            best = Some((remote - middle, rtt));
         }
     }
     let (clock_offset_s, round_trip_s) = best.unwrap_or_default();
     if clock_offset_s.abs() > max_offset.as_secs_f64() {
+        session.finish();
         return Err(HostCheckError::ClockOff {
             name: name.clone(),
             offset_s: clock_offset_s,
             limit_s: max_offset.as_secs_f64(),
         });
     }
-    let mut free = Vec::new();
-    if !paths.is_empty() {
-        let mut words = vec!["mkdir".to_string(), "-p".to_string()];
-        words.extend(paths.iter().map(|p| p.display().to_string()));
-        let mut df = vec!["df".to_string(), "-Pk".to_string()];
-        df.extend(paths.iter().map(|p| p.display().to_string()));
-        let line = format!("{} && {}", command_line(&words), command_line(&df));
-        let (out, _) = ssh
-            .run_within(dest, &line, None, CHECK_LIMIT)
-            .map_err(|e| ssh_error(name, e))?;
-        if !out.status.success() {
+    let free = if paths.is_empty() {
+        session.finish();
+        Vec::new()
+    } else {
+        let block = match session.paths() {
+            Ok(b) => b,
+            Err(e) => return Err(interrupted(host, session, e, "paths")),
+        };
+        let end = session.finish();
+        if block.status != 0 {
             return Err(HostCheckError::Paths {
                 name: name.clone(),
-                why: failure_to(dest, &out),
+                why: failure_of(&host.dest, Some(block.status), &end.of_step("paths")),
             });
         }
-        let text = String::from_utf8_lossy(&out.stdout);
-        for (path, line) in paths.iter().zip(text.lines().skip(1)) {
-            let available_kb: u64 = line
-                .split_whitespace()
-                .nth(3)
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            if available_kb == 0 {
-                return Err(HostCheckError::NoSpace {
-                    name: name.clone(),
-                    path: path.clone(),
-                });
-            }
-            free.push((path.clone(), available_kb * 1024));
-        }
-    }
+        free_space(name, paths, &block.lines)?
+    };
     Ok(HostCheck {
         name: name.clone(),
         version,
@@ -327,18 +382,62 @@ pub fn check_host(
     })
 }
 
-/// An ssh call that could not be made or did not end in time.
-fn ssh_error(name: &str, source: std::io::Error) -> HostCheckError {
-    let name = name.to_string();
-    if source.kind() == std::io::ErrorKind::TimedOut {
-        HostCheckError::TimedOut { name, source }
-    } else {
-        HostCheckError::NoSsh { name, source }
+/// The free bytes under each path, from `df -Pk`'s lines (a header, then one per path).
+fn free_space(
+    name: &str,
+    paths: &[PathBuf],
+    df: &[String],
+) -> Result<Vec<(PathBuf, u64)>, HostCheckError> {
+    let mut free = Vec::new();
+    for (path, line) in paths.iter().zip(df.iter().skip(1)) {
+        let available_kb: u64 = line
+            .split_whitespace()
+            .nth(3)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if available_kb == 0 {
+            return Err(HostCheckError::NoSpace {
+                name: name.to_string(),
+                path: path.clone(),
+            });
+        }
+        free.push((path.clone(), available_kb * 1024));
+    }
+    Ok(free)
+}
+
+/// The error of a session that did not answer `step`: timed out, or ended.
+fn interrupted(
+    host: &FleetHost,
+    session: CheckSession,
+    why: Interrupted,
+    step: &str,
+) -> HostCheckError {
+    match why {
+        Interrupted::TimedOut(source) => {
+            session.finish();
+            HostCheckError::TimedOut {
+                name: host.name.clone(),
+                source,
+            }
+        }
+        Interrupted::Closed => session_ended(host, session.finish(), step),
     }
 }
 
-fn unix_seconds() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
+/// The error of a session that ended before answering `step`: ssh's failure (it could
+/// not connect, log in, or the connection was lost), or the remote shell's.
+fn session_ended(host: &FleetHost, end: Finished, step: &str) -> HostCheckError {
+    let name = host.name.clone();
+    let why = failure_of(&host.dest, end.code, &end.without_marks());
+    match (end.code, step) {
+        (Some(255) | None, _) => HostCheckError::Unreachable { name, why },
+        (_, "time") => HostCheckError::NoTime { name, why },
+        _ => HostCheckError::CheckShell { name, why },
+    }
+}
+
+fn unix_seconds(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
 }

@@ -1,9 +1,21 @@
 //! The bound on parallel ssh sessions. A fleet opens sessions to every host in each
 //! phase; at most [`FleetOptions::max_ssh_sessions`](super::FleetOptions) of them are
-//! opening or working at once: a check, making a directory, a stop request and a copy
-//! hold their session until it ends; a host's run holds it until the run has started
+//! opening or working at once: a check (with the opening of the host's shared
+//! connection), making a directory, a stop request and a copy hold their session until
+//! it ends; a host's run holds it until the run has started
 //! there (the remote shell says so), after which the session only carries its test log
 //! and keep-alives and no longer counts.
+//!
+//! Each host has one connection: its check opens a master (`control_master`), and
+//! every session after it — the check itself, its directory, its run, stop requests,
+//! the copy — is a channel over it, without a handshake. Only opening the master is
+//! an unauthenticated connection (what sshd's `MaxStartups` counts); the channels
+//! count against sshd's `MaxSessions` (default 10 per connection), of which a host
+//! uses at most two at once (its run and a stop request or copy). Hosts sharing one
+//! destination (one address under several names) get no master — their runs together
+//! would pass `MaxSessions` on one connection — and neither does a host whose ssh
+//! configuration shares connections itself: those connect per session as before; the
+//! bound holds either way.
 //!
 //! The default is sshd's own default for unauthenticated connections: `MaxStartups
 //! 10:30:100` starts refusing 30 % of new connections past 10 being set up at once. A

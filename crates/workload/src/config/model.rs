@@ -185,9 +185,10 @@ impl RunConfig {
     /// outnumber deletes in every profile's mix, so the files grow with the
     /// transactional I/O. Mailbox-profile Performance/Stress runs: the target (with the
     /// open-loop margin) × the measured duration × [`GROWTH_PER_TRANSACTIONAL_IO`];
-    /// SoftRecovery: the log it generates × [`GROWTH_PER_LOG_BYTE`]; plus `auto_tune_growth`
-    /// when given for an auto-tuning run; at least one growth step of the file. None for
-    /// throughput runs (no rate is known beforehand) and DatabaseBackup (no writes).
+    /// SoftRecovery: the log it generates × [`GROWTH_PER_LOG_BYTE`]; plus the warm-up's
+    /// ([`RunConfig::warmup_growth_per_database`]) and `auto_tune_growth` when given for
+    /// an auto-tuning run; at least one growth step of the file. None for throughput runs
+    /// (no rate is known beforehand) and DatabaseBackup (no writes).
     pub fn expected_growth_per_database(&self) -> Option<u64> {
         let databases = f64::from(self.databases.max(1));
         // A database grows a step at a time (1 % of its size, at least 1 MiB): a run
@@ -200,6 +201,7 @@ impl RunConfig {
                     * self.duration.as_secs_f64()
                     * GROWTH_PER_TRANSACTIONAL_IO as f64
                     / databases
+                    + self.warmup_growth_per_database() as f64
                     + self
                         .auto_tune_growth
                         .filter(|_| self.auto_tune)
@@ -211,6 +213,26 @@ impl RunConfig {
             TestType::DatabaseBackup => return None,
         };
         Some(bytes.max(step).ceil().min(u64::MAX as f64) as u64)
+    }
+
+    /// How much the warm-up may grow each database, bytes: it runs the mix closed loop
+    /// until the cache is 90 % full, and the pages its inserts add stay in the cache
+    /// until then, so about the cache per instance and one growth step of the file. The
+    /// engine holds the warm-up to it (a warm-up that reaches it ends there).
+    pub fn warmup_growth_limit_per_database(&self) -> u64 {
+        let step = (self.database_size / 100).max(1 << 20);
+        self.cache_max_per_instance().saturating_add(step)
+    }
+
+    /// The warm-up's growth the free-space check budgets per database: its limit
+    /// ([`RunConfig::warmup_growth_limit_per_database`]), or nothing when the database
+    /// fits in 90 % of its cache (the warm-up is then skipped: such a cache never fills).
+    pub fn warmup_growth_per_database(&self) -> u64 {
+        if self.database_size.saturating_mul(10) < self.cache_max_per_instance().saturating_mul(9) {
+            0
+        } else {
+            self.warmup_growth_limit_per_database()
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! The main thread's part of dispatch, phase by phase: a tick a second (progress, the
-//! open-loop rate, the space budget), samples of the measured phase, and the warm-up's
+//! open-loop rate, a growth the engine refused), samples of the measured phase, and the warm-up's
 //! own end (the caches full enough) and timeout.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -89,7 +89,6 @@ impl Phase {
                 None => return (None, None),
             }
         }
-        let mut grown = bench.database_bytes();
         let mut stopped = None;
         loop {
             if stop.load(Ordering::Relaxed) {
@@ -98,6 +97,10 @@ impl Phase {
             }
             if let Some(f) = bench.failure() {
                 stopped = Some(StopReason::Failed(f));
+                break;
+            }
+            if let Some(why) = bench.growth_refused() {
+                stopped = Some(StopReason::SpaceBudget(why));
                 break;
             }
             let now = Instant::now();
@@ -121,12 +124,6 @@ impl Phase {
                     break;
                 }
             }
-            let bytes = bench.database_bytes();
-            if let Some(why) = bench.over_growth_limit(bytes, bytes.saturating_sub(grown)) {
-                stopped = Some(StopReason::SpaceBudget(why));
-                break;
-            }
-            grown = bytes;
             if let Some(r) = recorder.as_mut()
                 && (snap.at >= next_sample || snap.at >= deadline)
             {

@@ -19,7 +19,7 @@ use edbstress_engine::CacheCounters;
 use edbstress_engine::Compressibility;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::log::LogCounters;
-use edbstress_engine::{Instance, InstanceConfig};
+use edbstress_engine::{EngineError, GrowthAllowance, Instance, InstanceConfig};
 use edbstress_io::tasks::{self, run_tasks};
 use edbstress_io::{ClassStats, IoClass, IoStats, LatencyHistogram};
 use edbstress_report::summary::{latency_summary, rate};
@@ -224,8 +224,8 @@ pub enum StopReason {
     Interrupted,
     /// A transaction failed (the engine's message).
     Failed(String),
-    /// The databases were about to grow past the space budgeted for the phase (what
-    /// was budgeted and how much they grew).
+    /// The engine refused to grow a database past the growth limit set for the phase
+    /// ([`Workbench::limit_growth`]): the engine's message.
     SpaceBudget(String),
 }
 
@@ -242,8 +242,12 @@ pub struct Workbench<'a> {
     /// Where the measured phase's counters go at each sampling interval, if anywhere.
     counters: Option<&'a (dyn Fn(&CounterSnapshot) + Sync)>,
     seed_epoch: u32,
-    /// The databases' total size a phase must not reach (see [`Workbench::limit_growth`]).
-    growth_limit: Option<u64>,
+    /// The databases' growth limit, shared by every instance (see
+    /// [`Workbench::limit_growth`]).
+    growth: Arc<GrowthAllowance>,
+    /// The first growth the engine refused in the current dispatch (a session's
+    /// message), which stops it.
+    growth_refused: Mutex<Option<String>>,
 }
 
 /// What closing the workbench found.
@@ -269,6 +273,7 @@ impl<'a> Workbench<'a> {
     ) -> Result<Workbench<'a>, RunError> {
         log.line("Attaching databases ...");
         let background_stop = Arc::new(AtomicBool::new(false));
+        let growth = Arc::new(GrowthAllowance::new());
         let mut slots = Vec::new();
         let start = Instant::now();
         for layout in layouts {
@@ -283,6 +288,7 @@ impl<'a> Workbench<'a> {
             ic.circular_logging = true;
             ic.write_coalesce_max = usize::try_from(config.write_coalesce).unwrap_or(usize::MAX);
             ic.torn_write_protection = config.torn_write_protection;
+            ic.growth_allowance = Some(growth.clone());
             let instance = Arc::new(Instance::open(ic).map_err(|e| {
                 if e.is_integrity() {
                     RunError::Damaged(e.to_string())
@@ -294,7 +300,7 @@ impl<'a> Workbench<'a> {
                 }
             })?);
             let initial_bytes = file_len(&layout.db_file);
-            let n = u16::try_from(layout.instance).unwrap_or(u16::MAX);
+            let n = layout.instance;
             let bdm = if config.bdm && config.bdm_mb_per_sec > 0.0 {
                 Some(
                     BdmScanner::spawn(
@@ -340,7 +346,7 @@ impl<'a> Workbench<'a> {
                 None
             };
             slots.push(Slot {
-                number: layout.instance,
+                number: u32::from(layout.instance),
                 layout: layout.clone(),
                 instance,
                 txn: Mutex::new(TxnStats::default()),
@@ -375,7 +381,8 @@ impl<'a> Workbench<'a> {
             progress,
             counters: None,
             seed_epoch: 0,
-            growth_limit: None,
+            growth,
+            growth_refused: Mutex::new(None),
         })
     }
 
@@ -507,33 +514,22 @@ impl<'a> Workbench<'a> {
         self.slots.iter().map(|s| file_len(&s.layout.db_file)).sum()
     }
 
-    /// From now on, a phase stops (with [`StopReason::SpaceBudget`]) before the database
-    /// files' total size could pass `limit` bytes; None lifts the limit.
-    pub fn limit_growth(&mut self, limit: Option<u64>) {
-        self.growth_limit = limit;
+    /// From now on the databases may grow by `bytes` more in total (None: no limit): the
+    /// engine refuses an extension that would pass it, and the phase that asked for it
+    /// stops with [`StopReason::SpaceBudget`].
+    pub fn limit_growth(&mut self, bytes: Option<u64>) {
+        self.growth.limit(bytes);
     }
 
-    /// Why the databases, `bytes` in total now and `last_tick` more than a tick ago,
-    /// might pass the growth limit by the next tick: each can grow by one growth step
-    /// (1 % of its size, at least 1 MiB) at any moment, on top of twice the last tick's
-    /// growth. None when there is room (or no limit).
-    fn over_growth_limit(&self, bytes: u64, last_tick: u64) -> Option<String> {
-        let limit = self.growth_limit?;
-        let steps: u64 = self
-            .slots
-            .iter()
-            .map(|s| (file_len(&s.layout.db_file) / 100).max(1 << 20))
-            .sum();
-        let next = bytes
-            .saturating_add(steps)
-            .saturating_add(last_tick.saturating_mul(2));
-        (next > limit).then(|| {
-            format!(
-                "the databases ({}) could pass the {} budgeted by the next second",
-                edbstress_io::ByteSize(bytes).approx(),
-                edbstress_io::ByteSize(limit).approx()
-            )
-        })
+    /// Bytes the databases may still grow by under [`Workbench::limit_growth`] (None: no
+    /// limit).
+    pub fn growth_left(&self) -> Option<u64> {
+        self.growth.left()
+    }
+
+    /// The growth the engine refused in this dispatch, if any.
+    fn growth_refused(&self) -> Option<String> {
+        self.growth_refused.lock().clone()
     }
 
     /// The error that stopped dispatch, if any.
@@ -581,6 +577,7 @@ impl<'a> Workbench<'a> {
     ) -> (Option<Measurement>, Option<StopReason>) {
         let sessions_stop = AtomicBool::new(false);
         let open_loop = open_loop && self.controller.lock().is_some();
+        *self.growth_refused.lock() = None;
         self.seed_epoch += 1;
         let epoch = self.seed_epoch;
         let config = self.config;
@@ -594,7 +591,10 @@ impl<'a> Workbench<'a> {
             let session = |session: u32| {
                 let slot = &this.slots[(session % n) as usize];
                 let sessions_stop = &sessions_stop;
-                let failure = &this.failure;
+                let outcome = SessionOutcome {
+                    failure: &this.failure,
+                    growth_refused: &this.growth_refused,
+                };
                 let mut generator = TransactionGenerator::new(
                     config.seed ^ (u64::from(epoch) << 40),
                     session,
@@ -611,7 +611,7 @@ impl<'a> Workbench<'a> {
                         open_loop,
                         sessions_stop,
                         stop,
-                        failure,
+                        outcome,
                     )
                 }
             };
@@ -731,6 +731,14 @@ fn sleep_until(wake: Instant, stop: &AtomicBool) {
     }
 }
 
+/// Where a session that stops on an error says why: a refused growth stops the phase,
+/// any other error the run.
+#[derive(Clone, Copy)]
+struct SessionOutcome<'s> {
+    failure: &'s Mutex<Option<String>>,
+    growth_refused: &'s Mutex<Option<String>>,
+}
+
 /// One session: transactions until told to stop.
 fn run_session(
     slot: &Slot,
@@ -738,7 +746,7 @@ fn run_session(
     open_loop: bool,
     sessions_stop: &AtomicBool,
     stop: &AtomicBool,
-    failure: &Mutex<Option<String>>,
+    outcome: SessionOutcome<'_>,
 ) {
     let stopping = || sessions_stop.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed);
     while !stopping() {
@@ -788,10 +796,19 @@ fn run_session(
                 }
                 t.latency.record(latency);
             }
+            Err(EngineError::GrowthLimit(refused)) => {
+                // Nothing was written: not a transaction error, the limit's doing.
+                drop(t);
+                outcome
+                    .growth_refused
+                    .lock()
+                    .get_or_insert_with(|| refused.to_string());
+                return;
+            }
             Err(e) => {
                 t.errors += 1;
                 drop(t);
-                let mut f = failure.lock();
+                let mut f = outcome.failure.lock();
                 if f.is_none() {
                     *f = Some(format!(
                         "{}: {kind:?} transaction failed: {e}",

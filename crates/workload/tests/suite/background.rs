@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use edbstress_engine::Compressibility;
+use edbstress_engine::InstanceId;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::{PrepareOptions, PreparePlan};
@@ -31,7 +32,7 @@ const DATA_PAGES: u64 = 256;
 const DEADLINE: Duration = Duration::from_secs(60);
 
 fn prepare(dir: &Path) -> InstanceLayout {
-    let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
+    let layout = InstanceLayout::new(InstanceId::new(1), &dir.join("db"), &dir.join("logs"));
     let options = PrepareOptions {
         page_size: PS,
         database_bytes: DB_BYTES,
@@ -58,7 +59,7 @@ fn open_instance(layout: &InstanceLayout, cache_bytes: u64) -> Instance {
 
 fn bdm_config(db_file: &Path, bytes_per_sec: f64) -> BdmConfig {
     BdmConfig {
-        instance: 1,
+        instance: InstanceId::new(1),
         db_file: db_file.to_path_buf(),
         bytes_per_sec,
         read_len: READ_LEN,
@@ -287,7 +288,7 @@ fn bdm_refuses_what_it_cannot_scan() {
 
 fn replication_config(log_dir: &Path, readers: u32) -> ReplicationConfig {
     ReplicationConfig {
-        instance: 1,
+        instance: InstanceId::new(1),
         log_dir: log_dir.to_path_buf(),
         readers,
         read_len: READ_LEN,

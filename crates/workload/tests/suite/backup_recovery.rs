@@ -77,12 +77,15 @@ fn backup_reads_every_byte_in_256k_reads_and_copies_without_overwriting() {
         assert_eq!(report.copy, None);
         assert!(report.mb_per_sec > 0.0);
         let reads = stats
-            .get(layout.instance as u16, IoClass::BackupRead)
+            .get(layout.instance.get(), IoClass::BackupRead)
             .unwrap();
         assert_eq!(reads.bytes, len);
         assert_eq!(reads.mean_bytes(), (256 << 10) as f64);
         assert_eq!(reads.errors, 0);
-        assert_eq!(last_progress.lock()[&layout.instance], (len, len));
+        assert_eq!(
+            last_progress.lock()[&u32::from(layout.instance)],
+            (len, len)
+        );
     }
     assert!(total_mb_per_sec(&reports) > reports[0].mb_per_sec);
     assert_eq!(stats.total(IoClass::DbRead).ops, 0);
@@ -216,7 +219,7 @@ fn soft_recovery_replays_every_generated_log_and_leaves_clean_databases() {
         assert!(report.succeeded(), "{:?}", report.recovery.lost_flushes);
         assert!(report.recovery.redone > 0);
         assert!(report.seconds_per_log().is_some());
-        assert_eq!(generated.lock()[&layout.instance], 5);
+        assert_eq!(generated.lock()[&u32::from(layout.instance)], 5);
     }
     assert!(average_seconds_per_log(&reports).is_some());
     assert!(stats.total(IoClass::RecoveryRead).ops > 0);

@@ -130,18 +130,17 @@ fn md_value(md: &str, after: &str, name: &str) -> String {
         .to_string()
 }
 
-#[test]
-fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path();
-    let solution = write_solution(root);
-    let campaign = root.join("campaign");
-    let args = rehearsal_args(&solution, &campaign);
-    let started = Instant::now();
-
+/// The first attempt of the campaign, stopped with SIGINT once its Performance run is
+/// under way: the Stress step is done, the Performance step running. Returns the
+/// Stress run's directory and its results.json.
+fn interrupt_during_performance(
+    root: &Path,
+    args: &[String],
+    campaign: &Path,
+) -> (PathBuf, Vec<u8>) {
     // First attempt: stopped with SIGINT once the Performance run is under way.
     let mut child = command(root)
-        .args(&args)
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -176,26 +175,36 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
     assert!(kill.success());
     let out = child.wait_with_output().unwrap();
     assert_exit(&out, 130, "an interrupted campaign");
-    let s = state(&campaign);
+    let s = state(campaign);
     assert_eq!(s["rehearsal"], true);
     assert_eq!(s["steps"][0]["test"], "stress");
     assert_eq!(s["steps"][0]["status"], "done", "{s:#}");
     assert_eq!(s["steps"][1]["status"], "running", "{s:#}");
     assert_eq!(s["steps"][2]["status"], "pending", "{s:#}");
-    let stress_run = step_run(&campaign, "01-Stress");
+    let stress_run = step_run(campaign, "01-Stress");
     let stress_bytes = fs::read(stress_run.join("results.json")).unwrap();
+    (stress_run, stress_bytes)
+}
 
+/// The second attempt: the Stress step is kept untouched, the Performance step redone,
+/// the interrupted attempt kept aside. Returns the campaign's state.
+fn resume_keeps_stress_and_redoes_performance(
+    root: &Path,
+    args: &[String],
+    campaign: &Path,
+    (stress_run, stress_bytes): (&Path, &[u8]),
+) -> serde_json::Value {
     // Second attempt: the Stress step is kept, the Performance step redone.
-    let out = command(root).args(&args).output().unwrap();
+    let out = command(root).args(args).output().unwrap();
     assert_exit(&out, 0, "the resumed campaign (every step passes)");
-    let s = state(&campaign);
+    let s = state(campaign);
     for (i, step) in s["steps"].as_array().unwrap().iter().enumerate() {
         assert_eq!(step["status"], "done", "step {i}: {s:#}");
         assert_eq!(step["verdict"], "Pass", "step {i}: {s:#}");
     }
     assert_eq!(s["steps"][0]["attempts"], 1, "Stress ran once");
     assert_eq!(s["steps"][1]["attempts"], 2, "Performance was redone");
-    assert_eq!(step_run(&campaign, "01-Stress"), stress_run);
+    assert_eq!(step_run(campaign, "01-Stress"), stress_run);
     assert_eq!(
         fs::read(stress_run.join("results.json")).unwrap(),
         stress_bytes,
@@ -209,15 +218,24 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
         "{log}"
     );
     assert!(log.contains("Step Performance was interrupted"), "{log}");
-    eprintln!(
-        "campaign with one interruption: {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+    s
+}
 
+/// The campaign's four runs, as the document must quote them.
+struct Runs {
+    stress: RunResults,
+    perf: RunResults,
+    backup: RunResults,
+    recovery: RunResults,
+}
+
+/// The runs of the campaign: Stress verifies, Performance does not, the rehearsal's
+/// lengths and log count, and a clean kernel log for every one.
+fn the_runs_of_the_campaign(campaign: &Path, stress_run: &Path, s: &serde_json::Value) -> Runs {
     // The runs, as the document must quote them.
-    let stress = run_results(&stress_run);
+    let stress = run_results(stress_run);
     assert!(stress.verification.is_some(), "Stress verifies checksums");
-    let perf = run_results(&step_run(&campaign, "02-Performance"));
+    let perf = run_results(&step_run(campaign, "02-Performance"));
     assert!(
         perf.verification.is_none(),
         "Performance leaves it to Stress"
@@ -226,8 +244,8 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
         (perf.measured_seconds - 3.0).abs() < 1.5,
         "rehearsal length"
     );
-    let backup = run_results(&step_run(&campaign, "03-DatabaseBackup"));
-    let recovery = run_results(&step_run(&campaign, "04-SoftRecovery"));
+    let backup = run_results(&step_run(campaign, "03-DatabaseBackup"));
+    let recovery = run_results(&step_run(campaign, "04-SoftRecovery"));
     assert_eq!(
         s["steps"][3]["logs_to_replay"], 4,
         "the rehearsal's log count"
@@ -246,11 +264,26 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
             .expect("every run watches the kernel log");
         assert!(k.events.is_empty(), "{k:?}");
     }
+    Runs {
+        stress,
+        perf,
+        backup,
+        recovery,
+    }
+}
 
+/// `esrp document` of the campaign into `root/doc`: its tables carry the runs' own
+/// numbers. Returns the document's directory, Markdown and HTML.
+fn the_document_quotes_the_runs(
+    root: &Path,
+    campaign: &Path,
+    solution: &Path,
+    runs: &Runs,
+) -> (PathBuf, String, String) {
     // The document.
     let doc = root.join("doc");
     let out = command(root)
-        .args(document_args(&campaign, &solution, &doc))
+        .args(document_args(campaign, solution, &doc))
         .output()
         .unwrap();
     assert_exit(&out, 1, "a rehearsal's document does not meet the rules");
@@ -258,6 +291,12 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
     let md = fs::read_to_string(doc.join("solution.md")).unwrap();
     let html = fs::read_to_string(doc.join("solution.html")).unwrap();
     let io = |r: &RunResults, c: IoClass| r.totals.io.get(&c).cloned().unwrap_or_default();
+    let Runs {
+        perf,
+        backup,
+        recovery,
+        ..
+    } = runs;
     let host = &perf.host.hostname;
     let table = format!("Server {host}:");
     for (name, value) in [
@@ -267,20 +306,20 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
         ),
         (
             "Database Disks Reads/sec",
-            io(&perf, IoClass::DbRead).per_sec,
+            io(perf, IoClass::DbRead).per_sec,
         ),
         (
             "Average Database Disk Read Latency (ms)",
-            io(&perf, IoClass::DbRead).avg_latency_ms,
+            io(perf, IoClass::DbRead).avg_latency_ms,
         ),
         (
             "Average Database Disk Write Latency (ms)",
-            io(&perf, IoClass::DbWrite).avg_latency_ms,
+            io(perf, IoClass::DbWrite).avg_latency_ms,
         ),
-        ("Log Disks Writes/sec", io(&perf, IoClass::LogWrite).per_sec),
+        ("Log Disks Writes/sec", io(perf, IoClass::LogWrite).per_sec),
         (
             "Average Log Disk Write Latency (ms)",
-            io(&perf, IoClass::LogWrite).avg_latency_ms,
+            io(perf, IoClass::LogWrite).avg_latency_ms,
         ),
     ] {
         assert!(value > 0.0, "{name} was measured");
@@ -314,8 +353,13 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
         assert!(t.contains(&format!("{backup_total:.3}")));
         assert!(t.contains(&format!("{per_log:.3}")));
     }
+    (doc, md, html)
+}
 
-    // Rehearsal marking: before every section of the Markdown, on every printed page
+/// The rehearsal is marked before every section of the Markdown, on every printed page
+/// of the HTML (the page margin) and in its title page and findings; the reliability
+/// paragraph comes from the runs.
+fn the_document_marks_the_rehearsal(md: &str, html: &str, runs: &Runs) {
     // of the HTML (the page margin) and in its title page and findings.
     let mark = "REHEARSAL — shortened runs: not a result under the ESRP test rules";
     let sections = md.lines().filter(|l| l.starts_with("## ")).count();
@@ -325,7 +369,8 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
     assert!(html.contains("does not meet the ESRP test rules"));
     assert!(html.contains("this is a rehearsal campaign"));
     // The reliability paragraph comes from the runs: the kernel log, the checksums.
-    let pages: u64 = stress
+    let pages: u64 = runs
+        .stress
         .verification
         .as_ref()
         .unwrap()
@@ -342,8 +387,10 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
         md.contains("- Mirrored write cache"),
         "features.md was read"
     );
+}
 
-    // What a person sees: the HTML rendered by headless Chromium, and the PDF.
+/// What a person sees: the HTML rendered by headless Chromium, and the PDF.
+fn the_rendered_document_and_pdf_hold_every_section(root: &Path, doc: &Path) {
     let Some(chromium) = chromium_or_skip("the solution document") else {
         return;
     };
@@ -404,6 +451,31 @@ fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
             "\n!!! SKIPPED: pdftotext (poppler-utils) is not installed; the PDF's text was not checked\n"
         ),
     }
+}
+
+#[test]
+fn a_rehearsal_campaign_resumes_after_an_interruption_and_documents_its_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let solution = write_solution(root);
+    let campaign = root.join("campaign");
+    let args = rehearsal_args(&solution, &campaign);
+    let started = Instant::now();
+    let (stress_run, stress_bytes) = interrupt_during_performance(root, &args, &campaign);
+    let s = resume_keeps_stress_and_redoes_performance(
+        root,
+        &args,
+        &campaign,
+        (&stress_run, &stress_bytes),
+    );
+    eprintln!(
+        "campaign with one interruption: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let runs = the_runs_of_the_campaign(&campaign, &stress_run, &s);
+    let (doc, md, html) = the_document_quotes_the_runs(root, &campaign, &solution, &runs);
+    the_document_marks_the_rehearsal(&md, &html, &runs);
+    the_rendered_document_and_pdf_hold_every_section(root, &doc);
 }
 
 #[test]

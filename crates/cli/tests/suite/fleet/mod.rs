@@ -6,14 +6,16 @@
 //! the two others are complete. Skips loudly without OpenSSH (CI installs it).
 //!
 //! The modules hold the fleet under attack: host names, fleet identity and fresh
-//! directories, a compromised host's copy-back, deadlines, ssh failures, and the
-//! long-mode fault loop.
+//! directories, a compromised host's copy-back, deadlines, ssh failures, the
+//! long-mode fault loop, the clock check, and a fleet killed outright.
 
 use crate::suite::common;
+mod clock;
 mod copy_back;
 mod deadlines;
 mod fault_loop;
 mod identity;
+mod killed;
 mod names;
 mod ssh_errors;
 

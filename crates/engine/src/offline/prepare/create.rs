@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, mpsc};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use edbstress_format::Pgno;
 use edbstress_format::header::{DatabaseHeader, DbState, TreeRoot};
 use edbstress_format::log::{CheckpointState, LogPosition};
 use edbstress_io::blocking::FileIo;
@@ -299,8 +300,10 @@ pub(super) fn write_pages(
                     let last = (first + per_chunk - 1).min(page_count);
                     let mut result = Ok(());
                     for (i, pgno) in (first..=last).enumerate() {
-                        result =
-                            plan.build_page(pgno, &mut buf[i * ps.bytes()..(i + 1) * ps.bytes()]);
+                        result = plan.build_page(
+                            Pgno::new(pgno),
+                            &mut buf[i * ps.bytes()..(i + 1) * ps.bytes()],
+                        );
                         if result.is_err() {
                             break;
                         }
@@ -370,7 +373,7 @@ pub(super) fn write_pages(
             }
             if received < chunks {
                 return Err(BulkLoadError::Internal {
-                    pgno: 1 + received * per_chunk,
+                    pgno: Pgno::new(1 + received * per_chunk),
                     what: "page builders stopped early".into(),
                 }
                 .into());

@@ -15,6 +15,7 @@ mod create;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use edbstress_format::InstanceId;
 use edbstress_format::PageSize;
 use edbstress_format::header::{DbState, HeaderError};
 use edbstress_format::log::{DEFAULT_LOG_FILE_LEN, LogPosition, SEGMENT_LEN, log_file_name};
@@ -268,7 +269,7 @@ pub struct PreparePlan {
 #[derive(Clone, Copy, Debug)]
 pub struct PrepareProgress {
     /// Instance being created.
-    pub instance: u32,
+    pub instance: InstanceId,
     /// Bytes written so far for it.
     pub bytes_done: u64,
     /// Bytes it will take.
@@ -279,7 +280,7 @@ pub struct PrepareProgress {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct PrepareReport {
     /// Instance number.
-    pub instance: u32,
+    pub instance: InstanceId,
     /// Database file.
     pub db_file: PathBuf,
     /// Log directory.

@@ -201,10 +201,7 @@ impl ChangeSet {
                 Some((_, before)) => before.take_page(g.page(frame)),
                 None => Vec::new(),
             };
-            out.push(LogRecord::PageImage {
-                pgno: pgno.get(),
-                image,
-            });
+            out.push(LogRecord::PageImage { pgno, image });
         }
     }
 

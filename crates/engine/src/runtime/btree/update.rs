@@ -54,7 +54,7 @@ pub(super) fn apply(
     op.apply_to_checked_page(g.page_mut(frame), pgno, after)
         .map_err(|e| corrupt(pgno, e.to_string()))?;
     cs.records.push(LogRecord::PageRedo {
-        pgno: pgno.get(),
+        pgno,
         dbtime_before: before,
         dbtime_after: after,
         trx: cs.trx,

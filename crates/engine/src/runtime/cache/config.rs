@@ -1,6 +1,7 @@
 //! What a [`PageCache`](super::PageCache) is given ([`CacheConfig`]) and what it
 //! reports ([`CacheCounters`]): plain data, kept apart from the cache's mechanics.
 
+use edbstress_format::InstanceId;
 use edbstress_format::PageSize;
 use edbstress_io::{BackendKind, IoClass, MAX_DEPTH};
 
@@ -23,7 +24,7 @@ pub struct CacheConfig {
     /// Background writes in flight (e.g. 32); also the depth of [`PageCache::prefetch`].
     pub write_depth: usize,
     /// Instance number for I/O accounting.
-    pub instance: u16,
+    pub instance: InstanceId,
     /// I/O backend of the page writer and of prefetch.
     pub backend: BackendKind,
     /// Check the slotted-page structure of every page read (after its checksum), so
@@ -48,7 +49,7 @@ impl CacheConfig {
             checkpoint_depth: 20 << 20,
             coalesce_max: 512 << 10,
             write_depth: 32,
-            instance: 0,
+            instance: InstanceId::default(),
             backend: BackendKind::Auto,
             verify_structure: true,
             read_class: IoClass::DbRead,

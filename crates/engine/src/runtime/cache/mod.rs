@@ -140,7 +140,7 @@ impl<S> Shared<S> {
     /// Records the page writer's failure (the first one wins) and wakes every waiter.
     pub(crate) fn fail(&self, core: &mut Core<S>, message: String) {
         if core.failed.is_none() {
-            tracing::error!(instance = self.config.instance, error = %message, "database page writer failed");
+            tracing::error!(instance = self.config.instance.get(), error = %message, "database page writer failed");
             core.failed = Some(message);
             self.failed.store(true, Ordering::Release);
         }
@@ -540,7 +540,7 @@ impl<S: Send + 'static> PageCache<S> {
         let dirty = self.shared.core.lock().dirty.len();
         let _ = self.stop_writer(StopMode::Abandon);
         tracing::info!(
-            instance = self.shared.config.instance,
+            instance = self.shared.config.instance.get(),
             dirty,
             "page cache abandoned with its dirty pages unwritten"
         );
@@ -679,7 +679,7 @@ impl<S: Send> Drop for PageCache<S> {
         };
         if dirty > 0 {
             tracing::warn!(
-                instance = self.shared.config.instance,
+                instance = self.shared.config.instance.get(),
                 dirty,
                 "page cache dropped without shutdown: dirty pages were not written"
             );
@@ -937,7 +937,7 @@ fn read_page<S>(
         buf: std::mem::take(buf),
         len: page_len,
         class: shared.config.read_class,
-        instance: shared.config.instance,
+        instance: shared.config.instance.get(),
         tag: 0,
     };
     let completion = shared.reads.run(request)?;

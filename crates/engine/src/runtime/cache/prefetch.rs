@@ -36,6 +36,17 @@ struct JoinedRead {
     frames: Vec<(u32, AlignedBuf)>,
 }
 
+/// Where a pre-read stands in its sorted page list.
+struct PrereadPlan {
+    pgnos: Vec<Pgno>,
+    /// First page not yet taken (or skipped).
+    next: usize,
+    /// Most pages joined into one read.
+    join_max: usize,
+    /// No frame was free: take no more pages.
+    pool_empty: bool,
+}
+
 /// The asynchronous reader of [`PageCache::prefetch`], created on first use and kept.
 pub(crate) struct Prefetcher {
     backend: Box<dyn IoBackend>,
@@ -81,189 +92,230 @@ impl Prefetcher {
         let mut pgnos = pgnos.to_vec();
         pgnos.sort_unstable();
         pgnos.dedup();
-        let page_size = shared.config.page_size;
-        let page_len = page_size.bytes();
-        let join_max = (PREREAD_JOIN_MAX / page_len).max(1);
-        let mut next = 0;
+        let page_len = shared.config.page_size.bytes();
+        let mut plan = PrereadPlan {
+            pgnos,
+            next: 0,
+            join_max: (PREREAD_JOIN_MAX / page_len).max(1),
+            pool_empty: false,
+        };
         let mut in_flight = 0;
         let mut first_error: Option<EngineError> = None;
-        let mut pool_empty = false;
         loop {
             {
                 let mut core = shared.core.lock();
-                let mut released = 0;
-                for FinishedRead {
-                    pgno,
-                    frame,
-                    verdict,
-                    buf,
-                } in self.done.drain(..)
-                {
-                    if let Some(i) = core.reading.iter().position(|&p| p == pgno) {
-                        core.reading.swap_remove(i);
-                    }
-                    core.pages[frame as usize] = buf;
-                    let lru = &shared.lru[frame as usize];
-                    match verdict {
-                        Ok(repaired) if !core.map.contains_key(&pgno) => {
-                            core.counts.prefetched += 1;
-                            if repaired.is_some() {
-                                core.counts.correctable_repaired += 1;
-                            }
-                            core.install(frame, pgno, lru, false);
-                        }
-                        Ok(_) => {
-                            core.release_frame(frame, lru);
-                            released += 1;
-                        }
-                        Err(e) => {
-                            core.release_frame(frame, lru);
-                            released += 1;
-                            first_error.get_or_insert(e);
-                        }
-                    }
-                }
-                shared.read_done.notify_all();
-                if released > 0 {
-                    shared.frame_freed.notify_all();
-                }
+                self.install_finished(shared, &mut core, &mut first_error);
                 if let Err(e) = shared.check(&core) {
                     first_error.get_or_insert(e);
                 }
-                let wanted = |core: &super::Core<S>, p: Pgno| {
-                    p != Pgno::NONE && !core.map.contains_key(&p) && !core.in_transit(p)
-                };
-                while first_error.is_none() && !pool_empty && next < pgnos.len() {
-                    let Some(&tag) = self.free_tags.last() else {
-                        break;
-                    };
-                    let first = pgnos[next];
-                    if !wanted(&core, first) {
-                        next += 1;
-                        continue;
-                    }
-                    let mut frames = Vec::new();
-                    while frames.len() < join_max && next < pgnos.len() {
-                        let pgno = pgnos[next];
-                        if pgno != first + frames.len() as u32 || !wanted(&core, pgno) {
-                            break;
-                        }
-                        let Some(frame) = core.take_frame() else {
-                            pool_empty = true;
-                            break;
-                        };
-                        next += 1;
-                        core.frames[frame as usize].state = FrameState::Reading;
-                        core.reading.push(pgno);
-                        frames.push((frame, std::mem::take(&mut core.pages[frame as usize])));
-                    }
-                    if frames.is_empty() {
-                        break;
-                    }
-                    self.free_tags.pop();
-                    let count = frames.len();
-                    // One page reads into its frame's own buffer; a joined read into a
-                    // buffer of its own, copied into the frames when it completes.
-                    let buf = if count == 1 {
-                        std::mem::take(&mut frames[0].1)
-                    } else {
-                        AlignedBuf::empty()
-                    };
-                    self.reserved[tag] = Some(JoinedRead { first, frames });
-                    self.to_submit.push((tag, first, count, buf));
+                if first_error.is_none() {
+                    self.reserve_reads(&mut core, &mut plan);
                 }
                 if core.obtainable() < shared.config.available_start() {
                     shared.writer_wake.notify_one();
                 }
             }
-            for (tag, first, count, mut buf) in std::mem::take(&mut self.to_submit) {
-                let len = count * page_len;
-                if buf.len() < len {
-                    match AlignedBuf::try_new(len) {
-                        Ok(b) => buf = b,
-                        Err(e) => {
-                            self.finish_read(shared, tag, Err(ReadFailure::Failed(e.into())), buf);
-                            continue;
-                        }
-                    }
-                }
-                let request = IoRequest {
-                    file: self.file,
-                    op: IoOp::Read,
-                    offset: first.offset(page_size),
-                    buf,
-                    len,
-                    class: IoClass::RecoveryRead,
-                    instance: shared.config.instance,
-                    tag: tag as u64,
-                };
-                match self.backend.submit(request) {
-                    Ok(()) => in_flight += 1,
-                    // The request and its buffer are gone; the frames get new ones.
-                    Err(e) => self.finish_read(
-                        shared,
-                        tag,
-                        Err(ReadFailure::Failed(e.into())),
-                        AlignedBuf::empty(),
-                    ),
-                }
-            }
+            in_flight += self.submit_reserved(shared);
             if in_flight == 0 {
                 if self.done.is_empty() {
                     break;
                 }
                 continue;
             }
-            match self.backend.wait(1, &mut self.completions) {
-                Ok(_) => {
-                    for c in std::mem::take(&mut self.completions) {
-                        in_flight -= 1;
-                        let tag = c.tag as usize;
-                        let len = self.reserved[tag]
-                            .as_ref()
-                            .map_or(0, |r| r.frames.len() * page_len);
-                        let result = match c.result {
-                            Ok(n) if n == len => Ok(()),
-                            Ok(n) => Err(ReadFailure::Short(format!(
-                                "short read: {n} of {len} bytes; is the page beyond the end of the file?"
-                            ))),
-                            Err(source) => Err(ReadFailure::Failed(EngineError::Io(
-                                edbstress_io::IoError::Io {
-                                    path: shared.file.path().to_path_buf(),
-                                    op: "read",
-                                    offset: c.offset,
-                                    source,
-                                },
-                            ))),
-                        };
-                        self.finish_read(shared, tag, result, c.buf);
-                    }
-                }
-                Err(e) => {
-                    // Whatever is in flight stays with the broken backend; its frames
-                    // go back to the pool without buffers.
-                    self.broken = true;
-                    let message = e.to_string();
-                    for tag in 0..self.reserved.len() {
-                        if self.reserved[tag].is_some() {
-                            let e = EngineError::ShutDown(Some(format!(
-                                "prefetch backend failed: {message}"
-                            )));
-                            self.finish_read(
-                                shared,
-                                tag,
-                                Err(ReadFailure::Failed(e)),
-                                AlignedBuf::empty(),
-                            );
-                        }
-                    }
-                    in_flight = 0;
-                }
-            }
+            in_flight -= self.await_completions(shared, in_flight);
         }
         match first_error {
             Some(e) => Err(e),
             None => Ok(()),
+        }
+    }
+
+    /// Installs the pages whose reads are over (or releases their frames, keeping the
+    /// first error), under the cache's lock, and wakes whoever waits for them.
+    fn install_finished<S>(
+        &mut self,
+        shared: &Shared<S>,
+        core: &mut super::Core<S>,
+        first_error: &mut Option<EngineError>,
+    ) {
+        let mut released = 0;
+        for FinishedRead {
+            pgno,
+            frame,
+            verdict,
+            buf,
+        } in self.done.drain(..)
+        {
+            if let Some(i) = core.reading.iter().position(|&p| p == pgno) {
+                core.reading.swap_remove(i);
+            }
+            core.pages[frame as usize] = buf;
+            let lru = &shared.lru[frame as usize];
+            match verdict {
+                Ok(repaired) if !core.map.contains_key(&pgno) => {
+                    core.counts.prefetched += 1;
+                    if repaired.is_some() {
+                        core.counts.correctable_repaired += 1;
+                    }
+                    core.install(frame, pgno, lru, false);
+                }
+                Ok(_) => {
+                    core.release_frame(frame, lru);
+                    released += 1;
+                }
+                Err(e) => {
+                    core.release_frame(frame, lru);
+                    released += 1;
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        shared.read_done.notify_all();
+        if released > 0 {
+            shared.frame_freed.notify_all();
+        }
+    }
+
+    /// Reserves frames for the next runs of adjacent wanted pages, one read per free
+    /// tag, under the cache's lock; the reads are submitted after it is released.
+    fn reserve_reads<S>(&mut self, core: &mut super::Core<S>, plan: &mut PrereadPlan) {
+        let wanted = |core: &super::Core<S>, p: Pgno| {
+            p != Pgno::NONE && !core.map.contains_key(&p) && !core.in_transit(p)
+        };
+        let pgnos = &plan.pgnos;
+        while !plan.pool_empty && plan.next < pgnos.len() {
+            let Some(&tag) = self.free_tags.last() else {
+                break;
+            };
+            let first = pgnos[plan.next];
+            if !wanted(core, first) {
+                plan.next += 1;
+                continue;
+            }
+            let mut frames = Vec::new();
+            while frames.len() < plan.join_max && plan.next < pgnos.len() {
+                let pgno = pgnos[plan.next];
+                if pgno != first + frames.len() as u32 || !wanted(core, pgno) {
+                    break;
+                }
+                let Some(frame) = core.take_frame() else {
+                    plan.pool_empty = true;
+                    break;
+                };
+                plan.next += 1;
+                core.frames[frame as usize].state = FrameState::Reading;
+                core.reading.push(pgno);
+                frames.push((frame, std::mem::take(&mut core.pages[frame as usize])));
+            }
+            if frames.is_empty() {
+                break;
+            }
+            self.free_tags.pop();
+            let count = frames.len();
+            // One page reads into its frame's own buffer; a joined read into a
+            // buffer of its own, copied into the frames when it completes.
+            let buf = if count == 1 {
+                std::mem::take(&mut frames[0].1)
+            } else {
+                AlignedBuf::empty()
+            };
+            self.reserved[tag] = Some(JoinedRead { first, frames });
+            self.to_submit.push((tag, first, count, buf));
+        }
+    }
+
+    /// Submits the reserved reads; returns how many are now in flight (a read that
+    /// cannot be submitted is finished as failed).
+    fn submit_reserved<S>(&mut self, shared: &Shared<S>) -> usize {
+        let page_size = shared.config.page_size;
+        let mut submitted = 0;
+        for (tag, first, count, mut buf) in std::mem::take(&mut self.to_submit) {
+            let len = count * page_size.bytes();
+            if buf.len() < len {
+                match AlignedBuf::try_new(len) {
+                    Ok(b) => buf = b,
+                    Err(e) => {
+                        self.finish_read(shared, tag, Err(ReadFailure::Failed(e.into())), buf);
+                        continue;
+                    }
+                }
+            }
+            let request = IoRequest {
+                file: self.file,
+                op: IoOp::Read,
+                offset: first.offset(page_size),
+                buf,
+                len,
+                class: IoClass::RecoveryRead,
+                instance: shared.config.instance.get(),
+                tag: tag as u64,
+            };
+            match self.backend.submit(request) {
+                Ok(()) => submitted += 1,
+                // The request and its buffer are gone; the frames get new ones.
+                Err(e) => self.finish_read(
+                    shared,
+                    tag,
+                    Err(ReadFailure::Failed(e.into())),
+                    AlignedBuf::empty(),
+                ),
+            }
+        }
+        submitted
+    }
+
+    /// Waits for at least one of the `in_flight` reads and finishes those that
+    /// completed; returns how many are no longer in flight (all of them when the
+    /// backend failed).
+    fn await_completions<S>(&mut self, shared: &Shared<S>, in_flight: usize) -> usize {
+        let page_len = shared.config.page_size.bytes();
+        match self.backend.wait(1, &mut self.completions) {
+            Ok(_) => {
+                let completions = std::mem::take(&mut self.completions);
+                let over = completions.len();
+                for c in completions {
+                    let tag = c.tag as usize;
+                    let len = self.reserved[tag]
+                        .as_ref()
+                        .map_or(0, |r| r.frames.len() * page_len);
+                    let result = match c.result {
+                        Ok(n) if n == len => Ok(()),
+                        Ok(n) => Err(ReadFailure::Short(format!(
+                            "short read: {n} of {len} bytes; is the page beyond the end of the file?"
+                        ))),
+                        Err(source) => Err(ReadFailure::Failed(EngineError::Io(
+                            edbstress_io::IoError::Io {
+                                path: shared.file.path().to_path_buf(),
+                                op: "read",
+                                offset: c.offset,
+                                source,
+                            },
+                        ))),
+                    };
+                    self.finish_read(shared, tag, result, c.buf);
+                }
+                over
+            }
+            Err(e) => {
+                // Whatever is in flight stays with the broken backend; its frames
+                // go back to the pool without buffers.
+                self.broken = true;
+                let message = e.to_string();
+                for tag in 0..self.reserved.len() {
+                    if self.reserved[tag].is_some() {
+                        let e = EngineError::ShutDown(Some(format!(
+                            "prefetch backend failed: {message}"
+                        )));
+                        self.finish_read(
+                            shared,
+                            tag,
+                            Err(ReadFailure::Failed(e)),
+                            AlignedBuf::empty(),
+                        );
+                    }
+                }
+                in_flight
+            }
         }
     }
 

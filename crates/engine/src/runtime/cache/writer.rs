@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
+use edbstress_format::InstanceId;
 use edbstress_format::Pgno;
 use edbstress_format::checksum::seal_page;
 use edbstress_format::log::LogPosition;
@@ -95,7 +96,7 @@ pub(crate) struct Writer<S> {
     file: FileId,
     page_len: usize,
     coalesce_pages: u32,
-    instance: u16,
+    instance: InstanceId,
     jobs: Vec<WriteJob>,
     free_slots: Vec<usize>,
     /// Jobs planned and not finished (planned, submitted or dropped).
@@ -639,7 +640,7 @@ impl<S> Writer<S> {
                     buf,
                     len: job.len,
                     class,
-                    instance,
+                    instance: instance.get(),
                     tag: tag as u64,
                 };
                 // A refused request is dropped with its buffer (unreachable: slots,
@@ -651,7 +652,7 @@ impl<S> Writer<S> {
                     offset,
                     bufs,
                     class,
-                    instance,
+                    instance: instance.get(),
                     tag: tag as u64,
                 };
                 // A refused vectored write leaves its buffers with us: no frame's page

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use edbstress_format::InstanceId;
 use edbstress_format::header::{DatabaseHeader, DbState};
 use edbstress_format::log::{CheckpointState, LogPosition, LogRecord};
 use edbstress_format::{PageSize, Pgno};
@@ -26,6 +27,7 @@ use crate::error::EngineError;
 use crate::layout::InstanceLayout;
 use crate::runtime::btree::{self, SpaceCounters, TreeState};
 use crate::runtime::cache::{CacheConfig, CacheCounters, PageCache, WalSync};
+use crate::runtime::growth::{GrowthAllowance, GrowthLimitReached};
 use crate::runtime::log::{GenerationHook, GenerationRecord, LogConfig, LogCounters, LogWriter};
 use crate::runtime::schema::{InsertKeyOrder, MAILBOX_TABLE_ROOT, MessageKey, chunk_len};
 
@@ -35,7 +37,7 @@ pub struct InstanceConfig {
     /// Where its files are.
     pub layout: InstanceLayout,
     /// Instance number used in I/O accounting.
-    pub instance: u16,
+    pub instance: InstanceId,
     /// Minimum database cache size in bytes.
     pub cache_min_bytes: u64,
     /// Maximum database cache size in bytes.
@@ -75,18 +77,21 @@ pub struct InstanceConfig {
     pub torn_write_protection: bool,
     /// Where a new message's row goes among its mailbox's rows.
     pub insert_keys: InsertKeyOrder,
+    /// A limit on the database file's growth, shared with other instances; None: the
+    /// file grows as long as the filesystem has room.
+    pub growth_allowance: Option<Arc<GrowthAllowance>>,
 }
 
 impl InstanceConfig {
     /// Defaults of the exchange2010 profile for the instance at `layout`.
     pub fn new(layout: InstanceLayout) -> InstanceConfig {
         InstanceConfig {
-            instance: layout.instance as u16,
+            instance: layout.instance,
             layout,
             cache_min_bytes: 32 << 20,
             cache_max_bytes: 256 << 20,
             checkpoint_depth: 20 << 20,
-            log_buffer: 9000 * 512,
+            log_buffer: crate::runtime::log::DEFAULT_LOG_BUFFER_LEN,
             lazy_flush_interval: None,
             split_tail_write: true,
             partial_tail_shadow: false,
@@ -97,6 +102,7 @@ impl InstanceConfig {
             write_coalesce_max: 512 << 10,
             torn_write_protection: false,
             insert_keys: InsertKeyOrder::Ascending,
+            growth_allowance: None,
         }
     }
 }
@@ -446,8 +452,8 @@ impl Instance {
     }
 
     /// Grows the file by formatted empty pages (about 1 % of its size, at least 1 MiB,
-    /// at least `needed` pages beyond the next unused one) and records the new size
-    /// durably in the header.
+    /// at least `needed` pages beyond the next unused one, within the growth allowance)
+    /// and records the new size durably in the header.
     fn grow(&self, needed: u32) -> Result<(), EngineError> {
         let _one_at_a_time = self.growth.lock();
         let (page_count, next_unused, page_size) = {
@@ -460,10 +466,40 @@ impl Instance {
             return Ok(()); // another session grew it
         }
         let ps = page_size.bytes();
-        let add = (page_count / 100)
+        let least = last_needed - page_count;
+        let mut add = (page_count / 100)
             .max((1 << 20) / ps as u32)
             .max(16)
-            .max(last_needed - page_count);
+            .max(least);
+        // The allowance is taken before anything is written: a file never grows past it.
+        // Near the limit the step shrinks to what is left (at least what is needed).
+        let taken = match &self.config.growth_allowance {
+            Some(allowance) => {
+                let taken = allowance
+                    .take(u64::from(add) * ps as u64, u64::from(least) * ps as u64)
+                    .map_err(|left| GrowthLimitReached {
+                        file: self.file.path().to_path_buf(),
+                        needed: u64::from(least) * ps as u64,
+                        left,
+                    })?;
+                add = (taken / ps as u64) as u32;
+                Some((allowance, taken))
+            }
+            None => None,
+        };
+        let result = self.extend(page_count, add, page_size);
+        if result.is_err()
+            && let Some((allowance, taken)) = taken
+        {
+            allowance.give_back(taken);
+        }
+        result
+    }
+
+    /// Appends `add` formatted empty pages to the file of `page_count` pages and records
+    /// the new size durably in the header.
+    fn extend(&self, page_count: u32, add: u32, page_size: PageSize) -> Result<(), EngineError> {
+        let ps = page_size.bytes();
         let new_count = page_count.checked_add(add).ok_or_else(|| {
             EngineError::Invalid(
                 "the database reached the largest page count a file can hold".into(),
@@ -493,7 +529,7 @@ impl Instance {
             let n = per_write.min(new_count - pgno + 1);
             for i in 0..n {
                 let page = &mut buf[i as usize * ps..(i as usize + 1) * ps];
-                crate::dbfile::format_unused_page(page, pgno + i);
+                crate::dbfile::format_unused_page(page, Pgno::new(pgno + i));
             }
             self.file_io
                 .lock()
@@ -595,11 +631,11 @@ impl Instance {
     }
 
     /// The leaf page holding (or that would hold) `key` in the mailbox table.
-    pub fn locate(&self, key: MessageKey) -> Result<u32, EngineError> {
+    pub fn locate(&self, key: MessageKey) -> Result<Pgno, EngineError> {
         let (leaf, _, _) = self.run(Durability::Lazy, |g, _| {
             Ok(btree::descend(g, MAILBOX_TABLE_ROOT, &key.encode())?.leaf)
         })?;
-        Ok(leaf.get())
+        Ok(leaf)
     }
 
     /// Log bytes between the checkpoint (the oldest unwritten change) and the end of
@@ -618,14 +654,14 @@ impl Instance {
     /// only for the engine's own tests (feature `test-internals`); the fault injector
     /// uses it in-crate.
     #[cfg(feature = "test-internals")]
-    pub fn drop_next_write(&self, pgno: u32) {
-        self.cache.drop_next_write(Pgno::new(pgno));
+    pub fn drop_next_write(&self, pgno: Pgno) {
+        self.cache.drop_next_write(pgno);
     }
 
     /// Fault injection for lost-flush tests: the next write of `pgno` is dropped.
     #[cfg(not(feature = "test-internals"))]
-    pub(crate) fn drop_next_write(&self, pgno: u32) {
-        self.cache.drop_next_write(Pgno::new(pgno));
+    pub(crate) fn drop_next_write(&self, pgno: Pgno) {
+        self.cache.drop_next_write(pgno);
     }
 
     /// Flushes everything and marks the database cleanly shut down.

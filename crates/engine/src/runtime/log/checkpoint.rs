@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use edbstress_format::InstanceId;
 use edbstress_format::log::{
     CHECKPOINT_COPY_LEN, CHECKPOINT_FILE_LEN, CHECKPOINT_FILE_NAME, CheckpointRecord,
     CheckpointState, LogFormatError, LogPosition, select_checkpoint,
@@ -46,7 +47,7 @@ pub(crate) struct CheckpointFile {
     /// Carries, times and counts the writes (`file` registered as `file_id`).
     io: Box<dyn IoBackend>,
     file_id: FileId,
-    instance: u16,
+    instance: InstanceId,
     /// The backend's counters as of the last write, readable without waiting for a
     /// checkpoint in progress (its barrier may take a while).
     published: Arc<Mutex<IoStats>>,
@@ -65,7 +66,7 @@ impl CheckpointFile {
         signatures: LogSignatures,
         io_mode: IoMode,
         backend: BackendKind,
-        instance: u16,
+        instance: InstanceId,
     ) -> Result<CheckpointFile, EngineError> {
         let path = dir.join(CHECKPOINT_FILE_NAME);
         let (file, existing) = match DataFile::open(&path, io_mode, Access::ReadWrite) {
@@ -84,7 +85,7 @@ impl CheckpointFile {
                 file: file_id,
                 path: &path,
                 class: IoClass::HeaderRead,
-                instance,
+                instance: instance.get(),
             };
             Self::existing_update_seq(&mut *io, from, &file, signatures)?
         } else {
@@ -170,7 +171,7 @@ impl CheckpointFile {
                 file: self.file_id,
                 path: self.file.path(),
                 class: IoClass::LogCheckpoint,
-                instance: self.instance,
+                instance: self.instance.get(),
             };
             result = blocking::write_all(
                 &mut *self.io,
@@ -212,9 +213,14 @@ mod tests {
             offset: 100,
         };
         {
-            let mut chk =
-                CheckpointFile::open(dir.path(), sigs, IoMode::Direct, BackendKind::Auto, 0)
-                    .unwrap();
+            let mut chk = CheckpointFile::open(
+                dir.path(),
+                sigs,
+                IoMode::Direct,
+                BackendKind::Auto,
+                InstanceId::new(0),
+            )
+            .unwrap();
             chk.write(pos, CheckpointState::default()).unwrap();
             chk.write(pos, CheckpointState::default()).unwrap();
             assert!(dir.path().join(CHECKPOINT_FILE_NAME).exists());
@@ -223,9 +229,14 @@ mod tests {
         assert_eq!(record.checkpoint, pos);
         assert_eq!(record.update_seq, 2);
         // Reopening continues the sequence.
-        let mut chk =
-            CheckpointFile::open(dir.path(), sigs, IoMode::Buffered, BackendKind::Threads, 0)
-                .unwrap();
+        let mut chk = CheckpointFile::open(
+            dir.path(),
+            sigs,
+            IoMode::Buffered,
+            BackendKind::Threads,
+            InstanceId::new(0),
+        )
+        .unwrap();
         chk.write(pos, CheckpointState::default()).unwrap();
         let counted = chk
             .stats_handle()
@@ -249,7 +260,13 @@ mod tests {
             db_signature: 9,
         };
         assert!(matches!(
-            CheckpointFile::open(dir.path(), other, IoMode::Direct, BackendKind::Auto, 0),
+            CheckpointFile::open(
+                dir.path(),
+                other,
+                IoMode::Direct,
+                BackendKind::Auto,
+                InstanceId::new(0)
+            ),
             Err(EngineError::Mismatch { .. })
         ));
     }

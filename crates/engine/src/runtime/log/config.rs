@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use edbstress_format::log::{DEFAULT_LOG_FILE_LEN, MAX_LOG_FILE_LEN, SEGMENT_LEN};
+use edbstress_format::InstanceId;
+use edbstress_format::log::{MAX_LOG_FILE_LEN, SEGMENT_LEN};
 use edbstress_io::{BackendKind, IoMode};
 
 use super::LogSignatures;
@@ -20,7 +21,7 @@ pub struct LogConfig {
     /// The log directory (holds `E00*.log`, `E00tmp.log`, `E00.chk`).
     pub dir: PathBuf,
     /// Instance number, for I/O accounting.
-    pub instance: u16,
+    pub instance: InstanceId,
     /// Signature of the database the log belongs to.
     pub db_signature: u64,
     /// Signature of the log stream.
@@ -66,10 +67,12 @@ pub struct LogConfig {
 impl LogConfig {
     /// The defaults: 1 MiB files, a 9000 × 512-byte buffer, no lazy-flush timer, the
     /// tail written with the closed segments before it, no circular logging, direct
-    /// I/O, the `auto` backend.
+    /// I/O, the `auto` backend. For the engine's tests (feature `test-internals`): an
+    /// instance sets every field from its own configuration.
+    #[cfg(feature = "test-internals")]
     pub fn new(
         dir: impl Into<PathBuf>,
-        instance: u16,
+        instance: InstanceId,
         db_signature: u64,
         log_signature: u64,
     ) -> LogConfig {
@@ -78,7 +81,7 @@ impl LogConfig {
             instance,
             db_signature,
             log_signature,
-            file_len: DEFAULT_LOG_FILE_LEN,
+            file_len: edbstress_format::log::DEFAULT_LOG_FILE_LEN,
             buffer_len: DEFAULT_LOG_BUFFER_LEN,
             lazy_flush_interval: None,
             split_tail_write: false,

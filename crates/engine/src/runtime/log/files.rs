@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use edbstress_format::InstanceId;
 use edbstress_format::log::{
     FRAGMENT_HEADER_LEN, LogFileHeader, NEXT_LOG_FILE_NAME, SEGMENT_HEADER_LEN, SEGMENT_LEN,
     SEGMENT_PAYLOAD_LEN, SegmentHeader, SegmentVerdict, fragment_flags, log_file_name,
@@ -209,7 +210,7 @@ pub(crate) fn read_exact_via(
 pub(crate) fn read_whole_file_via(
     io: &mut dyn IoBackend,
     file: &DataFile,
-    instance: u16,
+    instance: InstanceId,
     header: &LogFileHeader,
 ) -> Result<AlignedBuf, EngineError> {
     let len = file_len_of(header);
@@ -222,7 +223,14 @@ pub(crate) fn read_whole_file_via(
         ));
     }
     let mut image = AlignedBuf::try_new(len)?;
-    read_exact_via(io, file, (instance, IoClass::LogRead), &mut image, len, 0)?;
+    read_exact_via(
+        io,
+        file,
+        (instance.get(), IoClass::LogRead),
+        &mut image,
+        len,
+        0,
+    )?;
     Ok(image)
 }
 
@@ -379,7 +387,7 @@ pub(crate) fn create_zeroed_file(
     len: usize,
     mode: IoMode,
     io: &mut dyn IoBackend,
-    instance: u16,
+    instance: InstanceId,
     zeros: &mut AlignedBuf,
 ) -> Result<DataFile, EngineError> {
     match std::fs::remove_file(path) {
@@ -402,7 +410,7 @@ pub(crate) fn create_zeroed_file(
                 file: id,
                 path,
                 class: IoClass::LogCreate,
-                instance,
+                instance: instance.get(),
             };
             let chunk = zeros.len().min(len);
             let mut offset = 0;
@@ -442,7 +450,7 @@ pub(crate) fn install_generation(
     header: &LogFileHeader,
     mode: IoMode,
     io: &mut dyn IoBackend,
-    instance: u16,
+    instance: InstanceId,
 ) -> Result<DataFile, EngineError> {
     let target = generation_path(dir, header.generation);
     if target.exists() {
@@ -460,7 +468,7 @@ pub(crate) fn install_generation(
             file: id,
             path: tmp.path(),
             class: IoClass::LogCreate,
-            instance,
+            instance: instance.get(),
         };
         Ok(blocking::write_all(io, to, &mut seg, SEGMENT_LEN, 0, true)?)
     })?;
@@ -523,7 +531,7 @@ mod tests {
         let mut full = Vec::new();
         let small = LogRecord::Begin { trx: 1 };
         let big = LogRecord::PageRedo {
-            pgno: 1,
+            pgno: edbstress_format::Pgno::new(1),
             dbtime_before: 1,
             dbtime_after: 2,
             trx: 1,

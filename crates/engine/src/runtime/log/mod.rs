@@ -116,18 +116,31 @@ mod sequence;
 mod writer;
 
 pub use checkpoint::read_checkpoint;
-pub use config::{DEFAULT_LOG_BUFFER_LEN, LogConfig};
 pub use dir::{
     LogDirOwners, LogIdentity, create_initial_logs, is_log_file_name, is_our_log_file,
     log_dir_owners, remove_our_logs, replace_logs,
 };
 pub use edbstress_format::log::{LogPosition, LogRecord};
-pub use reader::{
-    CorrectedSegment, LogEntry, LogReadOptions, LogReader, LogScan, LogScanSummary,
-    check_log_reaches, read_log, read_log_with,
-};
 pub use sequence::{LogSequenceReport, verify_log_sequence};
-pub use writer::{CheckpointBarrier, GenerationHook, GenerationRecord, LogCounters, LogWriter};
+pub use writer::LogCounters;
+/// The log writer on its own, for the engine's tests and benches (feature
+/// `test-internals`, which the engine's dev-dependency on itself turns on); other
+/// crates write the log through an [`Instance`](crate::Instance).
+#[cfg(feature = "test-internals")]
+pub use {
+    config::{DEFAULT_LOG_BUFFER_LEN, LogConfig},
+    reader::{
+        CorrectedSegment, LogEntry, LogReadOptions, LogReader, LogScan, LogScanSummary,
+        check_log_reaches, read_log, read_log_with,
+    },
+    writer::{CheckpointBarrier, GenerationHook, GenerationRecord, LogWriter},
+};
+#[cfg(not(feature = "test-internals"))]
+pub(crate) use {
+    config::{DEFAULT_LOG_BUFFER_LEN, LogConfig},
+    reader::{LogEntry, LogReadOptions, LogReader, LogScanSummary, check_log_reaches},
+    writer::{GenerationHook, GenerationRecord, LogWriter},
+};
 
 /// The signatures that tie a log stream to its database: every log file header and
 /// checkpoint copy carries both.

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use edbstress_format::InstanceId;
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_HEADER_LEN, SEGMENT_LEN};
 use edbstress_io::blocking::{self, Target};
 use edbstress_io::{Access, AlignedBuf, DataFile, IoBackend, IoClass, IoMode, IoStats};
@@ -62,7 +63,7 @@ impl GenerationImage {
         let header = read_file_header(
             io.io,
             &file,
-            (io.instance, IoClass::LogRead),
+            (io.instance.get(), IoClass::LogRead),
             generation,
             signatures,
         )?;
@@ -128,7 +129,7 @@ impl GenerationImage {
         &mut self,
         from: u32,
         io: &mut dyn IoBackend,
-        instance: u16,
+        instance: InstanceId,
     ) -> Result<(), EngineError> {
         let n = self.segments();
         let nonzero = |slot: u32| {
@@ -145,7 +146,7 @@ impl GenerationImage {
                 file: id,
                 path: self.file.path(),
                 class: IoClass::LogReopen,
-                instance,
+                instance: instance.get(),
             };
             let mut slot = first;
             while slot <= last {
@@ -179,7 +180,7 @@ fn describe(state: SlotState) -> &'static str {
 /// needs to open files and account the I/O.
 struct Reopen<'a> {
     io: &'a mut dyn IoBackend,
-    instance: u16,
+    instance: InstanceId,
     mode: IoMode,
 }
 
@@ -204,7 +205,7 @@ fn remove_stale_next_file(dir: &Path, io: &mut Reopen<'_>) -> Result<(), EngineE
         read_exact_via(
             io.io,
             &file,
-            (io.instance, IoClass::LogRead),
+            (io.instance.get(), IoClass::LogRead),
             &mut head,
             SEGMENT_LEN,
             0,
@@ -495,7 +496,7 @@ fn close_start_segment(
                         file: id,
                         path: current.file.path(),
                         class: IoClass::LogReopen,
-                        instance,
+                        instance: instance.get(),
                     };
                     let offset = slot * SEGMENT_LEN as u64;
                     Ok(blocking::write_all(
@@ -590,7 +591,7 @@ fn last_write_seq_of(
         let header = read_file_header(
             io.io,
             &file,
-            (io.instance, IoClass::LogRead),
+            (io.instance.get(), IoClass::LogRead),
             generation,
             signatures,
         )?;
@@ -600,7 +601,7 @@ fn last_write_seq_of(
         read_exact_via(
             io.io,
             &file,
-            (io.instance, IoClass::LogRead),
+            (io.instance.get(), IoClass::LogRead),
             &mut seg,
             SEGMENT_LEN,
             offset,
@@ -648,7 +649,7 @@ mod tests {
             edbstress_io::open_backend(edbstress_io::BackendKind::Threads, 1).unwrap();
         let mut io = Reopen {
             io: &mut *backend,
-            instance: 2,
+            instance: InstanceId::new(2),
             mode: IoMode::Buffered,
         };
         std::fs::write(&path, vec![0u8; 8192]).unwrap();

@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
+use edbstress_format::InstanceId;
 use edbstress_format::log::{LogPosition, LogRecord, RecordAssembler, SEGMENT_LEN, SegmentHeader};
 use edbstress_io::{
     Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoMode, IoOp, IoRequest,
@@ -38,7 +39,7 @@ pub struct LogReadOptions {
     /// Class the reads are accounted to (`LogRead`, `RecoveryRead`, `ReplicationRead`).
     pub class: IoClass,
     /// Instance the reads are accounted to.
-    pub instance: u16,
+    pub instance: InstanceId,
     /// Direct or buffered reads.
     pub io_mode: IoMode,
     /// The io crate backend that carries, times and counts the reads (`--backend`).
@@ -47,10 +48,11 @@ pub struct LogReadOptions {
 
 impl LogReadOptions {
     /// Direct reads of instance 0 accounted to `class`, through the `auto` backend.
+    #[cfg(feature = "test-internals")]
     pub fn new(class: IoClass) -> LogReadOptions {
         LogReadOptions {
             class,
-            instance: 0,
+            instance: InstanceId::default(),
             io_mode: IoMode::Direct,
             backend: BackendKind::Auto,
         }
@@ -151,7 +153,8 @@ pub fn check_log_reaches(
     })
 }
 
-/// A whole log read by [`read_log`].
+/// A whole log read by [`read_log`] (the engine's tests: feature `test-internals`).
+#[cfg(feature = "test-internals")]
 #[derive(Clone, Debug)]
 pub struct LogScan {
     /// The records, in log order.
@@ -164,6 +167,7 @@ pub struct LogScan {
 
 /// Reads the log in `dir` from `from` to its end and collects every record. See
 /// [`LogReader`] to iterate lazily instead (bounded memory).
+#[cfg(feature = "test-internals")]
 pub fn read_log(
     dir: &Path,
     from: LogPosition,
@@ -174,6 +178,7 @@ pub fn read_log(
 }
 
 /// [`read_log`] with explicit options.
+#[cfg(feature = "test-internals")]
 pub fn read_log_with(
     dir: &Path,
     from: LogPosition,
@@ -494,7 +499,7 @@ impl LogReader {
                 buf,
                 len: part,
                 class: self.options.class,
-                instance: self.options.instance,
+                instance: self.options.instance.get(),
                 tag: 0,
             };
             let mut completions = Vec::with_capacity(1);

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use edbstress_format::InstanceId;
 use edbstress_format::header::{DatabaseHeader, DbState};
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN};
 use edbstress_io::blocking::FileIo;
@@ -102,7 +103,7 @@ pub fn verify_log_sequence(
 
     let options = LogReadOptions {
         class: IoClass::LogRead,
-        instance: owner.map_or(0, |h| h.instance as u16),
+        instance: owner.map_or(InstanceId::default(), |h| h.instance),
         io_mode,
         backend: BackendKind::Auto,
     };

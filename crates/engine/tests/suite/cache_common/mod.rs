@@ -11,6 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use edbstress_engine::EngineError;
+use edbstress_engine::InstanceId;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::{CacheConfig, PageCache, WalSync};
 use edbstress_engine::{PrepareOptions, PreparePlan};
@@ -37,7 +38,7 @@ pub fn template() -> &'static Template {
     static TEMPLATE: OnceLock<Template> = OnceLock::new();
     TEMPLATE.get_or_init(|| {
         let dir = tempfile::tempdir().expect("tempdir");
-        let layout = InstanceLayout::new(1, dir.path(), &dir.path().join("logs"));
+        let layout = InstanceLayout::new(InstanceId::new(1), dir.path(), &dir.path().join("logs"));
         let options = PrepareOptions {
             page_size: PAGE,
             database_bytes: 16 << 20,
@@ -259,7 +260,7 @@ pub fn config(max_frames: usize) -> CacheConfig {
         checkpoint_depth: 1 << 40,
         coalesce_max: 512 << 10,
         write_depth: 8,
-        instance: 3,
+        instance: InstanceId::new(3),
         backend: BackendKind::Auto,
         verify_structure: false,
         read_class: IoClass::DbRead,

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use edbstress_engine::InstanceId;
 use edbstress_engine::{CheckReport, Instance, InstanceConfig, deep_check};
 use edbstress_engine::{Durability, InstanceLayout, MessageKey, TxnOp};
 use edbstress_engine::{PrepareOptions, PreparePlan, RecoveryOptions, recover};
@@ -33,7 +34,7 @@ pub fn small_options(
 
 /// Prepares instance 1 under `dir` with `options`.
 pub fn prepare_at(dir: &Path, options: PrepareOptions) -> InstanceLayout {
-    let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
+    let layout = InstanceLayout::new(InstanceId::new(1), &dir.join("db"), &dir.join("logs"));
     PreparePlan::check(vec![layout.clone()], options)
         .unwrap()
         .execute(&mut |_| {})

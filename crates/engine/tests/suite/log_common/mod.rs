@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use edbstress_engine::log::create_initial_logs;
 use edbstress_engine::log::{LogConfig, LogScan, LogSignatures, LogWriter, read_log};
+use edbstress_engine::{InstanceId, Pgno};
 use edbstress_format::log::{LogPosition, LogRecord, SEGMENT_LEN, log_file_name};
 use edbstress_io::{IoClass, IoMode};
 use rand::SeedableRng;
@@ -50,7 +51,7 @@ pub fn new_log_dir() -> (TempDir, PathBuf) {
 }
 
 pub fn config(dir: &Path, file_len: usize) -> LogConfig {
-    let mut c = LogConfig::new(dir, 0, DB_SIG, LOG_SIG);
+    let mut c = LogConfig::new(dir, InstanceId::new(0), DB_SIG, LOG_SIG);
     c.file_len = file_len;
     c.lazy_flush_interval = Some(Duration::from_millis(5));
     c
@@ -68,7 +69,7 @@ pub fn redo(trx: u64, n: u64, payload_len: usize) -> LogRecord {
         })
         .collect();
     LogRecord::PageRedo {
-        pgno: (trx as u32).wrapping_mul(7).wrapping_add(n as u32),
+        pgno: Pgno::new((trx as u32).wrapping_mul(7).wrapping_add(n as u32)),
         dbtime_before: trx * 100 + n,
         dbtime_after: trx * 100 + n + 1,
         trx,

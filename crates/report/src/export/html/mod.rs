@@ -135,6 +135,7 @@ tr.failed td{background:#fdecea}
 .verdict-text ol{margin:8px 0 0;padding-left:22px}
 .verdict-text li{margin:4px 0}
 .verdict-text small{display:block;opacity:.85;font-size:12px}
+.verdict-text a{color:inherit;text-decoration:underline;font-weight:600}
 .glance{display:flex;gap:12px;margin:0 0 14px;flex-wrap:wrap}
 .glance div{flex:1;min-width:180px;border:1px solid var(--line);border-radius:4px;padding:8px 12px}
 .g-name{display:block;font-size:12px;color:#555}

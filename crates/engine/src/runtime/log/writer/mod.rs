@@ -5,7 +5,8 @@
 //!
 //! - [`LogWriter`] (this file): the public API — open, append, flush, checkpoint,
 //!   shutdown — used by the instance and by recovery;
-//! - `shared`: the state appenders and threads share (log buffer, positions);
+//! - `shared`: the state appenders and threads share (log buffer, positions, the
+//!   rounds' I/O state, the pre-creation state);
 //! - `round`: a round and its I/O (writes, rolls, the checkpoint file, circular
 //!   deletion), and the flusher thread;
 //! - `precreate`: the thread that makes the next generation file in advance;
@@ -32,9 +33,9 @@ use parking_lot::{Condvar, Mutex};
 pub use self::counters::LogCounters;
 use self::counters::{AtomicCounters, bump};
 use self::geometry::{Geometry, SegAddr};
-use self::precreate::{PrecreateState, run_precreator};
-use self::round::{FlushReason, RoundIo, internal, run_flusher};
-use self::shared::{Shared, State, StopMode, stage};
+use self::precreate::run_precreator;
+use self::round::{FlushReason, internal, run_flusher};
+use self::shared::{PrecreateState, RoundIo, Shared, State, StopMode, stage};
 use super::checkpoint::CheckpointFile;
 use super::config::LogConfig;
 use super::files::{CLOSED_MIN_USED, FIRST_RECORD_OFFSET};
@@ -456,7 +457,10 @@ impl LogWriter {
     }
 
     /// Circular logging keeps generations `>= generation` (for readers such as log
-    /// replication that have not finished with them).
+    /// replication that have not finished with them). Only the engine's tests set a
+    /// floor (feature `test-internals`); without one, circular logging keeps what the
+    /// checkpoint needs.
+    #[cfg(feature = "test-internals")]
     pub fn set_retention_floor(&self, generation: u32) {
         self.shared
             .retention_floor

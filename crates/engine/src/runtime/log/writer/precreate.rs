@@ -5,26 +5,12 @@
 
 use std::sync::Arc;
 
-use edbstress_io::{AlignedBuf, DataFile, IoBackend, IoStats};
+use edbstress_io::{AlignedBuf, DataFile, IoBackend};
 
 use super::counters::bump;
 use super::shared::{PanicGuard, Shared};
 use crate::error::EngineError;
 use crate::runtime::log::files::{create_zeroed_file, next_file_path, zero_buffer};
-
-/// State of the background creation of `E00tmp.log`.
-#[derive(Default)]
-pub(super) struct PrecreateState {
-    /// A zero-filled, durable `E00tmp.log` is waiting.
-    pub(super) ready: bool,
-    /// A roll asked for one.
-    pub(super) wanted: bool,
-    pub(super) creating: bool,
-    pub(super) stop: bool,
-    pub(super) error: Option<String>,
-    /// The pre-creation backend's counters as of its last creation.
-    pub(super) stats: IoStats,
-}
 
 impl Shared {
     pub(super) fn request_next_file(&self) {

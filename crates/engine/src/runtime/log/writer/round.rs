@@ -16,12 +16,12 @@ use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN, SEGMENT_PAYLOAD_LEN};
-use edbstress_io::{AlignedBuf, DataFile, FileId, IoClass, IoError, IoOp, IoRequest};
+use edbstress_io::{AlignedBuf, DataFile, IoClass, IoError, IoOp, IoRequest};
 
 use super::GenerationRecord;
 use super::counters::bump;
 use super::geometry::SegAddr;
-use super::shared::{Batch, PanicGuard, Shared, State, StopMode};
+use super::shared::{Batch, PanicGuard, RoundIo, Shared, State, StopMode};
 use crate::error::EngineError;
 use crate::runtime::log::files::{
     FIRST_RECORD_OFFSET, RunningChecksum, generation_path, install_generation, read_file_header,
@@ -33,32 +33,6 @@ use parking_lot::MutexGuard;
 pub(super) struct SegImage<'a> {
     pub(super) logical: u16,
     pub(super) payload: &'a [u8],
-}
-
-/// The rounds' I/O state: the open generation file and what is on disk. Held by the
-/// runner of the round in progress (`Shared::round_io`).
-pub(super) struct RoundIo {
-    pub(super) file: DataFile,
-    /// `file` as registered with the log's backend (`Shared::log_io`).
-    pub(super) file_id: FileId,
-    pub(super) generation: u32,
-    pub(super) segments: u32,
-    /// First slot of the current file whose final (closed) version is not written.
-    pub(super) next_index: u32,
-    pub(super) write_seq: u64,
-    pub(super) fold: RunningChecksum,
-    pub(super) oldest_generation: u32,
-    /// Circular logging waits for the new generation to be recorded in the database
-    /// (whose header then names a checkpoint at least as new as the one that allows
-    /// the deletion): the header's checkpoint must never point at a deleted file.
-    pub(super) delete_pending: bool,
-    /// A partially filled segment of the current file whose shadow copy is in the
-    /// next slot (`partial_tail_shadow`): its next write goes to its own slot alone,
-    /// before anything overwrites the shadow.
-    pub(super) shadow_of: Option<u16>,
-    pub(super) image: AlignedBuf,
-    /// The segments of the round in progress (kept to reuse its allocations).
-    pub(super) batch: Batch,
 }
 
 impl RoundIo {
@@ -323,7 +297,7 @@ impl RoundIo {
                 buf,
                 len: part,
                 class: IoClass::LogWrite,
-                instance: shared.instance,
+                instance: shared.instance.get(),
                 tag: 0,
             };
             completions.clear();
@@ -446,7 +420,7 @@ impl RoundIo {
                 Ok(file) => read_file_header(
                     &mut **shared.log_io.lock(),
                     &file,
-                    (shared.instance, IoClass::HeaderRead),
+                    (shared.instance.get(), IoClass::HeaderRead),
                     generation,
                     shared.signatures,
                 )

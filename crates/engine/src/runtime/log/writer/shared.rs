@@ -7,19 +7,18 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use edbstress_format::InstanceId;
 use edbstress_format::log::{CheckpointState, LogPosition, SEGMENT_PAYLOAD_LEN, SegmentPacker};
-use edbstress_io::{IoBackend, IoMode};
+use edbstress_io::{AlignedBuf, DataFile, FileId, IoBackend, IoMode, IoStats};
 use parking_lot::{Condvar, Mutex};
 
 use super::counters::{AtomicCounters, bump};
 use super::geometry::{Geometry, SegAddr};
-use super::precreate::PrecreateState;
-use super::round::RoundIo;
 use super::{CheckpointBarrier, GenerationHook};
 use crate::error::EngineError;
 use crate::runtime::log::LogSignatures;
 use crate::runtime::log::checkpoint::CheckpointFile;
-use crate::runtime::log::files::CLOSED_MIN_USED;
+use crate::runtime::log::files::{CLOSED_MIN_USED, RunningChecksum};
 use crate::runtime::session_wait::SessionCondvar;
 
 /// A closed segment waiting in the log buffer.
@@ -196,7 +195,7 @@ pub(super) struct Batch {
 
 pub(super) struct Shared {
     pub(super) dir: PathBuf,
-    pub(super) instance: u16,
+    pub(super) instance: InstanceId,
     pub(super) signatures: LogSignatures,
     pub(super) io_mode: IoMode,
     pub(super) file_len: usize,
@@ -313,6 +312,46 @@ impl Shared {
     pub(super) fn abandoned(&self) -> bool {
         self.state.lock().stop == StopMode::Abandon
     }
+}
+
+/// The rounds' I/O state: the open generation file and what is on disk. Held by the
+/// runner of the round in progress (`Shared::round_io`).
+pub(super) struct RoundIo {
+    pub(super) file: DataFile,
+    /// `file` as registered with the log's backend (`Shared::log_io`).
+    pub(super) file_id: FileId,
+    pub(super) generation: u32,
+    pub(super) segments: u32,
+    /// First slot of the current file whose final (closed) version is not written.
+    pub(super) next_index: u32,
+    pub(super) write_seq: u64,
+    pub(super) fold: RunningChecksum,
+    pub(super) oldest_generation: u32,
+    /// Circular logging waits for the new generation to be recorded in the database
+    /// (whose header then names a checkpoint at least as new as the one that allows
+    /// the deletion): the header's checkpoint must never point at a deleted file.
+    pub(super) delete_pending: bool,
+    /// A partially filled segment of the current file whose shadow copy is in the
+    /// next slot (`partial_tail_shadow`): its next write goes to its own slot alone,
+    /// before anything overwrites the shadow.
+    pub(super) shadow_of: Option<u16>,
+    pub(super) image: AlignedBuf,
+    /// The segments of the round in progress (kept to reuse its allocations).
+    pub(super) batch: Batch,
+}
+
+/// State of the background creation of `E00tmp.log`.
+#[derive(Default)]
+pub(super) struct PrecreateState {
+    /// A zero-filled, durable `E00tmp.log` is waiting.
+    pub(super) ready: bool,
+    /// A roll asked for one.
+    pub(super) wanted: bool,
+    pub(super) creating: bool,
+    pub(super) stop: bool,
+    pub(super) error: Option<String>,
+    /// The pre-creation backend's counters as of its last creation.
+    pub(super) stats: IoStats,
 }
 
 /// Stops everything waiting on a log thread, or on a round a committer was leading, if
