@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use edbstress_engine::{
-    Compressibility, Instance, InstanceConfig, InstanceLayout, MessageKey, PrepareOptions,
-    PreparePlan,
+    Compressibility, Instance, InstanceConfig, InstanceId, InstanceLayout, MessageKey,
+    PrepareOptions, PreparePlan,
 };
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
@@ -18,7 +18,7 @@ const MAILBOXES: u32 = 4;
 const DELETES: usize = 40;
 
 fn open(dir: &Path) -> Instance {
-    let layout = InstanceLayout::new(1, &dir.join("db"), &dir.join("logs"));
+    let layout = InstanceLayout::new(InstanceId::new(1), &dir.join("db"), &dir.join("logs"));
     let options = PrepareOptions {
         page_size: PageSize::K32,
         database_bytes: (8 << 20) + 2 * 32768,
