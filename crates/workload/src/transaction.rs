@@ -10,7 +10,8 @@
 //! (`UpdateLV = true`); a delete removes the row, its long value and its view entry.
 //! Every transaction touches one mailbox chosen uniformly, and seeks, replaces and
 //! deletes find their record as a client does, by a seek to a random position of the
-//! mailbox's view, then the entry's bookmark. One replace in [`RESORT_ONE_IN`] changes
+//! mailbox's view, then the entry's bookmark (deletes with [`DeleteTarget::Oldest`]
+//! take the mailbox's first row instead). One replace in [`RESORT_ONE_IN`] changes
 //! the property the view sorts by, moving the record's view entry.
 
 use edbstress_engine::EngineError;
@@ -77,6 +78,19 @@ pub struct TransactionGenerator {
     batch_kinds: Vec<TxnKind>,
     /// Record buffers of a batch's inserts and replaces: (props, body) each.
     batch_records: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Which record a delete removes.
+    delete_target: DeleteTarget,
+}
+
+/// Which record a delete removes. Jetstress's is not published (a delete is a
+/// JetSeek, then a JetDelete); both candidates are built and measured
+/// (docs/fidelity.md, "Delete target").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeleteTarget {
+    /// The record found as seeks find theirs: a random position of the mailbox's view.
+    ViewSeek,
+    /// The mailbox's oldest record (its first row), as a mail queue ages out.
+    Oldest,
 }
 
 /// One operation of a batch, before its commit.
@@ -113,7 +127,29 @@ impl TransactionGenerator {
             batch: 1,
             batch_kinds: Vec::new(),
             batch_records: Vec::new(),
+            delete_target: DeleteTarget::ViewSeek,
         }
+    }
+
+    /// The generator with deletes removing `target` (the profile's `delete_target`).
+    pub fn with_delete_target(mut self, target: DeleteTarget) -> TransactionGenerator {
+        self.delete_target = target;
+        self
+    }
+
+    /// The record a `kind` operation on `mailbox` works on: a seek to a random position
+    /// of the mailbox's view, or, for a delete with [`DeleteTarget::Oldest`], the
+    /// mailbox's first row.
+    fn find_record(
+        &mut self,
+        instance: &Instance,
+        mailbox: u32,
+        kind: TxnKind,
+    ) -> Result<Option<MessageKey>, EngineError> {
+        if kind == TxnKind::Delete && self.delete_target == DeleteTarget::Oldest {
+            return instance.seek_message(mailbox, 0);
+        }
+        instance.seek_view(mailbox, self.rng.random())
     }
 
     /// The generator with `ops` operations per transaction (the profile's
@@ -209,7 +245,7 @@ impl TransactionGenerator {
                 found: true,
             });
         }
-        let Some(key) = instance.seek_view(mailbox, self.rng.random())? else {
+        let Some(key) = self.find_record(instance, mailbox, kind)? else {
             return Ok(TxnOutcome {
                 kind,
                 lazy: false,
@@ -279,7 +315,7 @@ impl TransactionGenerator {
                 steps.push(BatchStep::Insert { mailbox });
                 continue;
             }
-            let Some(key) = instance.seek_view(mailbox, self.rng.random())? else {
+            let Some(key) = self.find_record(instance, mailbox, kind)? else {
                 continue;
             };
             match kind {

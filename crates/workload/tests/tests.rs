@@ -6,6 +6,7 @@ mod suite {
     mod background;
     mod backup_recovery;
     mod common;
+    mod delete_target;
     mod hostile_input;
     mod offline_runs;
     mod performance;

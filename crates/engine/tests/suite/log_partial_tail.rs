@@ -4,18 +4,22 @@
 //! A torn rewrite of the segment or of its shadow keeps every acknowledged commit:
 //! the reader takes the valid copy written last.
 
+use super::instance_common;
 use super::log_common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use edbstress_engine::log::{LogConfig, LogWriter, read_log};
+use edbstress_engine::{Durability, Instance, RecoveryOptions, TxnOp, deep_check, recover};
+use edbstress_format::PageSize;
 use edbstress_format::log::{
     CheckpointState, LogPosition, LogRecord, SEGMENT_LEN, SegmentVerdict, verify_segment,
 };
-use edbstress_io::IoClass;
+use edbstress_io::{IoClass, IoMode};
 use log_common::*;
-use rand::Rng;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 
 /// A writer with partial tails that flushes only when asked.
 fn partial_config(dir: &std::path::Path) -> LogConfig {
@@ -186,4 +190,62 @@ fn concurrent_committers_with_partial_tails_lose_nothing_acknowledged() {
         assert_ordered(&scan);
         assert_acknowledged_present(&records_of(&scan), &acknowledged);
     }
+}
+
+#[test]
+fn recovery_after_a_torn_tail_segment_keeps_every_acknowledged_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = instance_common::prepare_small(dir.path(), PageSize::K8, 4 << 20, 4, 41);
+    let mut config = instance_common::buffered_config(&layout);
+    config.partial_tail_shadow = true;
+    config.cache_min_bytes = 2 << 20;
+    config.cache_max_bytes = 2 << 20;
+    let instance = Instance::open(config.clone()).unwrap();
+    let mut rng = SmallRng::seed_from_u64(41);
+    let mut written = Vec::new();
+    for _ in 0..20 {
+        instance_common::insert_incompressible(&instance, &mut rng, &mut written);
+    }
+    // Small durable commits last: the log ends inside a segment with its shadow.
+    for i in 0..3u8 {
+        let body = vec![i; 300];
+        let out = instance
+            .commit(
+                &[TxnOp::Insert {
+                    mailbox: 1,
+                    props: b"tail",
+                    body: &body,
+                }],
+                Durability::Durable,
+            )
+            .unwrap();
+        written.push((out.inserted[0], body));
+    }
+    let end = instance.crash();
+    let (generation, k) = (end.generation, end.segment);
+    let shadow = read_slot(&layout.log_dir, generation, k + 1);
+    match verify_segment(&shadow, generation, k + 1) {
+        SegmentVerdict::Valid(h) => assert!(h.is_shadow() && h.logical_index == k),
+        other => panic!("no shadow of the tail segment {k}: {other:?}"),
+    }
+    // The power went during the next rewrite of the tail segment: its first sectors
+    // new, the rest garbage.
+    let real = read_slot(&layout.log_dir, generation, k);
+    let garbage: Vec<u8> = (0..SEGMENT_LEN).map(|_| rng.random()).collect();
+    write_slot(&layout.log_dir, generation, k, &torn(&real, &garbage, 1));
+
+    let options = RecoveryOptions {
+        io_mode: IoMode::Buffered,
+        ..RecoveryOptions::default()
+    };
+    let report = recover(&layout, &options).unwrap();
+    assert!(report.succeeded(), "{report:?}");
+    let check = deep_check(&layout.db_file, IoMode::Buffered).unwrap();
+    assert!(check.is_clean(), "{:?}", check.problems);
+    let instance = Instance::open(config).unwrap();
+    for (key, body) in &written {
+        let m = instance.read(*key, true).unwrap().expect("commit survives");
+        assert_eq!(m.body.as_ref(), Some(body));
+    }
+    instance.shutdown().unwrap();
 }

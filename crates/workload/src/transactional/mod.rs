@@ -602,7 +602,8 @@ impl<'a> Workbench<'a> {
                     config.lazy_commit_pct,
                     compressibility,
                 )
-                .with_batch(config.profile.defaults().ops_per_transaction);
+                .with_batch(config.profile.defaults().ops_per_transaction)
+                .with_delete_target(config.profile.defaults().delete_target);
                 move || {
                     run_session(
                         slot,

@@ -66,9 +66,13 @@
 //!    generation hook has recorded a new generation before anything written into it
 //!    is acknowledged.
 //!
-//! So a round costs one write and sync (two across a roll). Logs written by earlier
-//! versions may hold SHADOW copies of a partially filled tail (docs/format.md §6.3):
-//! the reader and [`LogWriter::open`] still handle them.
+//! So a round costs one write and sync (two across a roll). With
+//! `LogConfig::partial_tail_shadow` (ESE's partial-sector write) a round that ends
+//! inside a segment does not close it: it writes it with a SHADOW copy in the next
+//! slot, the next records continue in it, and the next round rewrites it first, each
+//! copy's write durable before the other's (docs/format.md §6.3); `durable` then ends
+//! inside that segment. Logs written by earlier versions may hold shadow copies too:
+//! the reader and [`LogWriter::open`] handle them.
 //!
 //! All segments of one write carry the same write sequence; every write has a higher
 //! one than the last (they increase across generations and reopenings). Closed segments
