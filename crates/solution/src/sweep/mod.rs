@@ -7,11 +7,14 @@
 //! the point's `run.toml`, the commands' logs, the run's output and its run directory.
 //! Running the same sweep file into the same directory resumes: finished runs are
 //! kept, an unfinished one's directory is set aside (`.attempt-N`) and run again.
+//! Running a changed file there keeps the runs of points whose settings are unchanged
+//! and runs the rest (see `revise`), or refuses when a sweep-wide setting changed.
 //! Ctrl-C passes one SIGINT to the run, which writes its results marked aborted; the
 //! teardown runs and the sweep files are written, so a partial sweep is a valid one.
 
 mod child;
 pub mod file;
+mod revise;
 pub mod template;
 
 use std::path::{Path, PathBuf};
@@ -145,8 +148,9 @@ fn plan_results(plan: &SweepPlan, seed: u64) -> SweepResults {
 }
 
 /// Whether `sweep --config file --output out` would go on from what `out` holds: it
-/// holds a sweep made from the same file, or one in which no run finished (a file
-/// fixed after its first point was refused starts the sweep again there).
+/// holds a sweep made from the same file, one in which no run finished (a file fixed
+/// after its first point was refused starts the sweep again there), or one of a file
+/// changed only in its points (the unchanged points' runs are kept).
 pub fn resumable(file: &Path, out: &Path) -> bool {
     let Ok(plan) = SweepPlan::load(file) else {
         return false;
@@ -154,7 +158,11 @@ pub fn resumable(file: &Path, out: &Path) -> bool {
     std::fs::read(out.join(SWEEP_JSON))
         .ok()
         .and_then(|b| read_sweep(&b).ok())
-        .is_some_and(|s| s.config_text == plan.text || finished(&s) == 0)
+        .is_some_and(|s| {
+            s.config_text == plan.text
+                || finished(&s) == 0
+                || revise::revise(&s, &plan, 1, out).is_ok()
+        })
 }
 
 fn finished(s: &SweepResults) -> usize {
@@ -192,14 +200,26 @@ fn open_sweep(
                 });
             }
             if s.config_text != plan.text {
-                return Err(err(format!(
-                    "{} holds a sweep made from a different sweep file, with {} run(s) \
-                     finished under it: they are kept and not mixed with another file's. Give \
-                     --output a new directory to run this file (or restore the file as it \
-                     was, its text is sweep.json's config_text, to resume)",
+                let revised = revise::revise(&s, plan, new_seed(plan), out)?;
+                let aside = revise::set_aside_superseded(out, &s, &revised.superseded)?;
+                events(&format!(
+                    "the sweep file changed after {} run(s) of the sweep in {} finished: {} \
+                     kept (their settings are unchanged), {} to run; the earlier file's sweep \
+                     and its {} other run(s) are kept in {aside}",
+                    finished(&s),
                     out.display(),
-                    finished(&s)
-                )));
+                    revised.kept,
+                    revised.results.runs.len() - revised.kept,
+                    revised.superseded.len()
+                ));
+                for line in &revised.lines {
+                    events(line);
+                }
+                return Ok(Opened {
+                    results: revised.results,
+                    finished: revised.kept,
+                    restarted: true,
+                });
             }
             let done = s.runs.iter().filter(|r| r.status == "done").count();
             for r in s.runs.iter_mut().filter(|r| r.status != "done") {

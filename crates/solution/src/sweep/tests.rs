@@ -123,7 +123,7 @@ fn the_user_guide_example_is_a_valid_sweep() {
 }
 
 #[test]
-fn a_sweep_directory_resumes_only_with_its_own_file() {
+fn a_sweep_directory_resumes_its_file_or_keeps_unchanged_points_of_a_changed_one() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("s");
     let plan = SweepPlan::parse(GRID).unwrap();
@@ -167,8 +167,111 @@ fn a_sweep_directory_resumes_only_with_its_own_file() {
         "an unfinished run is run again"
     );
     assert_eq!(again.seed, s.seed);
-    let other = SweepPlan::parse(&GRID.replace("repeats = 2", "repeats = 3")).unwrap();
+    // A third repeat: the finished run is kept, the interrupted one's directory is
+    // moved aside with the earlier file's sweep.json, never deleted.
+    let unfinished = out.join(&s.runs[1].dir);
+    std::fs::create_dir_all(&unfinished).unwrap();
+    std::fs::write(unfinished.join("run.log"), "earlier").unwrap();
+    let more = SweepPlan::parse(&GRID.replace("repeats = 2", "repeats = 3")).unwrap();
+    let opened = open_sweep(&more, &out, &|_| {}).unwrap();
+    assert_eq!(opened.finished, 1);
+    assert_eq!(opened.results.runs.len(), 18);
+    let aside = out.join("superseded-1");
+    assert_eq!(
+        std::fs::read_to_string(aside.join(&s.runs[1].dir).join("run.log")).unwrap(),
+        "earlier"
+    );
+    assert!(aside.join(SWEEP_JSON).is_file());
+    assert!(!unfinished.exists());
+    // A sweep-wide setting changed: refused, naming it.
+    let other = SweepPlan::parse(&GRID.replace("{mnt}/db", "{mnt}/db2")).unwrap();
     let e = open_sweep(&other, &out, &|_| {}).unwrap_err().0;
     assert!(e.contains("different sweep file"), "{e}");
+    assert!(e.contains("[run] db_paths"), "{e}");
     assert!(e.contains("Give --output a new directory"), "{e}");
+}
+
+const SMALL: &str = r#"
+[run]
+duration = "5s"
+[[axis]]
+name = "threads"
+values = [2, 4]
+"#;
+
+/// `SMALL`'s sweep with every run finished.
+fn finished_small() -> SweepResults {
+    let mut old = plan_results(&SweepPlan::parse(SMALL).unwrap(), 1);
+    for r in &mut old.runs {
+        r.status = "done".into();
+    }
+    old
+}
+
+#[test]
+fn a_changed_file_keeps_unchanged_points_and_runs_new_ones() {
+    let old = finished_small();
+    let new = SweepPlan::parse(&SMALL.replace("[2, 4]", "[4, 8]")).unwrap();
+    let r = revise::revise(&old, &new, 1, Path::new("/s")).unwrap();
+    assert_eq!(r.kept, 1);
+    // threads=4 was p02 and is now p01: kept with its directory.
+    let first = &r.results.runs[0];
+    assert_eq!((first.point, first.status.as_str()), (0, "done"));
+    assert_eq!(first.dir, "points/p02-r1");
+    // threads=8 is new; its directory is its own.
+    let second = &r.results.runs[1];
+    assert_eq!((second.point, second.status.as_str()), (1, "pending"));
+    assert_eq!(second.dir, "points/p02-r1-2");
+    // threads=2 is superseded, not lost.
+    assert_eq!(r.superseded.len(), 1);
+    assert_eq!(r.superseded[0].dir, "points/p01-r1");
+    assert!(
+        r.lines
+            .iter()
+            .any(|l| l.starts_with("kept p01 #1 (threads=4)"))
+    );
+    assert!(
+        r.lines
+            .iter()
+            .any(|l| l.starts_with("to run p02 #1 (threads=8): a new point"))
+    );
+}
+
+#[test]
+fn a_point_whose_settings_changed_runs_again_saying_what_changed() {
+    let old = finished_small();
+    // duration, sweep-wide before, becomes an axis: its old value's points are kept.
+    let text = SMALL.replace("duration = \"5s\"\n", "").replace(
+        "values = [2, 4]\n",
+        "values = [2, 4]\n[[axis]]\nname = \"duration\"\nvalues = [\"5s\", \"10s\"]\n",
+    );
+    let new = SweepPlan::parse(&text).unwrap();
+    let r = revise::revise(&old, &new, 1, Path::new("/s")).unwrap();
+    assert_eq!((r.kept, r.superseded.len()), (2, 0));
+    let status: Vec<&str> = r.results.runs.iter().map(|r| r.status.as_str()).collect();
+    assert_eq!(status, ["done", "pending", "done", "pending"]);
+    assert!(
+        r.lines.iter().any(|l| l
+            == "to run p02 #1 (threads=2, duration=10s): its settings differ from the \
+                earlier file's point p01 (threads=2): duration: 5s → 10s"),
+        "{:?}",
+        r.lines
+    );
+}
+
+#[test]
+fn a_changed_sweep_wide_setting_is_refused_naming_it() {
+    let old = finished_small();
+    let new = SweepPlan::parse(&SMALL.replace("\"5s\"", "\"10s\"")).unwrap();
+    let e = revise::revise(&old, &new, 1, Path::new("/s")).unwrap_err();
+    assert!(e.0.contains("[run] duration: 5s → 10s"), "{e}");
+    assert!(e.0.contains("Give --output a new directory"), "{e}");
+    // Adding a repeat keeps every finished run and runs only the new repeats.
+    let more = SweepPlan::parse(&format!("[sweep]\nrepeats = 2\n{SMALL}")).unwrap();
+    let r = revise::revise(&old, &more, 1, Path::new("/s")).unwrap();
+    assert_eq!((r.kept, r.superseded.len()), (2, 0));
+    assert_eq!(
+        r.results.runs.iter().filter(|r| r.status == "done").count(),
+        2
+    );
 }
