@@ -97,8 +97,9 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, CommandError> {
         if sweep::resumable(&config, &output) {
             CommandError::Usage(format!(
                 "{}\nthe finished points are kept in {}; fix the cause (in the sweep file if it is \
-                 there: a sweep in which no run finished starts again with the fixed file) and \
-                 resume with: {resume}",
+                 there: a sweep in which no run finished starts again with the fixed file, and \
+                 a changed file keeps the finished runs of unchanged points) and resume \
+                 with: {resume}",
                 e.0,
                 output.display()
             ))

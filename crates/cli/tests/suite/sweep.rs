@@ -277,6 +277,70 @@ fn a_sweep_over_run_settings_survives_ctrl_c_and_resumes() {
 }
 
 #[test]
+fn a_changed_sweep_file_keeps_unchanged_points_and_refuses_sweep_wide_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let file = dir.join("sweep.toml");
+    let file_text = |threads: &str, run: &str| {
+        format!(
+            "[run]\n{run}db_paths = [\"data/db\"]\nlog_paths = [\"data/log\"]\n{LOOSE}\
+             [[axis]]\nname = \"threads\"\nvalues = {threads}\n"
+        )
+    };
+    let out = dir.join("s");
+    std::fs::write(&file, file_text("[2, 4]", BASE_RUN)).unwrap();
+    let first = sweep(dir, &file, &out);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    let before = read_json(&out.join("sweep.json"));
+    let kept_run_dir = before["runs"][1]["run_dir"].as_str().unwrap().to_string();
+
+    // threads=2 dropped, threads=8 added: threads=4 is kept as it is.
+    std::fs::write(&file, file_text("[4, 8]", BASE_RUN)).unwrap();
+    let second = sweep(dir, &file, &out);
+    let said = text(&second);
+    assert_eq!(second.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("1 kept (their settings are unchanged), 1 to run"),
+        "{said}"
+    );
+    assert!(said.contains("kept p01 #1 (threads=4)"), "{said}");
+    assert!(
+        said.contains("to run p02 #1 (threads=8): a new point"),
+        "{said}"
+    );
+    let after = read_json(&out.join("sweep.json"));
+    assert_eq!(after["state"], "complete");
+    assert_eq!(
+        after["runs"][0]["run_dir"],
+        kept_run_dir.as_str(),
+        "{after:#}"
+    );
+    assert_eq!(after["runs"][1]["dir"], "points/p02-r1-2", "{after:#}");
+    // The dropped point's run is kept aside with the earlier sweep.json.
+    let aside = out.join("superseded-1");
+    assert_eq!(
+        read_json(&aside.join("sweep.json"))["config_text"],
+        before["config_text"]
+    );
+    let dropped = before["runs"][0]["run_dir"].as_str().unwrap();
+    assert!(aside.join(dropped).join("results.json").is_file());
+    check_csv_against_results(&out, 2);
+
+    // A sweep-wide change is refused, naming it, and changes nothing.
+    std::fs::write(
+        &file,
+        file_text("[4, 8]", &BASE_RUN.replace("\"2s\"", "\"3s\"")),
+    )
+    .unwrap();
+    let third = sweep(dir, &file, &out);
+    let said = text(&third);
+    assert_eq!(third.status.code(), Some(2), "{said}");
+    assert!(said.contains("[run] duration: 2s → 3s"), "{said}");
+    assert!(!said.contains("resume with"), "{said}");
+    assert_eq!(read_json(&out.join("sweep.json")), after);
+}
+
+#[test]
 fn a_storage_sweep_reformats_a_loop_device_at_each_point() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
