@@ -137,11 +137,10 @@ pub(crate) fn revise(
         let Some(q) = matches[run.point] else {
             continue;
         };
-        let Some(i) = old
-            .runs
-            .iter()
-            .position(|o| o.point == q && o.repeat == run.repeat && o.status == "done")
-        else {
+        // An old run is kept once, even when two new points resolve alike.
+        let Some(i) = old.runs.iter().enumerate().position(|(j, o)| {
+            o.point == q && o.repeat == run.repeat && o.status == "done" && !kept_old.contains(&j)
+        }) else {
             continue;
         };
         let o = &old.runs[i];
