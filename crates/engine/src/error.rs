@@ -1,5 +1,6 @@
 //! Errors of the transactional engine.
 
+use edbstress_format::Generation;
 use edbstress_format::Pgno;
 use std::path::{Path, PathBuf};
 
@@ -43,7 +44,7 @@ pub enum EngineError {
         /// The log file that is missing or holds no data.
         file: PathBuf,
         /// The generation the database requires.
-        generation: u32,
+        generation: Generation,
         /// What was found.
         what: String,
     },

@@ -30,6 +30,7 @@ use edbstress_engine::deep_check;
 use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::{PageProblemKind, ScanOptions, scan_database};
 use edbstress_engine::{RecoveryOptions, recover};
+use edbstress_format::Generation;
 use edbstress_format::PageSize;
 use edbstress_io::power_cut::{self, CutModel};
 use edbstress_io::{BackendKind, IoMode};
@@ -118,7 +119,7 @@ impl LogLoss {
 
     /// Applies the loss to the log directory `dir`.
     fn apply(self, dir: &Path, seed: u64) {
-        let mut generations: Vec<(u32, std::path::PathBuf)> = std::fs::read_dir(dir)
+        let mut generations: Vec<(Generation, std::path::PathBuf)> = std::fs::read_dir(dir)
             .unwrap()
             .flatten()
             .filter_map(|e| {

@@ -12,7 +12,7 @@ use thiserror::Error;
 use crate::bytes::{get_u32, get_u64, is_all_zero, put_u32, put_u64};
 use crate::checksum::block_checksum;
 use crate::log::LogPosition;
-use crate::{InstanceId, PageSize};
+use crate::{Generation, InstanceId, PageSize};
 
 /// Magic at offset 8 of both header copies.
 pub const DB_MAGIC: [u8; 8] = *b"EDBSTRES";
@@ -138,7 +138,7 @@ pub struct DatabaseHeader {
     /// first write is durable and before any commit in it is acknowledged, so recovery
     /// can tell a log that ends early (the storage lost the newest files, or their
     /// whole body) from one that simply ended at a crash.
-    pub log_required: u32,
+    pub log_required: Generation,
     /// The view index B+tree (offset 164; version 2).
     pub view_index_tree: TreeRoot,
 }
@@ -173,7 +173,7 @@ impl DatabaseHeader {
             next_message_id: 0,
             log_signature: 0,
             creator: creator_field(creator),
-            log_required: 0,
+            log_required: Generation::NONE,
             view_index_tree: TreeRoot::default(),
         }
     }
@@ -222,7 +222,7 @@ impl DatabaseHeader {
         put_u64(region, NEXT_MESSAGE_ID, self.next_message_id);
         put_u64(region, LOG_SIGNATURE, self.log_signature);
         region[CREATOR..CREATOR + CREATOR_LEN].copy_from_slice(&self.creator);
-        put_u32(region, LOG_REQUIRED, self.log_required);
+        put_u32(region, LOG_REQUIRED, self.log_required.get());
         put_u32(region, VIEW_INDEX_TREE, self.view_index_tree.object_id);
         put_u32(region, VIEW_INDEX_TREE + 4, self.view_index_tree.root);
         let sum = block_checksum(region, 0, true);
@@ -326,7 +326,7 @@ impl DatabaseHeader {
             next_message_id: get_u64(region, NEXT_MESSAGE_ID),
             log_signature: get_u64(region, LOG_SIGNATURE),
             creator,
-            log_required: get_u32(region, LOG_REQUIRED),
+            log_required: Generation::new(get_u32(region, LOG_REQUIRED)),
             view_index_tree: TreeRoot {
                 object_id: get_u32(region, VIEW_INDEX_TREE),
                 root: get_u32(region, VIEW_INDEX_TREE + 4),

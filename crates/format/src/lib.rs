@@ -15,6 +15,7 @@
 
 mod bytes;
 pub mod checksum;
+mod generation;
 pub mod header;
 mod instance_id;
 pub mod log;
@@ -26,6 +27,7 @@ use std::fmt;
 pub use checksum::{
     PageVerdict, block_checksum, compute_page_checksums, repair_page, seal_page, verify_page,
 };
+pub use generation::Generation;
 pub use header::{DatabaseHeader, DbState, HeaderError, HeaderSelection, TreeRoot, select_header};
 pub use instance_id::InstanceId;
 pub use log::LogPosition;

@@ -21,6 +21,7 @@ use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use edbstress_format::Generation;
 use edbstress_format::InstanceId;
 use edbstress_format::log::{LogPosition, SEGMENT_LEN, log_file_name, verify_log_file_header};
 use edbstress_io::blocking::{self, Target};
@@ -197,7 +198,7 @@ pub struct ReplicationHandle {
     stop: StopSignal,
     durable_end: DurableEndSource,
     /// Each returns the generation it would have read next.
-    readers: Vec<JoinHandle<u32>>,
+    readers: Vec<JoinHandle<Generation>>,
     /// "io_uring" or "threads": the kind of the readers' backends (None without readers).
     backend: Option<&'static str>,
 }
@@ -242,7 +243,7 @@ impl ReplicationHandle {
     /// Stops and joins every reader; the most closed files any had not read.
     fn join(&mut self) -> u64 {
         self.stop.stop();
-        let next: Vec<u32> = self
+        let next: Vec<Generation> = self
             .readers
             .drain(..)
             // A panicked reader still leaves its counters in the shared state.
@@ -250,7 +251,7 @@ impl ReplicationHandle {
             .collect();
         let current = (self.durable_end)().generation;
         next.into_iter()
-            .map(|n| u64::from(current.saturating_sub(n)))
+            .map(|n| u64::from(current.since(n)))
             .max()
             .unwrap_or(0)
     }
@@ -273,7 +274,7 @@ struct Reader {
     /// state after each read.
     io: Box<dyn IoBackend>,
     /// The next generation to read.
-    next: u32,
+    next: Generation,
     durable_end: DurableEndSource,
     stop: StopSignal,
     state: Arc<Mutex<ReplicationState>>,
@@ -302,7 +303,11 @@ impl Reader {
                 }
                 FileOutcome::Stopped => return,
             }
-            self.next += 1;
+            // The last generation a log file name can carry has no successor.
+            let Some(next) = self.next.next() else {
+                return;
+            };
+            self.next = next;
         }
     }
 

@@ -8,6 +8,7 @@
 //! generating (a stop request, an error), the instance is crashed and recovered, so no
 //! database is left needing recovery.
 
+use edbstress_format::Generation;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -245,7 +246,7 @@ fn soft_recover_one(
     let started = Instant::now();
     let start = instance.log_durable().generation;
     // Counted on the durable end of the log: what the crash keeps.
-    let target = start.saturating_add(wanted);
+    let target = start.checked_add(wanted).unwrap_or(Generation::MAX);
     let transactions = AtomicU64::new(0);
     let reported = AtomicU32::new(0);
     let halt = AtomicBool::new(false);
@@ -275,7 +276,7 @@ fn soft_recover_one(
                         break;
                     }
                     let generation = instance.log_durable().generation;
-                    let done = generation.saturating_sub(start).min(wanted);
+                    let done = generation.since(start).min(wanted);
                     if reported.fetch_max(done, Ordering::Relaxed) < done {
                         progress(
                             SoftRecoveryPhase::Generating,
@@ -304,7 +305,7 @@ fn soft_recover_one(
     });
     let generate_seconds = started.elapsed().as_secs_f64();
     let durable = instance.crash();
-    let logs_generated = durable.generation.saturating_sub(start);
+    let logs_generated = durable.generation.since(start);
     progress(
         SoftRecoveryPhase::Replaying,
         u32::from(number),

@@ -51,8 +51,8 @@ fn log_dir(dir: &Path) -> PathBuf {
 }
 
 /// Log generations present, ascending, with their paths.
-fn generations(dir: &Path) -> Vec<(u32, PathBuf)> {
-    let mut out: Vec<(u32, PathBuf)> = fs::read_dir(log_dir(dir))
+fn generations(dir: &Path) -> Vec<(edbstress_format::Generation, PathBuf)> {
+    let mut out: Vec<(edbstress_format::Generation, PathBuf)> = fs::read_dir(log_dir(dir))
         .map(|d| {
             d.flatten()
                 .filter_map(|e| {
@@ -73,7 +73,7 @@ fn holds_data(path: &Path) -> bool {
 
 /// Starts the run under `dir`, waits until `ready` holds for the log (at most 60 s),
 /// then kills it with SIGKILL.
-fn run_and_kill(dir: &Path, ready: impl Fn(&[(u32, PathBuf)]) -> bool) {
+fn run_and_kill(dir: &Path, ready: impl Fn(&[(edbstress_format::Generation, PathBuf)]) -> bool) {
     let mut child = command(dir)
         .args(RUN)
         .stdout(std::process::Stdio::null())
@@ -98,8 +98,8 @@ fn run_and_kill(dir: &Path, ready: impl Fn(&[(u32, PathBuf)]) -> bool) {
 }
 
 /// Enough log written: the newest generation is at least `n`.
-fn reached(n: u32) -> impl Fn(&[(u32, PathBuf)]) -> bool {
-    move |g| g.last().is_some_and(|(last, _)| *last >= n)
+fn reached(n: u32) -> impl Fn(&[(edbstress_format::Generation, PathBuf)]) -> bool {
+    move |g| g.last().is_some_and(|(last, _)| last.get() >= n)
 }
 
 /// `recover` and `checksum` both fail (exit 1) and name the lost log; the database
@@ -161,7 +161,10 @@ fn the_newest_log_deleted_or_emptied_is_a_lost_log() {
         .unwrap()
         .header
         .log_required;
-        assert!(required >= 2, "the run recorded no generation: {required}");
+        assert!(
+            required.get() >= 2,
+            "the run recorded no generation: {required}"
+        );
         let gens = generations(&dir);
         let newest = log_dir(&dir).join(edbstress_format::log::log_file_name(required));
         let name = newest.file_name().unwrap().to_string_lossy().into_owned();
@@ -219,7 +222,7 @@ fn recovery_without_the_checkpoint_file_after_circular_logging() {
     fs::create_dir(&dir).unwrap();
     // Circular logging has removed generation 1 and the log has moved well on.
     run_and_kill(&dir, |g| {
-        g.first().is_some_and(|(first, _)| *first > 2) && reached(6)(g)
+        g.first().is_some_and(|(first, _)| first.get() > 2) && reached(6)(g)
     });
     fs::remove_file(log_dir(&dir).join("E00.chk")).unwrap();
     for command in ["recover", "checksum", "check"] {

@@ -26,6 +26,7 @@
 
 use std::path::{Path, PathBuf};
 
+use edbstress_format::Generation;
 use edbstress_format::checksum::seal_page;
 use edbstress_format::header::HeaderError;
 use edbstress_format::log::{CHECKPOINT_FILE_NAME, SEGMENT_LEN, parse_log_file_name};
@@ -419,7 +420,7 @@ pub fn inject_database(
 }
 
 /// Log generation files of `dir` (sorted), each checked for the log file magic.
-fn log_files(dir: &Path) -> Result<Vec<(u32, PathBuf)>, FaultError> {
+fn log_files(dir: &Path) -> Result<Vec<(Generation, PathBuf)>, FaultError> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io_err("list", dir))? {
         let entry = entry.map_err(io_err("list", dir))?;

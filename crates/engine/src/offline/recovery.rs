@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use edbstress_format::Generation;
 use edbstress_format::InstanceId;
 use edbstress_format::Pgno;
 use edbstress_format::checksum::{PageVerdict, verify_page};
@@ -159,7 +160,7 @@ struct ReplayedLog;
 
 impl ReplayedLog {
     const END: LogPosition = LogPosition {
-        generation: u32::MAX,
+        generation: Generation::MAX,
         segment: u16::MAX,
         offset: u16::MAX,
     };

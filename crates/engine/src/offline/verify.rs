@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use edbstress_format::Generation;
 use edbstress_format::InstanceId;
 use edbstress_format::checksum::{PageVerdict, repair_page, verify_page};
 use edbstress_format::header::{DatabaseHeader, HeaderError};
@@ -691,7 +692,7 @@ pub fn scan_log_dir(
 
 fn scan_log_file(
     path: &Path,
-    generation: u32,
+    generation: Generation,
     io_mode: IoMode,
     report: &mut LogScanReport,
 ) -> Result<(), IoError> {

@@ -48,10 +48,11 @@ fn growth_rolls_and_checkpoints(backend: BackendKind) {
     let instance = Instance::open(config).unwrap();
     assert_eq!(instance.file_io_backend(), backend.name());
     assert_eq!(instance.log_backend(), backend.name());
-    let first_generation = instance.log_generation();
+    let first_generation = instance.log_generation().get();
     let body = vec![0x5a; 24 * 1024];
     let mut inserted = 0u32;
-    while instance.counters().growths < 2 || instance.log_generation() < first_generation + 3 {
+    while instance.counters().growths < 2 || instance.log_generation().get() < first_generation + 3
+    {
         assert!(
             inserted < 4000,
             "neither growth nor rolls after {inserted} inserts"

@@ -37,9 +37,9 @@ fn write_generations(instance: &Instance, start: u32) -> Vec<(MessageKey, Vec<u8
     let mut rng = SmallRng::seed_from_u64(5);
     let mut written = Vec::new();
     let mut flushed = false;
-    while instance.log_durable().generation < start + GENERATIONS {
+    while instance.log_durable().generation.get() < start + GENERATIONS {
         insert_incompressible(instance, &mut rng, &mut written);
-        if !flushed && instance.log_durable().generation > start {
+        if !flushed && instance.log_durable().generation.get() > start {
             instance.checkpoint_now().unwrap();
             flushed = true;
         }
@@ -54,7 +54,7 @@ fn held_checkpoint_makes_recovery_replay_every_generation() {
     let config = prepared(dir.path(), true);
     let log_dir = config.layout.log_dir.clone();
     let instance = Instance::open(config.clone()).unwrap();
-    let start = instance.log_generation();
+    let start = instance.log_generation().get();
     let opened_at = read_checkpoint(&log_dir, IoMode::Buffered)
         .unwrap()
         .checkpoint;
@@ -68,7 +68,7 @@ fn held_checkpoint_makes_recovery_replay_every_generation() {
         opened_at
     );
     let durable = instance.crash();
-    assert!(durable.generation >= start + GENERATIONS);
+    assert!(durable.generation.get() >= start + GENERATIONS);
 
     let report = recover(
         &config.layout,
@@ -106,10 +106,13 @@ fn without_the_hold_a_flush_moves_the_checkpoint_forward() {
     let dir = tempfile::tempdir().unwrap();
     let config = prepared(dir.path(), false);
     let instance = Instance::open(config.clone()).unwrap();
-    let start = instance.log_generation();
+    let start = instance.log_generation().get();
     write_generations(&instance, start);
     let at = instance.checkpoint_now().unwrap();
-    assert!(at.generation >= start + GENERATIONS, "checkpoint at {at}");
+    assert!(
+        at.generation.get() >= start + GENERATIONS,
+        "checkpoint at {at}"
+    );
     assert_eq!(
         read_checkpoint(&config.layout.log_dir, IoMode::Buffered)
             .unwrap()

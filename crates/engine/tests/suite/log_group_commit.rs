@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use edbstress_engine::EngineError;
 use edbstress_engine::log::{GenerationRecord, LogPosition, LogWriter, read_log};
+use edbstress_format::Generation;
 use edbstress_format::log::{CheckpointState, SEGMENT_LEN};
 use edbstress_io::IoClass;
 use log_common::*;
@@ -42,10 +43,10 @@ fn a_committer_runs_its_round_itself_and_records_each_generation_before_acknowle
                 hooks
                     .lock()
                     .unwrap()
-                    .push((r.generation, name, durable_inside));
+                    .push((r.generation.get(), name, durable_inside));
                 Ok(())
             }),
-            0,
+            Generation::NONE,
         );
     }
     let committer = {

@@ -107,12 +107,12 @@ fn a_finished_generation_is_written_without_a_commit_waiting() {
     let writer = LogWriter::open(cfg, START, START, CheckpointState::default()).unwrap();
     let mut trx = 0;
     let mut end = writer.append(&txn(trx, &[1_000])).unwrap();
-    while end.generation == 1 {
+    while end.generation.get() == 1 {
         trx += 1;
         end = writer.append(&txn(trx, &[1_000])).unwrap();
     }
     assert!(
-        eventually(|| writer.durable().generation >= 2),
+        eventually(|| writer.durable().generation.get() >= 2),
         "generation 1 never written: {:?}",
         writer.counters()
     );

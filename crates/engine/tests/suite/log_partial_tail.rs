@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use edbstress_engine::log::{LogConfig, LogWriter, read_log};
 use edbstress_engine::{Durability, Instance, RecoveryOptions, TxnOp, deep_check, recover};
+use edbstress_format::Generation;
 use edbstress_format::PageSize;
 use edbstress_format::log::{
     CheckpointState, LogPosition, LogRecord, SEGMENT_LEN, SegmentVerdict, verify_segment,
@@ -48,7 +49,7 @@ fn commit(writer: &LogWriter, records: &[LogRecord]) {
 /// Slot `slot` of generation 1 verified where it lies: (is it a shadow, its logical
 /// segment, its used bytes, its write sequence).
 fn slot_header(dir: &std::path::Path, slot: u16) -> (bool, u16, u16, u64) {
-    match verify_segment(&read_slot(dir, 1, slot), 1, slot) {
+    match verify_segment(&read_slot(dir, 1, slot), Generation::new(1), slot) {
         SegmentVerdict::Valid(h) => (h.is_shadow(), h.logical_index, h.used, h.write_seq),
         other => panic!("slot {slot} is not a valid segment: {other:?}"),
     }
@@ -223,16 +224,21 @@ fn recovery_after_a_torn_tail_segment_keeps_every_acknowledged_commit() {
     }
     let end = instance.crash();
     let (generation, k) = (end.generation, end.segment);
-    let shadow = read_slot(&layout.log_dir, generation, k + 1);
+    let shadow = read_slot(&layout.log_dir, generation.get(), k + 1);
     match verify_segment(&shadow, generation, k + 1) {
         SegmentVerdict::Valid(h) => assert!(h.is_shadow() && h.logical_index == k),
         other => panic!("no shadow of the tail segment {k}: {other:?}"),
     }
     // The power went during the next rewrite of the tail segment: its first sectors
     // new, the rest garbage.
-    let real = read_slot(&layout.log_dir, generation, k);
+    let real = read_slot(&layout.log_dir, generation.get(), k);
     let garbage: Vec<u8> = (0..SEGMENT_LEN).map(|_| rng.random()).collect();
-    write_slot(&layout.log_dir, generation, k, &torn(&real, &garbage, 1));
+    write_slot(
+        &layout.log_dir,
+        generation.get(),
+        k,
+        &torn(&real, &garbage, 1),
+    );
 
     let options = RecoveryOptions {
         io_mode: IoMode::Buffered,

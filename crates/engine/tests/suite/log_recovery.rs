@@ -4,6 +4,7 @@
 
 use super::log_common;
 
+use edbstress_format::Generation;
 use edbstress_format::log::CheckpointState;
 use std::time::Duration;
 
@@ -352,7 +353,7 @@ fn closed_as_shadow(image: &[u8], t: usize) -> Vec<u8> {
     let seg = &image[t * SEGMENT_LEN..(t + 1) * SEGMENT_LEN];
     let used = usize::from(header_u16(image, t, 20));
     let header = SegmentHeader {
-        generation: u32::from_le_bytes(seg[12..16].try_into().unwrap()),
+        generation: Generation::from_le_bytes(seg[12..16].try_into().unwrap()),
         logical_index: t as u16,
         flags: segment_flags::SHADOW,
         used: 0,
@@ -474,7 +475,7 @@ fn log_crash_around_a_generation_roll() {
         let mut appended = Vec::new();
         let mut trx = 0;
         // Until generation 3 starts (generation 2 is a small file).
-        while generations(&dir).len() < 3 || writer.durable().generation < 3 {
+        while generations(&dir).len() < 3 || writer.durable().generation.get() < 3 {
             let records = txn(trx, &[(trx as usize * 131) % 5_000]);
             commit(&writer, &records);
             appended.extend(records);
@@ -487,7 +488,7 @@ fn log_crash_around_a_generation_roll() {
             assert_records(&scan, &appended);
             scan.records
                 .iter()
-                .filter(|e| e.end.generation < 3)
+                .filter(|e| e.end.generation.get() < 3)
                 .map(|e| e.record.clone())
                 .collect()
         };
@@ -530,7 +531,7 @@ fn log_crash_after_padding_a_generation_reopens_in_the_next_file() {
     // Small transactions until generation 2 has fewer than three segments left.
     loop {
         let at = writer.current();
-        if at.generation == 2 && at.segment >= 13 {
+        if at.generation.get() == 2 && at.segment >= 13 {
             break;
         }
         let records = txn(trx, &[300]);
@@ -546,10 +547,10 @@ fn log_crash_after_padding_a_generation_reopens_in_the_next_file() {
     // Its Begin still fits into generation 2, its big redo record starts generation 3.
     let begin = &scan.records[appended.len()];
     let redo = &scan.records[appended.len() + 1];
-    assert_eq!(begin.end.generation, 2);
+    assert_eq!(begin.end.generation.get(), 2);
     assert_eq!(
         (redo.start.generation, redo.start.segment),
-        (3, 1),
+        (Generation::new(3), 1),
         "the big record should start generation 3"
     );
     appended.push(big[0].clone());
@@ -561,7 +562,7 @@ fn log_crash_after_padding_a_generation_reopens_in_the_next_file() {
     let scan = read_all(&dir);
     assert_records(&scan, &appended);
     let next_file = LogPosition {
-        generation: 3,
+        generation: Generation::new(3),
         segment: 1,
         offset: edbstress_format::log::SEGMENT_HEADER_LEN as u16,
     };
@@ -571,7 +572,7 @@ fn log_crash_after_padding_a_generation_reopens_in_the_next_file() {
     // Reopening after the last record, in the padded file, is refused without
     // touching it (zeroing its padding would break generation 3's checksum chain).
     let wrong = scan.records.last().unwrap().end;
-    assert_eq!(wrong.generation, 2);
+    assert_eq!(wrong.generation.get(), 2);
     assert!(matches!(
         LogWriter::open(quiet_config(&dir), wrong, START, CheckpointState::default()),
         Err(EngineError::Invalid(_))
@@ -579,7 +580,7 @@ fn log_crash_after_padding_a_generation_reopens_in_the_next_file() {
     assert_records(&read_all(&dir), &appended);
 
     let scan = reopen_and_append(&dir, scan.summary.end_of_log, appended);
-    assert_eq!(scan.records.last().unwrap().end.generation, 3);
+    assert_eq!(scan.records.last().unwrap().end.generation.get(), 3);
 }
 
 #[test]

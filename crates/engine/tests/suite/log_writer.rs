@@ -3,6 +3,7 @@
 
 use super::log_common;
 
+use edbstress_format::Generation;
 use edbstress_format::log::CheckpointState;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -291,7 +292,7 @@ fn log_circular_logging_deletes_only_behind_checkpoint_and_floor() {
     // Until some data of `generation` is durable (its file then exists).
     let mut write_until = |writer: &LogWriter, generation: u32| {
         let first = LogPosition {
-            generation,
+            generation: Generation::new(generation),
             segment: 1,
             offset: 32,
         };
@@ -308,7 +309,7 @@ fn log_circular_logging_deletes_only_behind_checkpoint_and_floor() {
     // Checkpoint in generation 6, floor at 3: generations 1 and 2 go at the next roll.
     let checkpoint = writer.durable();
     writer.set_checkpoint(checkpoint, CheckpointState::default());
-    writer.set_retention_floor(3);
+    writer.set_retention_floor(Generation::new(3));
     write_until(&writer, 7);
     assert_eq!(generations(&dir), (3..=7).collect::<Vec<_>>());
     assert_eq!(
@@ -317,7 +318,7 @@ fn log_circular_logging_deletes_only_behind_checkpoint_and_floor() {
     );
 
     // Floor lifted: everything before the checkpoint's generation goes.
-    writer.set_retention_floor(u32::MAX);
+    writer.set_retention_floor(Generation::MAX);
     write_until(&writer, 8);
     assert_eq!(generations(&dir), (6..=8).collect::<Vec<_>>());
     assert_eq!(writer.counters().generations_deleted, 5);
@@ -352,7 +353,7 @@ fn log_checkpoint_is_written_but_never_beyond_the_durable_end() {
     );
     assert!(writer.bytes_between(START, writer.current()) > 0);
     assert_eq!(writer.bytes_between(writer.current(), START), 0);
-    assert_eq!(writer.generation(), 1);
+    assert_eq!(writer.generation().get(), 1);
     writer.abandon();
 }
 

@@ -20,6 +20,7 @@ use edbstress_engine::read_header;
 use edbstress_engine::scan_log_dir;
 use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::{RecoveryOptions, recover};
+use edbstress_format::Generation;
 use edbstress_format::PageSize;
 use edbstress_format::header::{DatabaseHeader, DbState};
 use edbstress_format::log::log_file_name;
@@ -51,10 +52,10 @@ fn crashed(dir: &Path, seed: u64, circular: bool, checkpoint_depth: u64) -> Cras
     config.checkpoint_depth = checkpoint_depth;
     config.circular_logging = circular;
     let instance = Instance::open(config.clone()).unwrap();
-    let start = instance.log_generation();
+    let start = instance.log_generation().get();
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut written = Vec::new();
-    while instance.log_durable().generation < start + GENERATIONS {
+    while instance.log_durable().generation.get() < start + GENERATIONS {
         insert_incompressible(&instance, &mut rng, &mut written);
     }
     // A few more in the newest generation, so its loss loses acknowledged commits.
@@ -75,9 +76,9 @@ fn crashed(dir: &Path, seed: u64, circular: bool, checkpoint_depth: u64) -> Cras
     let durable = instance.crash();
     // The newest generation holding an acknowledged write, as the header records it
     // (the durable end may name the start of a next file nothing was written to yet).
-    let newest = header(&config.layout).log_required;
+    let newest = header(&config.layout).log_required.get();
     assert!(
-        newest >= start + GENERATIONS - 1 && newest <= durable.generation,
+        newest >= start + GENERATIONS - 1 && newest <= durable.generation.get(),
         "header records generation {newest:#x}, durable end {durable}"
     );
     Crashed {
@@ -102,7 +103,9 @@ fn header(layout: &InstanceLayout) -> DatabaseHeader {
 }
 
 fn log_path(layout: &InstanceLayout, generation: u32) -> PathBuf {
-    layout.log_dir.join(log_file_name(generation))
+    layout
+        .log_dir
+        .join(log_file_name(Generation::new(generation)))
 }
 
 /// Recovery must refuse with a lost log naming `generation`, and leave the database
@@ -112,7 +115,7 @@ fn assert_lost_log(layout: &InstanceLayout, generation: u32) {
     match recover(layout, &options()) {
         Err(EngineError::LostLog {
             generation: named, ..
-        }) => assert_eq!(named, generation),
+        }) => assert_eq!(named.get(), generation),
         other => panic!("expected a lost log naming generation {generation:#x}, got {other:?}"),
     }
     assert_eq!(header(layout).state, DbState::DirtyNeedsRecovery);
@@ -123,7 +126,7 @@ fn assert_lost_log(layout: &InstanceLayout, generation: u32) {
         scan.sequence
             .problems
             .iter()
-            .any(|p| p.contains(&log_file_name(generation))),
+            .any(|p| p.contains(&log_file_name(Generation::new(generation)))),
         "{:?}",
         scan.sequence.problems
     );
@@ -201,7 +204,7 @@ fn without_the_checkpoint_file_recovery_starts_from_the_header() {
     );
     let h = header(layout);
     assert!(
-        log_path(layout, h.checkpoint.generation).exists(),
+        log_path(layout, h.checkpoint.generation.get()).exists(),
         "the header's checkpoint {} names a deleted generation",
         h.checkpoint
     );
@@ -221,7 +224,7 @@ fn checksum_rejects_every_log_recovery_rejects() {
     assert_eq!(owner.state, DbState::DirtyNeedsRecovery);
     let middle = c.newest - 2;
     assert!(
-        middle > owner.checkpoint.generation.max(1),
+        middle > owner.checkpoint.generation.get().max(1),
         "the test needs a generation after the checkpoint {} and before the newest {:#x}",
         owner.checkpoint,
         c.newest
@@ -231,7 +234,7 @@ fn checksum_rejects_every_log_recovery_rejects() {
     assert!(intact.is_clean(), "{intact:?}");
 
     type Damage = Box<dyn Fn(&Path)>;
-    let name = |g: u32| log_file_name(g);
+    let name = |g: u32| log_file_name(Generation::new(g));
     let other_logs = other.config.layout.log_dir.clone();
     let cases: Vec<(&str, Damage)> = vec![
         (

@@ -14,6 +14,8 @@ use std::fmt;
 
 use thiserror::Error;
 
+use crate::Generation;
+
 pub use checkpoint::{
     CHECKPOINT_COPY_LEN, CHECKPOINT_FILE_LEN, CHECKPOINT_MAGIC, CheckpointRecord,
     CheckpointSelection, CheckpointState, select_checkpoint,
@@ -55,7 +57,7 @@ pub const CHECKPOINT_FILE_NAME: &str = "E00.chk";
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct LogPosition {
     /// Log file generation.
-    pub generation: u32,
+    pub generation: Generation,
     /// Segment index within the file.
     pub segment: u16,
     /// Byte offset within the segment (including the segment header).
@@ -65,13 +67,13 @@ pub struct LogPosition {
 impl LogPosition {
     /// `generation << 32 | segment << 16 | offset`.
     pub const fn pack(self) -> u64 {
-        (self.generation as u64) << 32 | (self.segment as u64) << 16 | self.offset as u64
+        (self.generation.get() as u64) << 32 | (self.segment as u64) << 16 | self.offset as u64
     }
 
     /// Inverse of [`LogPosition::pack`].
     pub const fn unpack(packed: u64) -> LogPosition {
         LogPosition {
-            generation: (packed >> 32) as u32,
+            generation: Generation::new((packed >> 32) as u32),
             segment: (packed >> 16) as u16,
             offset: packed as u16,
         }
@@ -90,13 +92,13 @@ impl fmt::Display for LogPosition {
 }
 
 /// File name of log generation `generation`: `E00` + 8 upper-case hex digits + `.log`.
-pub fn log_file_name(generation: u32) -> String {
+pub fn log_file_name(generation: Generation) -> String {
     format!("E00{generation:08X}.log")
 }
 
 /// The generation of a log file name made by [`log_file_name`], or `None` for any
 /// other name (including [`NEXT_LOG_FILE_NAME`]).
-pub fn parse_log_file_name(name: &str) -> Option<u32> {
+pub fn parse_log_file_name(name: &str) -> Option<Generation> {
     let hex = name.strip_prefix("E00")?.strip_suffix(".log")?;
     if hex.len() != 8
         || !hex
@@ -105,13 +107,13 @@ pub fn parse_log_file_name(name: &str) -> Option<u32> {
     {
         return None;
     }
-    u32::from_str_radix(hex, 16).ok()
+    u32::from_str_radix(hex, 16).ok().map(Generation::new)
 }
 
 /// Checksum id of segment slot `slot` of generation `generation`:
 /// `(generation << 16) ^ slot`, wrapping.
-pub const fn segment_check_id(generation: u32, slot: u16) -> u32 {
-    (generation << 16) ^ slot as u32
+pub const fn segment_check_id(generation: Generation, slot: u16) -> u32 {
+    (generation.get() << 16) ^ slot as u32
 }
 
 /// A log structure cannot be decoded.
@@ -163,9 +165,9 @@ pub enum LogFormatError {
     )]
     WrongGeneration {
         /// Generation asked for.
-        expected: u32,
+        expected: Generation,
         /// Generation in the file.
-        found: u32,
+        found: Generation,
     },
     /// Checksum correct but a field is impossible.
     #[error("invalid {what}: {detail}")]
@@ -224,12 +226,12 @@ mod tests {
     #[test]
     fn positions_pack_in_log_order() {
         let a = LogPosition {
-            generation: 1,
+            generation: Generation::new(1),
             segment: 0xFFFF,
             offset: 0xFFFF,
         };
         let b = LogPosition {
-            generation: 2,
+            generation: Generation::new(2),
             segment: 0,
             offset: 0,
         };
@@ -242,11 +244,14 @@ mod tests {
     #[test]
     fn file_names() {
         // ESE style: "E00" and 8 hex digits.
-        assert_eq!(log_file_name(0x1A), "E000000001A.log");
-        assert_eq!(parse_log_file_name("E000000001A.log"), Some(0x1A));
+        assert_eq!(log_file_name(Generation::new(0x1A)), "E000000001A.log");
         assert_eq!(
-            parse_log_file_name(&log_file_name(u32::MAX)),
-            Some(u32::MAX)
+            parse_log_file_name("E000000001A.log"),
+            Some(Generation::new(0x1A))
+        );
+        assert_eq!(
+            parse_log_file_name(&log_file_name(Generation::MAX)),
+            Some(Generation::MAX)
         );
         assert_eq!(parse_log_file_name(NEXT_LOG_FILE_NAME), None);
         assert_eq!(parse_log_file_name(CHECKPOINT_FILE_NAME), None);
@@ -257,7 +262,10 @@ mod tests {
 
     #[test]
     fn check_ids_mix_generation_and_slot() {
-        assert_eq!(segment_check_id(1, 2), 0x0001_0002);
-        assert_eq!(segment_check_id(0x1234_5678, 0xFFFF), 0x5678_FFFF);
+        assert_eq!(segment_check_id(Generation::new(1), 2), 0x0001_0002);
+        assert_eq!(
+            segment_check_id(Generation::new(0x1234_5678), 0xFFFF),
+            0x5678_FFFF
+        );
     }
 }

@@ -4,6 +4,7 @@ use super::{
     LOG_FORMAT_VERSION, LogFormatError, LogPosition, OLDEST_LOG_FORMAT_VERSION, SEGMENT_HEADER_LEN,
     SEGMENT_LEN, SEGMENT_PAYLOAD_LEN, segment_check_id,
 };
+use crate::Generation;
 use crate::bytes::{get_u16, get_u32, get_u64, is_all_zero, put_u16, put_u32, put_u64};
 use crate::checksum::{BlockDiff, block_checksum, classify, flip_bit};
 
@@ -47,7 +48,7 @@ const S_WRITE_SEQ: usize = 24;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogFileHeader {
     /// This file's generation (offset 28).
-    pub generation: u32,
+    pub generation: Generation,
     /// Segment length (offset 20); [`SEGMENT_LEN`] is the only one supported.
     pub segment_len: u32,
     /// Length of the file in bytes, a multiple of [`SEGMENT_LEN`] (offset 24).
@@ -84,7 +85,7 @@ impl LogFileHeader {
         put_u32(seg, H_VERSION, LOG_FORMAT_VERSION);
         put_u32(seg, H_SEGMENT_LEN, self.segment_len);
         put_u32(seg, H_FILE_LEN, self.file_len);
-        put_u32(seg, H_GENERATION, self.generation);
+        put_u32(seg, H_GENERATION, self.generation.get());
         put_u64(seg, H_LOG_SIGNATURE, self.log_signature);
         put_u64(seg, H_DB_SIGNATURE, self.db_signature);
         put_u64(seg, H_CREATED_UNIX, self.created_unix);
@@ -113,7 +114,7 @@ impl LogFileHeader {
             });
         }
         let magic_ok = seg[H_MAGIC..H_MAGIC + 8] == LOG_FILE_MAGIC;
-        let generation = get_u32(seg, H_GENERATION);
+        let generation = Generation::new(get_u32(seg, H_GENERATION));
         let id = segment_check_id(generation, 0);
         if get_u64(seg, 0) != block_checksum(seg, id, true) {
             return Err(if magic_ok {
@@ -167,7 +168,7 @@ impl LogFileHeader {
 /// Decodes segment 0 of the log file of generation `generation`.
 pub fn verify_log_file_header(
     seg: &[u8],
-    generation: u32,
+    generation: Generation,
 ) -> Result<LogFileHeader, LogFormatError> {
     let header = LogFileHeader::decode(seg)?;
     if header.generation != generation {
@@ -183,7 +184,7 @@ pub fn verify_log_file_header(
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct SegmentHeader {
     /// Generation of the log file (offset 12).
-    pub generation: u32,
+    pub generation: Generation,
     /// Logical segment index within the file, 1.. (offset 16).
     pub logical_index: u16,
     /// [`segment_flags`] bits (offset 18).
@@ -228,7 +229,7 @@ impl SegmentHeader {
 
     fn read(seg: &[u8]) -> SegmentHeader {
         SegmentHeader {
-            generation: get_u32(seg, S_GENERATION),
+            generation: Generation::new(get_u32(seg, S_GENERATION)),
             logical_index: get_u16(seg, S_INDEX),
             flags: get_u16(seg, S_FLAGS),
             used: get_u16(seg, S_USED),
@@ -238,7 +239,7 @@ impl SegmentHeader {
 
     fn write(&self, seg: &mut [u8]) {
         seg[S_MAGIC..S_MAGIC + 4].copy_from_slice(&SEGMENT_MAGIC);
-        put_u32(seg, S_GENERATION, self.generation);
+        put_u32(seg, S_GENERATION, self.generation.get());
         put_u16(seg, S_INDEX, self.logical_index);
         put_u16(seg, S_FLAGS, self.flags);
         put_u16(seg, S_USED, self.used);
@@ -310,7 +311,7 @@ pub enum SegmentVerdict {
     /// file).
     WrongPosition {
         /// Generation the segment was written for.
-        found_generation: u32,
+        found_generation: Generation,
         /// Physical slot the segment was written for.
         found_slot: u16,
     },
@@ -327,7 +328,7 @@ fn magic_ok(seg: &[u8]) -> bool {
 /// block: a single flipped bit (in the data or in the stored checksum) is
 /// correctable; an intact segment whose checksum id and header name another
 /// (generation, slot) is [`SegmentVerdict::WrongPosition`].
-pub fn verify_segment(seg: &[u8], generation: u32, physical_slot: u16) -> SegmentVerdict {
+pub fn verify_segment(seg: &[u8], generation: Generation, physical_slot: u16) -> SegmentVerdict {
     if seg.len() != SEGMENT_LEN {
         return SegmentVerdict::Bad;
     }
@@ -380,7 +381,11 @@ pub fn verify_segment(seg: &[u8], generation: u32, physical_slot: u16) -> Segmen
 
 /// [`verify_segment`], flipping the bad bit back when the verdict is
 /// [`SegmentVerdict::Correctable`]; returns the verdict found before the repair.
-pub fn repair_segment(seg: &mut [u8], generation: u32, physical_slot: u16) -> SegmentVerdict {
+pub fn repair_segment(
+    seg: &mut [u8],
+    generation: Generation,
+    physical_slot: u16,
+) -> SegmentVerdict {
     let verdict = verify_segment(seg, generation, physical_slot);
     if let SegmentVerdict::Correctable { bit } = verdict {
         flip_bit(seg, bit);

@@ -5,7 +5,7 @@ use edbstress_format::header::{
     DB_MAGIC, FORMAT_VERSION, HEADER_REGION_LEN, HeaderCopy, creator_field,
 };
 use edbstress_format::{
-    DatabaseHeader, DbState, HeaderError, InstanceId, LogPosition, PageSize, TreeRoot,
+    DatabaseHeader, DbState, Generation, HeaderError, InstanceId, LogPosition, PageSize, TreeRoot,
     block_checksum, select_header,
 };
 use proptest::prelude::*;
@@ -20,7 +20,7 @@ fn sample(update_seq: u64) -> DatabaseHeader {
         instance: InstanceId::new(3),
         update_seq,
         checkpoint: LogPosition {
-            generation: 0x1A,
+            generation: Generation::new(0x1A),
             segment: 7,
             offset: 0x120,
         },
@@ -41,7 +41,7 @@ fn sample(update_seq: u64) -> DatabaseHeader {
         next_message_id: 777,
         log_signature: 0xFEDC_BA98_7654_3210,
         creator: creator_field("edbstress 0.1.0"),
-        log_required: 0x1B,
+        log_required: Generation::new(0x1B),
         view_index_tree: TreeRoot {
             object_id: 4,
             root: 3,

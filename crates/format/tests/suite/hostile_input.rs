@@ -2,7 +2,6 @@
 //! stable-toolchain equivalents of the cargo-fuzz targets in `fuzz/` (page, log
 //! segment, log record, checkpoint and database header).
 
-use edbstress_format::Pgno;
 use edbstress_format::checksum::verify_page;
 use edbstress_format::header::HEADER_REGION_LEN;
 use edbstress_format::log::{
@@ -10,6 +9,7 @@ use edbstress_format::log::{
     repair_segment, select_checkpoint, verify_segment,
 };
 use edbstress_format::{DatabaseHeader, LogPosition, Page, select_header};
+use edbstress_format::{Generation, Pgno};
 use proptest::prelude::*;
 
 /// Arbitrary bytes, sometimes of a length a decoder expects.
@@ -51,11 +51,11 @@ proptest! {
 
     #[test]
     fn log_segments_never_panic(data in bytes(&[SEGMENT_LEN]), generation in any::<u32>(), slot in any::<u16>()) {
-        let _ = verify_segment(&data, generation, slot);
+        let _ = verify_segment(&data, Generation::new(generation), slot);
         let _ = LogFileHeader::decode(&data);
         let mut seg = data.clone();
         seg.resize(SEGMENT_LEN, 0);
-        let _ = repair_segment(&mut seg, generation, slot);
+        let _ = repair_segment(&mut seg, Generation::new(generation), slot);
     }
 
     #[test]
@@ -64,7 +64,7 @@ proptest! {
         let mut assembler = RecordAssembler::new();
         let half = data.len() / 2;
         for (i, payload) in [&data[..half], &data[half..]].into_iter().enumerate() {
-            let position = LogPosition { generation: 1, segment: 1 + i as u16, offset: 0 };
+            let position = LogPosition { generation: Generation::new(1), segment: 1 + i as u16, offset: 0 };
             let _ = assembler.push_segment(position, payload, |_| {});
         }
     }

@@ -9,7 +9,7 @@ use edbstress_format::log::{
     seal_segment, segment_check_id, segment_flags, select_checkpoint, verify_log_file_header,
     verify_segment,
 };
-use edbstress_format::{LogPosition, Pgno};
+use edbstress_format::{Generation, LogPosition, Pgno};
 use proptest::prelude::*;
 
 fn record_strategy() -> impl Strategy<Value = LogRecord> {
@@ -68,7 +68,7 @@ fn pack(records: &[LogRecord]) -> (Vec<Vec<u8>>, Vec<u8>, Vec<u16>) {
 fn sealed_segment(generation: u32, index: u16, payload: &[u8], seq: u64) -> Vec<u8> {
     let mut seg = vec![0u8; SEGMENT_LEN];
     let hdr = SegmentHeader {
-        generation,
+        generation: Generation::new(generation),
         logical_index: index,
         flags: 0,
         used: 0,
@@ -170,7 +170,7 @@ fn packer_framing_and_positions() {
         ))
     };
     let seg = |segment| LogPosition {
-        generation: 5,
+        generation: Generation::new(5),
         segment,
         offset: 0,
     };
@@ -181,7 +181,7 @@ fn packer_framing_and_positions() {
         .unwrap();
     assert!(!assembler.in_progress());
     let at = |segment, offset| LogPosition {
-        generation: 5,
+        generation: Generation::new(5),
         segment,
         offset,
     };
@@ -284,7 +284,7 @@ fn broken_chains_are_reported() {
 fn segments_verify_and_detect_misplacement() {
     let payload = vec![0x3Cu8; 1000];
     let seg = sealed_segment(0x1A, 5, &payload, 77);
-    let SegmentVerdict::Valid(hdr) = verify_segment(&seg, 0x1A, 5) else {
+    let SegmentVerdict::Valid(hdr) = verify_segment(&seg, Generation::new(0x1A), 5) else {
         panic!("expected a valid segment");
     };
     assert_eq!(hdr.used, 1000);
@@ -292,45 +292,51 @@ fn segments_verify_and_detect_misplacement() {
     assert_eq!(hdr.payload(&seg), &payload[..]);
     assert_eq!(&seg[8..12], b"LSEG");
     assert_eq!(
-        verify_segment(&seg, 0x1A, 6),
+        verify_segment(&seg, Generation::new(0x1A), 6),
         SegmentVerdict::WrongPosition {
-            found_generation: 0x1A,
+            found_generation: Generation::new(0x1A),
             found_slot: 5
         }
     );
     assert_eq!(
-        verify_segment(&seg, 0x1B, 5),
+        verify_segment(&seg, Generation::new(0x1B), 5),
         SegmentVerdict::WrongPosition {
-            found_generation: 0x1A,
+            found_generation: Generation::new(0x1A),
             found_slot: 5
         }
     );
     // Generations 65536 apart share checksum ids; the header still tells them apart.
-    assert_eq!(segment_check_id(0x1A, 5), segment_check_id(0x1_001A, 5));
     assert_eq!(
-        verify_segment(&seg, 0x1_001A, 5),
+        segment_check_id(Generation::new(0x1A), 5),
+        segment_check_id(Generation::new(0x1_001A), 5)
+    );
+    assert_eq!(
+        verify_segment(&seg, Generation::new(0x1_001A), 5),
         SegmentVerdict::WrongPosition {
-            found_generation: 0x1A,
+            found_generation: Generation::new(0x1A),
             found_slot: 5
         }
     );
     assert_eq!(
-        verify_segment(&vec![0; SEGMENT_LEN], 1, 1),
+        verify_segment(&vec![0; SEGMENT_LEN], Generation::new(1), 1),
         SegmentVerdict::Unused
     );
-    assert_eq!(verify_segment(&seg[..100], 0x1A, 5), SegmentVerdict::Bad);
+    assert_eq!(
+        verify_segment(&seg[..100], Generation::new(0x1A), 5),
+        SegmentVerdict::Bad
+    );
 
     // The shadow copy of a tail segment lives in the next slot.
     let mut shadow = vec![0u8; SEGMENT_LEN];
     let hdr = SegmentHeader {
-        generation: 3,
+        generation: Generation::new(3),
         logical_index: 9,
         flags: segment_flags::SHADOW,
         used: 0,
         write_seq: 12,
     };
     encode_segment(&mut shadow, &hdr, b"tail", 10);
-    let SegmentVerdict::Valid(read) = verify_segment(&shadow, 3, 10) else {
+    let SegmentVerdict::Valid(read) = verify_segment(&shadow, Generation::new(3), 10) else {
         panic!("expected a valid shadow");
     };
     assert!(read.is_shadow());
@@ -338,7 +344,10 @@ fn segments_verify_and_detect_misplacement() {
     // Sealed for the wrong slot: checksum and header disagree.
     let mut odd = shadow.clone();
     seal_segment(&mut odd, &read, 9);
-    assert_eq!(verify_segment(&odd, 3, 9), SegmentVerdict::Bad);
+    assert_eq!(
+        verify_segment(&odd, Generation::new(3), 9),
+        SegmentVerdict::Bad
+    );
 }
 
 #[test]
@@ -351,7 +360,7 @@ fn every_single_bit_flip_of_a_segment_is_repaired() {
     for bit in 0..(SEGMENT_LEN * 8) as u32 {
         seg[(bit / 8) as usize] ^= 1 << (bit % 8);
         assert_eq!(
-            repair_segment(&mut seg, 0xABCD, 17),
+            repair_segment(&mut seg, Generation::new(0xABCD), 17),
             SegmentVerdict::Correctable { bit },
             "bit {bit}"
         );
@@ -362,14 +371,14 @@ fn every_single_bit_flip_of_a_segment_is_repaired() {
 #[test]
 fn log_file_header_round_trip_and_errors() {
     let header = LogFileHeader {
-        generation: 0x1A,
+        generation: Generation::new(0x1A),
         segment_len: SEGMENT_LEN as u32,
         file_len: DEFAULT_LOG_FILE_LEN as u32,
         log_signature: 11,
         db_signature: 22,
         created_unix: 33,
         checkpoint_at_creation: LogPosition {
-            generation: 0x19,
+            generation: Generation::new(0x19),
             segment: 3,
             offset: 100,
         },
@@ -377,38 +386,41 @@ fn log_file_header_round_trip_and_errors() {
     };
     let mut seg = vec![0xFFu8; SEGMENT_LEN];
     header.encode(&mut seg);
-    assert_eq!(verify_log_file_header(&seg, 0x1A), Ok(header));
+    assert_eq!(
+        verify_log_file_header(&seg, Generation::new(0x1A)),
+        Ok(header)
+    );
     assert_eq!(header.segment_count(), 256);
     assert_eq!(&seg[8..16], b"EDBSLOG\0");
     assert_eq!(u32::from_le_bytes(seg[28..32].try_into().unwrap()), 0x1A);
     assert_eq!(
         u64::from_le_bytes(seg[0..8].try_into().unwrap()),
-        edbstress_format::block_checksum(&seg, segment_check_id(0x1A, 0), true)
+        edbstress_format::block_checksum(&seg, segment_check_id(Generation::new(0x1A), 0), true)
     );
     assert_eq!(
-        verify_log_file_header(&seg, 0x1B),
+        verify_log_file_header(&seg, Generation::new(0x1B)),
         Err(LogFormatError::WrongGeneration {
-            expected: 0x1B,
-            found: 0x1A
+            expected: Generation::new(0x1B),
+            found: Generation::new(0x1A)
         })
     );
     let mut damaged = seg.clone();
     damaged[40] ^= 1;
     assert!(matches!(
-        verify_log_file_header(&damaged, 0x1A),
+        verify_log_file_header(&damaged, Generation::new(0x1A)),
         Err(LogFormatError::BadChecksum { .. })
     ));
     assert!(matches!(
-        verify_log_file_header(&vec![0; SEGMENT_LEN], 1),
+        verify_log_file_header(&vec![0; SEGMENT_LEN], Generation::new(1)),
         Err(LogFormatError::Uninitialized { .. })
     ));
     assert!(matches!(
-        verify_log_file_header(&vec![0x55; SEGMENT_LEN], 1),
+        verify_log_file_header(&vec![0x55; SEGMENT_LEN], Generation::new(1)),
         Err(LogFormatError::BadMagic { .. })
     ));
     // A data segment is not a file header.
     let data = sealed_segment(0x1A, 1, b"x", 1);
-    assert!(verify_log_file_header(&data, 0x1A).is_err());
+    assert!(verify_log_file_header(&data, Generation::new(0x1A)).is_err());
 }
 
 /// Version 2 is written; a version 1 log (no split images) is still read, and a
@@ -416,7 +428,7 @@ fn log_file_header_round_trip_and_errors() {
 #[test]
 fn log_file_header_versions() {
     let header = LogFileHeader {
-        generation: 3,
+        generation: Generation::new(3),
         segment_len: SEGMENT_LEN as u32,
         file_len: DEFAULT_LOG_FILE_LEN as u32,
         log_signature: 1,
@@ -431,12 +443,16 @@ fn log_file_header_versions() {
     let with_version = |version: u32| {
         let mut s = seg.clone();
         s[16..20].copy_from_slice(&version.to_le_bytes());
-        let sum = edbstress_format::block_checksum(&s, segment_check_id(3, 0), true);
+        let sum =
+            edbstress_format::block_checksum(&s, segment_check_id(Generation::new(3), 0), true);
         s[0..8].copy_from_slice(&sum.to_le_bytes());
         s
     };
-    assert_eq!(verify_log_file_header(&with_version(1), 3), Ok(header));
-    let err = verify_log_file_header(&with_version(3), 3).unwrap_err();
+    assert_eq!(
+        verify_log_file_header(&with_version(1), Generation::new(3)),
+        Ok(header)
+    );
+    let err = verify_log_file_header(&with_version(3), Generation::new(3)).unwrap_err();
     assert_eq!(err, LogFormatError::UnsupportedVersion { found: 3 });
     let message = err.to_string();
     assert!(
@@ -450,7 +466,7 @@ fn checkpoint_copies() {
     let older = CheckpointRecord {
         update_seq: 4,
         checkpoint: LogPosition {
-            generation: 2,
+            generation: Generation::new(2),
             segment: 1,
             offset: 32,
         },
@@ -520,7 +536,7 @@ proptest! {
             prop_assert!(payload.len() <= SEGMENT_PAYLOAD_LEN);
             let slot = (i + 1) as u16;
             let seg = sealed_segment(9, slot, payload, i as u64);
-            let SegmentVerdict::Valid(hdr) = verify_segment(&seg, 9, slot) else {
+            let SegmentVerdict::Valid(hdr) = verify_segment(&seg, Generation::new(9), slot) else {
                 return Err(TestCaseError::fail("sealed segment does not verify"));
             };
             assembler
@@ -545,8 +561,8 @@ proptest! {
         let original = sealed_segment(generation, slot, &payload, 1);
         let mut seg = original.clone();
         seg[(bit / 8) as usize] ^= 1 << (bit % 8);
-        prop_assert_eq!(verify_segment(&seg, generation, slot), SegmentVerdict::Correctable { bit });
-        repair_segment(&mut seg, generation, slot);
+        prop_assert_eq!(verify_segment(&seg, Generation::new(generation), slot), SegmentVerdict::Correctable { bit });
+        repair_segment(&mut seg, Generation::new(generation), slot);
         prop_assert!(seg == original);
     }
 
@@ -561,7 +577,7 @@ proptest! {
         for bit in [a, b] {
             seg[(bit / 8) as usize] ^= 1 << (bit % 8);
         }
-        prop_assert_eq!(verify_segment(&seg, 4, 2), SegmentVerdict::Bad);
+        prop_assert_eq!(verify_segment(&seg, Generation::new(4), 2), SegmentVerdict::Bad);
     }
 
     #[test]
@@ -574,8 +590,8 @@ proptest! {
         prop_assume!((generation, slot) != (other_generation, other_slot));
         let seg = sealed_segment(generation, slot, b"payload", 3);
         prop_assert_eq!(
-            verify_segment(&seg, other_generation, other_slot),
-            SegmentVerdict::WrongPosition { found_generation: generation, found_slot: slot }
+            verify_segment(&seg, Generation::new(other_generation), other_slot),
+            SegmentVerdict::WrongPosition { found_generation: Generation::new(generation), found_slot: slot }
         );
     }
 
@@ -587,14 +603,14 @@ proptest! {
         slot in any::<u16>(),
     ) {
         let _ = LogRecord::decode(kind, &bytes);
-        let _ = verify_segment(&bytes, generation, slot);
+        let _ = verify_segment(&bytes, Generation::new(generation), slot);
         let _ = LogFileHeader::decode(&bytes);
         let _ = CheckpointRecord::decode(&bytes);
         let _ = select_checkpoint(&bytes, &bytes);
         let mut seg = bytes.clone();
         seg.resize(SEGMENT_LEN, 0);
-        let _ = verify_segment(&seg, generation, slot);
-        let _ = repair_segment(&mut seg, generation, slot);
+        let _ = verify_segment(&seg, Generation::new(generation), slot);
+        let _ = repair_segment(&mut seg, Generation::new(generation), slot);
         let mut assembler = RecordAssembler::new();
         for chunk in bytes.chunks(SEGMENT_PAYLOAD_LEN.min(bytes.len().max(1) / 2 + 1)) {
             let _ = assembler.push_segment(LogPosition::default(), chunk, |r| {

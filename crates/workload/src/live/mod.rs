@@ -8,6 +8,7 @@
 //! run's results.json (up to the last sampling interval); rates and averages are over
 //! the last sampling interval.
 
+use edbstress_format::Generation;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -99,7 +100,7 @@ pub struct InstanceCounters {
     /// Database page fault stalls per second over the last sampling interval.
     pub interval_page_fault_stalls_per_sec: f64,
     /// Current log generation.
-    pub log_generation: u32,
+    pub log_generation: Generation,
     /// Checkpoint depth, bytes.
     pub checkpoint_depth_bytes: u64,
 }

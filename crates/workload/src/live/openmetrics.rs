@@ -323,7 +323,7 @@ fn encode_instances(
         e,
         "log_generation",
         "Current log file generation",
-        inst_f64(|i| f64::from(i.log_generation)),
+        inst_f64(|i| f64::from(i.log_generation.get())),
     )?;
     gauges(
         e,

@@ -121,7 +121,7 @@ impl MeasureRecorder {
             r.cache_hit_pct = Some(hit_pct(c));
             r.page_fault_stalls_per_sec = Some(stalls);
             r.checkpoint_depth_mb = Some(depth);
-            r.log_generation = Some(iv.generation[i]);
+            r.log_generation = Some(iv.generation[i].get());
             r.per_sec = Some(rate(t.count(), iv.seconds));
             rows.push(r);
         }
@@ -196,7 +196,7 @@ impl MeasureRecorder {
                 cache_hit_pct: hit_pct(c),
                 page_fault_stalls_per_sec: rate(c.stalls, seconds),
                 checkpoint_depth_mb: avg(&self.depth_mb[i]),
-                log_generation: end.generation[i],
+                log_generation: end.generation[i].get(),
                 log_files_written: whole.generations_written[i],
                 log_bytes_per_sec: whole.log[i].bytes_written as f64 / seconds.max(1e-9),
                 allocated_bytes: whole.pages_allocated[i] * bench.config.page_size.bytes() as u64,

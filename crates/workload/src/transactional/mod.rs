@@ -9,6 +9,7 @@
 //! `measure` records the measured phase; [`warmup`] reports the warm-up's progress
 //! (cache fill per instance, rate, estimate) and why a warm-up timed out.
 
+use edbstress_format::Generation;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -157,7 +158,7 @@ struct Snapshot {
     log: Vec<LogCounters>,
     txn: Vec<TxnStats>,
     checkpoint_depth: Vec<u64>,
-    generation: Vec<u32>,
+    generation: Vec<Generation>,
     pages_allocated: Vec<u64>,
     host: HostSnapshot,
 }
@@ -171,7 +172,7 @@ struct Interval {
     log: Vec<LogCounters>,
     txn: Vec<TxnStats>,
     checkpoint_depth: Vec<u64>,
-    generation: Vec<u32>,
+    generation: Vec<Generation>,
     generations_written: Vec<u32>,
     pages_allocated: Vec<u64>,
     host: HostInterval,
@@ -487,7 +488,7 @@ impl<'a> Workbench<'a> {
             now.generation
                 .iter()
                 .zip(&earlier.generation)
-                .map(|(n, e)| n.saturating_sub(*e)),
+                .map(|(n, e)| n.since(*e)),
         );
         out.pages_allocated.clear();
         out.pages_allocated.extend(

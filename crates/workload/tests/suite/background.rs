@@ -13,6 +13,7 @@ use edbstress_engine::InstanceId;
 use edbstress_engine::InstanceLayout;
 use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
 use edbstress_engine::{PrepareOptions, PreparePlan};
+use edbstress_format::Generation;
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN, log_file_name};
 use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{BackendKind, IoClass, IoMode};
@@ -345,14 +346,14 @@ fn replication_readers_follow_the_log(backend: BackendKind) {
             .unwrap();
         i += 1;
     };
-    while instance.log_generation() < start + 5 {
+    while instance.log_generation().since(start) < 5 {
         commit(&instance);
     }
     // Then more than a read's worth into the open generation, without closing it.
     while instance.log_durable().segment < 100 {
         commit(&instance);
     }
-    let closed = u64::from(instance.log_generation() - start);
+    let closed = u64::from(instance.log_generation().since(start));
     assert!(closed >= 5, "the log rolled {closed} generations");
     // Per file: the header (checked), then 256 KiB reads.
     let per_file = (1u64 << 20) + 4096;
@@ -395,10 +396,10 @@ fn replication_readers_follow_the_log(backend: BackendKind) {
 
 /// A log file of `len` bytes: a real header, then filler.
 fn write_log(dir: &Path, generation: u32, len: usize) -> PathBuf {
-    let path = dir.join(log_file_name(generation));
+    let path = dir.join(log_file_name(Generation::new(generation)));
     let mut bytes = vec![generation as u8; len];
     LogFileHeader {
-        generation,
+        generation: Generation::new(generation),
         segment_len: SEGMENT_LEN as u32,
         file_len: len.next_multiple_of(SEGMENT_LEN) as u32,
         log_signature: 7,
@@ -415,7 +416,7 @@ fn write_log(dir: &Path, generation: u32, len: usize) -> PathBuf {
 /// A durable end of the log in generation `generation` (nothing of it written yet).
 fn durable_in(generation: &AtomicU32) -> LogPosition {
     LogPosition {
-        generation: generation.load(Ordering::Relaxed),
+        generation: Generation::new(generation.load(Ordering::Relaxed)),
         segment: 1,
         offset: 32,
     }
@@ -459,7 +460,11 @@ fn replication_counts_removed_files_as_missed_and_reads_odd_tails() {
 
     // A file that is not the generation its name says is an error, not shipped.
     write_log(logs, 8, 1 << 20);
-    std::fs::rename(logs.join(log_file_name(8)), logs.join(log_file_name(9))).unwrap();
+    std::fs::rename(
+        logs.join(log_file_name(Generation::new(8))),
+        logs.join(log_file_name(Generation::new(9))),
+    )
+    .unwrap();
     let generation = Arc::new(AtomicU32::new(9));
     let source = Arc::clone(&generation);
     let handle = LogReplicator::spawn(

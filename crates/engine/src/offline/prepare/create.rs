@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, mpsc};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use edbstress_format::Generation;
 use edbstress_format::Pgno;
 use edbstress_format::header::{DatabaseHeader, DbState, TreeRoot};
 use edbstress_format::log::{CheckpointState, LogPosition};
@@ -59,7 +60,7 @@ pub(super) fn reuse_instance(
             h.log_signature = fresh_signature(&layout.log_dir);
             h.checkpoint = INITIAL_CHECKPOINT;
             // No generation of the new stream holds anything yet.
-            h.log_required = 0;
+            h.log_required = Generation::NONE;
             h.update_seq += 1;
             let file = DataFile::open(
                 &layout.db_file,
@@ -159,7 +160,7 @@ pub(super) fn create_instance(
             instance: layout.instance,
             update_seq: 1,
             checkpoint: LogPosition {
-                generation: 1,
+                generation: Generation::FIRST,
                 segment: 1,
                 offset: 0,
             },
@@ -184,7 +185,7 @@ pub(super) fn create_instance(
             next_message_id: plan.messages + 1,
             log_signature,
             creator: edbstress_format::header::creator_field(CREATOR),
-            log_required: 0,
+            log_required: Generation::NONE,
         };
         write_header(&file, &header)?;
         let mut backend = open_backend(options.backend, options.queue_depth)?;

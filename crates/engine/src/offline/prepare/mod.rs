@@ -15,6 +15,7 @@ mod create;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use edbstress_format::Generation;
 use edbstress_format::InstanceId;
 use edbstress_format::PageSize;
 use edbstress_format::header::{DbState, HeaderError};
@@ -393,7 +394,11 @@ impl PreparePlan {
             if db_growth_bytes > 0 {
                 add(existing_ancestor(&layout.db_file), db_growth_bytes)?;
             }
-            if !layout.log_dir.join(log_file_name(1)).exists() {
+            if !layout
+                .log_dir
+                .join(log_file_name(Generation::FIRST))
+                .exists()
+            {
                 add(log_dir, LOG_BYTES.max(run_log_bytes))?;
             } else if run_log_bytes > 0 {
                 add(
@@ -726,7 +731,7 @@ fn check_log_owner(
 
 /// Where a new database's log starts.
 const INITIAL_CHECKPOINT: LogPosition = LogPosition {
-    generation: 1,
+    generation: Generation::FIRST,
     segment: 1,
     offset: 0,
 };

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use edbstress_format::Generation;
 use edbstress_format::InstanceId;
 use edbstress_format::header::{DatabaseHeader, DbState};
 use edbstress_format::log::{CheckpointState, LogPosition, LogRecord};
@@ -646,7 +647,7 @@ impl Instance {
     }
 
     /// Current log generation.
-    pub fn log_generation(&self) -> u32 {
+    pub fn log_generation(&self) -> Generation {
         self.log.generation()
     }
 

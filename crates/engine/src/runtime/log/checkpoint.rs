@@ -199,6 +199,7 @@ impl CheckpointFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use edbstress_format::Generation;
 
     #[test]
     fn log_checkpoint_file_round_trip_and_signature_check() {
@@ -208,7 +209,7 @@ mod tests {
             db_signature: 9,
         };
         let pos = LogPosition {
-            generation: 3,
+            generation: Generation::new(3),
             segment: 4,
             offset: 100,
         };

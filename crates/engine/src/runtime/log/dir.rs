@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use edbstress_format::Generation;
 use edbstress_format::log::{
     CHECKPOINT_FILE_NAME, CheckpointRecord, CheckpointState, DEFAULT_LOG_FILE_LEN, LogFileHeader,
     LogPosition, NEXT_LOG_FILE_NAME, SEGMENT_LEN, log_file_name, parse_log_file_name,
@@ -246,16 +247,16 @@ fn write_initial_logs(
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let start = LogPosition {
-        generation: 1,
+        generation: Generation::FIRST,
         segment: 1,
         offset: 0,
     };
 
-    let log = DataFile::create_new(dir.join(log_file_name(1)), mode)?;
-    created.push(dir.join(log_file_name(1)));
+    let log = DataFile::create_new(dir.join(log_file_name(Generation::FIRST)), mode)?;
+    created.push(dir.join(log_file_name(Generation::FIRST)));
     let mut image = AlignedBuf::new(DEFAULT_LOG_FILE_LEN);
     LogFileHeader {
-        generation: 1,
+        generation: Generation::FIRST,
         segment_len: SEGMENT_LEN as u32,
         file_len: DEFAULT_LOG_FILE_LEN as u32,
         log_signature,
@@ -313,14 +314,14 @@ mod tests {
         let result = create_initial_logs(&dir, 1, 2, state, IoMode::Buffered);
         assert!(result.is_err());
         assert!(
-            !dir.join(log_file_name(1)).exists(),
+            !dir.join(log_file_name(Generation::FIRST)).exists(),
             "half-made log left behind"
         );
         assert_eq!(std::fs::read(&foreign).unwrap(), b"not ours");
 
         std::fs::remove_file(&foreign).unwrap();
         create_initial_logs(&dir, 1, 2, state, IoMode::Buffered).unwrap();
-        assert!(is_our_log_file(&dir.join(log_file_name(1))));
+        assert!(is_our_log_file(&dir.join(log_file_name(Generation::FIRST))));
         assert!(is_our_log_file(&dir.join(CHECKPOINT_FILE_NAME)));
     }
 
@@ -344,7 +345,7 @@ mod tests {
             );
         }
         // Under another name even zeros are not ours.
-        let other = tmp.path().join(log_file_name(7));
+        let other = tmp.path().join(log_file_name(Generation::new(7)));
         std::fs::write(&other, [0u8; 4]).unwrap();
         assert!(!is_our_log_file(&other));
     }

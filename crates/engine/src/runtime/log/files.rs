@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use edbstress_format::Generation;
 use edbstress_format::InstanceId;
 use edbstress_format::log::{
     FRAGMENT_HEADER_LEN, LogFileHeader, NEXT_LOG_FILE_NAME, SEGMENT_HEADER_LEN, SEGMENT_LEN,
@@ -55,7 +56,7 @@ pub(crate) fn is_closed(used: u16) -> bool {
 }
 
 /// Path of generation `generation` in `dir`.
-pub(crate) fn generation_path(dir: &Path, generation: u32) -> PathBuf {
+pub(crate) fn generation_path(dir: &Path, generation: Generation) -> PathBuf {
     dir.join(log_file_name(generation))
 }
 
@@ -65,7 +66,7 @@ pub(crate) fn next_file_path(dir: &Path) -> PathBuf {
 }
 
 /// Generations with a file in `dir`, ascending.
-pub(crate) fn list_generations(dir: &Path) -> Result<Vec<u32>, EngineError> {
+pub(crate) fn list_generations(dir: &Path) -> Result<Vec<Generation>, EngineError> {
     let io = |source: std::io::Error| IoError::Io {
         path: dir.to_path_buf(),
         op: "list directory",
@@ -134,7 +135,7 @@ pub(crate) fn read_file_header(
     io: &mut dyn IoBackend,
     file: &DataFile,
     (instance, class): (u16, IoClass),
-    generation: u32,
+    generation: Generation,
     signatures: LogSignatures,
 ) -> Result<LogFileHeader, EngineError> {
     let mut seg = AlignedBuf::new(SEGMENT_LEN);
@@ -146,7 +147,7 @@ pub(crate) fn read_file_header(
 pub(crate) fn decode_file_header(
     seg: &[u8],
     path: &Path,
-    generation: u32,
+    generation: Generation,
     signatures: LogSignatures,
 ) -> Result<LogFileHeader, EngineError> {
     let header = verify_log_file_header(seg, generation)
@@ -262,7 +263,7 @@ impl SlotState {
 
 /// Classifies slot `slot` of generation `generation`, repairing a single flipped bit
 /// in `seg` (in memory) when that yields a valid segment.
-pub(crate) fn classify_slot(seg: &mut [u8], generation: u32, slot: u16) -> SlotState {
+pub(crate) fn classify_slot(seg: &mut [u8], generation: Generation, slot: u16) -> SlotState {
     match repair_segment(seg, generation, slot) {
         SegmentVerdict::Valid(header) => SlotState::Valid {
             header,
@@ -316,7 +317,7 @@ pub(crate) fn choose_copy(
 /// full payload length so that readers know nothing more follows in it.
 pub(crate) fn seal_data_segment(
     seg: &mut [u8],
-    generation: u32,
+    generation: Generation,
     logical: u16,
     shadow: bool,
     payload: &[u8],
@@ -493,7 +494,7 @@ mod tests {
     #[test]
     fn log_choose_copy_prefers_the_newer_valid_copy() {
         let hdr = |shadow: bool, seq: u64| SegmentHeader {
-            generation: 1,
+            generation: Generation::new(1),
             logical_index: 4,
             flags: if shadow { segment_flags::SHADOW } else { 0 },
             used: 10,

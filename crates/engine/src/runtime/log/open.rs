@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use edbstress_format::Generation;
 use edbstress_format::InstanceId;
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_HEADER_LEN, SEGMENT_LEN};
 use edbstress_io::blocking::{self, Target};
@@ -25,7 +26,7 @@ pub(crate) struct OpenedLog {
     /// The generation file to write.
     pub(crate) file: DataFile,
     /// Its generation.
-    pub(crate) generation: u32,
+    pub(crate) generation: Generation,
     /// Its segment count (header included).
     pub(crate) segments: u32,
     /// The first slot to write: everything before it is final.
@@ -35,7 +36,7 @@ pub(crate) struct OpenedLog {
     /// The highest write sequence found or written.
     pub(crate) write_seq: u64,
     /// The oldest generation with a file (for circular logging).
-    pub(crate) oldest_generation: u32,
+    pub(crate) oldest_generation: Generation,
     /// What the scan that checked the start position read, as its backend counted it
     /// (class `LogRead`); what opening wrote is in the writer's backend.
     pub(crate) scan_io: IoStats,
@@ -54,7 +55,7 @@ impl GenerationImage {
     /// Reads generation `generation` at `path` through `io` (class `LogRead`).
     fn read(
         path: &Path,
-        generation: u32,
+        generation: Generation,
         signatures: LogSignatures,
         access: Access,
         io: &mut Reopen<'_>,
@@ -254,8 +255,11 @@ pub(crate) fn open_for_writing(
     };
     remove_stale_next_file(dir, &mut reopen)?;
     let generations = list_generations(dir)?;
-    let next_exists = generations.contains(&(g.wrapping_add(1)));
-    if let Some(&beyond) = generations.iter().find(|&&x| x > g.saturating_add(1)) {
+    let next_exists = g.next().is_some_and(|n| generations.contains(&n));
+    if let Some(&beyond) = generations
+        .iter()
+        .find(|&&x| x > g.next().unwrap_or(Generation::MAX))
+    {
         return Err(EngineError::Invalid(format!(
             "the log continues beyond the start position {start}: generation {beyond:#x} exists \
              in {}; start at the end of the log that read_log reports",
@@ -299,7 +303,7 @@ pub(crate) fn open_for_writing(
         return Err(EngineError::Invalid(format!(
             "the log continues beyond the start position {start}: generation {:#x} exists; \
              start at the end of the log that read_log reports",
-            g + 1
+            g.next().unwrap_or(Generation::MAX)
         )));
     }
     let mut fold = current.fold_final_slots(
@@ -310,7 +314,7 @@ pub(crate) fn open_for_writing(
     // data yet.
     let mut write_seq = current.max_seq.max(last_write_seq_of(
         dir,
-        g.wrapping_sub(1),
+        g.prev().unwrap_or(Generation::NONE),
         signatures,
         &mut reopen,
     ));
@@ -350,7 +354,7 @@ fn check_start_is_end_of_log(
 ) -> Result<(u16, IoStats), EngineError> {
     let dir = config.dir.as_path();
     let g = start.generation;
-    if g == 0 || start.segment == 0 {
+    if g == Generation::NONE || start.segment == 0 {
         return Err(EngineError::Invalid(format!(
             "log start position {start} is impossible: generations and data segments start at 1"
         )));
@@ -387,7 +391,7 @@ struct Opening<'a> {
     /// The checkpoint a generation created now records.
     checkpoint: LogPosition,
     /// The oldest generation with a file (for circular logging).
-    oldest_generation: u32,
+    oldest_generation: Generation,
     /// What the scan of the start position read.
     scan_io: IoStats,
 }
@@ -395,7 +399,7 @@ struct Opening<'a> {
 impl Opening<'_> {
     /// The header of a new generation `generation` whose predecessor's running
     /// checksum is `prev`.
-    fn new_header(&self, generation: u32, prev: u64) -> LogFileHeader {
+    fn new_header(&self, generation: Generation, prev: u64) -> LogFileHeader {
         let signatures = self.config.signatures();
         LogFileHeader {
             generation,
@@ -527,7 +531,7 @@ fn close_start_segment(
 /// log in the next one, created now unless it exists (then it must follow `g`).
 fn continue_in_next_generation(
     opening: Opening<'_>,
-    g: u32,
+    g: Generation,
     (fold, write_seq): (RunningChecksum, u64),
     next_exists: bool,
     reopen: &mut Reopen<'_>,
@@ -578,12 +582,12 @@ fn continue_in_next_generation(
 /// or 0 if it cannot be read.
 fn last_write_seq_of(
     dir: &Path,
-    generation: u32,
+    generation: Generation,
     signatures: LogSignatures,
     io: &mut Reopen<'_>,
 ) -> u64 {
     let path = generation_path(dir, generation);
-    if generation == 0 || !path.exists() {
+    if generation == Generation::NONE || !path.exists() {
         return 0;
     }
     let mut read = || -> Result<u64, EngineError> {
@@ -617,11 +621,11 @@ fn last_write_seq_of(
 /// be complete; `(0, 0)` if it has no file.
 fn previous_generation_chain(
     dir: &Path,
-    g: u32,
+    g: Generation,
     signatures: LogSignatures,
     io: &mut Reopen<'_>,
 ) -> Result<(u64, u64), EngineError> {
-    let Some(prev) = g.checked_sub(1).filter(|&p| p > 0) else {
+    let Some(prev) = g.prev() else {
         return Ok((0, 0));
     };
     let path = generation_path(dir, prev);

@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
+use edbstress_format::Generation;
 use edbstress_format::InstanceId;
 use edbstress_format::log::{LogPosition, LogRecord, RecordAssembler, SEGMENT_LEN, SegmentHeader};
 use edbstress_io::{
@@ -103,7 +104,7 @@ pub struct LogScanSummary {
     /// Generation of the last segment holding log data that was read (the segment
     /// just before the start position counts), 0 when none: compared with the
     /// database header's `log_required` to detect a lost newest generation.
-    pub last_data_generation: u32,
+    pub last_data_generation: Generation,
 }
 
 /// Checks that a log read from `from` (whose reading ended with `summary`, or that is
@@ -113,11 +114,11 @@ pub struct LogScanSummary {
 /// it, lost writes the storage had acknowledged: [`EngineError::LostLog`].
 pub fn check_log_reaches(
     dir: &Path,
-    log_required: u32,
+    log_required: Generation,
     from: LogPosition,
     summary: Option<&LogScanSummary>,
 ) -> Result<(), EngineError> {
-    if log_required == 0 || log_required < from.generation {
+    if log_required == Generation::NONE || log_required < from.generation {
         return Ok(());
     }
     let file = generation_path(dir, log_required);
@@ -202,7 +203,7 @@ pub fn read_log_with(
 
 /// The generation file being read, through a window of segments.
 struct Cursor {
-    generation: u32,
+    generation: Generation,
     path: PathBuf,
     /// `file` as registered with the reader's backend.
     file_id: FileId,
@@ -245,7 +246,7 @@ pub struct LogReader {
     options: LogReadOptions,
     from: LogPosition,
     /// Generations with a file, ascending.
-    present: Vec<u32>,
+    present: Vec<Generation>,
     cursor: Option<Cursor>,
     assembler: RecordAssembler,
     /// The next segment fed is the first one.
@@ -254,7 +255,7 @@ pub struct LogReader {
     skipping: bool,
     /// The segment whose leading continuation was not fed to the assembler, and its
     /// length.
-    skipped: Option<(u32, u16, u16)>,
+    skipped: Option<(Generation, u16, u16)>,
     ready: VecDeque<LogEntry>,
     last_complete_end: Option<LogPosition>,
     /// Start of the generation after the last one read through its final slot: the
@@ -286,7 +287,7 @@ impl LogReader {
         signatures: LogSignatures,
         options: &LogReadOptions,
     ) -> Result<LogReader, EngineError> {
-        if from.generation == 0 {
+        if from.generation == Generation::NONE {
             return Err(EngineError::Invalid(format!(
                 "log position {from} is impossible: generations start at 1"
             )));
@@ -324,7 +325,7 @@ impl LogReader {
                 segments_after_end: 0,
                 corrected: Vec::new(),
                 max_write_seq: 0,
-                last_data_generation: 0,
+                last_data_generation: Generation::NONE,
             },
             chain_max_seq: 0,
             tail_copy_damaged: false,
@@ -404,7 +405,7 @@ impl LogReader {
 
     fn open_generation(
         &mut self,
-        generation: u32,
+        generation: Generation,
         expected_prev: Option<u64>,
     ) -> Result<Cursor, EngineError> {
         let path = generation_path(&self.dir, generation);
@@ -429,7 +430,7 @@ impl LogReader {
                         "its running checksum of generation {:#x} does not match that \
                          generation's segments: the files are not consecutive generations of \
                          one log (a file was replaced or restored from elsewhere)",
-                        generation - 1
+                        generation.prev().unwrap_or(Generation::NONE)
                     ),
                 ));
             }

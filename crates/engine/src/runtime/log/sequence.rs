@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use edbstress_format::Generation;
 use edbstress_format::InstanceId;
 use edbstress_format::header::{DatabaseHeader, DbState};
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN};
@@ -24,9 +25,9 @@ use crate::error::EngineError;
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct LogSequenceReport {
     /// Oldest and newest generation files present (0 when none).
-    pub first_generation: u32,
+    pub first_generation: Generation,
     /// Newest generation file present.
-    pub last_generation: u32,
+    pub last_generation: Generation,
     /// Records read.
     pub records: u64,
     /// Where the log ends (empty when it could not be read to the end).
@@ -194,7 +195,7 @@ fn read_to_end(
 /// The signatures in the file header of generation `generation`, if it is valid.
 fn first_file_signatures(
     dir: &Path,
-    generation: u32,
+    generation: Generation,
     io_mode: IoMode,
 ) -> Result<Option<LogSignatures>, EngineError> {
     let file = DataFile::open(generation_path(dir, generation), io_mode, Access::ReadOnly)?;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use edbstress_engine::log::create_initial_logs;
 use edbstress_engine::log::{LogConfig, LogScan, LogSignatures, LogWriter, read_log};
 use edbstress_engine::{InstanceId, Pgno};
+use edbstress_format::Generation;
 use edbstress_format::log::{LogPosition, LogRecord, SEGMENT_LEN, log_file_name};
 use edbstress_io::{IoClass, IoMode};
 use rand::SeedableRng;
@@ -23,7 +24,7 @@ pub const LOG_SIG: u64 = 0x1065_16A7_0000_0001;
 pub const SMALL_FILE: usize = 64 * 1024;
 /// Where prepare starts the log.
 pub const START: LogPosition = LogPosition {
-    generation: 1,
+    generation: Generation::new(1),
     segment: 1,
     offset: 0,
 };
@@ -98,7 +99,7 @@ pub fn records_of(scan: &LogScan) -> Vec<LogRecord> {
 }
 
 pub fn log_path(dir: &Path, generation: u32) -> PathBuf {
-    dir.join(log_file_name(generation))
+    dir.join(log_file_name(Generation::new(generation)))
 }
 
 /// The bytes of slot `slot` of generation `generation`.
@@ -137,7 +138,9 @@ pub fn generations(dir: &Path) -> Vec<u32> {
     let mut g: Vec<u32> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()
-        .filter_map(|e| edbstress_format::log::parse_log_file_name(e.file_name().to_str()?))
+        .filter_map(|e| {
+            edbstress_format::log::parse_log_file_name(e.file_name().to_str()?).map(Generation::get)
+        })
         .collect();
     g.sort_unstable();
     g

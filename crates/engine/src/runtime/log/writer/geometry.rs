@@ -1,11 +1,12 @@
 //! Addresses of segments and the file geometry of the generations a writer writes.
 
+use edbstress_format::Generation;
 use edbstress_format::log::{LogPosition, SEGMENT_LEN};
 
 /// A logical segment: generation and index within its file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct SegAddr {
-    pub(super) generation: u32,
+    pub(super) generation: Generation,
     pub(super) index: u16,
 }
 
@@ -23,13 +24,13 @@ impl SegAddr {
 /// the length in its header, new ones get the configured length.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Geometry {
-    pub(super) first_generation: u32,
+    pub(super) first_generation: Generation,
     pub(super) first_segments: u32,
     pub(super) segments: u32,
 }
 
 impl Geometry {
-    pub(super) fn segments_in(&self, generation: u32) -> u32 {
+    pub(super) fn segments_in(&self, generation: Generation) -> u32 {
         if generation == self.first_generation {
             self.first_segments
         } else {
@@ -67,12 +68,12 @@ impl Geometry {
             return linear(newer.segment, newer.offset)
                 .saturating_sub(linear(older.segment, older.offset));
         }
-        let data_len = |generation: u32| u64::from(self.segments_in(generation)) * seg;
+        let data_len = |generation: Generation| u64::from(self.segments_in(generation)) * seg;
         // Rest of the older generation, whole generations between (slot 0 is the file
         // header), start of the newer one.
         let mut total =
             data_len(older.generation).saturating_sub(linear(older.segment, older.offset));
-        let between = u64::from(newer.generation - older.generation - 1);
+        let between = u64::from(newer.generation.since(older.generation) - 1);
         total += between * u64::from(self.segments.saturating_sub(1)) * seg;
         let first = self.first_generation;
         if first > older.generation && first < newer.generation {
@@ -89,7 +90,7 @@ mod tests {
 
     fn pos(generation: u32, segment: u16, offset: u16) -> LogPosition {
         LogPosition {
-            generation,
+            generation: Generation::new(generation),
             segment,
             offset,
         }
@@ -99,7 +100,7 @@ mod tests {
     fn log_geometry_counts_bytes_across_generations() {
         // Generation 3 is a 1 MiB file (256 segments), later ones 16 segments.
         let g = Geometry {
-            first_generation: 3,
+            first_generation: Generation::new(3),
             first_segments: 256,
             segments: 16,
         };
@@ -117,16 +118,16 @@ mod tests {
         );
         assert_eq!(
             g.next(SegAddr {
-                generation: 3,
+                generation: Generation::new(3),
                 index: 255
             }),
             Some(SegAddr {
-                generation: 4,
+                generation: Generation::new(4),
                 index: 1
             })
         );
         assert!(g.is_last_slot(SegAddr {
-            generation: 4,
+            generation: Generation::new(4),
             index: 15
         }));
     }

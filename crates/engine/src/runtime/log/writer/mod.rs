@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use edbstress_format::Generation;
 use edbstress_format::log::{
     CheckpointState, FRAGMENT_HEADER_LEN, LogPosition, LogRecord, MAX_RECORD_BODY_LEN, SEGMENT_LEN,
     SEGMENT_PAYLOAD_LEN, SegmentPacker,
@@ -51,7 +52,7 @@ pub type CheckpointBarrier = Box<dyn Fn() -> Result<(), EngineError> + Send + Sy
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GenerationRecord {
     /// The generation that now holds a durable write.
-    pub generation: u32,
+    pub generation: Generation,
     /// The checkpoint last written to `E00.chk` (every page change before it is
     /// durable in the database).
     pub checkpoint: LogPosition,
@@ -419,7 +420,7 @@ impl LogWriter {
     }
 
     /// The generation records are being appended to.
-    pub fn generation(&self) -> u32 {
+    pub fn generation(&self) -> Generation {
         self.current().generation
     }
 
@@ -443,11 +444,11 @@ impl LogWriter {
     /// that write is acknowledged (so a lost newest log is detectable: docs/format.md,
     /// "log required"). `recorded` is the generation the database already records;
     /// set the hook before the first append.
-    pub fn set_generation_hook(&self, hook: GenerationHook, recorded: u32) {
+    pub fn set_generation_hook(&self, hook: GenerationHook, recorded: Generation) {
         *self.shared.generation_hook.lock() = Some(hook);
         self.shared
             .recorded_generation
-            .store(recorded, Ordering::Release);
+            .store(recorded.get(), Ordering::Release);
     }
 
     /// Writes the checkpoint file now (both copies, each made durable in turn).
@@ -461,10 +462,10 @@ impl LogWriter {
     /// floor (feature `test-internals`); without one, circular logging keeps what the
     /// checkpoint needs.
     #[cfg(feature = "test-internals")]
-    pub fn set_retention_floor(&self, generation: u32) {
+    pub fn set_retention_floor(&self, generation: Generation) {
         self.shared
             .retention_floor
-            .store(generation, Ordering::Release);
+            .store(generation.get(), Ordering::Release);
     }
 
     /// A snapshot of this writer's I/O as the backends that carried it counted it: log

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use edbstress_format::Generation;
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN, SEGMENT_PAYLOAD_LEN};
 use edbstress_io::{AlignedBuf, DataFile, IoClass, IoError, IoOp, IoRequest};
 
@@ -104,7 +105,7 @@ impl RoundIo {
     pub(super) fn after(&self, addr: SegAddr) -> LogPosition {
         let next = if u32::from(addr.index) + 1 >= self.segments {
             SegAddr {
-                generation: addr.generation.wrapping_add(1),
+                generation: addr.generation.next().unwrap_or(Generation::NONE),
                 index: 1,
             }
         } else {
@@ -168,7 +169,7 @@ impl RoundIo {
         bump(&counters.fsyncs, 1);
         // Before anything written here is acknowledged: the database must know that
         // this generation holds durable data (docs/format.md, "log required").
-        if self.generation > shared.recorded_generation.load(Ordering::Acquire) {
+        if self.generation.get() > shared.recorded_generation.load(Ordering::Acquire) {
             self.record_generation(shared)?;
         }
 
@@ -262,7 +263,7 @@ impl RoundIo {
         }
         bump(&counters.bytes_written, 2 * SEGMENT_LEN as u64);
         self.shadow_of = Some(k);
-        if self.generation > shared.recorded_generation.load(Ordering::Acquire) {
+        if self.generation.get() > shared.recorded_generation.load(Ordering::Acquire) {
             self.record_generation(shared)?;
         }
         Ok(())
@@ -400,7 +401,7 @@ impl RoundIo {
         }
         shared
             .recorded_generation
-            .fetch_max(self.generation, Ordering::AcqRel);
+            .fetch_max(self.generation.get(), Ordering::AcqRel);
         if std::mem::take(&mut self.delete_pending) {
             self.delete_old_generations(shared, checkpoint);
         }
@@ -410,11 +411,11 @@ impl RoundIo {
     /// Deletes generations wholly before the written checkpoint and the retention
     /// floor, only files that carry this log stream's signature.
     fn delete_old_generations(&mut self, shared: &Shared, checkpoint: LogPosition) {
-        let floor = shared.retention_floor.load(Ordering::Acquire);
+        let floor = Generation::new(shared.retention_floor.load(Ordering::Acquire));
         let keep_from = checkpoint.generation.min(floor).min(self.generation);
         while self.oldest_generation < keep_from {
             let generation = self.oldest_generation;
-            self.oldest_generation += 1;
+            self.oldest_generation = generation.next().unwrap_or(keep_from);
             let path = generation_path(&shared.dir, generation);
             let ours = match DataFile::open(&path, shared.io_mode, edbstress_io::Access::ReadOnly) {
                 Ok(file) => read_file_header(

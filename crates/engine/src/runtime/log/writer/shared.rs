@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use edbstress_format::Generation;
 use edbstress_format::InstanceId;
 use edbstress_format::log::{CheckpointState, LogPosition, SEGMENT_PAYLOAD_LEN, SegmentPacker};
 use edbstress_io::{AlignedBuf, DataFile, FileId, IoBackend, IoMode, IoStats};
@@ -320,13 +321,13 @@ pub(super) struct RoundIo {
     pub(super) file: DataFile,
     /// `file` as registered with the log's backend (`Shared::log_io`).
     pub(super) file_id: FileId,
-    pub(super) generation: u32,
+    pub(super) generation: Generation,
     pub(super) segments: u32,
     /// First slot of the current file whose final (closed) version is not written.
     pub(super) next_index: u32,
     pub(super) write_seq: u64,
     pub(super) fold: RunningChecksum,
-    pub(super) oldest_generation: u32,
+    pub(super) oldest_generation: Generation,
     /// Circular logging waits for the new generation to be recorded in the database
     /// (whose header then names a checkpoint at least as new as the one that allows
     /// the deletion): the header's checkpoint must never point at a deleted file.
