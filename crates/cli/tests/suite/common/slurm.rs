@@ -40,12 +40,29 @@ fn is_root() -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
+/// A port free now and below the kernel's ephemeral range: a port the kernel handed
+/// out for `:0` can be taken again as the source port of any outgoing connection (the
+/// fleet tests' ssh sessions run beside this one) before slurmctld binds it, which
+/// failed a run with "Address already in use". Ports below the range are only taken by
+/// listeners chosen like this, so each port picked here is also not picked twice.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let low = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768)
+        .clamp(12000, 65535);
+    // Start somewhere that differs from run to run, then walk the ports below the range.
+    let span = low - 10000;
+    let start = std::process::id() * 7919 % span;
+    loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        assert!(n < span, "no free port between 10000 and {low}");
+        let port = 10000 + (start + n) % span;
+        if TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
+            return port as u16;
+        }
+    }
 }
 
 fn skip(why: &str) {
