@@ -25,6 +25,9 @@ body.solution{max-width:1000px}
 .title-page .status.ok{color:var(--pass)}
 .title-page .status.bad{color:var(--fail)}
 h2.part{font-size:22px;border-bottom:3px solid #2B506E}
+figure.topology{margin:12px 0 18px;break-inside:avoid}
+figure.topology svg{max-width:100%;height:auto}
+figure.topology figcaption{font-size:13px;color:#444;margin-top:4px}
 nav.contents ol{list-style:none;padding-left:0;font-size:14px}
 nav.contents li{margin:3px 0}
 nav.contents li.sub{padding-left:24px;font-size:13px}
@@ -96,7 +99,7 @@ fn render_for(doc: &SolutionDocument, print: bool) -> String {
     if !findings.is_empty() {
         findings_box(&mut o, &findings);
     }
-    html_parts::front_sections(&mut o, doc, &outline);
+    html_parts::front_sections(&mut o, doc, &outline, print);
     html_parts::test_result_summary(&mut o, doc, &outline);
     html_parts::backup_recovery(&mut o, doc, &outline);
     heading(&mut o, &outline, "conclusion");

@@ -4,15 +4,26 @@
 
 use std::fmt::Write;
 
+use base64::Engine as _;
+
 use super::html_blocks::{grid, heading, kv, prose, text_grid};
 use super::sections::{self, Part};
-use super::{ServerFigures, SolutionDocument, aggregate_figures, deployment, figures, reliability};
+use super::{
+    ServerFigures, SolutionDocument, aggregate_figures, deployment, figures, reliability, topology,
+};
 use crate::export::html::{appendix_sections, checksum_section, report_title};
 use crate::model::TestType;
 use crate::text::escape;
 
 /// Overview to Contact for Additional Information.
-pub(super) fn front_sections(o: &mut String, doc: &SolutionDocument, outline: &[Part]) {
+/// `inline_figures`: the figure as SVG elements (the printed page); otherwise as an
+/// image of SVG in a data: address, which pandoc embeds in ODT and DOCX.
+pub(super) fn front_sections(
+    o: &mut String,
+    doc: &SolutionDocument,
+    outline: &[Part],
+    inline_figures: bool,
+) {
     let info = &doc.info;
     heading(o, outline, "overview");
     prose(o, &sections::overview(doc));
@@ -23,7 +34,7 @@ pub(super) fn front_sections(o: &mut String, doc: &SolutionDocument, outline: &[
     heading(o, outline, "solution-description");
     prose(o, &info.description);
     heading(o, outline, "dag-architecture");
-    dag_architecture(o, doc);
+    dag_architecture(o, doc, inline_figures);
     heading(o, outline, "customer-profile");
     kv(o, &sections::customer_profile(doc));
     heading(o, outline, "tested-deployment");
@@ -56,12 +67,26 @@ pub(super) fn front_sections(o: &mut String, doc: &SolutionDocument, outline: &[
 }
 
 /// The topology text and the data layout table.
-fn dag_architecture(o: &mut String, doc: &SolutionDocument) {
+fn dag_architecture(o: &mut String, doc: &SolutionDocument, inline_figure: bool) {
     let d = &doc.info.deployment;
     prose(o, &d.topology);
     if d.layout.is_empty() {
         o.push_str("<p class=\"note\">No solution data layout was given in solution.toml ([[deployment.layout]]: server, storage, volume, database, role).</p>");
     } else {
+        if let Some(svg) = topology::layout_figure(&d.layout) {
+            let figure = if inline_figure {
+                svg
+            } else {
+                format!(
+                    "<img src=\"data:image/svg+xml;base64,{}\" alt=\"Solution data layout\">",
+                    base64::engine::general_purpose::STANDARD.encode(svg)
+                )
+            };
+            let _ = write!(
+                o,
+                "<figure class=\"topology\">{figure}<figcaption>Figure 1: Solution data layout: each server's database copies (filled: active, hollow: passive) and the storage that holds them</figcaption></figure>"
+            );
+        }
         o.push_str("<h3>Solution data layout</h3>");
         text_grid(o, &deployment::layout_table(doc));
     }

@@ -19,6 +19,7 @@ pub mod info;
 pub mod markdown;
 pub mod pages;
 pub mod sections;
+pub mod topology;
 pub mod vendors;
 
 use std::collections::BTreeMap;

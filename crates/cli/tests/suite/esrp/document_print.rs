@@ -111,6 +111,14 @@ fn the_document_numbers_its_contents_checks_claims_and_includes_test_logs() {
     ] {
         assert!(html.contains(section), "{section} not in solution.html");
     }
+    // The layout as a figure: the server's box with its active copy (a filled marker).
+    let dag = &html[html.find("id=\"dag-architecture\"").unwrap()
+        ..html.find("id=\"customer-profile\"").unwrap()];
+    let figure = &dag[dag
+        .find("<figure class=\"topology\"><svg")
+        .expect("a layout figure")..];
+    assert!(figure.contains(">Server 1</text>") && figure.contains(">Array 1</text>"));
+    assert!(figure.contains("DB1 · Volume 1") && figure.contains("fill=\"#2B506E\" stroke"));
     // Every appendix run ends with its test.log.
     let stress_log = fs::read_to_string(step_run(&campaign, "01-Stress").join("test.log")).unwrap();
     let first = stress_log.lines().next().unwrap();
@@ -169,7 +177,7 @@ fn the_document_numbers_its_contents_checks_claims_and_includes_test_logs() {
 fn pandoc_writes_an_editable_document_or_the_command_says_why_not() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    let solution = write_solution(root);
+    let solution = write_claims(root);
     let campaign = root.join("campaign");
     let out = edbstress(
         &[
@@ -223,6 +231,11 @@ fn pandoc_writes_an_editable_document_or_the_command_says_why_not() {
         let path = doc.join(format!("solution.{ext}"));
         let bytes = fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert!(bytes.starts_with(b"PK"), "{ext} is a zip package");
+        // The layout figure travels as an SVG image (its name is in the zip directory).
+        assert!(
+            bytes.windows(4).any(|w| w == b".svg"),
+            "no figure in solution.{ext}"
+        );
         // Read back as a word processor would: the sections and the runs' numbers.
         let plain = Command::new("pandoc")
             .args(["--to", "plain"])
