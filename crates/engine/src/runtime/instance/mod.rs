@@ -662,6 +662,14 @@ impl Instance {
         self.log.bytes_between(checkpoint, self.log.current())
     }
 
+    /// With circular logging, keep log generations from `floor` on (readers such as
+    /// log replication still need them) as well as what the checkpoint needs; `None`
+    /// lets the checkpoint alone decide again. Takes effect at the next deletion.
+    pub fn set_log_retention_floor(&self, floor: Option<Generation>) {
+        self.log
+            .set_retention_floor(floor.unwrap_or(Generation::MAX));
+    }
+
     /// Current log generation.
     pub fn log_generation(&self) -> Generation {
         self.log.generation()
