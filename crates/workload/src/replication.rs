@@ -17,7 +17,7 @@
 //! generation any of them still needs, and clear it when they stop. The floor is
 //! capped at [`RetentionFloor::most_generations`] behind the log's current generation
 //! (the run passes the log room its free-space check budgeted; re-checked after every
-//! read and every file), so a stuck reader cannot fill the log volume: past the cap its next file goes and is counted as
+//! read, file and poll), so a stuck reader cannot fill the log volume: past the cap its next file goes and is counted as
 //! missed, which is what a passive copy falling that far behind would suffer (it
 //! would need reseeding).
 
@@ -64,6 +64,8 @@ pub struct RetentionFloor {
     /// Most generations the floor may hold behind the log's current generation: the
     /// log room the run budgeted divided by the log file size.
     pub most_generations: u32,
+    /// The log's current generation (the one being written).
+    pub current: Arc<dyn Fn() -> Generation + Send + Sync>,
 }
 
 /// How to ship the logs of one instance.
@@ -194,11 +196,7 @@ impl LogReplicator {
             .collect();
         let retention = floor.filter(|_| config.readers > 0).map(|floor| {
             (floor.set)(Some(first));
-            Arc::new(Retention {
-                floor,
-                positions,
-                durable_end: Arc::clone(&durable_end),
-            })
+            Arc::new(Retention { floor, positions })
         });
         let mut handle = ReplicationHandle {
             state: Arc::clone(&state),
@@ -256,7 +254,6 @@ struct Retention {
     floor: RetentionFloor,
     /// Each reader's next generation.
     positions: Arc<[AtomicU32]>,
-    durable_end: DurableEndSource,
 }
 
 impl Retention {
@@ -270,7 +267,7 @@ impl Retention {
             .map(|p| p.load(Ordering::Acquire))
             .min()
             .unwrap_or(next.get());
-        let current = (self.durable_end)().generation.get();
+        let current = (self.floor.current)().get();
         let lowest = current.saturating_sub(self.floor.most_generations);
         (self.floor.set)(Some(Generation::new(needed.max(lowest))));
     }
@@ -419,6 +416,7 @@ impl Reader {
             {
                 break;
             }
+            self.keep_floor();
             self.stop.sleep(POLL_INTERVAL);
         }
         let file = match open_for_reading(path, self.io_mode) {
@@ -478,6 +476,7 @@ impl Reader {
             let available = self.durable_len().unwrap_or(len).min(len);
             let want = (len - offset).min(read_len);
             if available < offset + want {
+                self.keep_floor();
                 self.stop.sleep(POLL_INTERVAL);
                 continue;
             }
@@ -516,11 +515,7 @@ impl Reader {
             Ok(n) => {
                 s.bytes_read += n as u64;
                 drop(s);
-                // The log moved on meanwhile: the cap follows it even while every
-                // reader is busy in one file.
-                if let Some(retention) = &self.retention {
-                    retention.moved(self.slot, self.next);
-                }
+                self.keep_floor();
                 Ok(n)
             }
             Err(e) => {
@@ -528,6 +523,14 @@ impl Reader {
                 self.io_error(&e);
                 Err(FileOutcome::Failed)
             }
+        }
+    }
+
+    /// The log may have moved on while this reader waits or reads: the floor's cap
+    /// follows it even while every reader is inside one file.
+    fn keep_floor(&self) {
+        if let Some(retention) = &self.retention {
+            retention.moved(self.slot, self.next);
         }
     }
 
@@ -566,13 +569,9 @@ mod tests {
             floor: RetentionFloor {
                 set: Arc::new(move |floor| sink.lock().push(floor)),
                 most_generations,
+                current: Arc::new(move || Generation::new(current.load(Ordering::Relaxed))),
             },
             positions: (0..readers).map(|_| AtomicU32::new(first)).collect(),
-            durable_end: Arc::new(move || LogPosition {
-                generation: Generation::new(current.load(Ordering::Relaxed)),
-                segment: 1,
-                offset: 0,
-            }),
         };
         (retention, set)
     }

@@ -284,6 +284,7 @@ fn replication_readers_hold_circular_logging_until_they_have_read_each_generatio
         .collect();
     assert_eq!(lines.len(), 2, "one line per database:\n{log}");
     for line in lines {
+        eprintln!("{line}");
         let number = |before: &str| -> u64 {
             let head = &line[..line.find(before).unwrap_or_else(|| panic!("{line}"))];
             head.rsplit(" ")

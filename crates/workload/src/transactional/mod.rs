@@ -325,7 +325,7 @@ impl<'a> Workbench<'a> {
             };
             let replication = if config.copies > 1 {
                 let inst = instance.clone();
-                let floor_of = instance.clone();
+                let (floor_of, generation_of) = (instance.clone(), instance.clone());
                 // The log room the free-space check budgeted per instance bounds what
                 // the readers may hold back (crate::replication).
                 let room = config
@@ -335,6 +335,7 @@ impl<'a> Workbench<'a> {
                 let floor = RetentionFloor {
                     set: Arc::new(move |floor| floor_of.set_log_retention_floor(floor)),
                     most_generations: u32::try_from(room / file_len).unwrap_or(u32::MAX),
+                    current: Arc::new(move || generation_of.log_generation()),
                 };
                 Some(
                     LogReplicator::spawn_retaining(

@@ -182,7 +182,7 @@ pub struct CacheCounters {
     /// by consumption: see docs/engine.md, "Page writer").
     pub pool_writes_peak: u64,
     /// Transactions that waited because they took the checkpoint depth past its hard
-    /// limit ([`crate::runtime::cache::checkpoint_hard_limit`]; docs/engine.md, "Checkpoint
+    /// limit (1.25 × the depth + 63.5 MiB; docs/engine.md, "Checkpoint
     /// depth under load").
     pub checkpoint_waits: u64,
     /// Time those transactions waited, nanoseconds.

@@ -50,7 +50,7 @@
 #![cfg_attr(not(feature = "test-internals"), allow(dead_code))]
 
 mod config;
-mod depth;
+pub(crate) mod depth;
 mod frames;
 mod pacing;
 mod prefetch;
@@ -77,7 +77,6 @@ use prefetch::Prefetcher;
 use writer::Writer;
 
 pub use config::{CacheConfig, CacheCounters};
-pub use depth::hard_limit as checkpoint_hard_limit;
 
 /// What the cache needs of the transaction log: where it ends, where it is durable, and
 /// a way to make it durable (the write-ahead rule), plus distances for checkpoint depth.

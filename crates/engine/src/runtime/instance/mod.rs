@@ -47,7 +47,7 @@ pub struct InstanceConfig {
     pub checkpoint_depth: u64,
     /// Checkpoint depth past which a transaction's session waits for the page writer
     /// before going on, bytes of log (at least `checkpoint_depth`); `None`: where ESE's
-    /// checkpoint writes reach their greatest urgency ([`crate::runtime::cache::checkpoint_hard_limit`]).
+    /// checkpoint writes reach their greatest urgency (`cache::depth::hard_limit`: 1.25 × the depth + 63.5 MiB).
     pub checkpoint_too_deep: Option<u64>,
     /// Log buffer size in bytes (half of it ready starts a log write).
     pub log_buffer: usize,
@@ -651,7 +651,7 @@ impl Instance {
         match (self.config.hold_checkpoint, self.config.checkpoint_too_deep) {
             (true, _) => u64::MAX,
             (false, Some(limit)) => limit.max(depth),
-            (false, None) => crate::runtime::cache::checkpoint_hard_limit(depth),
+            (false, None) => crate::runtime::cache::depth::hard_limit(depth),
         }
     }
 
