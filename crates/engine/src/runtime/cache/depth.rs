@@ -10,7 +10,11 @@
 //! `CioOSDiskIFromUrgentLevelSmoothish` in os/osdisk.cxx). Our page writer submits
 //! checkpoint writes at its full write depth whenever a page is past the depth, which is
 //! ESE's most urgent behaviour from the start, so nothing of that ramp is left to
-//! scale up. What ESE adds beyond its writer is a hard stop: past
+//! scale up. (ESE also asks for maintenance at once when a page made dirty finds the
+//! checkpoint past the depth, `bfcpdmrRequestOB0Movement`; ours looks every 50 ms and
+//! after every write it reaps. Waking it from each such commit was tried and left out:
+//! it would change when depth writes go out at the open-loop rates bench/fidelity
+//! measures, and closed loop held the depth without it.) What ESE adds beyond its writer is a hard stop: past
 //! `JET_paramCheckpointTooDeep` log generations (less a margin of
 //! `lgenCheckpointTooDeepMin / 2`), updates fail with `JET_errCheckpointDepthTooDeep`.
 //! A stress tool must not fail transactions because its own writer fell behind, so
@@ -51,13 +55,6 @@ pub fn hard_limit(depth: u64) -> u64 {
 }
 
 impl<S: Send> PageCache<S> {
-    /// Wakes the page writer: a change found the checkpoint past its depth. ESE asks
-    /// for checkpoint maintenance at once when that happens (bf.cxx, `BFIMaintCheckpointDepthRequest(
-    /// pfmp, bfcpdmrRequestOB0Movement)`), instead of at the writer's next timed look.
-    pub fn checkpoint_due(&self) {
-        self.shared.writer_wake.notify_one();
-    }
-
     /// Waits until the checkpoint is at most `limit` bytes of log behind the log's
     /// current end (counted in [`super::CacheCounters::checkpoint_waits`]); returns at
     /// once if it is, or after a page writer failure (reported).

@@ -111,9 +111,6 @@ impl Instance {
                         self.log.set_checkpoint(checkpoint, state);
                     }
                     let depth = self.log.bytes_between(checkpoint, end);
-                    if depth > self.config.checkpoint_depth && !self.config.hold_checkpoint {
-                        self.cache.checkpoint_due();
-                    }
                     match durability {
                         Durability::Durable => {
                             self.log.flush_to(end)?;
