@@ -12,6 +12,7 @@ mod suite {
     mod cache_runs_from_frames;
     mod cache_sessions;
     mod cache_write_out;
+    mod checkpoint_depth;
     mod cold_long_values;
     mod database_lock;
     mod fault_suite;

@@ -11,13 +11,19 @@
 //! carries, times and counts its reads as [`IoClass::ReplicationRead`].
 //!
 //! Readers start at the generation being written when they are spawned (files of
-//! earlier runs are not shipped). With circular logging a file may be removed before a
-//! reader gets to it: it is counted as missed, which is what a passive copy falling
-//! behind would suffer.
+//! earlier runs are not shipped). As Exchange's active copy in a DAG does not truncate
+//! logs until every copy has them, the readers hold circular logging back: given a
+//! [`RetentionFloor`], they keep the instance's retention floor at the lowest
+//! generation any of them still needs, and clear it when they stop. The floor is
+//! capped at [`RetentionFloor::most_generations`] behind the log's current generation
+//! (the run passes the log room its free-space check budgeted; re-checked after every
+//! read, file and poll), so a stuck reader cannot fill the log volume: past the cap its next file goes and is counted as
+//! missed, which is what a passive copy falling that far behind would suffer (it
+//! would need reseeding).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -45,6 +51,22 @@ const IO_ALIGN: usize = 4096;
 
 /// The end of the instance's durable log (what a reader may ship).
 pub type DurableEndSource = Arc<dyn Fn() -> LogPosition + Send + Sync>;
+
+/// Sets the instance's log retention floor (`Instance::set_log_retention_floor`):
+/// circular logging keeps generations from `Some(floor)` on; `None` clears it.
+pub type FloorSink = Arc<dyn Fn(Option<Generation>) + Send + Sync>;
+
+/// How the readers hold circular logging back.
+#[derive(Clone)]
+pub struct RetentionFloor {
+    /// Where the floor goes.
+    pub set: FloorSink,
+    /// Most generations the floor may hold behind the log's current generation: the
+    /// log room the run budgeted divided by the log file size.
+    pub most_generations: u32,
+    /// The log's current generation (the one being written).
+    pub current: Arc<dyn Fn() -> Generation + Send + Sync>,
+}
 
 /// How to ship the logs of one instance.
 #[derive(Clone, Debug)]
@@ -138,6 +160,18 @@ impl LogReplicator {
         durable_end: DurableEndSource,
         stop: Arc<AtomicBool>,
     ) -> Result<ReplicationHandle, ReplicationError> {
+        LogReplicator::spawn_retaining(config, durable_end, None, stop)
+    }
+
+    /// [`LogReplicator::spawn`] with readers that keep `floor` at the lowest
+    /// generation any of them still needs (see the module's documentation), and clear
+    /// it when they stop.
+    pub fn spawn_retaining(
+        config: ReplicationConfig,
+        durable_end: DurableEndSource,
+        floor: Option<RetentionFloor>,
+        stop: Arc<AtomicBool>,
+    ) -> Result<ReplicationHandle, ReplicationError> {
         match std::fs::metadata(&config.log_dir) {
             Ok(m) if m.is_dir() => {}
             Ok(_) => {
@@ -157,12 +191,20 @@ impl LogReplicator {
         let first = durable_end().generation;
         let state = Arc::new(Mutex::new(ReplicationState::default()));
         let stop = StopSignal::new(stop);
+        let positions: Arc<[AtomicU32]> = (0..config.readers)
+            .map(|_| AtomicU32::new(first.get()))
+            .collect();
+        let retention = floor.filter(|_| config.readers > 0).map(|floor| {
+            (floor.set)(Some(first));
+            Arc::new(Retention { floor, positions })
+        });
         let mut handle = ReplicationHandle {
             state: Arc::clone(&state),
             stop: stop.clone(),
             durable_end: Arc::clone(&durable_end),
             readers: Vec::new(),
             backend: None,
+            retention: retention.clone(),
         };
         for reader in 0..config.readers {
             let io = open_backend(config.backend, 1)?;
@@ -174,6 +216,8 @@ impl LogReplicator {
                 buf: AlignedBuf::try_new(read_len)?,
                 io,
                 next: first,
+                slot: reader as usize,
+                retention: retention.clone(),
                 durable_end: Arc::clone(&durable_end),
                 stop: stop.clone(),
                 state: Arc::clone(&state),
@@ -201,6 +245,32 @@ pub struct ReplicationHandle {
     readers: Vec<JoinHandle<Generation>>,
     /// "io_uring" or "threads": the kind of the readers' backends (None without readers).
     backend: Option<&'static str>,
+    /// The retention floor the readers keep, cleared when they stop.
+    retention: Option<Arc<Retention>>,
+}
+
+/// What the readers of an instance share to keep its retention floor.
+struct Retention {
+    floor: RetentionFloor,
+    /// Each reader's next generation.
+    positions: Arc<[AtomicU32]>,
+}
+
+impl Retention {
+    /// Reader `slot` moved on to `next`: the floor goes to the lowest generation any
+    /// reader still needs, at most `most_generations` behind the current one.
+    fn moved(&self, slot: usize, next: Generation) {
+        self.positions[slot].store(next.get(), Ordering::Release);
+        let needed = self
+            .positions
+            .iter()
+            .map(|p| p.load(Ordering::Acquire))
+            .min()
+            .unwrap_or(next.get());
+        let current = (self.floor.current)().get();
+        let lowest = current.saturating_sub(self.floor.most_generations);
+        (self.floor.set)(Some(Generation::new(needed.max(lowest))));
+    }
 }
 
 impl ReplicationHandle {
@@ -249,6 +319,9 @@ impl ReplicationHandle {
             // A panicked reader still leaves its counters in the shared state.
             .filter_map(|t| t.join().ok())
             .collect();
+        if let Some(retention) = self.retention.take() {
+            (retention.floor.set)(None);
+        }
         let current = (self.durable_end)().generation;
         next.into_iter()
             .map(|n| u64::from(current.since(n)))
@@ -275,6 +348,9 @@ struct Reader {
     io: Box<dyn IoBackend>,
     /// The next generation to read.
     next: Generation,
+    /// This reader's place in `retention`'s positions.
+    slot: usize,
+    retention: Option<Arc<Retention>>,
     durable_end: DurableEndSource,
     stop: StopSignal,
     state: Arc<Mutex<ReplicationState>>,
@@ -308,6 +384,9 @@ impl Reader {
                 return;
             };
             self.next = next;
+            if let Some(retention) = &self.retention {
+                retention.moved(self.slot, next);
+            }
         }
     }
 
@@ -337,6 +416,7 @@ impl Reader {
             {
                 break;
             }
+            self.keep_floor();
             self.stop.sleep(POLL_INTERVAL);
         }
         let file = match open_for_reading(path, self.io_mode) {
@@ -396,6 +476,7 @@ impl Reader {
             let available = self.durable_len().unwrap_or(len).min(len);
             let want = (len - offset).min(read_len);
             if available < offset + want {
+                self.keep_floor();
                 self.stop.sleep(POLL_INTERVAL);
                 continue;
             }
@@ -433,6 +514,8 @@ impl Reader {
         match result {
             Ok(n) => {
                 s.bytes_read += n as u64;
+                drop(s);
+                self.keep_floor();
                 Ok(n)
             }
             Err(e) => {
@@ -440,6 +523,14 @@ impl Reader {
                 self.io_error(&e);
                 Err(FileOutcome::Failed)
             }
+        }
+    }
+
+    /// The log may have moved on while this reader waits or reads: the floor's cap
+    /// follows it even while every reader is inside one file.
+    fn keep_floor(&self) {
+        if let Some(retention) = &self.retention {
+            retention.moved(self.slot, self.next);
         }
     }
 
@@ -457,5 +548,49 @@ fn open_for_reading(path: &Path, mode: IoMode) -> Result<DataFile, IoError> {
             DataFile::open(path, IoMode::Buffered, Access::ReadOnly)
         }
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A retention over `readers` readers at `first`, the log's current generation read
+    /// from `current`, recording every floor it sets.
+    fn retention(
+        readers: usize,
+        first: u32,
+        current: Arc<AtomicU32>,
+        most_generations: u32,
+    ) -> (Retention, Arc<Mutex<Vec<Option<Generation>>>>) {
+        let set = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&set);
+        let retention = Retention {
+            floor: RetentionFloor {
+                set: Arc::new(move |floor| sink.lock().push(floor)),
+                most_generations,
+                current: Arc::new(move || Generation::new(current.load(Ordering::Relaxed))),
+            },
+            positions: (0..readers).map(|_| AtomicU32::new(first)).collect(),
+        };
+        (retention, set)
+    }
+
+    #[test]
+    fn the_floor_is_the_slowest_reader_capped_behind_the_current_generation() {
+        let current = Arc::new(AtomicU32::new(12));
+        let (retention, set) = retention(2, 10, Arc::clone(&current), 8);
+        retention.moved(0, Generation::new(11));
+        retention.moved(0, Generation::new(12));
+        // Reader 1 still needs 10.
+        assert_eq!(set.lock().last(), Some(&Some(Generation::new(10))));
+        retention.moved(1, Generation::new(12));
+        assert_eq!(set.lock().last(), Some(&Some(Generation::new(12))));
+        // Reader 1 stuck at 13 while the log runs 20 generations ahead: the floor
+        // holds at most 8 behind the current generation.
+        retention.moved(1, Generation::new(13));
+        current.store(33, Ordering::Relaxed);
+        retention.moved(0, Generation::new(33));
+        assert_eq!(set.lock().last(), Some(&Some(Generation::new(25))));
     }
 }

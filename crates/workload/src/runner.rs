@@ -217,7 +217,7 @@ fn record_failure(
 }
 
 /// Log bytes per instance beyond the checkpoint depth that a run needs room for.
-const RUN_LOG_MARGIN: u64 = 8 << 20;
+pub(crate) const RUN_LOG_MARGIN: u64 = 8 << 20;
 
 /// The checked prepare plan of a run: paths, existing databases, free space for the
 /// databases and the run's logs. Writes nothing.

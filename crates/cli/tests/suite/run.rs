@@ -258,3 +258,50 @@ fn a_bad_progress_interval_is_a_usage_error() {
     assert!(stderr.contains("EDBSTRESS_PROGRESS_INTERVAL"), "{stderr}");
     assert!(run_dirs(tmp.path()).is_empty(), "nothing ran");
 }
+
+/// With copies, circular logging removes a generation only once every replication
+/// reader has read it (the readers' retention floor): a run whose checkpoint depth is
+/// far below the log it writes ships every generation, misses none, and still deletes
+/// the generations behind the readers.
+#[test]
+fn replication_readers_hold_circular_logging_until_they_have_read_each_generation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = command(tmp.path())
+        .args(SMALL)
+        .args(["--duration", "3s", "--checkpoint-depth", "1MiB"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(0) || out.status.code() == Some(1),
+        "{stderr}"
+    );
+    let dirs = run_dirs(tmp.path());
+    let log = std::fs::read_to_string(dirs[0].join("test.log")).unwrap();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("Log replication of Instance"))
+        .collect();
+    assert_eq!(lines.len(), 2, "one line per database:\n{log}");
+    for line in lines {
+        eprintln!("{line}");
+        let number = |before: &str| -> u64 {
+            let head = &line[..line.find(before).unwrap_or_else(|| panic!("{line}"))];
+            head.rsplit(" ")
+                .next()
+                .unwrap()
+                .replace(',', "")
+                .parse()
+                .unwrap()
+        };
+        assert_eq!(number(" removed before"), 0, "{line}");
+        assert!(number(" log files shipped") > 4, "{line}");
+        let deleted: u64 = line
+            .rsplit("deleted ")
+            .next()
+            .and_then(|t| t.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{line}"));
+        assert!(deleted > 0, "the floor let read generations go: {line}");
+    }
+}

@@ -36,7 +36,7 @@ use crate::config::RunConfig;
 use crate::host::{HostInterval, HostSampler, HostSnapshot, host_counters};
 use crate::live::CounterSnapshot;
 use crate::live::{LiveStatus, PhaseKind};
-use crate::replication::{LogReplicator, ReplicationConfig, ReplicationHandle};
+use crate::replication::{LogReplicator, ReplicationConfig, ReplicationHandle, RetentionFloor};
 use crate::rundir::TestLog;
 use crate::schedule::{ArrivalSchedule, RateController};
 use crate::transaction::{TransactionGenerator, TxnKind};
@@ -325,8 +325,20 @@ impl<'a> Workbench<'a> {
             };
             let replication = if config.copies > 1 {
                 let inst = instance.clone();
+                let (floor_of, generation_of) = (instance.clone(), instance.clone());
+                // The log room the free-space check budgeted per instance bounds what
+                // the readers may hold back (crate::replication).
+                let room = config
+                    .checkpoint_depth
+                    .saturating_add(crate::runner::RUN_LOG_MARGIN);
+                let file_len = edbstress_format::log::DEFAULT_LOG_FILE_LEN as u64;
+                let floor = RetentionFloor {
+                    set: Arc::new(move |floor| floor_of.set_log_retention_floor(floor)),
+                    most_generations: u32::try_from(room / file_len).unwrap_or(u32::MAX),
+                    current: Arc::new(move || generation_of.log_generation()),
+                };
                 Some(
-                    LogReplicator::spawn(
+                    LogReplicator::spawn_retaining(
                         ReplicationConfig {
                             instance: n,
                             log_dir: layout.log_dir.clone(),
@@ -336,6 +348,7 @@ impl<'a> Workbench<'a> {
                             backend: config.backend,
                         },
                         Arc::new(move || inst.log_durable()),
+                        Some(floor),
                         background_stop.clone(),
                     )
                     .map_err(|e| RunError::Engine {
@@ -655,10 +668,15 @@ impl<'a> Workbench<'a> {
                     .bdm_bad_pages
                     .extend(r.bad_pages.into_iter().map(|page| (slot.number, page)));
             }
-            if let Some(r) = slot.replication {
-                r.stop_and_join();
-            }
             let name = instance_name(slot.number);
+            if let Some(r) = slot.replication {
+                let r = r.stop_and_join();
+                let deleted = slot.instance.log_counters().generations_deleted;
+                self.log.line(format!(
+                    "Log replication of {name}: {} log files shipped, {} removed before a reader got to them, {} closed files not yet read at the end; circular logging deleted {deleted} generations.",
+                    r.files_read, r.missed, r.behind
+                ));
+            }
             match Arc::try_unwrap(slot.instance) {
                 Ok(instance) => match instance.shutdown() {
                     Ok(_) => done.push(format!("{name} (complete)")),

@@ -1,7 +1,8 @@
 //! Background activities of a run on small real databases and log directories: the
 //! BDM checksum scan (whole-file passes, damage found, throttling, no false alarms
 //! while the engine writes) and the log replication readers (every closed generation
-//! read by every reader, removed files counted as missed).
+//! read by every reader, removed files counted as missed, generations kept until read
+//! up to the readers' cap).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,7 +20,9 @@ use edbstress_format::{PageSize, Pgno};
 use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_report::OpMix;
 use edbstress_workload::bdm::{BadPage, BdmConfig, BdmError, BdmHandle, BdmScanner, PageDamage};
-use edbstress_workload::replication::{LogReplicator, ReplicationConfig, ReplicationError};
+use edbstress_workload::replication::{
+    LogReplicator, ReplicationConfig, ReplicationError, RetentionFloor,
+};
 use edbstress_workload::transaction::TransactionGenerator;
 
 const READ_LEN: usize = 256 << 10;
@@ -509,4 +512,126 @@ fn replication_refuses_a_missing_log_directory() {
     .unwrap();
     assert!(matches!(err, ReplicationError::LogDir { .. }), "{err}");
     assert!(err.to_string().contains("nope"), "{err}");
+}
+
+/// Readers that fall behind hold circular logging back through the instance's
+/// retention floor: while they are held at the first generation none of the files
+/// after it is deleted, once they have read them the files go, and none is missed.
+/// With a cap of 2 generations, files further behind go anyway and are counted missed.
+#[test]
+fn replication_readers_keep_generations_until_read_up_to_their_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = prepare(dir.path());
+    let mut config = InstanceConfig::new(layout.clone());
+    config.io_mode = IoMode::Buffered;
+    config.cache_min_bytes = 4 << 20;
+    config.cache_max_bytes = 4 << 20;
+    config.circular_logging = true;
+    config.checkpoint_depth = 256 << 10;
+    let instance = Arc::new(Instance::open(config).unwrap());
+    let body = vec![0x3c; 64 << 10];
+    let mut i = 0u32;
+    let mut roll = |instance: &Instance, generations: u32| {
+        let from = instance.log_generation();
+        while instance.log_generation().since(from) < generations {
+            let props = i.to_le_bytes();
+            instance
+                .commit(
+                    &[TxnOp::Insert {
+                        mailbox: i % 8,
+                        props: &props,
+                        body: &body,
+                    }],
+                    Durability::Durable,
+                )
+                .unwrap();
+            i += 1;
+        }
+    };
+    let files = |from: Generation, to: Generation| -> usize {
+        (from.get()..to.get())
+            .filter(|&g| {
+                layout
+                    .log_dir
+                    .join(log_file_name(Generation::new(g)))
+                    .exists()
+            })
+            .count()
+    };
+    // The readers see the log durable only up to the start of generation `shown`.
+    let shown = Arc::new(AtomicU32::new(instance.log_generation().get()));
+    let spawn = |most_generations: u32| {
+        let (source, shown) = (Arc::clone(&instance), Arc::clone(&shown));
+        let (floor_of, current_of) = (Arc::clone(&instance), Arc::clone(&instance));
+        LogReplicator::spawn_retaining(
+            replication_config(&layout.log_dir, 2),
+            Arc::new(move || {
+                let real = source.log_durable();
+                let held = shown.load(Ordering::Relaxed);
+                if real.generation.get() > held {
+                    durable_in(&AtomicU32::new(held))
+                } else {
+                    real
+                }
+            }),
+            Some(RetentionFloor {
+                set: Arc::new(move |floor| floor_of.set_log_retention_floor(floor)),
+                most_generations,
+                current: Arc::new(move || current_of.log_generation()),
+            }),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .unwrap()
+    };
+
+    let start = instance.log_generation();
+    let handle = spawn(100);
+    roll(&instance, 6);
+    let now = instance.log_generation();
+    assert_eq!(
+        files(start, now),
+        now.since(start) as usize,
+        "every generation the held readers still need is kept"
+    );
+    shown.store(u32::MAX, Ordering::Relaxed);
+    let closed = u64::from(now.since(start));
+    wait_until("the readers to catch up", || {
+        handle.progress().files_read >= 2 * closed
+    });
+    let deleted = instance.log_counters().generations_deleted;
+    roll(&instance, 2);
+    assert!(
+        instance.log_counters().generations_deleted > deleted,
+        "read generations go at the next roll"
+    );
+    assert_eq!(files(start, now), 0, "the generations read are gone");
+    let report = handle.stop_and_join();
+    assert_eq!(report.missed, 0, "{report:?}");
+    assert_eq!(report.io_errors, 0, "{:?}", report.last_error);
+
+    // A cap of 2 generations: readers held 6 behind lose the oldest files.
+    let start = instance.log_generation();
+    shown.store(start.get(), Ordering::Relaxed);
+    let handle = spawn(2);
+    roll(&instance, 6);
+    // The floor follows the log at the readers' next poll, and files go at a roll.
+    wait_until("the capped floor to let the oldest files go", || {
+        roll(&instance, 1);
+        let now = instance.log_generation();
+        files(start, Generation::new(now.get() - 3)) == 0
+    });
+    let now = instance.log_generation();
+    shown.store(u32::MAX, Ordering::Relaxed);
+    let closed = u64::from(now.since(start));
+    wait_until("the readers to pass the lost files", || {
+        let p = handle.progress();
+        p.files_read + p.missed >= 2 * closed
+    });
+    let report = handle.stop_and_join();
+    assert!(report.missed >= 2 * 3, "{report:?}");
+    Arc::try_unwrap(instance)
+        .ok()
+        .expect("the readers let go of the instance")
+        .shutdown()
+        .unwrap();
 }

@@ -181,4 +181,10 @@ pub struct CacheCounters {
     /// Most writes refilling the pool that the page writer had in flight at once (paced
     /// by consumption: see docs/engine.md, "Page writer").
     pub pool_writes_peak: u64,
+    /// Transactions that waited because they took the checkpoint depth past its hard
+    /// limit (1.25 × the depth + 63.5 MiB; docs/engine.md, "Checkpoint
+    /// depth under load").
+    pub checkpoint_waits: u64,
+    /// Time those transactions waited, nanoseconds.
+    pub checkpoint_wait_ns: u64,
 }

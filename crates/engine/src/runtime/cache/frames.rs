@@ -220,6 +220,9 @@ pub(crate) struct Counts {
     pub(crate) frames_taken: u64,
     /// Most pool writes the page writer had in flight at once.
     pub(crate) pool_writes_peak: u64,
+    /// Transactions that waited for the checkpoint (past its hard limit), and how long.
+    pub(crate) checkpoint_waits: u64,
+    pub(crate) checkpoint_wait_ns: u64,
 }
 
 /// A page chosen for eviction whose write (alone or as one page of a run) carries the
@@ -261,6 +264,8 @@ pub(crate) struct Core<S> {
     pub(crate) pinned_frames: usize,
     /// Sessions waiting for a frame.
     pub(crate) frame_waiters: usize,
+    /// Sessions waiting for the checkpoint to come back within its hard limit.
+    pub(crate) checkpoint_waiters: usize,
     /// Most frames a waiting session needs at once (a transaction creating several
     /// pages); the writer refills the pool to at least this.
     pub(crate) frames_wanted: usize,
@@ -309,6 +314,7 @@ impl<S> Core<S> {
             pending_evictions: 0,
             pinned_frames: 0,
             frame_waiters: 0,
+            checkpoint_waiters: 0,
             frames_wanted: 0,
             pool_reserve: 0,
             previous_change_end: log_start,

@@ -50,6 +50,7 @@
 #![cfg_attr(not(feature = "test-internals"), allow(dead_code))]
 
 mod config;
+pub(crate) mod depth;
 mod frames;
 mod pacing;
 mod prefetch;
@@ -113,6 +114,8 @@ pub(crate) struct Shared<S> {
     pub(crate) read_done: SessionCondvar,
     /// Signalled when a `flush_all` request is served (and on failure).
     pub(crate) flush_done: Condvar,
+    /// Signalled when writes end while sessions wait for the checkpoint (and on failure).
+    pub(crate) checkpoint_moved: SessionCondvar,
     /// LRU-2 history per frame (index = frame), beside the lock for the eviction scan.
     pub(crate) lru: Box<[LruSlot]>,
     pub(crate) failed: AtomicBool,
@@ -150,6 +153,7 @@ impl<S> Shared<S> {
         self.frame_freed.notify_all();
         self.read_done.notify_all();
         self.flush_done.notify_all();
+        self.checkpoint_moved.notify_all();
         self.writer_wake.notify_all();
     }
 
@@ -256,6 +260,7 @@ impl<S: Send + 'static> PageCache<S> {
             writer_wake: Condvar::new(),
             read_done: SessionCondvar::new(),
             flush_done: Condvar::new(),
+            checkpoint_moved: SessionCondvar::new(),
             lru,
             failed: AtomicBool::new(false),
             config,
@@ -614,6 +619,8 @@ impl<S: Send> PageCache<S> {
             wal_waits: c.wal_waits,
             frames_taken: c.frames_taken,
             pool_writes_peak: c.pool_writes_peak,
+            checkpoint_waits: c.checkpoint_waits,
+            checkpoint_wait_ns: c.checkpoint_wait_ns,
         }
     }
 

@@ -871,6 +871,9 @@ impl<S> Writer<S> {
         if freed > 0 {
             shared.frame_freed.notify_all();
         }
+        if core.checkpoint_waiters > 0 {
+            shared.checkpoint_moved.notify_all();
+        }
     }
 }
 

@@ -45,6 +45,10 @@ pub struct InstanceConfig {
     pub cache_max_bytes: u64,
     /// Checkpoint depth in bytes of log.
     pub checkpoint_depth: u64,
+    /// Checkpoint depth past which a transaction's session waits for the page writer
+    /// before going on, bytes of log (at least `checkpoint_depth`); `None`: where ESE's
+    /// checkpoint writes reach their greatest urgency (`cache::depth::hard_limit`: 1.25 × the depth + 63.5 MiB).
+    pub checkpoint_too_deep: Option<u64>,
     /// Log buffer size in bytes (half of it ready starts a log write).
     pub log_buffer: usize,
     /// A bounded durability delay for lazy commits (`LogConfig::lazy_flush_interval`);
@@ -92,6 +96,7 @@ impl InstanceConfig {
             cache_min_bytes: 32 << 20,
             cache_max_bytes: 256 << 20,
             checkpoint_depth: 20 << 20,
+            checkpoint_too_deep: None,
             log_buffer: crate::runtime::log::DEFAULT_LOG_BUFFER_LEN,
             lazy_flush_interval: None,
             split_tail_write: true,
@@ -639,11 +644,30 @@ impl Instance {
         Ok(leaf)
     }
 
+    /// The checkpoint depth past which transactions wait for the page writer
+    /// ([`InstanceConfig::checkpoint_too_deep`]); `u64::MAX` with a held checkpoint.
+    pub fn checkpoint_hard_limit(&self) -> u64 {
+        let depth = self.config.checkpoint_depth;
+        match (self.config.hold_checkpoint, self.config.checkpoint_too_deep) {
+            (true, _) => u64::MAX,
+            (false, Some(limit)) => limit.max(depth),
+            (false, None) => crate::runtime::cache::depth::hard_limit(depth),
+        }
+    }
+
     /// Log bytes between the checkpoint (the oldest unwritten change) and the end of
     /// the log: what soft recovery would replay now.
     pub fn checkpoint_depth_bytes(&self) -> u64 {
         let checkpoint = self.cache.lock().checkpoint_position();
         self.log.bytes_between(checkpoint, self.log.current())
+    }
+
+    /// With circular logging, keep log generations from `floor` on (readers such as
+    /// log replication still need them) as well as what the checkpoint needs; `None`
+    /// lets the checkpoint alone decide again. Takes effect at the next deletion.
+    pub fn set_log_retention_floor(&self, floor: Option<Generation>) {
+        self.log
+            .set_retention_floor(floor.unwrap_or(Generation::MAX));
     }
 
     /// Current log generation.

@@ -110,6 +110,7 @@ impl Instance {
                     if !self.config.hold_checkpoint {
                         self.log.set_checkpoint(checkpoint, state);
                     }
+                    let depth = self.log.bytes_between(checkpoint, end);
                     match durability {
                         Durability::Durable => {
                             self.log.flush_to(end)?;
@@ -124,6 +125,13 @@ impl Instance {
                     self.counters
                         .retries
                         .fetch_add(u64::from(retries), Ordering::Relaxed);
+                    // Past the hard limit the transaction is done but its session does
+                    // not go on until the page writer has brought the checkpoint back
+                    // (docs/engine.md, "Checkpoint depth under load").
+                    let limit = self.checkpoint_hard_limit();
+                    if depth > limit {
+                        self.cache.wait_for_checkpoint(limit)?;
+                    }
                     return Ok((value, end, retries));
                 }
                 Err(e) => {

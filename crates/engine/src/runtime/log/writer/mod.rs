@@ -458,10 +458,8 @@ impl LogWriter {
     }
 
     /// Circular logging keeps generations `>= generation` (for readers such as log
-    /// replication that have not finished with them). Only the engine's tests set a
-    /// floor (feature `test-internals`); without one, circular logging keeps what the
-    /// checkpoint needs.
-    #[cfg(feature = "test-internals")]
+    /// replication that have not finished with them); `Generation::MAX` removes the
+    /// floor, and circular logging keeps what the checkpoint needs.
     pub fn set_retention_floor(&self, generation: Generation) {
         self.shared
             .retention_floor
