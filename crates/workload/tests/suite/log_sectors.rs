@@ -1,7 +1,8 @@
-//! The exchange2010 profile's 512-byte log sectors end to end: an instance configured
-//! by the profile writes its log in 512-byte segments with partial-sector writes, and a
-//! log replication reader follows it, reading each closed file once while the log
-//! wrote more (each partial sector and its shadow, rewritten), as in ESE 2010.
+//! 512-byte log sectors end to end: an instance configured as exchange2010 but with
+//! the profile's log sector set to 512 bytes (and so partial-sector writes) writes its
+//! log in 512-byte segments, and a log replication reader follows it, reading each
+//! closed file once while the log wrote more (each partial sector and its shadow,
+//! rewritten), as in ESE 2010.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use edbstress_engine::{
     TxnOp,
 };
 use edbstress_format::PageSize;
-use edbstress_format::log::{LogFileHeader, log_file_name};
+use edbstress_format::log::{LogFileHeader, SegmentLen, log_file_name};
 use edbstress_io::{BackendKind, IoClass, IoMode};
 use edbstress_workload::profile::Profile;
 use edbstress_workload::replication::{LogReplicator, ReplicationConfig};
@@ -39,11 +40,16 @@ fn prepare(dir: &Path) -> InstanceLayout {
 }
 
 #[test]
-fn a_replication_reader_follows_the_exchange2010_profiles_512_byte_log() {
+fn a_replication_reader_follows_a_log_of_512_byte_sectors() {
     let dir = tempfile::tempdir().unwrap();
     let layout = prepare(dir.path());
     let mut config = InstanceConfig::new(layout.clone());
     Profile::Exchange2010.configure_instance(&mut config);
+    // The profile's log sector at 512 bytes, and what it turns on with it.
+    let mut d = Profile::Exchange2010.defaults();
+    d.log_sector = SegmentLen::Sector512;
+    config.log_segment_len = d.log_sector;
+    config.partial_tail_shadow = d.partial_sector_writes();
     config.io_mode = IoMode::Buffered;
     config.cache_min_bytes = 4 << 20;
     config.cache_max_bytes = 4 << 20;
