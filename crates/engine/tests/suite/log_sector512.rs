@@ -311,3 +311,34 @@ fn an_instance_on_512_byte_log_sectors_recovers_every_acknowledged_commit() {
     let scan = scan_log_dir(&layout.log_dir, IoMode::Buffered, None).unwrap();
     assert_eq!(scan.wrong_position_segments, 0, "{:?}", scan.problems);
 }
+
+#[test]
+fn a_log_with_records_keeps_its_segment_length_when_reopened_with_another() {
+    let (_tmp, dir) = new_log_dir();
+    if !direct_512_possible(&dir) {
+        return;
+    }
+    // A 4 KiB stream with records in it, reopened by a 512-byte writer: it continues
+    // in 4 KiB segments, new generations included.
+    let mut page_cfg = config(&dir, SMALL_FILE);
+    page_cfg.lazy_flush_interval = Some(Duration::from_secs(60));
+    let writer = LogWriter::open(page_cfg, START, START, CheckpointState::default()).unwrap();
+    let a = txn(1, &[500]);
+    commit(&writer, &a);
+    writer.shutdown().unwrap();
+    let end = read_all(&dir).summary.end_of_log;
+    let writer = sector_writer(&dir, end);
+    let mut all = a.clone();
+    // (The prepared generation is 1 MiB: fill it and roll.)
+    for trx in 2..32 {
+        let t = txn(trx, &[20_000, 20_000]);
+        commit(&writer, &t);
+        all.extend(t);
+    }
+    assert!(writer.counters().generations_rolled > 0);
+    writer.shutdown().unwrap();
+    for generation in generations(&dir) {
+        assert_eq!(file_header(&dir, generation).segment_len, 4096);
+    }
+    assert_records(&read_all(&dir), &all);
+}
