@@ -25,6 +25,7 @@ mod suite {
     mod log_lazy_commit;
     mod log_partial_tail;
     mod log_recovery;
+    mod log_sector512;
     mod log_split_tail;
     mod log_writer;
     mod lost_log;

@@ -7,5 +7,6 @@ mod suite {
     mod header;
     mod hostile_input;
     mod log;
+    mod log_sector512;
     mod page;
 }

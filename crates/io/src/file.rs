@@ -282,6 +282,36 @@ impl DataFile {
             .map_err(|e| IoError::file_op(&self.path, "fdatasync", e))
     }
 
+    /// Whether direct I/O on this file takes requests of `block` bytes at offsets that
+    /// are multiples of `block` (a power of two, at most 4096): the device's logical
+    /// sector and the filesystem decide, and one with 4 KiB logical sectors refuses
+    /// 512-byte requests (EINVAL). Tried with one read of `block` bytes at offset
+    /// `block`, which must hold written data (a read beyond the end of the file or in
+    /// a hole is not checked by the kernel). A buffered file takes any request.
+    #[allow(clippy::disallowed_methods)] // the io crate issues the I/O
+    pub fn takes_direct_requests_of(&self, block: usize) -> Result<bool, IoError> {
+        if self.mode != IoMode::Direct {
+            return Ok(true);
+        }
+        let mut buf = crate::AlignedBuf::new(block);
+        loop {
+            match self.file.read_at(&mut buf, block as u64) {
+                Ok(_) => return Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if is_einval(&e) => return Ok(false),
+                Err(e) => {
+                    return Err(IoError::from_os(
+                        &self.path,
+                        "read",
+                        block as u64,
+                        Some(block as u64),
+                        e,
+                    ));
+                }
+            }
+        }
+    }
+
     /// The raw descriptor; it stays owned by this `DataFile`.
     pub fn raw_fd(&self) -> RawFd {
         self.file.as_raw_fd()

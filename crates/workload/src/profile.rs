@@ -5,6 +5,7 @@
 use crate::transaction::DeleteTarget;
 use edbstress_engine::InsertKeyOrder;
 use edbstress_format::PageSize;
+use edbstress_format::log::SegmentLen;
 use edbstress_report::{OpMix, TestType};
 use serde::{Deserialize, Serialize};
 
@@ -97,13 +98,13 @@ pub struct ProfileDefaults {
     /// later, whose 4 KiB log sectors end every write on a sector boundary. See
     /// docs/fidelity.md.
     pub split_tail_write: bool,
-    /// Whether a log write that ends inside a segment writes it partially filled with
-    /// a shadow copy in the next slot and continues it in the next write, which
-    /// rewrites it first (ESE's partial-sector write and its shadow). Off in every
-    /// profile: ESE 2007/2010 do it with 512-byte sectors, and with the log's 4 KiB
-    /// segments it was measured to move exchange2010 away from the Cisco report
-    /// (docs/fidelity.md, "Partial sectors").
-    pub partial_tail_shadow: bool,
+    /// The log sector: the segment every log write is made of. A 512-byte sector also
+    /// turns on ESE's partial-sector write with its shadow
+    /// ([`ProfileDefaults::partial_sector_writes`]). 4 KiB in every profile: ESE
+    /// 2007/2010 wrote 512-byte sectors, and 512-byte sectors with their partial
+    /// writes were measured to move exchange2010 away from the Cisco report and to
+    /// leave exchange2007 outside its bands (docs/fidelity.md, "Log sectors").
+    pub log_sector: SegmentLen,
     /// Where an insert's row goes among its mailbox's rows. Jetstress's insert key
     /// order is not published; random keys were measured against the reports and
     /// moved them away (more database I/O per transaction, less log per I/O), so every
@@ -120,6 +121,17 @@ pub struct ProfileDefaults {
 }
 
 const MB: u64 = 1 << 20;
+
+impl ProfileDefaults {
+    /// Whether a log write that ends inside a sector writes it partially filled with a
+    /// shadow copy in the next slot and continues it in the next write, which rewrites
+    /// it first (ESE's partial-sector write and its shadow): with 512-byte log
+    /// sectors, as ESE 2007/2010. With 4 KiB sectors a write ends on a sector boundary
+    /// (the tail is padded), as ESE 2013 and later.
+    pub fn partial_sector_writes(&self) -> bool {
+        self.log_sector == SegmentLen::Sector512
+    }
+}
 
 impl Profile {
     /// Every profile.
@@ -186,7 +198,8 @@ impl Profile {
             .lazy_commit_signals_write
             .then_some(std::time::Duration::ZERO);
         instance.split_tail_write = d.split_tail_write;
-        instance.partial_tail_shadow = d.partial_tail_shadow;
+        instance.partial_tail_shadow = d.partial_sector_writes();
+        instance.log_segment_len = d.log_sector;
     }
 
     /// The profile's defaults.
@@ -219,7 +232,7 @@ impl Profile {
                 log_buffer: 9000 * 512,
                 lazy_commit_signals_write: true,
                 split_tail_write: true,
-                partial_tail_shadow: false,
+                log_sector: SegmentLen::Page4096,
                 insert_keys: InsertKeyOrder::Ascending,
                 ops_per_transaction: 1,
                 delete_target: DeleteTarget::ViewSeek,
@@ -238,7 +251,7 @@ impl Profile {
                 log_buffer: 9000 * 512,
                 lazy_commit_signals_write: true,
                 split_tail_write: true,
-                partial_tail_shadow: false,
+                log_sector: SegmentLen::Page4096,
                 insert_keys: InsertKeyOrder::Ascending,
                 ops_per_transaction: 1,
                 delete_target: DeleteTarget::ViewSeek,
@@ -258,7 +271,7 @@ impl Profile {
                     log_buffer: 9000 * 512,
                     lazy_commit_signals_write: false,
                     split_tail_write: false,
-                    partial_tail_shadow: false,
+                    log_sector: SegmentLen::Page4096,
                     insert_keys: InsertKeyOrder::Ascending,
                     ops_per_transaction: 1,
                     delete_target: DeleteTarget::ViewSeek,
@@ -344,9 +357,14 @@ mod tests {
         assert!(d2010.split_tail_write && d2010.lazy_commit_signals_write);
         let d2013 = Profile::Exchange2013.defaults();
         assert!(!d2013.split_tail_write && !d2013.lazy_commit_signals_write);
-        // Partial-tail writes with a shadow need 512-byte log segments to be 2010's.
+        // Every profile writes 4 KiB log sectors and pads the tail; a 512-byte sector
+        // would write partial sectors with their shadow.
         for p in Profile::ALL {
-            assert!(!p.defaults().partial_tail_shadow, "{}", p.name());
+            let mut d = p.defaults();
+            assert_eq!(d.log_sector, SegmentLen::Page4096, "{}", p.name());
+            assert!(!d.partial_sector_writes());
+            d.log_sector = SegmentLen::Sector512;
+            assert!(d.partial_sector_writes());
         }
     }
 }

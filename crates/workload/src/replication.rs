@@ -29,7 +29,9 @@ use std::time::Duration;
 
 use edbstress_format::Generation;
 use edbstress_format::InstanceId;
-use edbstress_format::log::{LogPosition, SEGMENT_LEN, log_file_name, verify_log_file_header};
+use edbstress_format::log::{
+    LogFileHeader, LogPosition, SEGMENT_LEN, SegmentLen, log_file_name, verify_log_file_header,
+};
 use edbstress_io::blocking::{self, Target};
 use edbstress_io::{
     Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoError, IoMode,
@@ -218,6 +220,7 @@ impl LogReplicator {
                 next: first,
                 slot: reader as usize,
                 retention: retention.clone(),
+                seg_len: SegmentLen::Page4096,
                 durable_end: Arc::clone(&durable_end),
                 stop: stop.clone(),
                 state: Arc::clone(&state),
@@ -351,6 +354,8 @@ struct Reader {
     /// This reader's place in `retention`'s positions.
     slot: usize,
     retention: Option<Arc<Retention>>,
+    /// Segment length of the file being read, from its header.
+    seg_len: SegmentLen,
     durable_end: DurableEndSource,
     stop: StopSignal,
     state: Arc<Mutex<ReplicationState>>,
@@ -390,15 +395,22 @@ impl Reader {
         }
     }
 
-    /// Bytes of generation `self.next` that are durable, or `None` once it is closed
-    /// (a later generation holds durable data).
-    fn durable_len(&self) -> Option<u64> {
+    /// Segments of generation `self.next` before the one holding the durable end of
+    /// the log, or `None` once it is closed (a later generation holds durable data).
+    fn durable_segments(&self) -> Option<u64> {
         let end = (self.durable_end)();
         match end.generation.cmp(&self.next) {
             std::cmp::Ordering::Greater => None,
-            std::cmp::Ordering::Equal => Some(u64::from(end.segment) * SEGMENT_LEN as u64),
+            std::cmp::Ordering::Equal => Some(u64::from(end.segment)),
             std::cmp::Ordering::Less => Some(0),
         }
+    }
+
+    /// Bytes of generation `self.next` that are durable (in segments of the file's
+    /// length), or `None` once it is closed.
+    fn durable_len(&self) -> Option<u64> {
+        self.durable_segments()
+            .map(|n| n * self.seg_len.bytes() as u64)
     }
 
     /// Follows generation `self.next` at `path` as it is written: its header first
@@ -410,10 +422,7 @@ impl Reader {
             if self.stop.is_stopped() {
                 return FileOutcome::Stopped;
             }
-            if self
-                .durable_len()
-                .is_none_or(|len| len > SEGMENT_LEN as u64)
-            {
+            if self.durable_segments().is_none_or(|n| n > 1) {
                 break;
             }
             self.keep_floor();
@@ -456,13 +465,18 @@ impl Reader {
     /// `id` with the reader's backend.
     fn read_registered(&mut self, file: &DataFile, id: FileId, len: u64) -> FileOutcome {
         let path = file.path();
+        // The first 4 KiB hold the header whatever the file's segment length.
         match self.read_at(file, id, 0, SEGMENT_LEN) {
             Ok(_) => {
-                if let Err(e) = verify_log_file_header(&self.buf[..SEGMENT_LEN], self.next) {
-                    let mut s = self.state.lock();
-                    s.io_errors += 1;
-                    s.last_error = Some(format!("{}: {e}", path.display()));
-                    return FileOutcome::Failed;
+                let head = LogFileHeader::bytes_in(&self.buf[..SEGMENT_LEN]);
+                match verify_log_file_header(head, self.next) {
+                    Ok(header) => self.seg_len = header.segment_length(),
+                    Err(e) => {
+                        let mut s = self.state.lock();
+                        s.io_errors += 1;
+                        s.last_error = Some(format!("{}: {e}", path.display()));
+                        return FileOutcome::Failed;
+                    }
                 }
             }
             Err(outcome) => return outcome,

@@ -8,6 +8,7 @@ mod suite {
     mod common;
     mod delete_target;
     mod hostile_input;
+    mod log_sectors;
     mod offline_runs;
     mod performance;
 }

@@ -29,7 +29,10 @@ use std::path::{Path, PathBuf};
 use edbstress_format::Generation;
 use edbstress_format::checksum::seal_page;
 use edbstress_format::header::HeaderError;
-use edbstress_format::log::{CHECKPOINT_FILE_NAME, SEGMENT_LEN, parse_log_file_name};
+use edbstress_format::log::{
+    CHECKPOINT_COPY_LEN, CHECKPOINT_FILE_NAME, LogFileHeader, SEGMENT_LEN, SegmentLen,
+    parse_log_file_name,
+};
 use edbstress_format::{PageSize, Pgno};
 use edbstress_io::blocking::FileIo;
 use edbstress_io::{Access, AlignedBuf, DataFile, IoClass, IoError, IoMode};
@@ -455,9 +458,13 @@ pub fn inject_log_dir(
                 if image.len() < 2 * SEGMENT_LEN || &image[8..16] != LOG_MAGIC {
                     continue;
                 }
-                for (slot, seg) in image.chunks_exact(SEGMENT_LEN).enumerate().skip(1) {
+                // The file's segment length, as its header records it.
+                let seg_len = SegmentLen::from_bytes(LogFileHeader::bytes_in(&image).len() as u64)
+                    .unwrap_or_default()
+                    .bytes();
+                for (slot, seg) in image.chunks_exact(seg_len).enumerate().skip(1) {
                     if seg.iter().any(|&b| b != 0) {
-                        candidates.push((path.clone(), slot as u32));
+                        candidates.push((path.clone(), slot as u32, seg_len));
                     }
                 }
             }
@@ -478,12 +485,12 @@ pub fn inject_log_dir(
             let picks = sample(&mut rng, candidates.len(), request.count as usize);
             let mut faults = Vec::new();
             for i in picks {
-                let (path, slot) = &candidates[i];
+                let (path, slot, seg_len) = &candidates[i];
                 let n = request.bits.unwrap_or(2).max(2);
-                let offset = u64::from(*slot) * SEGMENT_LEN as u64;
+                let offset = u64::from(*slot) * *seg_len as u64;
                 let mut file = open_rw(path)?;
-                let mut seg = read_at(&mut file, SEGMENT_LEN, offset)?;
-                let bits = random_bits(&mut rng, SEGMENT_LEN, n);
+                let mut seg = read_at(&mut file, *seg_len, offset)?;
+                let bits = random_bits(&mut rng, *seg_len, n);
                 flip(&mut seg, &bits);
                 write_at(&mut file, &seg, offset)?;
                 sync(&mut file)?;
@@ -504,13 +511,14 @@ pub fn inject_log_dir(
         FaultKind::Checkpoint => {
             let path = dir.join(CHECKPOINT_FILE_NAME);
             let mut file = open_rw(&path)?;
-            let image =
-                read_at(&mut file, 2 * SEGMENT_LEN, 0).map_err(|_| FaultError::NotOurs {
+            let image = read_at(&mut file, 2 * CHECKPOINT_COPY_LEN, 0).map_err(|_| {
+                FaultError::NotOurs {
                     path: path.clone(),
                     why: "shorter than two checkpoint copies".into(),
-                })?;
+                }
+            })?;
             if &image[8..16] != CHECKPOINT_MAGIC
-                && &image[SEGMENT_LEN + 8..SEGMENT_LEN + 16] != CHECKPOINT_MAGIC
+                && &image[CHECKPOINT_COPY_LEN + 8..CHECKPOINT_COPY_LEN + 16] != CHECKPOINT_MAGIC
             {
                 return Err(FaultError::NotOurs {
                     path,
@@ -531,9 +539,9 @@ pub fn inject_log_dir(
             let mut faults = Vec::new();
             for copy in copies {
                 let n = request.bits.unwrap_or(2).max(2);
-                let offset = u64::from(copy) * SEGMENT_LEN as u64;
-                let mut seg = read_at(&mut file, SEGMENT_LEN, offset)?;
-                let bits = random_bits(&mut rng, SEGMENT_LEN, n);
+                let offset = u64::from(copy) * CHECKPOINT_COPY_LEN as u64;
+                let mut seg = read_at(&mut file, CHECKPOINT_COPY_LEN, offset)?;
+                let bits = random_bits(&mut rng, CHECKPOINT_COPY_LEN, n);
                 flip(&mut seg, &bits);
                 write_at(&mut file, &seg, offset)?;
                 faults.push(InjectedFault {

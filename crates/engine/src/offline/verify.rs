@@ -12,8 +12,8 @@ use edbstress_format::InstanceId;
 use edbstress_format::checksum::{PageVerdict, repair_page, verify_page};
 use edbstress_format::header::{DatabaseHeader, HeaderError};
 use edbstress_format::log::{
-    CHECKPOINT_FILE_NAME, SEGMENT_LEN, SegmentVerdict, parse_log_file_name, select_checkpoint,
-    verify_log_file_header, verify_segment,
+    CHECKPOINT_COPY_LEN, CHECKPOINT_FILE_NAME, LogFileHeader, SegmentLen, SegmentVerdict,
+    parse_log_file_name, select_checkpoint, verify_log_file_header, verify_segment,
 };
 use edbstress_format::{PageSize, Pgno};
 use edbstress_io::blocking::FileIo;
@@ -637,15 +637,18 @@ pub fn scan_log_dir(
     let chk_path = dir.join(CHECKPOINT_FILE_NAME);
     match DataFile::open(&chk_path, io_mode, Access::ReadOnly) {
         Ok(chk) => {
-            let mut copies = AlignedBuf::new(2 * SEGMENT_LEN);
+            let mut copies = AlignedBuf::new(2 * CHECKPOINT_COPY_LEN);
             FileIo::offline(&chk)?.read_exact(
                 IoClass::OfflineRead,
                 &mut copies,
-                2 * SEGMENT_LEN,
+                2 * CHECKPOINT_COPY_LEN,
                 0,
             )?;
             report.bytes_read += copies.len() as u64;
-            let sel = select_checkpoint(&copies[..SEGMENT_LEN], &copies[SEGMENT_LEN..]);
+            let sel = select_checkpoint(
+                &copies[..CHECKPOINT_COPY_LEN],
+                &copies[CHECKPOINT_COPY_LEN..],
+            );
             report.checkpoint_copies_valid =
                 sel.map_or(0, |s| u32::from(s.copy0_valid) + u32::from(s.copy1_valid));
             if report.checkpoint_copies_valid < 2 {
@@ -698,9 +701,16 @@ fn scan_log_file(
 ) -> Result<(), IoError> {
     let file = DataFile::open(path, io_mode, Access::ReadOnly)?;
     let len = file.len()?;
-    let len = (len - len % SEGMENT_LEN as u64) as usize;
+    let unit = SegmentLen::Sector512.bytes() as u64;
+    let len = (len - len % unit) as usize;
     let mut image = AlignedBuf::new(len);
     FileIo::offline(&file)?.read_exact(IoClass::OfflineRead, &mut image, len, 0)?;
+    // The segment length the header records; 4 KiB if it records none we know (the
+    // header is then reported bad).
+    let seg_len = SegmentLen::from_bytes(LogFileHeader::bytes_in(&image).len() as u64)
+        .unwrap_or_default()
+        .bytes();
+    let image = &image[..len - len % seg_len];
     report.files += 1;
     report.bytes_read += len as u64;
     let problem = |segment: u32, kind: String, report: &mut LogScanReport| {
@@ -710,7 +720,7 @@ fn scan_log_file(
             kind,
         });
     };
-    for (slot, seg) in image.chunks_exact(SEGMENT_LEN).enumerate() {
+    for (slot, seg) in image.chunks_exact(seg_len).enumerate() {
         report.segments_seen += 1;
         if slot == 0 {
             if let Err(e) = verify_log_file_header(seg, generation) {

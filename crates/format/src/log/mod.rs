@@ -2,8 +2,9 @@
 //! (segment 0), data segments with their checksums and shadow copies, record framing
 //! across segments, and the checkpoint file.
 //!
-//! A log file is [`DEFAULT_LOG_FILE_LEN`] bytes (configurable) of [`SEGMENT_LEN`]-byte
-//! segments. Segment 0 is the [`LogFileHeader`]; segments 1.. carry a
+//! A log file is [`DEFAULT_LOG_FILE_LEN`] bytes (configurable) of equal segments, 4096
+//! or 512 bytes long ([`SegmentLen`]: a property of the log stream, recorded in every
+//! file header). Segment 0 is the [`LogFileHeader`]; segments 1.. carry a
 //! [`SegmentHeader`] and a payload of record fragments (see [`SegmentPacker`]).
 
 mod checkpoint;
@@ -30,14 +31,65 @@ pub use segment::{
     verify_segment,
 };
 
-/// Length of a log segment; segment 0 of each file is the file header.
+/// Length of a segment of a 4 KiB log stream ([`SegmentLen::Page4096`], the default and
+/// the longest); segment 0 of each file is the file header.
 pub const SEGMENT_LEN: usize = 4096;
 /// Default length of a log file (1 MiB: 256 segments).
 pub const DEFAULT_LOG_FILE_LEN: usize = 1 << 20;
 /// Length of the header at the start of every data segment.
 pub const SEGMENT_HEADER_LEN: usize = 32;
-/// Payload bytes per data segment.
+/// Payload bytes per data segment of a 4 KiB log stream.
 pub const SEGMENT_PAYLOAD_LEN: usize = SEGMENT_LEN - SEGMENT_HEADER_LEN;
+
+/// The segment length of a log stream: the unit every log write is made of, its own
+/// checksum and header in each. 4 KiB (ESE 2013 and later write 4 KiB log sectors) or
+/// 512 bytes (ESE 2007/2010's log sectors). Recorded at offset 20 of every file header;
+/// all files of a stream have the same.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SegmentLen {
+    /// 512-byte segments.
+    Sector512,
+    /// 4096-byte segments.
+    #[default]
+    Page4096,
+}
+
+impl SegmentLen {
+    /// Every supported length, shortest first.
+    pub const ALL: [SegmentLen; 2] = [SegmentLen::Sector512, SegmentLen::Page4096];
+
+    /// The length in bytes.
+    pub const fn bytes(self) -> usize {
+        match self {
+            SegmentLen::Sector512 => 512,
+            SegmentLen::Page4096 => SEGMENT_LEN,
+        }
+    }
+
+    /// Payload bytes per data segment (the length less the segment header).
+    pub const fn payload_len(self) -> usize {
+        self.bytes() - SEGMENT_HEADER_LEN
+    }
+
+    /// Largest log file: segment indices are `u16`, so 65536 segments.
+    pub const fn max_file_len(self) -> usize {
+        (u16::MAX as usize + 1) * self.bytes()
+    }
+
+    /// The length of `bytes` bytes, if it is a supported one.
+    pub fn from_bytes(bytes: u64) -> Option<SegmentLen> {
+        SegmentLen::ALL
+            .into_iter()
+            .find(|len| len.bytes() as u64 == bytes)
+    }
+}
+
+impl fmt::Display for SegmentLen {
+    /// "512 B" or "4096 B".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} B", self.bytes())
+    }
+}
 /// Version of the log file and segment formats written. Version 2 adds the redo op
 /// `BuildFromSplit` (a split logged with the split page's before image); records and
 /// framing are otherwise those of version 1, which is still read.

@@ -8,7 +8,7 @@
 //! bytes are left (a header and one body byte) the segment is closed. Type 0 ends the
 //! fragments of a segment early; so does the end of the used payload.
 
-use super::{LogFormatError, LogPosition, SEGMENT_HEADER_LEN, SEGMENT_PAYLOAD_LEN};
+use super::{LogFormatError, LogPosition, SEGMENT_HEADER_LEN, SegmentLen};
 use crate::Pgno;
 use crate::bytes::{get_u16, get_u32, get_u64};
 
@@ -242,25 +242,39 @@ impl LogRecord {
 /// Packs records into segment payloads, fragmenting records across segments.
 ///
 /// Records are appended to the pending payload of the current segment; each time a
-/// segment's payload is full, `sink` receives it (at most [`SEGMENT_PAYLOAD_LEN`]
-/// bytes, to be written with [`super::encode_segment`]) and a new segment starts.
+/// segment's payload is full, `sink` receives it (at most the stream's
+/// [`SegmentLen::payload_len`] bytes, to be written with [`super::encode_segment`]) and a new segment starts.
 /// The partially filled tail is [`SegmentPacker::pending`]: the log writer writes it
 /// (and its shadow) on a flush and keeps appending to it afterwards.
 ///
 /// A record always starts in the pending segment, at payload offset
 /// `pending().len()` (so at log position offset [`SegmentPacker::next_record_offset`]).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SegmentPacker {
     payload: Vec<u8>,
     body: Vec<u8>,
+    /// Payload bytes of a segment of the stream.
+    room: usize,
+}
+
+impl Default for SegmentPacker {
+    fn default() -> SegmentPacker {
+        SegmentPacker::new()
+    }
 }
 
 impl SegmentPacker {
-    /// An empty packer at the start of a segment.
+    /// An empty packer at the start of a 4 KiB segment.
     pub fn new() -> SegmentPacker {
+        SegmentPacker::with_segment_len(SegmentLen::Page4096)
+    }
+
+    /// An empty packer at the start of a segment of a stream of `len` segments.
+    pub fn with_segment_len(len: SegmentLen) -> SegmentPacker {
         SegmentPacker {
-            payload: Vec::with_capacity(SEGMENT_PAYLOAD_LEN),
+            payload: Vec::with_capacity(len.payload_len()),
             body: Vec::new(),
+            room: len.payload_len(),
         }
     }
 
@@ -306,7 +320,7 @@ impl SegmentPacker {
         let mut flags = fragment_flags::FIRST;
         loop {
             // The packer closes a segment before fewer than 5 bytes remain.
-            let room = SEGMENT_PAYLOAD_LEN - self.payload.len() - FRAGMENT_HEADER_LEN;
+            let room = self.room - self.payload.len() - FRAGMENT_HEADER_LEN;
             let take = rest.len().min(room);
             if take == rest.len() {
                 flags |= fragment_flags::LAST;
@@ -316,7 +330,7 @@ impl SegmentPacker {
             self.payload.extend_from_slice(&(take as u16).to_le_bytes());
             self.payload.extend_from_slice(&rest[..take]);
             rest = &rest[take..];
-            if SEGMENT_PAYLOAD_LEN - self.payload.len() <= FRAGMENT_HEADER_LEN {
+            if self.room - self.payload.len() <= FRAGMENT_HEADER_LEN {
                 sink(&self.payload);
                 self.payload.clear();
             }

@@ -2,7 +2,7 @@
 
 use super::{
     LOG_FORMAT_VERSION, LogFormatError, LogPosition, OLDEST_LOG_FORMAT_VERSION, SEGMENT_HEADER_LEN,
-    SEGMENT_LEN, SEGMENT_PAYLOAD_LEN, segment_check_id,
+    SEGMENT_LEN, SegmentLen, segment_check_id,
 };
 use crate::Generation;
 use crate::bytes::{get_u16, get_u32, get_u64, is_all_zero, put_u16, put_u32, put_u64};
@@ -12,8 +12,9 @@ use crate::checksum::{BlockDiff, block_checksum, classify, flip_bit};
 pub const LOG_FILE_MAGIC: [u8; 8] = *b"EDBSLOG\0";
 /// Magic at offset 8 of a data segment.
 pub const SEGMENT_MAGIC: [u8; 4] = *b"LSEG";
-/// Largest log file: segment indices are `u16`, so 65536 segments.
-pub const MAX_LOG_FILE_LEN: usize = (u16::MAX as usize + 1) * SEGMENT_LEN;
+/// Largest log file of a 4 KiB stream (the largest of all): segment indices are `u16`,
+/// so 65536 segments ([`SegmentLen::max_file_len`]).
+pub const MAX_LOG_FILE_LEN: usize = SegmentLen::Page4096.max_file_len();
 
 /// Data segment flag bits (segment header offset 18).
 pub mod segment_flags {
@@ -49,9 +50,10 @@ const S_WRITE_SEQ: usize = 24;
 pub struct LogFileHeader {
     /// This file's generation (offset 28).
     pub generation: Generation,
-    /// Segment length (offset 20); [`SEGMENT_LEN`] is the only one supported.
+    /// Segment length of the stream (offset 20): 4096 or 512 ([`SegmentLen`]); the
+    /// header itself is one segment of this length.
     pub segment_len: u32,
-    /// Length of the file in bytes, a multiple of [`SEGMENT_LEN`] (offset 24).
+    /// Length of the file in bytes, a multiple of the segment length (offset 24).
     pub file_len: u32,
     /// Signature of the log stream (offset 32).
     pub log_signature: u64,
@@ -69,7 +71,28 @@ pub struct LogFileHeader {
 impl LogFileHeader {
     /// Number of segments in the file, header included.
     pub fn segment_count(&self) -> usize {
-        self.file_len as usize / SEGMENT_LEN
+        self.file_len as usize / self.segment_length().bytes()
+    }
+
+    /// The stream's segment length. A decoded header's is always a supported one;
+    /// an unsupported value (only in a header built by hand) reads as 4096.
+    pub fn segment_length(&self) -> SegmentLen {
+        SegmentLen::from_bytes(u64::from(self.segment_len)).unwrap_or_default()
+    }
+
+    /// The bytes of the header within `head`, the first bytes of a log file: as many
+    /// as the segment length it records, when that is a supported length and `head`
+    /// holds them; otherwise all of `head` (for [`LogFileHeader::decode`] to reject).
+    /// Readers that do not know a file's segment length read its first 4096 bytes
+    /// and decode this.
+    pub fn bytes_in(head: &[u8]) -> &[u8] {
+        let stored = head
+            .get(H_SEGMENT_LEN..H_SEGMENT_LEN + 4)
+            .map(|_| get_u32(head, H_SEGMENT_LEN));
+        match stored.and_then(|len| SegmentLen::from_bytes(u64::from(len))) {
+            Some(len) if len.bytes() <= head.len() => &head[..len.bytes()],
+            _ => head,
+        }
     }
 
     /// Encodes the header into a whole segment (zeroing it) and stores its checksum
@@ -77,9 +100,18 @@ impl LogFileHeader {
     ///
     /// # Panics
     ///
-    /// If `seg.len() != SEGMENT_LEN`.
+    /// If `seg.len()` is not the header's segment length, or that is not supported.
     pub fn encode(&self, seg: &mut [u8]) {
-        assert_eq!(seg.len(), SEGMENT_LEN, "a log file header is one segment");
+        assert!(
+            SegmentLen::from_bytes(u64::from(self.segment_len)).is_some(),
+            "log segment length {} is not supported",
+            self.segment_len
+        );
+        assert_eq!(
+            seg.len(),
+            self.segment_len as usize,
+            "a log file header is one segment"
+        );
         seg.fill(0);
         seg[H_MAGIC..H_MAGIC + 8].copy_from_slice(&LOG_FILE_MAGIC);
         put_u32(seg, H_VERSION, LOG_FORMAT_VERSION);
@@ -102,9 +134,10 @@ impl LogFileHeader {
             what: WHAT_FILE_HEADER,
             detail,
         };
-        if seg.len() != SEGMENT_LEN {
+        if SegmentLen::from_bytes(seg.len() as u64).is_none() {
             return Err(invalid(format!(
-                "a log file header is {SEGMENT_LEN} bytes, got {}",
+                "a log file header is one segment, {} or {SEGMENT_LEN} bytes, got {}",
+                SegmentLen::Sector512.bytes(),
                 seg.len()
             )));
         }
@@ -137,20 +170,27 @@ impl LogFileHeader {
             return Err(LogFormatError::UnsupportedVersion { found: version });
         }
         let segment_len = get_u32(seg, H_SEGMENT_LEN);
-        if segment_len as usize != SEGMENT_LEN {
+        let Some(seg_len) = SegmentLen::from_bytes(u64::from(segment_len)) else {
             return Err(invalid(format!(
-                "segment length {segment_len}, only {SEGMENT_LEN} is supported"
+                "segment length {segment_len}, only 512 and {SEGMENT_LEN} are supported"
+            )));
+        };
+        if seg_len.bytes() != seg.len() {
+            return Err(invalid(format!(
+                "segment length {segment_len} recorded in a {}-byte header",
+                seg.len()
             )));
         }
         let file_len = get_u32(seg, H_FILE_LEN);
         let len = file_len as usize;
-        if len % SEGMENT_LEN != 0 || !(2 * SEGMENT_LEN..=MAX_LOG_FILE_LEN).contains(&len) {
+        let (unit, max) = (seg_len.bytes(), seg_len.max_file_len());
+        if len % unit != 0 || !(2 * unit..=max).contains(&len) {
             return Err(invalid(format!(
-                "file length {file_len} is not a multiple of {SEGMENT_LEN} between 2 segments and {MAX_LOG_FILE_LEN} bytes"
+                "file length {file_len} is not a multiple of {unit} between 2 segments and {max} bytes"
             )));
         }
         if !is_all_zero(&seg[H_END..]) {
-            return Err(invalid("reserved bytes 72..4096 are not zero".into()));
+            return Err(invalid(format!("reserved bytes 72..{unit} are not zero")));
         }
         Ok(LogFileHeader {
             generation,
@@ -248,19 +288,25 @@ impl SegmentHeader {
     }
 }
 
+fn supported_len(seg: &[u8]) -> SegmentLen {
+    match SegmentLen::from_bytes(seg.len() as u64) {
+        Some(len) => len,
+        None => panic!(
+            "a log segment is 512 or {SEGMENT_LEN} bytes, got {}",
+            seg.len()
+        ),
+    }
+}
+
 /// Writes `hdr` (with magic) into the first 32 bytes of `seg` and stores the checksum
 /// of the whole segment with id `segment_check_id(hdr.generation, physical_slot)`.
-/// The payload must already be in place.
+/// The payload must already be in place. The segment is as long as `seg`.
 ///
 /// # Panics
 ///
-/// If `seg.len() != SEGMENT_LEN`.
+/// If `seg.len()` is not a supported segment length ([`SegmentLen`]).
 pub fn seal_segment(seg: &mut [u8], hdr: &SegmentHeader, physical_slot: u16) {
-    assert_eq!(
-        seg.len(),
-        SEGMENT_LEN,
-        "a log segment is {SEGMENT_LEN} bytes"
-    );
+    supported_len(seg);
     hdr.write(seg);
     let sum = block_checksum(seg, segment_check_id(hdr.generation, physical_slot), true);
     put_u64(seg, 0, sum);
@@ -271,17 +317,13 @@ pub fn seal_segment(seg: &mut [u8], hdr: &SegmentHeader, physical_slot: u16) {
 ///
 /// # Panics
 ///
-/// If `seg.len() != SEGMENT_LEN` or `payload` is longer than
-/// [`SEGMENT_PAYLOAD_LEN`].
+/// If `seg.len()` is not a supported segment length or `payload` is longer than its
+/// payload ([`SegmentLen::payload_len`]).
 pub fn encode_segment(seg: &mut [u8], hdr: &SegmentHeader, payload: &[u8], physical_slot: u16) {
-    assert_eq!(
-        seg.len(),
-        SEGMENT_LEN,
-        "a log segment is {SEGMENT_LEN} bytes"
-    );
+    let room = supported_len(seg).payload_len();
     assert!(
-        payload.len() <= SEGMENT_PAYLOAD_LEN,
-        "segment payload of {} bytes exceeds {SEGMENT_PAYLOAD_LEN}",
+        payload.len() <= room,
+        "segment payload of {} bytes exceeds {room}",
         payload.len()
     );
     let end = SEGMENT_HEADER_LEN + payload.len();
@@ -324,14 +366,15 @@ fn magic_ok(seg: &[u8]) -> bool {
 }
 
 /// Checks a data segment read from physical slot `physical_slot` of the log file of
-/// generation `generation`. Same rules as [`crate::checksum::verify_page`] for one
+/// generation `generation`, as long as `seg` (a supported [`SegmentLen`], else
+/// [`SegmentVerdict::Bad`]). Same rules as [`crate::checksum::verify_page`] for one
 /// block: a single flipped bit (in the data or in the stored checksum) is
 /// correctable; an intact segment whose checksum id and header name another
 /// (generation, slot) is [`SegmentVerdict::WrongPosition`].
 pub fn verify_segment(seg: &[u8], generation: Generation, physical_slot: u16) -> SegmentVerdict {
-    if seg.len() != SEGMENT_LEN {
+    let Some(seg_len) = SegmentLen::from_bytes(seg.len() as u64) else {
         return SegmentVerdict::Bad;
-    }
+    };
     let stored = get_u64(seg, 0);
     if stored == 0 && is_all_zero(seg) {
         return SegmentVerdict::Unused;
@@ -340,7 +383,7 @@ pub fn verify_segment(seg: &[u8], generation: Generation, physical_slot: u16) ->
     let expected = block_checksum(seg, id, true);
     let hdr = SegmentHeader::read(seg);
     let sane = magic_ok(seg)
-        && usize::from(hdr.used) <= SEGMENT_PAYLOAD_LEN
+        && usize::from(hdr.used) <= seg_len.payload_len()
         && hdr.flags & !segment_flags::SHADOW == 0
         && get_u16(seg, S_RESERVED) == 0;
     if expected == stored {
@@ -371,7 +414,7 @@ pub fn verify_segment(seg: &[u8], generation: Generation, physical_slot: u16) ->
             }
         }
     }
-    match classify(expected, stored, (SEGMENT_LEN * 8) as u32) {
+    match classify(expected, stored, (seg_len.bytes() * 8) as u32) {
         BlockDiff::StoredBit(bit) => SegmentVerdict::Correctable { bit },
         // Bits 0..64 are the stored checksum, not covered by it.
         BlockDiff::DataBit(bit) if bit >= 64 => SegmentVerdict::Correctable { bit },

@@ -60,6 +60,9 @@ pub struct InstanceConfig {
     /// Write a partially filled log tail with a shadow copy and continue it in the
     /// next write (see `LogConfig::partial_tail_shadow`).
     pub partial_tail_shadow: bool,
+    /// Segment (log sector) length of new log generations (see
+    /// `LogConfig::segment_len`).
+    pub log_segment_len: edbstress_format::log::SegmentLen,
     /// Remove log generations behind the checkpoint.
     pub circular_logging: bool,
     /// Direct or buffered I/O.
@@ -101,6 +104,7 @@ impl InstanceConfig {
             lazy_flush_interval: None,
             split_tail_write: true,
             partial_tail_shadow: false,
+            log_segment_len: edbstress_format::log::SegmentLen::Page4096,
             circular_logging: false,
             io_mode: IoMode::Direct,
             backend: BackendKind::Auto,
@@ -325,6 +329,7 @@ impl Instance {
                 db_signature: header.signature,
                 log_signature: header.log_signature,
                 file_len: edbstress_format::log::DEFAULT_LOG_FILE_LEN,
+                segment_len: config.log_segment_len,
                 buffer_len: config.log_buffer,
                 lazy_flush_interval: config.lazy_flush_interval,
                 split_tail_write: config.split_tail_write,

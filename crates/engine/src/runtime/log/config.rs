@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use edbstress_format::InstanceId;
-use edbstress_format::log::{MAX_LOG_FILE_LEN, SEGMENT_LEN};
+use edbstress_format::log::SegmentLen;
 use edbstress_io::{BackendKind, IoMode};
 
 use super::LogSignatures;
@@ -29,6 +29,11 @@ pub struct LogConfig {
     /// Length of new generation files: a multiple of 4096, at least 3 segments.
     /// Existing files keep the length in their header.
     pub file_len: usize,
+    /// Segment (log sector) length of new generation files: every log write is whole
+    /// segments. The writer continues an existing generation in the length its header
+    /// records, and so the generations after it; a generation that holds no records
+    /// yet is created again with this length (docs/format.md §6).
+    pub segment_len: SegmentLen,
     /// Log buffer size in bytes; appends wait while this much is not yet durable, and
     /// the buffer is written without a commit asking once half of it is ready (ESE's
     /// capacity write: `csecReady >= m_csecLGBuf / 2`, logwrite.cxx).
@@ -82,6 +87,7 @@ impl LogConfig {
             db_signature,
             log_signature,
             file_len: edbstress_format::log::DEFAULT_LOG_FILE_LEN,
+            segment_len: SegmentLen::Page4096,
             buffer_len: DEFAULT_LOG_BUFFER_LEN,
             lazy_flush_interval: None,
             split_tail_write: false,
@@ -101,19 +107,22 @@ impl LogConfig {
     }
 
     pub(crate) fn validate(&self) -> Result<(), EngineError> {
-        if self.file_len % SEGMENT_LEN != 0
-            || !(3 * SEGMENT_LEN..=MAX_LOG_FILE_LEN).contains(&self.file_len)
-        {
+        // Files stay a multiple of 4096 whatever the segment length, so that a stream
+        // can continue in either.
+        let page = SegmentLen::Page4096.bytes();
+        let (min, max) = (3 * page, self.segment_len.max_file_len());
+        if self.file_len % page != 0 || !(min..=max).contains(&self.file_len) {
             return Err(EngineError::Invalid(format!(
-                "log file length {} is not a multiple of {SEGMENT_LEN} between {} and {} bytes",
+                "log file length {} is not a multiple of {page} between {min} and {max} bytes \
+                 (the most {} segments of {} can address)",
                 self.file_len,
-                3 * SEGMENT_LEN,
-                MAX_LOG_FILE_LEN
+                u16::MAX as usize + 1,
+                self.segment_len
             )));
         }
-        if self.buffer_len < SEGMENT_LEN {
+        if self.buffer_len < page {
             return Err(EngineError::Invalid(format!(
-                "log buffer of {} bytes is smaller than one {SEGMENT_LEN}-byte segment",
+                "log buffer of {} bytes is smaller than {page} bytes",
                 self.buffer_len
             )));
         }

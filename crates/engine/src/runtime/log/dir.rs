@@ -7,9 +7,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use edbstress_format::Generation;
 use edbstress_format::log::{
-    CHECKPOINT_FILE_NAME, CheckpointRecord, CheckpointState, DEFAULT_LOG_FILE_LEN, LogFileHeader,
-    LogPosition, NEXT_LOG_FILE_NAME, SEGMENT_LEN, log_file_name, parse_log_file_name,
-    select_checkpoint,
+    CHECKPOINT_COPY_LEN, CHECKPOINT_FILE_NAME, CheckpointRecord, CheckpointState,
+    DEFAULT_LOG_FILE_LEN, LogFileHeader, LogPosition, NEXT_LOG_FILE_NAME, SEGMENT_LEN,
+    log_file_name, parse_log_file_name, select_checkpoint,
 };
 use edbstress_io::blocking::FileIo;
 use edbstress_io::{Access, AlignedBuf, DataFile, IoClass, IoError, IoMode};
@@ -157,14 +157,17 @@ pub fn log_dir_owners(dir: &Path) -> LogDirOwners {
             .and_then(|f| f.read_start().map_err(|_| ()));
         let identity = read.ok().and_then(|head| {
             if name == CHECKPOINT_FILE_NAME {
-                select_checkpoint(&head[..SEGMENT_LEN], &head[SEGMENT_LEN..])
-                    .ok()
-                    .map(|s| LogIdentity {
-                        db_signature: s.record.db_signature,
-                        log_signature: s.record.log_signature,
-                    })
+                select_checkpoint(
+                    &head[..CHECKPOINT_COPY_LEN],
+                    &head[CHECKPOINT_COPY_LEN..2 * CHECKPOINT_COPY_LEN],
+                )
+                .ok()
+                .map(|s| LogIdentity {
+                    db_signature: s.record.db_signature,
+                    log_signature: s.record.log_signature,
+                })
             } else {
-                LogFileHeader::decode(&head[..SEGMENT_LEN])
+                LogFileHeader::decode(LogFileHeader::bytes_in(&head[..SEGMENT_LEN]))
                     .ok()
                     .map(|h| LogIdentity {
                         db_signature: h.db_signature,
@@ -276,7 +279,7 @@ fn write_initial_logs(
 
     let chk = DataFile::create_new(dir.join(CHECKPOINT_FILE_NAME), mode)?;
     created.push(dir.join(CHECKPOINT_FILE_NAME));
-    let mut copies = AlignedBuf::new(2 * SEGMENT_LEN);
+    let mut copies = AlignedBuf::new(2 * CHECKPOINT_COPY_LEN);
     let record = CheckpointRecord {
         update_seq: 1,
         checkpoint: start,
@@ -284,12 +287,12 @@ fn write_initial_logs(
         db_signature,
         state,
     };
-    record.encode(&mut copies[..SEGMENT_LEN]);
-    record.encode(&mut copies[SEGMENT_LEN..]);
+    record.encode(&mut copies[..CHECKPOINT_COPY_LEN]);
+    record.encode(&mut copies[CHECKPOINT_COPY_LEN..]);
     FileIo::offline(&chk)?.write_all(
         IoClass::OfflineWrite,
         &mut copies,
-        2 * SEGMENT_LEN,
+        2 * CHECKPOINT_COPY_LEN,
         0,
         true,
     )?;

@@ -6,9 +6,8 @@ use edbstress_format::Generation;
 use edbstress_format::InstanceId;
 use edbstress_format::log::{
     FRAGMENT_HEADER_LEN, LogFileHeader, NEXT_LOG_FILE_NAME, SEGMENT_HEADER_LEN, SEGMENT_LEN,
-    SEGMENT_PAYLOAD_LEN, SegmentHeader, SegmentVerdict, fragment_flags, log_file_name,
-    parse_log_file_name, repair_segment, seal_segment, segment_flags, verify_log_file_header,
-    verify_segment,
+    SegmentHeader, SegmentLen, SegmentVerdict, fragment_flags, log_file_name, parse_log_file_name,
+    repair_segment, seal_segment, segment_flags, verify_log_file_header, verify_segment,
 };
 use edbstress_io::blocking::{self, Target};
 use edbstress_io::{Access, AlignedBuf, DataFile, FileId, IoBackend, IoClass, IoError, IoMode};
@@ -16,10 +15,13 @@ use edbstress_io::{Access, AlignedBuf, DataFile, FileId, IoBackend, IoClass, IoE
 use super::LogSignatures;
 use crate::error::EngineError;
 
-/// A segment whose `used` is at least this is closed: the packer starts a new segment
-/// once fewer than a fragment header and one body byte are left, and segments closed
-/// early are written padded to the full payload length.
-pub(crate) const CLOSED_MIN_USED: usize = SEGMENT_PAYLOAD_LEN - FRAGMENT_HEADER_LEN;
+/// A segment of a stream of `len` segments whose `used` is at least this is closed:
+/// the packer starts a new segment once fewer than a fragment header and one body
+/// byte are left, and segments closed early are written padded to the full payload
+/// length.
+pub(crate) const fn closed_min_used(len: SegmentLen) -> usize {
+    len.payload_len() - FRAGMENT_HEADER_LEN
+}
 
 /// Offset of the first payload byte in a segment (positions count the header).
 pub(crate) const FIRST_RECORD_OFFSET: u16 = SEGMENT_HEADER_LEN as u16;
@@ -49,10 +51,10 @@ pub(crate) fn with_registered<T>(
     Ok(value)
 }
 
-/// Whether a data segment with `used` payload bytes is closed (nothing more will be
-/// appended to it; the next segment may hold data).
-pub(crate) fn is_closed(used: u16) -> bool {
-    usize::from(used) >= CLOSED_MIN_USED
+/// Whether a data segment of a stream of `len` segments with `used` payload bytes is
+/// closed (nothing more will be appended to it; the next segment may hold data).
+pub(crate) fn is_closed(used: u16, len: SegmentLen) -> bool {
+    usize::from(used) >= closed_min_used(len)
 }
 
 /// Path of generation `generation` in `dir`.
@@ -128,9 +130,18 @@ impl RunningChecksum {
     }
 }
 
+/// How many bytes to read from the start of a log file of `file_len` bytes to hold its
+/// header, whatever its segment length: the first 4096, or the whole of a shorter file
+/// in 512-byte units (at least one).
+pub(crate) fn header_read_len(file_len: u64) -> usize {
+    let unit = SegmentLen::Sector512.bytes();
+    (file_len.min(SEGMENT_LEN as u64) as usize / unit).max(1) * unit
+}
+
 /// Reads and checks segment 0 of `file` through `io`, counted as `class` of
 /// `instance` (`file` registered for the duration); it must hold generation
-/// `generation` of the log stream `signatures`.
+/// `generation` of the log stream `signatures`. Its segment length is the one the
+/// header records.
 pub(crate) fn read_file_header(
     io: &mut dyn IoBackend,
     file: &DataFile,
@@ -138,19 +149,21 @@ pub(crate) fn read_file_header(
     generation: Generation,
     signatures: LogSignatures,
 ) -> Result<LogFileHeader, EngineError> {
-    let mut seg = AlignedBuf::new(SEGMENT_LEN);
-    read_exact_via(io, file, (instance, class), &mut seg, SEGMENT_LEN, 0)?;
+    let len = header_read_len(file.len()?);
+    let mut seg = AlignedBuf::new(len);
+    read_exact_via(io, file, (instance, class), &mut seg, len, 0)?;
     decode_file_header(&seg, file.path(), generation, signatures)
 }
 
-/// Decodes and checks a log file header segment read from `path`.
+/// Decodes and checks a log file header read from `path`: `head` holds the first
+/// bytes of the file, at least its header segment (see [`header_read_len`]).
 pub(crate) fn decode_file_header(
-    seg: &[u8],
+    head: &[u8],
     path: &Path,
     generation: Generation,
     signatures: LogSignatures,
 ) -> Result<LogFileHeader, EngineError> {
-    let header = verify_log_file_header(seg, generation)
+    let header = verify_log_file_header(LogFileHeader::bytes_in(head), generation)
         .map_err(|e| corrupt(path, 0, format!("bad log file header: {e}")))?;
     if header.log_signature != signatures.log_signature
         || header.db_signature != signatures.db_signature
@@ -169,7 +182,7 @@ pub(crate) fn decode_file_header(
         });
     }
     let len = file_len_of(&header);
-    if len < 3 * SEGMENT_LEN {
+    if len < 3 * header.segment_length().bytes() {
         return Err(corrupt(
             path,
             0,
@@ -219,7 +232,7 @@ pub(crate) fn read_whole_file_via(
     if actual < len as u64 {
         return Err(corrupt(
             file.path(),
-            (actual / SEGMENT_LEN as u64) as u32,
+            (actual / header.segment_length().bytes() as u64) as u32,
             format!("the file is {actual} bytes long, its header says {len}: it was truncated"),
         ));
     }
@@ -311,7 +324,7 @@ pub(crate) fn choose_copy(
     }
 }
 
-/// Fills `seg` (one segment) with a data segment of generation `generation`, logical
+/// Fills `seg` (one segment, as long as the stream's) with a data segment of generation `generation`, logical
 /// index `logical`, holding `payload`, and seals it for its physical slot (`logical`,
 /// or `logical + 1` for a shadow copy). A `closed` segment is padded with zeros to the
 /// full payload length so that readers know nothing more follows in it.
@@ -328,7 +341,7 @@ pub(crate) fn seal_data_segment(
     seg[SEGMENT_HEADER_LEN..end].copy_from_slice(payload);
     seg[end..].fill(0);
     let used = if closed {
-        SEGMENT_PAYLOAD_LEN
+        seg.len() - SEGMENT_HEADER_LEN
     } else {
         payload.len()
     };
@@ -462,7 +475,8 @@ pub(crate) fn install_generation(
             target.display()
         )));
     }
-    let mut seg = AlignedBuf::new(SEGMENT_LEN);
+    let len = header.segment_length().bytes();
+    let mut seg = AlignedBuf::new(len);
     header.encode(&mut seg);
     with_registered(io, &tmp, |io, id| {
         let to = Target {
@@ -471,7 +485,7 @@ pub(crate) fn install_generation(
             class: IoClass::LogCreate,
             instance: instance.get(),
         };
-        Ok(blocking::write_all(io, to, &mut seg, SEGMENT_LEN, 0, true)?)
+        Ok(blocking::write_all(io, to, &mut seg, len, 0, true)?)
     })?;
     std::fs::rename(tmp.path(), &target).map_err(|source| {
         EngineError::Io(IoError::Io {

@@ -6,7 +6,9 @@ use std::path::Path;
 
 use edbstress_format::Generation;
 use edbstress_format::InstanceId;
-use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_HEADER_LEN, SEGMENT_LEN};
+use edbstress_format::log::{
+    LogFileHeader, LogPosition, SEGMENT_HEADER_LEN, SEGMENT_LEN, SegmentLen,
+};
 use edbstress_io::blocking::{self, Target};
 use edbstress_io::{Access, AlignedBuf, DataFile, IoBackend, IoClass, IoMode, IoStats};
 
@@ -29,6 +31,8 @@ pub(crate) struct OpenedLog {
     pub(crate) generation: Generation,
     /// Its segment count (header included).
     pub(crate) segments: u32,
+    /// Its segment length, which the writer keeps for the generations it creates.
+    pub(crate) segment_len: SegmentLen,
     /// The first slot to write: everything before it is final.
     pub(crate) next_index: u16,
     /// Running checksum over the final slots before `next_index`.
@@ -49,6 +53,8 @@ struct GenerationImage {
     image: AlignedBuf,
     states: Vec<SlotState>,
     max_seq: u64,
+    /// Segment length of the file (its header's).
+    seg: usize,
 }
 
 impl GenerationImage {
@@ -70,9 +76,10 @@ impl GenerationImage {
         )?;
         let mut image = read_whole_file_via(io.io, &file, io.instance, &header)?;
         let n = header.segment_count();
+        let seg_len = header.segment_length().bytes();
         let mut states = vec![SlotState::Unused; n];
         let mut max_seq = 0;
-        for (slot, seg) in image.chunks_exact_mut(SEGMENT_LEN).enumerate().skip(1) {
+        for (slot, seg) in image.chunks_exact_mut(seg_len).enumerate().skip(1) {
             states[slot] = classify_slot(seg, generation, slot as u16);
             if let Some(h) = states[slot].header() {
                 max_seq = max_seq.max(h.write_seq);
@@ -84,6 +91,7 @@ impl GenerationImage {
             image,
             states,
             max_seq,
+            seg: seg_len,
         })
     }
 
@@ -92,8 +100,8 @@ impl GenerationImage {
     }
 
     fn slot(&self, slot: u16) -> &[u8] {
-        let at = usize::from(slot) * SEGMENT_LEN;
-        &self.image[at..at + SEGMENT_LEN]
+        let at = usize::from(slot) * self.seg;
+        &self.image[at..at + self.seg]
     }
 
     /// Folds slots `1..end` into a running checksum, each of which must hold its final,
@@ -104,7 +112,8 @@ impl GenerationImage {
             let slot = slot as u16;
             match self.states[usize::from(slot)] {
                 SlotState::Valid { header, .. }
-                    if !header.is_shadow() && is_closed(header.used) =>
+                    if !header.is_shadow()
+                        && is_closed(header.used, self.header.segment_length()) =>
                 {
                     fold.add_segment(self.slot(slot));
                 }
@@ -133,15 +142,16 @@ impl GenerationImage {
         instance: InstanceId,
     ) -> Result<(), EngineError> {
         let n = self.segments();
+        let seg = self.seg;
         let nonzero = |slot: u32| {
-            let at = slot as usize * SEGMENT_LEN;
-            self.image[at..at + SEGMENT_LEN].iter().any(|&b| b != 0)
+            let at = slot as usize * seg;
+            self.image[at..at + seg].iter().any(|&b| b != 0)
         };
         let Some(first) = (from..n).find(|&s| nonzero(s)) else {
             return Ok(());
         };
         let last = (first..n).rev().find(|&s| nonzero(s)).unwrap_or(first);
-        let mut zeros = AlignedBuf::new(64 * SEGMENT_LEN);
+        let mut zeros = AlignedBuf::new(64 * seg);
         with_registered(io, &self.file, |io, id| {
             let to = Target {
                 file: id,
@@ -152,17 +162,14 @@ impl GenerationImage {
             let mut slot = first;
             while slot <= last {
                 let count = (last + 1 - slot).min(64);
-                let len = count as usize * SEGMENT_LEN;
-                let offset = u64::from(slot) * SEGMENT_LEN as u64;
+                let len = count as usize * seg;
+                let offset = u64::from(slot) * seg as u64;
                 blocking::write_all(&mut *io, to, &mut zeros, len, offset, false)?;
                 slot += count;
             }
             Ok(blocking::sync(io, to)?)
         })?;
-        let (a, b) = (
-            first as usize * SEGMENT_LEN,
-            (last as usize + 1) * SEGMENT_LEN,
-        );
+        let (a, b) = (first as usize * seg, (last as usize + 1) * seg);
         self.image[a..b].fill(0);
         Ok(())
     }
@@ -287,6 +294,20 @@ pub(crate) fn open_for_writing(
     }
 
     let mut current = GenerationImage::read(&path, g, signatures, Access::ReadWrite, &mut reopen)?;
+    if current.header.segment_length() != config.segment_len
+        && start.segment == 1
+        && offset == FIRST_RECORD_OFFSET
+        && !next_exists
+        && current.states.iter().all(|s| *s == SlotState::Unused)
+    {
+        // A generation without records (a prepared database's first) takes the
+        // configured segment length: it is removed and created again. A crash in
+        // between leaves it missing at the start position, which opening creates.
+        drop(current);
+        remove_empty_generation(&path, dir)?;
+        let (prev, write_seq) = previous_generation_chain(dir, g, signatures, &mut reopen)?;
+        return opening.create(opening.new_header(g, prev), write_seq, reopen.io);
+    }
     let n = current.segments();
     let s0 = start.segment;
     if u32::from(s0) >= n {
@@ -332,6 +353,7 @@ pub(crate) fn open_for_writing(
 
     if next_index < n {
         return Ok(OpenedLog {
+            segment_len: current.header.segment_length(),
             file: current.file,
             generation: g,
             segments: n,
@@ -403,7 +425,7 @@ impl Opening<'_> {
         let signatures = self.config.signatures();
         LogFileHeader {
             generation,
-            segment_len: SEGMENT_LEN as u32,
+            segment_len: self.config.segment_len.bytes() as u32,
             file_len: self.config.file_len as u32,
             log_signature: signatures.log_signature,
             db_signature: signatures.db_signature,
@@ -438,7 +460,8 @@ impl Opening<'_> {
         Ok(OpenedLog {
             file,
             generation: header.generation,
-            segments: (config.file_len / SEGMENT_LEN) as u32,
+            segments: (config.file_len / config.segment_len.bytes()) as u32,
+            segment_len: config.segment_len,
             next_index: 1,
             fold: RunningChecksum::seeded(header.prev_generation_checksum),
             write_seq,
@@ -477,7 +500,7 @@ fn close_start_segment(
     }
     let copy = current.slot(slot);
     let already_final = slot == s0
-        && is_closed(header.used)
+        && is_closed(header.used, current.header.segment_length())
         && copy[SEGMENT_HEADER_LEN + keep..].iter().all(|&b| b == 0);
     if already_final {
         fold.add_segment(copy);
@@ -490,7 +513,8 @@ fn close_start_segment(
         let payload = copy[SEGMENT_HEADER_LEN..SEGMENT_HEADER_LEN + keep].to_vec();
         let newest_in_own_slot = slot == s0;
         current.zero_from(u32::from(s0) + 2, &mut *reopen.io, instance)?;
-        let mut seg = AlignedBuf::new(SEGMENT_LEN);
+        let seg_len = current.seg;
+        let mut seg = AlignedBuf::new(seg_len);
         let mut put =
             |current: &mut GenerationImage, shadow: bool, seq: u64| -> Result<(), EngineError> {
                 seal_data_segment(&mut seg, g, s0, shadow, &payload, true, seq);
@@ -502,18 +526,13 @@ fn close_start_segment(
                         class: IoClass::LogReopen,
                         instance: instance.get(),
                     };
-                    let offset = slot * SEGMENT_LEN as u64;
+                    let offset = slot * seg_len as u64;
                     Ok(blocking::write_all(
-                        io,
-                        to,
-                        &mut seg,
-                        SEGMENT_LEN,
-                        offset,
-                        true,
+                        io, to, &mut seg, seg_len, offset, true,
                     )?)
                 })?;
-                let at = slot as usize * SEGMENT_LEN;
-                current.image[at..at + SEGMENT_LEN].copy_from_slice(&seg);
+                let at = slot as usize * seg_len;
+                current.image[at..at + seg_len].copy_from_slice(&seg);
                 Ok(())
             };
         if newest_in_own_slot && u32::from(s0) + 1 < n {
@@ -568,6 +587,7 @@ fn continue_in_next_generation(
     next.zero_from(1, reopen.io, reopen.instance)?;
     Ok(OpenedLog {
         segments: next.segments(),
+        segment_len: next.header.segment_length(),
         next_index: 1,
         fold: RunningChecksum::seeded(next.header.prev_generation_checksum),
         write_seq: write_seq.max(next.max_seq),
@@ -600,14 +620,15 @@ fn last_write_seq_of(
             signatures,
         )?;
         let last = header.segment_count() - 1;
-        let mut seg = AlignedBuf::new(SEGMENT_LEN);
-        let offset = (last * SEGMENT_LEN) as u64;
+        let seg_len = header.segment_length().bytes();
+        let mut seg = AlignedBuf::new(seg_len);
+        let offset = (last * seg_len) as u64;
         read_exact_via(
             io.io,
             &file,
             (io.instance.get(), IoClass::LogRead),
             &mut seg,
-            SEGMENT_LEN,
+            seg_len,
             offset,
         )?;
         Ok(classify_slot(&mut seg, generation, last as u16)
@@ -615,6 +636,20 @@ fn last_write_seq_of(
             .map_or(0, |h| h.write_seq))
     };
     read().unwrap_or(0)
+}
+
+/// Removes the generation file at `path` (checked to hold no records) and makes the
+/// removal durable.
+fn remove_empty_generation(path: &Path, dir: &Path) -> Result<(), EngineError> {
+    std::fs::remove_file(path).map_err(|source| {
+        EngineError::Io(edbstress_io::IoError::Io {
+            path: path.to_path_buf(),
+            op: "remove",
+            offset: 0,
+            source,
+        })
+    })?;
+    super::files::fsync_dir(dir)
 }
 
 /// The running checksum and highest write sequence of generation `g - 1`, which must

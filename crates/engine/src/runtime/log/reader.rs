@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use edbstress_format::Generation;
 use edbstress_format::InstanceId;
-use edbstress_format::log::{LogPosition, LogRecord, RecordAssembler, SEGMENT_LEN, SegmentHeader};
+use edbstress_format::log::{LogPosition, LogRecord, RecordAssembler, SegmentHeader, SegmentLen};
 use edbstress_io::{
     Access, AlignedBuf, BackendKind, DataFile, FileId, IoBackend, IoClass, IoMode, IoOp, IoRequest,
     IoStats, open_backend,
@@ -15,13 +15,14 @@ use edbstress_io::{
 use super::LogSignatures;
 use super::files::{
     FIRST_RECORD_OFFSET, RunningChecksum, SlotState, choose_copy, classify_slot, corrupt,
-    decode_file_header, generation_path, is_closed, leading_continuation, list_generations,
-    unfinished_record_offset,
+    decode_file_header, generation_path, header_read_len, is_closed, leading_continuation,
+    list_generations, unfinished_record_offset,
 };
 use crate::error::EngineError;
 
-/// Segments read per I/O (256 KiB, like ESE's log reads).
-const WINDOW_SEGMENTS: u32 = 64;
+/// Bytes read per I/O (256 KiB, like ESE's log reads): 64 segments of 4 KiB, 512 of
+/// 512 bytes.
+const WINDOW_BYTES: usize = 256 << 10;
 
 /// One record read from the log.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -208,6 +209,10 @@ struct Cursor {
     /// `file` as registered with the reader's backend.
     file_id: FileId,
     segments: u32,
+    /// The file's segment length (its header's).
+    seg_len: SegmentLen,
+    /// Segments per window read.
+    window_segments: u32,
     window: AlignedBuf,
     window_first: u32,
     window_count: u32,
@@ -416,11 +421,13 @@ impl LogReader {
         }
         let file_id = self.io.register(&file)?;
         self.registered = Some(file_id);
-        let window = AlignedBuf::try_new(WINDOW_SEGMENTS as usize * SEGMENT_LEN)?;
-        let (window, read) = self.read_window(file_id, &path, window, SEGMENT_LEN, 0);
+        let window = AlignedBuf::try_new(WINDOW_BYTES)?;
+        let head = header_read_len(file.len()?);
+        let (window, read) = self.read_window(file_id, &path, window, head, 0);
         read?;
-        let header =
-            decode_file_header(&window[..SEGMENT_LEN], &path, generation, self.signatures)?;
+        let header = decode_file_header(&window[..head], &path, generation, self.signatures)?;
+        let seg_len = header.segment_length();
+        let window_segments = (WINDOW_BYTES / seg_len.bytes()) as u32;
         if let Some(expected) = expected_prev {
             if header.prev_generation_checksum != expected {
                 return Err(corrupt(
@@ -440,7 +447,7 @@ impl LogReader {
         if actual < u64::from(header.file_len) {
             return Err(corrupt(
                 &path,
-                (actual / SEGMENT_LEN as u64) as u32,
+                (actual / seg_len.bytes() as u64) as u32,
                 format!(
                     "the file is {actual} bytes long, its header says {}: it was truncated",
                     header.file_len
@@ -456,10 +463,12 @@ impl LogReader {
             path,
             file_id,
             segments,
+            seg_len,
+            window_segments,
             window,
             window_first: 0,
             window_count: 1,
-            states: vec![None; WINDOW_SEGMENTS as usize],
+            states: vec![None; window_segments as usize],
             next: 1,
             fold: Some(RunningChecksum::seeded(header.prev_generation_checksum)),
             last: None,
@@ -562,10 +571,11 @@ impl LogReader {
         {
             return Ok(());
         }
-        let n = WINDOW_SEGMENTS.min(cursor.segments - first);
-        let len = n as usize * SEGMENT_LEN;
+        let seg = cursor.seg_len.bytes();
+        let n = cursor.window_segments.min(cursor.segments - first);
+        let len = n as usize * seg;
         let window = std::mem::take(&mut cursor.window);
-        let offset = u64::from(first) * SEGMENT_LEN as u64;
+        let offset = u64::from(first) * seg as u64;
         let (window, result) = self.read_window(cursor.file_id, &cursor.path, window, len, offset);
         cursor.window = window;
         result?;
@@ -610,7 +620,8 @@ impl LogReader {
         let from_own_slot = u32::from(slot) == k;
         // The other copy of the last segment damaged: the last write was torn.
         let other = if from_own_slot { shadow } else { Some(real) };
-        if !(from_own_slot && is_closed(header.used)) && other == Some(SlotState::Damaged) {
+        let closed = is_closed(header.used, cursor.seg_len);
+        if !(from_own_slot && closed) && other == Some(SlotState::Damaged) {
             self.tail_copy_damaged = true;
         }
         let seg = slot_mut(cursor, u32::from(slot)).to_vec();
@@ -624,7 +635,7 @@ impl LogReader {
         self.summary.last_data_generation = cursor.generation;
         self.feed(cursor, k as u16, &header, &seg)?;
         cursor.next = k + 1;
-        let continues = from_own_slot && is_closed(header.used);
+        let continues = from_own_slot && closed;
         cursor.last = Some((k, continues));
         if !continues {
             return self.end_in_generation(cursor, k + 1);
@@ -743,7 +754,7 @@ impl LogReader {
         let mut damaged = 0u64;
         let mut slot = first_missing;
         while slot < n {
-            let count = (n - slot).min(WINDOW_SEGMENTS);
+            let count = (n - slot).min(cursor.window_segments);
             self.ensure_window(cursor, slot, count)?;
             for s in slot..slot + count {
                 match slot_state(cursor, s) {
@@ -873,8 +884,9 @@ impl LogReader {
 
 /// Slot `slot` of the cursor's window (which must hold it).
 fn slot_mut(cursor: &mut Cursor, slot: u32) -> &mut [u8] {
-    let at = (slot - cursor.window_first) as usize * SEGMENT_LEN;
-    &mut cursor.window[at..at + SEGMENT_LEN]
+    let seg = cursor.seg_len.bytes();
+    let at = (slot - cursor.window_first) as usize * seg;
+    &mut cursor.window[at..at + seg]
 }
 
 /// The classification of slot `slot` (in the window), made on first use.

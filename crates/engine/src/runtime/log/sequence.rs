@@ -201,10 +201,8 @@ fn first_file_signatures(
     let file = DataFile::open(generation_path(dir, generation), io_mode, Access::ReadOnly)?;
     let mut seg = AlignedBuf::new(SEGMENT_LEN);
     let read = FileIo::offline(&file)?.read(IoClass::HeaderRead, &mut seg, SEGMENT_LEN, 0)?;
-    if read < SEGMENT_LEN {
-        return Ok(None);
-    }
-    Ok(LogFileHeader::decode(&seg).ok().map(|h| LogSignatures {
+    let head = LogFileHeader::bytes_in(&seg[..read]);
+    Ok(LogFileHeader::decode(head).ok().map(|h| LogSignatures {
         log_signature: h.log_signature,
         db_signature: h.db_signature,
     }))

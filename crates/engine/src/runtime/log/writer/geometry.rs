@@ -1,7 +1,7 @@
 //! Addresses of segments and the file geometry of the generations a writer writes.
 
 use edbstress_format::Generation;
-use edbstress_format::log::{LogPosition, SEGMENT_LEN};
+use edbstress_format::log::{LogPosition, SegmentLen};
 
 /// A logical segment: generation and index within its file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,12 +21,14 @@ impl SegAddr {
 }
 
 /// File geometry of the generations this writer writes: the one it opened in keeps
-/// the length in its header, new ones get the configured length.
+/// the length in its header, new ones get the configured length; all have the
+/// segment length of the one it opened in.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Geometry {
     pub(super) first_generation: Generation,
     pub(super) first_segments: u32,
     pub(super) segments: u32,
+    pub(super) seg_len: SegmentLen,
 }
 
 impl Geometry {
@@ -62,7 +64,7 @@ impl Geometry {
         if newer <= older {
             return 0;
         }
-        let seg = SEGMENT_LEN as u64;
+        let seg = self.seg_len.bytes() as u64;
         let linear = |segment: u16, offset: u16| u64::from(segment) * seg + u64::from(offset);
         if older.generation == newer.generation {
             return linear(newer.segment, newer.offset)
@@ -103,8 +105,9 @@ mod tests {
             first_generation: Generation::new(3),
             first_segments: 256,
             segments: 16,
+            seg_len: SegmentLen::Page4096,
         };
-        let seg = SEGMENT_LEN as u64;
+        let seg = SegmentLen::Page4096.bytes() as u64;
         assert_eq!(g.bytes_between(pos(3, 1, 32), pos(3, 1, 100)), 68);
         assert_eq!(g.bytes_between(pos(3, 2, 32), pos(3, 1, 32)), 0);
         assert_eq!(g.bytes_between(pos(3, 1, 32), pos(3, 3, 32)), 2 * seg);

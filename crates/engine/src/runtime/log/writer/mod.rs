@@ -25,8 +25,8 @@ use std::time::Instant;
 
 use edbstress_format::Generation;
 use edbstress_format::log::{
-    CheckpointState, FRAGMENT_HEADER_LEN, LogPosition, LogRecord, MAX_RECORD_BODY_LEN, SEGMENT_LEN,
-    SEGMENT_PAYLOAD_LEN, SegmentPacker,
+    CheckpointState, FRAGMENT_HEADER_LEN, LogPosition, LogRecord, MAX_RECORD_BODY_LEN,
+    SegmentPacker,
 };
 use edbstress_io::{AlignedBuf, IoStats, open_backend};
 use parking_lot::{Condvar, Mutex};
@@ -39,10 +39,40 @@ use self::round::{FlushReason, internal, run_flusher};
 use self::shared::{PrecreateState, RoundIo, Shared, State, StopMode, stage};
 use super::checkpoint::CheckpointFile;
 use super::config::LogConfig;
-use super::files::{CLOSED_MIN_USED, FIRST_RECORD_OFFSET};
+use super::files::{FIRST_RECORD_OFFSET, closed_min_used};
 use super::open::{OpenedLog, open_for_writing};
 use crate::error::EngineError;
 use crate::runtime::session_wait::SessionCondvar;
+
+/// Initial size of a round's write image: 256 KiB, grown in these steps.
+const IMAGE_BYTES: usize = 256 << 10;
+
+/// Refuses 512-byte log segments with direct I/O where the log directory's device or
+/// filesystem takes only larger direct requests (4 KiB logical sectors): every log
+/// write would fail. Tried on the checkpoint file, which opening needs and which
+/// holds written data; without one the first write reports the misalignment.
+fn check_direct_segment_writes(config: &LogConfig) -> Result<(), EngineError> {
+    let block = config.segment_len.bytes();
+    if config.io_mode != edbstress_io::IoMode::Direct || block >= edbstress_io::BUF_ALIGN {
+        return Ok(());
+    }
+    let path = config.dir.join(edbstress_format::log::CHECKPOINT_FILE_NAME);
+    let Ok(file) =
+        edbstress_io::DataFile::open(&path, config.io_mode, edbstress_io::Access::ReadOnly)
+    else {
+        return Ok(());
+    };
+    if file.takes_direct_requests_of(block)? {
+        return Ok(());
+    }
+    Err(EngineError::Invalid(format!(
+        "the log is written in {block}-byte segments (the log sector of the exchange2007 and \
+         exchange2010 profiles), but direct I/O in {} takes only larger requests (a device or \
+         filesystem with 4 KiB logical sectors); put the logs on storage with 512-byte \
+         logical sectors, or run with buffered I/O (--buffered)",
+        config.dir.display()
+    )))
+}
 
 /// Makes the database's completed page writes durable (an `fdatasync` of the file).
 pub type CheckpointBarrier = Box<dyn Fn() -> Result<(), EngineError> + Send + Sync>;
@@ -103,6 +133,7 @@ impl LogWriter {
         state: CheckpointState,
     ) -> Result<LogWriter, EngineError> {
         config.validate()?;
+        check_direct_segment_writes(&config)?;
         let signatures = config.signatures();
         // One write outstanding at a time: a round waits for each (and its sync).
         // Opening the log (closing its tail, creating a generation) writes through it too.
@@ -111,6 +142,7 @@ impl LogWriter {
             file,
             generation,
             segments,
+            segment_len,
             next_index,
             fold,
             write_seq,
@@ -131,14 +163,15 @@ impl LogWriter {
         let geometry = Geometry {
             first_generation: generation,
             first_segments: segments,
-            segments: (config.file_len / SEGMENT_LEN) as u32,
+            segments: (config.file_len / segment_len.bytes()) as u32,
+            seg_len: segment_len,
         };
         let tail = SegAddr {
             generation,
             index: next_index,
         };
         let start_pos = tail.at(FIRST_RECORD_OFFSET);
-        let capacity = (config.buffer_len / SEGMENT_LEN).max(4);
+        let capacity = (config.buffer_len / segment_len.bytes()).max(4);
         let file_id = log_io.register(&file)?;
         let log_io_name = log_io.name();
         let round_io = RoundIo {
@@ -152,7 +185,7 @@ impl LogWriter {
             oldest_generation,
             delete_pending: false,
             shadow_of: None,
-            image: AlignedBuf::try_new(64 * SEGMENT_LEN)?,
+            image: AlignedBuf::try_new(IMAGE_BYTES)?,
             batch: Default::default(),
         };
         let shared = Arc::new(Shared {
@@ -167,13 +200,13 @@ impl LogWriter {
             partial_tail_shadow: config.partial_tail_shadow,
             geometry,
             max_record_body: (segments.min(geometry.segments).saturating_sub(1) as usize
-                * CLOSED_MIN_USED)
-                .min(MAX_RECORD_BODY_LEN),
+                * closed_min_used(segment_len))
+            .min(MAX_RECORD_BODY_LEN),
             capacity,
             // ESE's capacity write: half the buffer ready (logwrite.cxx).
             wake_segments: (capacity / 2).max(1),
             state: Mutex::new(State {
-                packer: SegmentPacker::new(),
+                packer: SegmentPacker::with_segment_len(segment_len),
                 tail,
                 staged: Vec::new(),
                 staged_payload: Vec::new(),
@@ -252,6 +285,7 @@ impl LogWriter {
         records: &[LogRecord],
     ) -> Result<(LogPosition, LogPosition), EngineError> {
         let shared = &*self.shared;
+        let payload_len = shared.geometry.seg_len.payload_len();
         if records.is_empty() {
             let here = self.current();
             return Ok((here, here));
@@ -269,9 +303,9 @@ impl LogWriter {
             }
             body_bytes += len as u64;
             // Body, a fragment header per started segment, and a little waste per segment.
-            bytes += len + 2 * FRAGMENT_HEADER_LEN * (len / (SEGMENT_PAYLOAD_LEN / 2) + 2);
+            bytes += len + 2 * FRAGMENT_HEADER_LEN * (len / (payload_len / 2) + 2);
         }
-        let need = bytes / (SEGMENT_PAYLOAD_LEN - 2 * FRAGMENT_HEADER_LEN) + 2;
+        let need = bytes / (payload_len - 2 * FRAGMENT_HEADER_LEN) + 2;
 
         let mut st = shared.state.lock();
         loop {

@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use edbstress_format::Generation;
-use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN, SEGMENT_PAYLOAD_LEN};
+use edbstress_format::log::{LogFileHeader, LogPosition};
 use edbstress_io::{AlignedBuf, DataFile, IoClass, IoError, IoOp, IoRequest};
 
 use super::GenerationRecord;
@@ -49,6 +49,7 @@ impl RoundIo {
         batch: &Batch,
     ) -> Result<Option<LogPosition>, EngineError> {
         let count = batch.segments.len();
+        let payload_len = shared.geometry.seg_len.payload_len();
         let mut i = 0;
         let mut last_durable = None;
         while i < count {
@@ -68,7 +69,7 @@ impl RoundIo {
             }
             let items: Vec<SegImage<'_>> = (i..j)
                 .map(|k| {
-                    let at = k * SEGMENT_PAYLOAD_LEN;
+                    let at = k * payload_len;
                     SegImage {
                         logical: batch.segments[k].addr.index,
                         payload: &batch.payload[at..at + usize::from(batch.segments[k].used)],
@@ -134,9 +135,10 @@ impl RoundIo {
                 self.segments
             )));
         }
-        let len = count * SEGMENT_LEN;
+        let seg = shared.geometry.seg_len.bytes();
+        let len = count * seg;
         if self.image.len() < len {
-            self.image = AlignedBuf::try_new(len.next_multiple_of(64 * SEGMENT_LEN))?;
+            self.image = AlignedBuf::try_new(len.next_multiple_of(super::IMAGE_BYTES))?;
         }
         self.write_seq += 1;
         let seq = self.write_seq;
@@ -148,9 +150,8 @@ impl RoundIo {
                     item.logical, self.next_index
                 )));
             }
-            let seg = &mut self.image[n * SEGMENT_LEN..(n + 1) * SEGMENT_LEN];
             seal_data_segment(
-                seg,
+                &mut self.image[n * seg..(n + 1) * seg],
                 self.generation,
                 item.logical,
                 false,
@@ -160,7 +161,7 @@ impl RoundIo {
             );
         }
 
-        let offset = u64::from(first_slot) * SEGMENT_LEN as u64;
+        let offset = u64::from(first_slot) * seg as u64;
         self.write_durably(shared, offset, len)?;
         let counters = &shared.counters;
         bump(&counters.writes, 1);
@@ -174,8 +175,7 @@ impl RoundIo {
         }
 
         for n in 0..count {
-            self.fold
-                .add_segment(&self.image[n * SEGMENT_LEN..(n + 1) * SEGMENT_LEN]);
+            self.fold.add_segment(&self.image[n * seg..(n + 1) * seg]);
             self.next_index += 1;
         }
         if self
@@ -212,16 +212,17 @@ impl RoundIo {
                 addr.generation, self.next_index, self.generation
             )));
         }
-        if self.image.len() < 2 * SEGMENT_LEN {
-            self.image = AlignedBuf::try_new(64 * SEGMENT_LEN)?;
+        let seg = shared.geometry.seg_len.bytes();
+        if self.image.len() < 2 * seg {
+            self.image = AlignedBuf::try_new(super::IMAGE_BYTES)?;
         }
         let generation = self.generation;
-        let offset = u64::from(k) * SEGMENT_LEN as u64;
+        let offset = u64::from(k) * seg as u64;
         let counters = &shared.counters;
         self.write_seq += 1;
         let seq = self.write_seq;
         seal_data_segment(
-            &mut self.image[..SEGMENT_LEN],
+            &mut self.image[..seg],
             generation,
             k,
             false,
@@ -230,11 +231,11 @@ impl RoundIo {
             seq,
         );
         if self.shadow_of == Some(k) {
-            self.write_durably(shared, offset, SEGMENT_LEN)?;
+            self.write_durably(shared, offset, seg)?;
             self.write_seq += 1;
             let seq = self.write_seq;
             seal_data_segment(
-                &mut self.image[..SEGMENT_LEN],
+                &mut self.image[..seg],
                 generation,
                 k,
                 true,
@@ -242,13 +243,13 @@ impl RoundIo {
                 false,
                 seq,
             );
-            self.write_durably(shared, offset + SEGMENT_LEN as u64, SEGMENT_LEN)?;
+            self.write_durably(shared, offset + seg as u64, seg)?;
             bump(&counters.writes, 2);
             bump(&counters.fsyncs, 2);
             bump(&counters.partial_writes, 2);
         } else {
             seal_data_segment(
-                &mut self.image[SEGMENT_LEN..2 * SEGMENT_LEN],
+                &mut self.image[seg..2 * seg],
                 generation,
                 k,
                 true,
@@ -256,12 +257,12 @@ impl RoundIo {
                 false,
                 seq,
             );
-            self.write_durably(shared, offset, 2 * SEGMENT_LEN)?;
+            self.write_durably(shared, offset, 2 * seg)?;
             bump(&counters.writes, 1);
             bump(&counters.fsyncs, 1);
             bump(&counters.partial_writes, 1);
         }
-        bump(&counters.bytes_written, 2 * SEGMENT_LEN as u64);
+        bump(&counters.bytes_written, 2 * seg as u64);
         self.shadow_of = Some(k);
         if self.generation.get() > shared.recorded_generation.load(Ordering::Acquire) {
             self.record_generation(shared)?;
@@ -353,7 +354,7 @@ impl RoundIo {
         let tmp = shared.take_next_file()?;
         let header = LogFileHeader {
             generation,
-            segment_len: SEGMENT_LEN as u32,
+            segment_len: shared.geometry.seg_len.bytes() as u32,
             file_len: shared.file_len as u32,
             log_signature: shared.signatures.log_signature,
             db_signature: shared.signatures.db_signature,

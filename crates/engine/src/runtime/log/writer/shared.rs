@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use edbstress_format::Generation;
 use edbstress_format::InstanceId;
-use edbstress_format::log::{CheckpointState, LogPosition, SEGMENT_PAYLOAD_LEN, SegmentPacker};
+use edbstress_format::log::{CheckpointState, LogPosition, SegmentPacker};
 use edbstress_io::{AlignedBuf, DataFile, FileId, IoBackend, IoMode, IoStats};
 use parking_lot::{Condvar, Mutex};
 
@@ -19,7 +19,7 @@ use super::{CheckpointBarrier, GenerationHook};
 use crate::error::EngineError;
 use crate::runtime::log::LogSignatures;
 use crate::runtime::log::checkpoint::CheckpointFile;
-use crate::runtime::log::files::{CLOSED_MIN_USED, RunningChecksum};
+use crate::runtime::log::files::{RunningChecksum, closed_min_used};
 use crate::runtime::session_wait::SessionCondvar;
 
 /// A closed segment waiting in the log buffer.
@@ -45,7 +45,7 @@ pub(super) struct State {
     pub(super) tail: SegAddr,
     /// Closed segments not yet taken by a round, in log order.
     pub(super) staged: Vec<StagedSegment>,
-    /// Their payloads, `SEGMENT_PAYLOAD_LEN` bytes each (zero padded).
+    /// Their payloads, a segment's payload length each (zero padded).
     pub(super) staged_payload: Vec<u8>,
     /// Segments taken by the round in progress and not yet durable.
     pub(super) in_flight: usize,
@@ -119,7 +119,8 @@ impl State {
         let slots_after = geometry
             .segments_in(self.tail.generation)
             .saturating_sub(u32::from(self.tail.index) + 1) as usize;
-        CLOSED_MIN_USED - self.packer.pending().len() + slots_after * CLOSED_MIN_USED
+        let closed = closed_min_used(geometry.seg_len);
+        closed - self.packer.pending().len() + slots_after * closed
     }
 
     pub(super) fn next_record_position(&self) -> LogPosition {
@@ -176,7 +177,7 @@ pub(super) fn stage(
         used: payload.len() as u16,
     });
     staged_payload.extend_from_slice(payload);
-    staged_payload.resize(staged.len() * SEGMENT_PAYLOAD_LEN, 0);
+    staged_payload.resize(staged.len() * geometry.seg_len.payload_len(), 0);
     *tail = geometry.next(*tail).ok_or_else(|| {
         EngineError::Invalid("log generation numbers are exhausted (2^32 generations)".into())
     })?;
