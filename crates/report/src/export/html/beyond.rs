@@ -443,13 +443,18 @@ fn autotune(doc: &mut Doc, r: &RunResults) {
     doc.section("autotune", "Auto-Tuning", true);
     let margin = match t.margin {
         Some(m) if m < 1.0 => format!(
-            ", each latency and page-fault-stall criterion within {} of its limit",
+            ", with each latency and page-fault-stall criterion within {} of its limit",
             crate::text::quantity(m * 100.0, "%")
         ),
         _ => String::new(),
     };
     doc.note(&format!(
-        "Sessions were doubled until a step failed the thresholds{margin}, then bisected; the count found was confirmed over a longer window, stepping down to the next count that passed when it did not hold. The run used {} sessions: {}.",
+        "Sessions were doubled until a step failed (a step passes when it meets every threshold{margin}), then bisected{}. The run used {} sessions: {}.",
+        if t.steps.iter().any(|s| s.confirmation) {
+            "; the count found was confirmed over a longer window, stepping down to the next count that passed when it did not hold"
+        } else {
+            ""
+        },
         t.chosen_threads,
         t.why_chosen
             .as_deref()
