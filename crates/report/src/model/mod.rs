@@ -560,6 +560,10 @@ pub struct AutoTuneStep {
     pub db_read_avg_ms: f64,
     /// Average log write latency, ms.
     pub log_write_avg_ms: f64,
+    /// The highest instance's Database Page Fault Stalls/sec (absent in results
+    /// written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_fault_stalls_per_sec: Option<f64>,
     /// Whether the step met the thresholds (and the target, if any), each within the
     /// tuning margin of its limit.
     pub passed: bool,

@@ -313,11 +313,17 @@ impl Search<'_, '_> {
         let criteria = judge::step_criteria(&m, self.thresholds, self.target);
         let verdict = judge(&criteria, o.margin);
         let avg = |c: IoClass| m.totals.io.get(&c).map_or(0.0, |s| s.avg_latency_ms);
+        let stalls = m
+            .instances
+            .iter()
+            .filter_map(|i| i.engine.as_ref().map(|e| e.page_fault_stalls_per_sec))
+            .reduce(f64::max);
         let step = AutoTuneStep {
             threads,
             achieved_iops: transactional_iops(&m.totals.io),
             db_read_avg_ms: avg(IoClass::DbRead),
             log_write_avg_ms: avg(IoClass::LogWrite),
+            page_fault_stalls_per_sec: stalls,
             passed: verdict.passed(),
             seconds: m.seconds,
             failed_criteria: verdict.failed.clone(),
@@ -330,12 +336,13 @@ impl Search<'_, '_> {
             (false, _) => verdict.describe(o.margin),
         };
         self.log.line(format!(
-            "Auto-tune {}: {threads} sessions, {:.1} s, {:.1} transactional IOPS, database reads {:.1} ms, log writes {:.1} ms: {outcome}.",
+            "Auto-tune {}: {threads} sessions, {:.1} s, {:.1} transactional IOPS, database reads {:.1} ms, log writes {:.1} ms, page-fault stalls {}: {outcome}.",
             if confirmation { "confirmation" } else { "step" },
             step.seconds,
             step.achieved_iops,
             step.db_read_avg_ms,
             step.log_write_avg_ms,
+            stalls.map_or("not counted".to_string(), |s| format!("{s:.2}/s (highest instance)")),
         ));
         self.tune.steps.push(step);
         Ok(Ran::Judged(verdict.passed()))

@@ -510,6 +510,7 @@ fn autotune(doc: &mut Doc, r: &RunResults) {
             "Achieved Transactional IOPS",
             "Database Reads Average Latency (msec)",
             "Log Writes Average Latency (msec)",
+            "Database Page Fault Stalls/sec (highest instance)",
             "Seconds",
             "Result",
             "Criteria not met, or not within the margin",
@@ -536,6 +537,10 @@ fn autotune(doc: &mut Doc, r: &RunResults) {
             Cell::from(fixed3(s.achieved_iops)),
             Cell::from(fixed3(s.db_read_avg_ms)),
             Cell::from(fixed3(s.log_write_avg_ms)),
+            Cell::from(
+                s.page_fault_stalls_per_sec
+                    .map_or("n/a".to_string(), fixed3),
+            ),
             Cell::from(format!("{:.1}", s.seconds)),
             if s.passed {
                 Cell::with("PASS", "pass")
