@@ -294,10 +294,13 @@ fn print_summary(outcome: &RunOutcome) {
     if let Some(t) = &r.autotune {
         let failed = t.steps.iter().filter(|s| !s.passed).count();
         outln!(
-            "  auto-tune chose {} sessions ({} step(s), {failed} failed; the report's Auto-Tuning section says why)",
+            "  auto-tune chose {} sessions ({} step(s), {failed} not passed; the report's Auto-Tuning section says why)",
             t.chosen_threads,
             t.steps.len()
         );
+        if let Some(why) = &t.why_chosen {
+            outln!("    {why}");
+        }
     }
     if r.test_type.is_transactional() {
         outln!("  pacing: {}", edbstress_report::text::pacing_text(r));
@@ -380,6 +383,9 @@ fn print_summary(outcome: &RunOutcome) {
     }
     for c in &r.failed_criteria {
         outln!("  FAILED: {}", c.describe());
+    }
+    if let Some(note) = edbstress_report::text::tuning_window_note(r) {
+        outln!("  {note}");
     }
     let in_dir = |name: &str| outcome.dir.join(name).display().to_string();
     outln!(

@@ -63,6 +63,65 @@ pub fn headroom_text(r: &RunResults) -> String {
     }
 }
 
+/// Whether a criterion rises with the load: a latency or the page-fault-stall rate,
+/// what auto-tuning's steps judge with a margin.
+pub fn rises_with_load(c: &Criterion) -> bool {
+    c.key.ends_with("_latency") || c.key == "page_fault_stalls"
+}
+
+/// A length of time as a tuning window is named: "30 s", "3 min", "1.5 h".
+fn window(seconds: f64) -> String {
+    if seconds >= 5400.0 {
+        format!("{} h", quantity(seconds / 3600.0, ""))
+    } else if seconds >= 90.0 {
+        format!("{} min", quantity((seconds / 6.0).round() / 10.0, ""))
+    } else {
+        format!("{seconds:.0} s")
+    }
+}
+
+/// When an auto-tuned run's measured phase failed a criterion that rises with the load
+/// at a count its tuning steps passed: that the count came from shorter windows than
+/// the measured phase, and what to re-run with. None otherwise.
+pub fn tuning_window_note(r: &RunResults) -> Option<String> {
+    let t = r.autotune.as_ref()?;
+    let failed: Vec<String> = r
+        .failed_criteria
+        .iter()
+        .filter(|c| rises_with_load(c))
+        .map(|c| format!("{} on {} {}", c.name, c.scope, c.measured_text()))
+        .collect();
+    let tuned = t
+        .steps
+        .iter()
+        .filter(|s| s.threads == t.chosen_threads && s.passed)
+        .map(|s| s.seconds)
+        .fold(0.0_f64, f64::max);
+    if failed.is_empty() || r.aborted || tuned <= 0.0 {
+        return None;
+    }
+    let lower = t
+        .steps
+        .iter()
+        .filter(|s| s.passed && s.threads < t.chosen_threads)
+        .map(|s| s.threads)
+        .max()
+        .or((t.chosen_threads > 1).then_some(t.chosen_threads / 2));
+    let rerun = match lower {
+        Some(n) => format!(
+            "re-run with fewer threads (e.g. `--threads {n}`, a lower count that passed its step) or a stricter `--auto-tune-margin`"
+        ),
+        None => "re-run with a stricter `--auto-tune-margin`".to_string(),
+    };
+    Some(format!(
+        "The {} threads were auto-tuned on windows of at most {}, where they met every limit; over the {} measured phase they did not ({}). The count came from shorter tuning windows than the test: {rerun}.",
+        t.chosen_threads,
+        window(tuned),
+        window(r.measured_seconds),
+        failed.join("; ")
+    ))
+}
+
 /// Three decimals, Jetstress's precision for rates and latencies.
 pub fn fixed3(v: f64) -> String {
     format!("{v:.3}")

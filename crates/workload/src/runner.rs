@@ -378,7 +378,10 @@ fn transactional_test(
             config.databases,
             &config.thresholds,
             target,
-            AutoTuneOptions::for_interval(config.sample_interval),
+            AutoTuneOptions {
+                margin: config.auto_tune_margin,
+                ..AutoTuneOptions::for_interval(config.sample_interval)
+            },
             budget,
             log,
             stop,

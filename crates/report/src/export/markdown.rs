@@ -121,6 +121,9 @@ fn write_verdict(o: &mut String, r: &RunResults) {
             let _ = writeln!(o, "- {}", md_cell(&plain_words(c, r)));
         }
         o.push('\n');
+        if let Some(note) = crate::text::tuning_window_note(r) {
+            let _ = writeln!(o, "{}\n", md_cell(&note));
+        }
     } else if !r.aborted {
         let _ = writeln!(o, "All {} criteria were met.\n", r.criteria.len());
     }

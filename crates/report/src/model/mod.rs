@@ -560,22 +560,43 @@ pub struct AutoTuneStep {
     pub db_read_avg_ms: f64,
     /// Average log write latency, ms.
     pub log_write_avg_ms: f64,
-    /// Whether the step met the thresholds (and the target, if any).
+    /// The highest instance's Database Page Fault Stalls/sec (absent in results
+    /// written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_fault_stalls_per_sec: Option<f64>,
+    /// Whether the step met the thresholds (and the target, if any), each within the
+    /// tuning margin of its limit.
     pub passed: bool,
     /// Seconds measured.
     pub seconds: f64,
     /// The criteria a failed step did not meet, each as one line (empty when passed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed_criteria: Vec<String>,
+    /// The criteria the step met but not within the tuning margin of their limit,
+    /// each as one line: they too keep the count from being chosen.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub over_margin: Vec<String>,
+    /// A confirmation step: the count the search chose, run for a longer window
+    /// before the measured phase.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub confirmation: bool,
 }
 
 /// What auto-tuning chose and the curve it explored.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct AutoTune {
-    /// The largest passing session count (the run then used it).
+    /// The largest session count that passed its search step and its confirmation
+    /// (the run then used it).
     pub chosen_threads: u32,
-    /// Every step, in the order tried.
+    /// Every step, in the order tried (confirmation steps included).
     pub steps: Vec<AutoTuneStep>,
+    /// The fraction of each latency and stall limit a step had to stay within to pass
+    /// (absent in results written before the margin existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub margin: Option<f64>,
+    /// Why the chosen count was chosen, in a sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_chosen: Option<String>,
     /// How much the databases together could grow while tuning, bytes (absent when
     /// nothing was budgeted: a run without a target).
     #[serde(default, skip_serializing_if = "Option::is_none")]

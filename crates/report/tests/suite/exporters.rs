@@ -91,6 +91,22 @@ fn html_has_jetstress_sections_in_order_then_the_extras_and_the_log_last() {
     assert!(top.contains("Database reads on Instance0002 took"), "{top}");
     assert!(top.contains("the limit is 20 ms."));
     assert!(top.contains("the target is 60 IOPS (500 mailboxes × 0.12 IOPS per mailbox)."));
+    // The read latency failed at a count auto-tuning passed on shorter windows: the
+    // verdict says so, and what to re-run with.
+    assert!(
+        top.contains(
+            "The 8 threads were auto-tuned on windows of at most 20 s, where they met every limit"
+        ),
+        "{top}"
+    );
+    assert!(top.contains("e.g. `--threads 4`"), "{top}");
+    // The tuning section says why each count was chosen or not.
+    let tuning = &page
+        [page.rfind(">Auto-Tuning<").unwrap()..page.rfind(">Checksum Statistics - All<").unwrap()];
+    assert!(tuning.contains("within 80 % of its limit"), "{tuning}");
+    assert!(tuning.contains(">OVER MARGIN<"), "{tuning}");
+    assert!(tuning.contains("over the margin: Instance0001"), "{tuning}");
+    assert!(tuning.contains("5 (confirmation)"), "{tuning}");
     // Jetstress's column wording and figures.
     assert!(page.contains("<th>I/O Database Reads Average Latency (msec)</th>"));
     assert!(page.contains("<th>Database Maintenance IO Reads/sec</th>"));
@@ -205,6 +221,11 @@ fn markdown_tables_hold_the_verdict_criteria_and_escaped_paths() {
         md.contains("- The storage delivered 40 IOPS of transactional I/O; the target is 60 IOPS")
     );
     assert!(md.contains("| Overall Test Result | Fail |"));
+    assert!(md.contains("The count came from shorter tuning windows than the test"));
+    let mut untuned = crafted();
+    untuned.autotune = None;
+    let md_untuned = String::from_utf8(MarkdownSummary.render(&untuned).unwrap()).unwrap();
+    assert!(!md_untuned.contains("tuning windows"));
     assert!(md.contains("| Achieved Transactional I/O per Second | 40.000 |"));
     assert!(
         md.contains(

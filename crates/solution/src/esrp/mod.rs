@@ -188,6 +188,9 @@ pub fn run(
                     step.test.label(),
                     verdict.label()
                 ));
+                if let Some(note) = tuned_count_note(&step_dir, step.test, plan.threads) {
+                    say(&note);
+                }
             }
             StepOutcome::Interrupted(why) => {
                 state.steps[i].pid = None;
@@ -514,6 +517,35 @@ fn sets_threads(options: &CampaignOptions) -> bool {
             .iter()
             .any(|f| o == f || o.starts_with(&format!("{f}=")))
     }) || campaign_config(options).is_some_and(|f| f.threads.is_some() || f.auto_tune.is_some())
+}
+
+/// When a step at an auto-tuned count failed a criterion that rises with the load:
+/// that the count came from tuning windows shorter than the step, and what to re-run
+/// with. `from_stress`: the count Performance took from Stress's tuning.
+fn tuned_count_note(dir: &Path, test: TestType, from_stress: Option<u32>) -> Option<String> {
+    let mut found = Vec::new();
+    collect_results(dir, 4, &mut found);
+    found
+        .iter()
+        .filter_map(|p| read_results(&std::fs::read(p).ok()?).ok())
+        .find_map(|r| match from_stress {
+            _ if r.autotune.is_some() => edbstress_report::text::tuning_window_note(&r),
+            Some(n) if test == TestType::Performance => {
+                let failed: Vec<String> = r
+                    .failed_criteria
+                    .iter()
+                    .filter(|c| edbstress_report::text::rises_with_load(c))
+                    .map(|c| format!("{} on {} {}", c.name, c.scope, c.measured_text()))
+                    .collect();
+                (!failed.is_empty() && !r.aborted).then(|| {
+                    format!(
+                        "Performance ran at the {n} threads the Stress step's auto-tuning chose on windows shorter than this step, and did not meet {}: re-run the campaign with fewer threads (`--threads` in the run options) or a stricter `--auto-tune-margin`",
+                        failed.join("; ")
+                    )
+                })
+            }
+            _ => None,
+        })
 }
 
 /// The fewest threads the auto-tuned Stress runs under `dir` chose (one per server).

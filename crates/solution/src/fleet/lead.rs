@@ -22,7 +22,8 @@ const MIN_LEAD: Duration = Duration::from_secs(120);
 
 /// The lead time for runs given `run_args` (flags of `edbstress run`) over the
 /// configuration file `config`: attaching, warming every database cache at
-/// [`WARM_BYTES_PER_SEC`] and the longest auto-tuning search, at least two minutes.
+/// [`WARM_BYTES_PER_SEC`] and the longest auto-tuning search with its confirmations, at
+/// least two minutes.
 pub fn default_lead_time(run_args: &[String], config: Option<&Path>) -> Duration {
     let file = config
         .and_then(|p| std::fs::read_to_string(p).ok())
@@ -44,8 +45,7 @@ pub fn default_lead_time(run_args: &[String], config: Option<&Path>) -> Duration
             .sample_interval
             .or(file.sample_interval)
             .unwrap_or(Duration::from_secs(15));
-        let o = AutoTuneOptions::for_interval(interval);
-        (o.settle + o.step).saturating_mul(o.max_steps)
+        AutoTuneOptions::for_interval(interval).longest()
     } else {
         Duration::ZERO
     };
@@ -99,11 +99,12 @@ mod tests {
         // 8 GiB of cache: a minute to attach and 1,024 s to warm at 8 MiB/s.
         let big = default_lead_time(&args(&["--cache-max", "8GiB"]), None);
         assert_eq!(big, Duration::from_secs(60 + 1024));
-        // Auto-tuning adds its longest search: 12 steps of 2 s + 1 s at a 1 s interval.
+        // Auto-tuning adds its longest search: 12 steps of 2 s + 1 s at a 1 s interval,
+        // and 3 confirmations of 4 s + 1 s.
         let tuned = default_lead_time(
             &args(&["--cache-max=8GiB", "--auto-tune", "--sample-interval", "1s"]),
             None,
         );
-        assert_eq!(tuned, big + Duration::from_secs(36));
+        assert_eq!(tuned, big + Duration::from_secs(36 + 15));
     }
 }

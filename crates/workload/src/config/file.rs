@@ -124,6 +124,7 @@ impl From<&RunConfig> for ConfigFile {
             auto_tune: Some(c.auto_tune),
             pacing: Some(c.pacing),
             auto_tune_growth: c.auto_tune_growth,
+            auto_tune_margin: Some(c.auto_tune_margin),
             duration: Some(c.duration),
             sample_interval: Some(c.sample_interval),
             warmup_timeout: Some(c.warmup_timeout),

@@ -67,6 +67,9 @@ pub struct RunConfig {
     /// the run does not need, found when tuning starts).
     #[serde(default)]
     pub auto_tune_growth: Option<u64>,
+    /// Fraction of each latency and stall limit an auto-tuning step must stay within.
+    #[serde(default = "default_auto_tune_margin")]
+    pub auto_tune_margin: f64,
     /// Measured duration of the test.
     #[serde(with = "humantime_serde_compat")]
     pub duration: Duration,
@@ -127,6 +130,11 @@ pub struct RunConfig {
     /// terminal. Set per run, never from a file.
     #[serde(skip)]
     pub progress_interval: Option<Duration>,
+}
+
+/// The tuning margin of results and files written before it existed.
+fn default_auto_tune_margin() -> f64 {
+    crate::autotune::DEFAULT_MARGIN
 }
 
 impl RunConfig {

@@ -119,6 +119,8 @@ impl RunConfig {
             session_threads: last(layers, |l| l.session_threads),
             auto_tune: last(layers, |l| l.auto_tune).unwrap_or(false),
             auto_tune_growth: last(layers, |l| l.auto_tune_growth),
+            auto_tune_margin: last(layers, |l| l.auto_tune_margin)
+                .unwrap_or(crate::autotune::DEFAULT_MARGIN),
             // Open loop needs a target rate: throughput runs are always closed loop.
             pacing: last(layers, |l| l.pacing).unwrap_or(
                 if last(layers, |l| l.mailboxes).is_some() {

@@ -51,6 +51,7 @@ fn defaults() {
     assert_eq!(c.backend, BackendKind::Auto);
     assert!(c.verify_after);
     assert!(!c.auto_tune);
+    assert_eq!(c.auto_tune_margin, 0.8);
     assert_eq!(c.threads, None);
     assert_eq!(c.session_threads, None, "one per CPU");
     // Unset: one per CPU, and never more threads than sessions; set: as asked, 0 (a
@@ -236,6 +237,8 @@ fn every_validation_error_names_its_key() {
         ("compressibility = 0.5", "compressibility"),
         ("compressibility = 11", "compressibility"),
         ("target_margin = 0.9", "target_margin"),
+        ("auto_tune_margin = 0.0", "auto_tune_margin"),
+        ("auto_tune_margin = 1.2", "auto_tune_margin"),
         ("target_margin = 2.5", "target_margin"),
         ("checkpoint_depth = 0", "checkpoint_depth"),
         ("bdm_rate = -1.0", "bdm_rate"),

@@ -313,6 +313,15 @@ impl RunConfig {
                 ),
             ));
         }
+        if !(self.auto_tune_margin > 0.0 && self.auto_tune_margin <= 1.0) {
+            return Err(invalid(
+                keys::auto_tune_margin,
+                format!(
+                    "{} is out of range; give a fraction of each limit above 0 and at most 1, e.g. 0.8 (1: judge steps at the limits themselves)",
+                    self.auto_tune_margin
+                ),
+            ));
+        }
         if !(1.0..=2.0).contains(&self.target_margin) {
             return Err(invalid(
                 keys::target_margin,

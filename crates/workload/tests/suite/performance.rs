@@ -167,7 +167,69 @@ fn auto_tune_reports_its_curve_and_runs_with_the_chosen_count() {
     assert_eq!(r.parameters.threads, tune.chosen_threads);
     assert!(r.measured_seconds >= 1.5);
     let log = std::fs::read_to_string(outcome.dir.join("test.log")).unwrap();
-    assert!(log.contains("Auto-tune chose 2 sessions."), "{log}");
+    assert!(
+        log.contains("Auto-tune chose 2 sessions: no session count"),
+        "{log}"
+    );
+    assert!(tune.why_chosen.as_ref().unwrap().contains("using 2"));
+}
+
+#[test]
+fn auto_tune_does_not_choose_a_count_within_its_limits_but_over_the_margin() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = common::small_config(tmp.path(), TestType::Performance);
+    config.threads = None;
+    config.auto_tune = true;
+    config.duration = std::time::Duration::from_secs(2);
+    config.verify_after = false;
+    // Latency limits of 1,000 s that every step meets, and a margin that puts the
+    // chosen count's latencies under a microsecond, which no real I/O meets: the first
+    // step is within the limits and over the margin, so it is not chosen.
+    config.thresholds.db_read_avg_ms = 1e6;
+    config.thresholds.db_read_max_ms = 1e6;
+    config.thresholds.log_write_avg_ms = 1e6;
+    config.thresholds.log_write_max_ms = 1e6;
+    config.thresholds.page_fault_stalls_per_sec = 1e12;
+    config.auto_tune_margin = 1e-9;
+    let stop = AtomicBool::new(false);
+    let outcome = run(&config, &stop, &|_| {}).unwrap();
+    let r = &outcome.results;
+    let log = std::fs::read_to_string(outcome.dir.join("test.log")).unwrap();
+    let tune = r.autotune.as_ref().expect("auto-tune results");
+    assert_eq!(tune.margin, Some(1e-9));
+    let first = &tune.steps[0];
+    assert!(
+        first.failed_criteria.is_empty(),
+        "within every limit: {first:?}"
+    );
+    assert!(!first.passed, "{first:?}");
+    assert!(
+        first
+            .over_margin
+            .iter()
+            .any(|c| c.contains("Average Latency") && c.contains("of its 1,000,000 ms limit")),
+        "{first:?}"
+    );
+    // Nothing passed, so nothing was confirmed; the fallback says why.
+    assert_eq!(tune.steps.len(), 1, "{tune:?}");
+    assert_eq!(tune.chosen_threads, config.databases);
+    assert!(
+        log.contains("within the limits but not within") && log.contains("so not chosen"),
+        "{log}"
+    );
+    assert!(
+        log.contains("Auto-tune chose 2 sessions: no session count had every criterion met within"),
+        "{log}"
+    );
+    // The measured phase is judged at the limits themselves, not at the margin.
+    assert!(
+        r.criteria
+            .iter()
+            .filter(|c| c.key.ends_with("_latency"))
+            .all(|c| c.passed),
+        "{:?}",
+        r.criteria
+    );
 }
 
 #[test]

@@ -441,11 +441,31 @@ fn request_sizes(doc: &mut Doc, r: &RunResults) {
 fn autotune(doc: &mut Doc, r: &RunResults) {
     let Some(t) = &r.autotune else { return };
     doc.section("autotune", "Auto-Tuning", true);
+    let margin = match t.margin {
+        Some(m) if m < 1.0 => format!(
+            ", with each latency and page-fault-stall criterion within {} of its limit",
+            crate::text::quantity(m * 100.0, "%")
+        ),
+        _ => String::new(),
+    };
     doc.note(&format!(
-        "Sessions were doubled until a step failed the thresholds, then bisected; the run used {} sessions, the largest count that passed.",
-        t.chosen_threads
+        "Sessions were doubled until a step failed (a step passes when it meets every threshold{margin}), then bisected{}. The run used {} sessions: {}.",
+        if t.steps.iter().any(|s| s.confirmation) {
+            "; the count found was confirmed over a longer window, stepping down to the next count that passed when it did not hold"
+        } else {
+            ""
+        },
+        t.chosen_threads,
+        t.why_chosen
+            .as_deref()
+            .unwrap_or("the largest count that passed")
     ));
-    let mut sorted = t.steps.clone();
+    let mut sorted: Vec<_> = t
+        .steps
+        .iter()
+        .filter(|s| !s.confirmation)
+        .cloned()
+        .collect();
     sorted.sort_by_key(|s| s.threads);
     let mut chart = Chart::new(
         "Achieved transactional IOPS by session count",
@@ -490,25 +510,46 @@ fn autotune(doc: &mut Doc, r: &RunResults) {
             "Achieved Transactional IOPS",
             "Database Reads Average Latency (msec)",
             "Log Writes Average Latency (msec)",
+            "Database Page Fault Stalls/sec (highest instance)",
             "Seconds",
             "Result",
-            "Criteria not met",
+            "Criteria not met, or not within the margin",
         ],
     );
     for (n, s) in t.steps.iter().enumerate() {
+        let why: Vec<String> = s
+            .failed_criteria
+            .iter()
+            .cloned()
+            .chain(
+                s.over_margin
+                    .iter()
+                    .map(|c| format!("over the margin: {c}")),
+            )
+            .collect();
         table.row(vec![
-            Cell::from((n + 1).to_string()),
+            Cell::from(if s.confirmation {
+                format!("{} (confirmation)", n + 1)
+            } else {
+                (n + 1).to_string()
+            }),
             Cell::from(s.threads.to_string()),
             Cell::from(fixed3(s.achieved_iops)),
             Cell::from(fixed3(s.db_read_avg_ms)),
             Cell::from(fixed3(s.log_write_avg_ms)),
+            Cell::from(
+                s.page_fault_stalls_per_sec
+                    .map_or("n/a".to_string(), fixed3),
+            ),
             Cell::from(format!("{:.1}", s.seconds)),
             if s.passed {
                 Cell::with("PASS", "pass")
+            } else if s.failed_criteria.is_empty() {
+                Cell::with("OVER MARGIN", "fail")
             } else {
                 Cell::with("FAIL", "fail")
             },
-            Cell::with(s.failed_criteria.join("; "), "words"),
+            Cell::with(why.join("; "), "words"),
         ]);
     }
     doc.table(&table);

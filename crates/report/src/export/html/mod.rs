@@ -437,6 +437,9 @@ pub(crate) fn verdict_banner(o: &mut String, r: &RunResults) {
                 }
                 o.push_str("</ol>");
             }
+            if let Some(note) = crate::text::tuning_window_note(r) {
+                let _ = write!(o, "<p>{}</p>", escape(&note));
+            }
         }
     }
     if let Some(note) = inconsistency_note(r) {

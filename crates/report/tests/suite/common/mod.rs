@@ -249,41 +249,46 @@ fn crafted_parameters() -> SystemParameters {
     }
 }
 
-/// Three auto-tuning steps, the middle one failing.
+/// Auto-tuning steps: 4 passes, 16 fails, 8 passes, 12 meets its limits but not the
+/// margin, then 8 holds over its confirmation.
 fn crafted_autotune() -> AutoTune {
+    let step = |threads: u32, iops: f64, read: f64, passed: bool| AutoTuneStep {
+        threads,
+        achieved_iops: iops,
+        db_read_avg_ms: read,
+        log_write_avg_ms: 0.5,
+        passed,
+        seconds: 10.0,
+        ..Default::default()
+    };
     AutoTune {
         chosen_threads: 8,
         steps: vec![
+            step(4, 30.0, 8.0, true),
             AutoTuneStep {
-                threads: 4,
-                achieved_iops: 30.0,
-                db_read_avg_ms: 8.0,
-                log_write_avg_ms: 0.4,
-                passed: true,
-                seconds: 10.0,
-                failed_criteria: Vec::new(),
-            },
-            AutoTuneStep {
-                threads: 16,
-                achieved_iops: 45.0,
-                db_read_avg_ms: 25.0,
-                log_write_avg_ms: 0.6,
-                passed: false,
-                seconds: 10.0,
                 failed_criteria: vec![
                     "Instance0001: I/O Database Reads Average Latency 25 ms > 20 ms".into(),
                 ],
+                ..step(16, 45.0, 25.0, false)
+            },
+            step(8, 40.0, 15.0, true),
+            AutoTuneStep {
+                over_margin: vec![
+                    "Instance0001: I/O Database Reads Average Latency 18 ms is above 80 % of its 20 ms limit".into(),
+                ],
+                ..step(12, 43.0, 18.0, false)
             },
             AutoTuneStep {
-                threads: 8,
-                achieved_iops: 40.0,
-                db_read_avg_ms: 15.0,
-                log_write_avg_ms: 0.5,
-                passed: true,
-                seconds: 10.0,
-                failed_criteria: Vec::new(),
+                confirmation: true,
+                seconds: 20.0,
+                ..step(8, 40.0, 15.5, true)
             },
         ],
+        margin: Some(0.8),
+        why_chosen: Some(
+            "the most sessions with every criterion met within 80 % of its limit, in a 10 s step and a 20 s confirmation"
+                .into(),
+        ),
         ..Default::default()
     }
 }

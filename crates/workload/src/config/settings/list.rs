@@ -196,6 +196,16 @@ copies = 2",
 # check; by default it is half the free space the run does not need.
 # auto_tune_growth = "1GiB"  # example"#,
     }
+    /// Fraction of each latency and page-fault-stall limit an auto-tuning step must stay
+    /// within for its count to be chosen, above 0 and at most 1 [default: 0.8].
+    auto_tune_margin: f64 {
+        flag: (value "--auto-tune-margin" "FRACTION" parse::number),
+        template: r#"# Auto-tuning chooses a count only if its step kept every latency and page-fault-stall
+# criterion within this fraction of its limit (then confirms it over a window twice a
+# step's length): a step of tens of seconds cannot see what minutes of a noisy
+# criterion will average. 1 judges steps at the limits themselves. Default 0.8.
+# auto_tune_margin = 0.8"#,
+    }
     /// How transactions start: jetstress (closed loop at the thread count, judged on
     /// achieved >= target, reporting headroom) or open-loop (at the target rate, latency
     /// from each intended start) [default: open-loop for mailbox-profile runs; throughput

@@ -43,6 +43,7 @@ pub fn small_config(root: &Path, test: TestType) -> RunConfig {
         auto_tune: false,
         pacing: Pacing::OpenLoop,
         auto_tune_growth: None,
+        auto_tune_margin: 0.8,
         duration: Duration::from_secs(3),
         sample_interval: Duration::from_secs(1),
         warmup_timeout: Duration::from_secs(10),
