@@ -4,6 +4,7 @@
 //! read by every reader, removed files counted as missed, generations kept until read
 //! up to the readers' cap).
 
+use super::common::insert_durably;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 use edbstress_engine::Compressibility;
 use edbstress_engine::InstanceId;
 use edbstress_engine::InstanceLayout;
-use edbstress_engine::{Durability, Instance, InstanceConfig, TxnOp};
+use edbstress_engine::{Instance, InstanceConfig};
 use edbstress_engine::{PrepareOptions, PreparePlan};
 use edbstress_format::Generation;
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN, log_file_name};
@@ -336,17 +337,7 @@ fn replication_readers_follow_the_log(backend: BackendKind) {
     let body = vec![0x5a; 64 << 10];
     let mut i = 0u32;
     let mut commit = |instance: &Instance| {
-        let props = i.to_le_bytes();
-        instance
-            .commit(
-                &[TxnOp::Insert {
-                    mailbox: i % 8,
-                    props: &props,
-                    body: &body,
-                }],
-                Durability::Durable,
-            )
-            .unwrap();
+        insert_durably(instance, i, &body);
         i += 1;
     };
     while instance.log_generation().since(start) < 5 {
@@ -534,17 +525,7 @@ fn replication_readers_keep_generations_until_read_up_to_their_cap() {
     let mut roll = |instance: &Instance, generations: u32| {
         let from = instance.log_generation();
         while instance.log_generation().since(from) < generations {
-            let props = i.to_le_bytes();
-            instance
-                .commit(
-                    &[TxnOp::Insert {
-                        mailbox: i % 8,
-                        props: &props,
-                        body: &body,
-                    }],
-                    Durability::Durable,
-                )
-                .unwrap();
+            insert_durably(instance, i, &body);
             i += 1;
         }
     };

@@ -4,14 +4,14 @@
 //! closed file once while the log wrote more (each partial sector and its shadow,
 //! rewritten), as in ESE 2010.
 
+use super::common::insert_durably;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use edbstress_engine::{
-    Durability, Instance, InstanceConfig, InstanceId, InstanceLayout, PrepareOptions, PreparePlan,
-    TxnOp,
+    Instance, InstanceConfig, InstanceId, InstanceLayout, PrepareOptions, PreparePlan,
 };
 use edbstress_format::PageSize;
 use edbstress_format::log::{LogFileHeader, SegmentLen, log_file_name};
@@ -73,17 +73,7 @@ fn a_replication_reader_follows_a_log_of_512_byte_sectors() {
     let body = vec![0x33; 700];
     let mut i = 0u32;
     while instance.log_generation().since(start) < 3 {
-        let props = i.to_le_bytes();
-        instance
-            .commit(
-                &[TxnOp::Insert {
-                    mailbox: i % 8,
-                    props: &props,
-                    body: &body,
-                }],
-                Durability::Durable,
-            )
-            .unwrap();
+        insert_durably(&instance, i, &body);
         i += 1;
     }
     let closed = u64::from(instance.log_generation().since(start));

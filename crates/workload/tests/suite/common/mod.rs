@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use edbstress_engine::{Durability, Instance, TxnOp};
 use edbstress_format::PageSize;
 use edbstress_io::{BackendKind, IoMode};
 use edbstress_report::{Pacing, TestType};
@@ -62,4 +63,20 @@ pub fn small_config(root: &Path, test: TestType) -> RunConfig {
         backend: BackendKind::Auto,
         verify_after: true,
     }
+}
+
+/// Commits insert `i` (props: its number, in mailbox `i % 8`) durably: the log grows by
+/// about `body`'s length per call.
+pub fn insert_durably(instance: &Instance, i: u32, body: &[u8]) {
+    let props = i.to_le_bytes();
+    instance
+        .commit(
+            &[TxnOp::Insert {
+                mailbox: i % 8,
+                props: &props,
+                body,
+            }],
+            Durability::Durable,
+        )
+        .unwrap();
 }
