@@ -4,7 +4,7 @@
 //! read by every reader, removed files counted as missed, generations kept until read
 //! up to the readers' cap).
 
-use super::common::insert_durably;
+use super::common::{insert_durably, prepare_instance};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use edbstress_engine::Compressibility;
 use edbstress_engine::InstanceId;
 use edbstress_engine::InstanceLayout;
+use edbstress_engine::PrepareOptions;
 use edbstress_engine::{Instance, InstanceConfig};
-use edbstress_engine::{PrepareOptions, PreparePlan};
 use edbstress_format::Generation;
 use edbstress_format::log::{LogFileHeader, LogPosition, SEGMENT_LEN, log_file_name};
 use edbstress_format::{PageSize, Pgno};
@@ -37,21 +37,16 @@ const DATA_PAGES: u64 = 256;
 const DEADLINE: Duration = Duration::from_secs(60);
 
 fn prepare(dir: &Path) -> InstanceLayout {
-    let layout = InstanceLayout::new(InstanceId::new(1), &dir.join("db"), &dir.join("logs"));
-    let options = PrepareOptions {
-        page_size: PS,
-        database_bytes: DB_BYTES,
-        mailboxes: 8,
-        io_mode: IoMode::Buffered,
-        seed: Some(11),
-        threads: 1,
-        ..PrepareOptions::default()
-    };
-    PreparePlan::check(vec![layout.clone()], options)
-        .unwrap()
-        .execute(&mut |_| {})
-        .unwrap();
-    layout
+    prepare_instance(
+        dir,
+        PrepareOptions {
+            page_size: PS,
+            database_bytes: DB_BYTES,
+            mailboxes: 8,
+            seed: Some(11),
+            ..PrepareOptions::default()
+        },
+    )
 }
 
 fn open_instance(layout: &InstanceLayout, cache_bytes: u64) -> Instance {

@@ -2,13 +2,11 @@
 //! its mailbox's first row, so each mailbox loses its oldest messages in order; with
 //! `ViewSeek`, deletes land at random places of the mailboxes.
 
+use super::common::prepare_instance;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use edbstress_engine::{
-    Compressibility, Instance, InstanceConfig, InstanceId, InstanceLayout, MessageKey,
-    PrepareOptions, PreparePlan,
-};
+use edbstress_engine::{Compressibility, Instance, InstanceConfig, MessageKey, PrepareOptions};
 use edbstress_format::PageSize;
 use edbstress_io::IoMode;
 use edbstress_report::OpMix;
@@ -18,20 +16,16 @@ const MAILBOXES: u32 = 4;
 const DELETES: usize = 40;
 
 fn open(dir: &Path) -> Instance {
-    let layout = InstanceLayout::new(InstanceId::new(1), &dir.join("db"), &dir.join("logs"));
-    let options = PrepareOptions {
-        page_size: PageSize::K32,
-        database_bytes: (8 << 20) + 2 * 32768,
-        mailboxes: MAILBOXES,
-        io_mode: IoMode::Buffered,
-        seed: Some(3),
-        threads: 1,
-        ..PrepareOptions::default()
-    };
-    PreparePlan::check(vec![layout.clone()], options)
-        .unwrap()
-        .execute(&mut |_| {})
-        .unwrap();
+    let layout = prepare_instance(
+        dir,
+        PrepareOptions {
+            page_size: PageSize::K32,
+            database_bytes: (8 << 20) + 2 * 32768,
+            mailboxes: MAILBOXES,
+            seed: Some(3),
+            ..PrepareOptions::default()
+        },
+    );
     let mut config = InstanceConfig::new(layout);
     config.io_mode = IoMode::Buffered;
     Instance::open(config).unwrap()

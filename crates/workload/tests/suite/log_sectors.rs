@@ -4,15 +4,13 @@
 //! closed file once while the log wrote more (each partial sector and its shadow,
 //! rewritten), as in ESE 2010.
 
-use super::common::insert_durably;
+use super::common::{insert_durably, prepare_instance};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use edbstress_engine::{
-    Instance, InstanceConfig, InstanceId, InstanceLayout, PrepareOptions, PreparePlan,
-};
+use edbstress_engine::{Instance, InstanceConfig, InstanceId, InstanceLayout, PrepareOptions};
 use edbstress_format::PageSize;
 use edbstress_format::log::{LogFileHeader, SegmentLen, log_file_name};
 use edbstress_io::{BackendKind, IoClass, IoMode};
@@ -22,21 +20,16 @@ use edbstress_workload::replication::{LogReplicator, ReplicationConfig};
 const DEADLINE: Duration = Duration::from_secs(60);
 
 fn prepare(dir: &Path) -> InstanceLayout {
-    let layout = InstanceLayout::new(InstanceId::new(1), &dir.join("db"), &dir.join("logs"));
-    let options = PrepareOptions {
-        page_size: PageSize::K32,
-        database_bytes: 8 << 20,
-        mailboxes: 8,
-        io_mode: IoMode::Buffered,
-        seed: Some(5),
-        threads: 1,
-        ..PrepareOptions::default()
-    };
-    PreparePlan::check(vec![layout.clone()], options)
-        .unwrap()
-        .execute(&mut |_| {})
-        .unwrap();
-    layout
+    prepare_instance(
+        dir,
+        PrepareOptions {
+            page_size: PageSize::K32,
+            database_bytes: 8 << 20,
+            mailboxes: 8,
+            seed: Some(5),
+            ..PrepareOptions::default()
+        },
+    )
 }
 
 #[test]

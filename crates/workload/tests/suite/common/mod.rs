@@ -5,7 +5,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use edbstress_engine::{Durability, Instance, TxnOp};
+use edbstress_engine::{
+    Durability, Instance, InstanceId, InstanceLayout, PrepareOptions, PreparePlan, TxnOp,
+};
 use edbstress_format::PageSize;
 use edbstress_io::{BackendKind, IoMode};
 use edbstress_report::{Pacing, TestType};
@@ -79,4 +81,20 @@ pub fn insert_durably(instance: &Instance, i: u32, body: &[u8]) {
             Durability::Durable,
         )
         .unwrap();
+}
+
+/// Prepares one buffered database of `options` (io mode, threads and the rest of the
+/// defaults filled in) under `dir`: `dir/db`, its log in `dir/logs`.
+pub fn prepare_instance(dir: &Path, options: PrepareOptions) -> InstanceLayout {
+    let layout = InstanceLayout::new(InstanceId::new(1), &dir.join("db"), &dir.join("logs"));
+    let options = PrepareOptions {
+        io_mode: IoMode::Buffered,
+        threads: 1,
+        ..options
+    };
+    PreparePlan::check(vec![layout.clone()], options)
+        .unwrap()
+        .execute(&mut |_| {})
+        .unwrap();
+    layout
 }
