@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use super::{ExportError, Exporter};
 use crate::model::{Comparison, RunResults};
-use crate::text::{escape, inconsistency_note, plain_words, quantity};
+use crate::text::{escape, inconsistency_note, plain_words, quantity, tuning_window_note};
 
 /// The comment after the XML declaration of every `junit.xml`: it tells
 /// `edbstress report` the file is ours to overwrite.
@@ -61,6 +61,8 @@ pub fn render_junit(r: &RunResults) -> String {
         );
     }
     let _ = writeln!(o, "    </properties>");
+    // A failure an auto-tuned count explains carries the note on what to re-run with.
+    let tuning = tuning_window_note(r).map_or(String::new(), |n| format!("\n{n}"));
     for c in &r.criteria {
         let name = format!("{} [{}]", c.key, c.scope);
         let classname = format!("{suite}.{}", c.scope);
@@ -86,7 +88,7 @@ pub fn render_junit(r: &RunResults) -> String {
             );
             let _ = writeln!(
                 o,
-                "      <failure type=\"threshold\" message=\"measured {} {} threshold {}\">{}\n{}</failure>",
+                "      <failure type=\"threshold\" message=\"measured {} {} threshold {}\">{}\n{}{}</failure>",
                 escape(&measured),
                 match c.comparison {
                     Comparison::AtMost => "&gt;",
@@ -94,7 +96,8 @@ pub fn render_junit(r: &RunResults) -> String {
                 },
                 escape(&limit),
                 escape(&plain_words(c, r)),
-                escape(&c.describe())
+                escape(&c.describe()),
+                escape(&tuning)
             );
             let _ = writeln!(o, "    </testcase>");
         }

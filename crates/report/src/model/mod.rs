@@ -456,6 +456,11 @@ pub struct EngineSummary {
     /// growth without the file's extension granularity (absent in older files: 0).
     #[serde(default)]
     pub allocated_bytes: u64,
+    /// Transactions per second that waited for the checkpoint because they took the
+    /// checkpoint depth past its hard limit (the page writer fell that far behind;
+    /// absent in older files: 0).
+    #[serde(default)]
+    pub checkpoint_waits_per_sec: f64,
 }
 
 /// Results of one instance.

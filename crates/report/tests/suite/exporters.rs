@@ -193,6 +193,13 @@ fn junit_has_one_case_per_criterion_and_failures_with_measured_and_threshold() {
             .unwrap()
             .ends_with("> threshold 20 ms")
     );
+    // The auto-tuned count's note travels with each failure, as in the report.
+    let note = edbstress_report::text::tuning_window_note(&r).expect("the crafted run's note");
+    assert!(read.text().unwrap().ends_with(&note), "{:?}", read.text());
+    let mut untuned = crafted();
+    untuned.autotune = None;
+    let plain = String::from_utf8(JunitXml.render(&untuned).unwrap()).unwrap();
+    assert!(!plain.contains("tuning windows"), "{plain}");
 
     // A stopped run adds an errored case even when no criterion failed.
     let mut stopped = crafted();
@@ -434,4 +441,43 @@ fn databases_smaller_than_the_profile_are_a_warning_in_the_report_and_summary() 
     assert!(!html(&sized).contains("class=\"warning\""));
     let md = String::from_utf8(MarkdownSummary.render(&sized).unwrap()).unwrap();
     assert!(!md.contains("smaller than the profile"), "{md}");
+}
+
+#[test]
+fn the_engine_counters_table_shows_checkpoint_waits_and_older_results_read_them_as_zero() {
+    let mut r = crafted();
+    for (k, i) in r.instances.iter_mut().enumerate() {
+        i.engine = Some(edbstress_report::model::EngineSummary {
+            cache_size_mb: 64.0,
+            checkpoint_waits_per_sec: 1.25 * (k + 1) as f64,
+            ..Default::default()
+        });
+    }
+    let page = html(&r);
+    let table = &page[page
+        .find(">Database Engine Counters<")
+        .expect("the engine table")..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert!(table.contains(">Checkpoint Waits/sec<"), "{table}");
+    assert!(
+        table.contains(">1.250<") && table.contains(">2.500<"),
+        "{table}"
+    );
+
+    // A results.json written before the counter existed reads it as 0.
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&ResultsJson.render(&r).unwrap()).unwrap();
+    for i in json["instances"].as_array_mut().unwrap() {
+        i["engine"]
+            .as_object_mut()
+            .unwrap()
+            .remove("checkpoint_waits_per_sec")
+            .expect("the counter in results.json");
+    }
+    let old: RunResults = serde_json::from_value(json).unwrap();
+    assert!(
+        old.instances
+            .iter()
+            .all(|i| i.engine.as_ref().unwrap().checkpoint_waits_per_sec == 0.0)
+    );
 }

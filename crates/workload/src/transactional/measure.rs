@@ -200,6 +200,7 @@ impl MeasureRecorder {
                 log_files_written: whole.generations_written[i],
                 log_bytes_per_sec: whole.log[i].bytes_written as f64 / seconds.max(1e-9),
                 allocated_bytes: whole.pages_allocated[i] * bench.config.page_size.bytes() as u64,
+                checkpoint_waits_per_sec: rate(c.checkpoint_waits, seconds),
             };
             all_txn.merge(&whole.txn[i]);
             instances.push(InstanceResult {

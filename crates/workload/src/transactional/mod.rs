@@ -859,6 +859,8 @@ fn cache_since(n: &CacheCounters, e: &CacheCounters) -> CacheCounters {
         pages_written: n.pages_written.saturating_sub(e.pages_written),
         writes: n.writes.saturating_sub(e.writes),
         bytes_written: n.bytes_written.saturating_sub(e.bytes_written),
+        checkpoint_waits: n.checkpoint_waits.saturating_sub(e.checkpoint_waits),
+        checkpoint_wait_ns: n.checkpoint_wait_ns.saturating_sub(e.checkpoint_wait_ns),
         ..*n
     }
 }

@@ -893,6 +893,7 @@ fn host_system(doc: &mut Doc, r: &RunResults) {
                 "Log Generation",
                 "Log Files Written",
                 "Log Bytes Written/sec",
+                "Checkpoint Waits/sec",
             ],
         );
         for i in &r.instances {
@@ -907,6 +908,7 @@ fn host_system(doc: &mut Doc, r: &RunResults) {
                     Cell::from(e.log_generation.to_string()),
                     Cell::from(e.log_files_written.to_string()),
                     Cell::from(format!("{:.0}", e.log_bytes_per_sec)),
+                    Cell::from(fixed3(e.checkpoint_waits_per_sec)),
                 ]);
             }
         }
