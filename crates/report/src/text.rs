@@ -85,12 +85,7 @@ fn window(seconds: f64) -> String {
 /// the measured phase, and what to re-run with. None otherwise.
 pub fn tuning_window_note(r: &RunResults) -> Option<String> {
     let t = r.autotune.as_ref()?;
-    let failed: Vec<String> = r
-        .failed_criteria
-        .iter()
-        .filter(|c| rises_with_load(c))
-        .map(|c| format!("{} on {} {}", c.name, c.scope, c.measured_text()))
-        .collect();
+    let failed = load_failures(r);
     let tuned = t
         .steps
         .iter()
@@ -120,6 +115,33 @@ pub fn tuning_window_note(r: &RunResults) -> Option<String> {
         window(r.measured_seconds),
         failed.join("; ")
     ))
+}
+
+/// The criteria of `r` that rise with the load and failed, each as "name on scope
+/// measured"; empty for a run stopped early.
+fn load_failures(r: &RunResults) -> Vec<String> {
+    if r.aborted {
+        return Vec::new();
+    }
+    r.failed_criteria
+        .iter()
+        .filter(|c| rises_with_load(c))
+        .map(|c| format!("{} on {} {}", c.name, c.scope, c.measured_text()))
+        .collect()
+}
+
+/// When a Performance run at the `threads` another run's auto-tuning chose (an ESRP
+/// campaign's Stress step) failed a criterion that rises with the load: that the
+/// count came from tuning windows shorter than this run, and what to re-run with.
+pub fn inherited_count_note(r: &RunResults, threads: u32) -> Option<String> {
+    let failed = load_failures(r);
+    (!failed.is_empty()).then(|| {
+        format!(
+            "{} ran at the {threads} threads the Stress step's auto-tuning chose on windows shorter than this step, and did not meet {}: re-run the campaign with fewer threads (`--threads` in the run options) or a stricter `--auto-tune-margin`",
+            r.test_type.label(),
+            failed.join("; ")
+        )
+    })
 }
 
 /// Three decimals, Jetstress's precision for rates and latencies.

@@ -481,3 +481,32 @@ fn the_engine_counters_table_shows_checkpoint_waits_and_older_results_read_them_
             .all(|i| i.engine.as_ref().unwrap().checkpoint_waits_per_sec == 0.0)
     );
 }
+
+#[test]
+fn a_performance_run_at_a_count_tuned_by_stress_is_told_to_re_run_with_fewer_threads() {
+    let mut r = crafted();
+    r.autotune = None;
+    let note = edbstress_report::text::inherited_count_note(&r, 8).expect("a latency failed");
+    assert!(
+        note.starts_with("Performance ran at the 8 threads the Stress step's auto-tuning chose"),
+        "{note}"
+    );
+    assert!(note.contains("on Instance0002"), "{note}");
+    assert!(
+        note.contains("re-run the campaign with fewer threads"),
+        "{note}"
+    );
+    // Only criteria that rise with the load: the IOPS failure alone says nothing.
+    r.criteria
+        .retain(|c| c.passed || c.key == "transactional_iops");
+    r.judge();
+    assert!(!r.failed_criteria.is_empty());
+    assert_eq!(edbstress_report::text::inherited_count_note(&r, 8), None);
+    // Nor does a run stopped early.
+    let mut stopped = crafted();
+    stopped.aborted = true;
+    assert_eq!(
+        edbstress_report::text::inherited_count_note(&stopped, 8),
+        None
+    );
+}

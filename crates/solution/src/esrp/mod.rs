@@ -531,18 +531,7 @@ fn tuned_count_note(dir: &Path, test: TestType, from_stress: Option<u32>) -> Opt
         .find_map(|r| match from_stress {
             _ if r.autotune.is_some() => edbstress_report::text::tuning_window_note(&r),
             Some(n) if test == TestType::Performance => {
-                let failed: Vec<String> = r
-                    .failed_criteria
-                    .iter()
-                    .filter(|c| edbstress_report::text::rises_with_load(c))
-                    .map(|c| format!("{} on {} {}", c.name, c.scope, c.measured_text()))
-                    .collect();
-                (!failed.is_empty() && !r.aborted).then(|| {
-                    format!(
-                        "Performance ran at the {n} threads the Stress step's auto-tuning chose on windows shorter than this step, and did not meet {}: re-run the campaign with fewer threads (`--threads` in the run options) or a stricter `--auto-tune-margin`",
-                        failed.join("; ")
-                    )
-                })
+                edbstress_report::text::inherited_count_note(&r, n)
             }
             _ => None,
         })
