@@ -7,7 +7,7 @@
 //! stays within a fraction (the margin) of its limit.
 
 use edbstress_report::summary::transactional_iops;
-use edbstress_report::text::quantity;
+use edbstress_report::text::{quantity, rises_with_load};
 use edbstress_report::{Comparison, Criterion};
 
 use crate::criteria::{Measurements, evaluate};
@@ -51,9 +51,7 @@ impl Judgement {
 /// rule watches the host rather than the load, and the target (open loop) is met by
 /// the schedule, not exceeded.
 fn has_margin(c: &Criterion) -> bool {
-    c.comparison == Comparison::AtMost
-        && c.threshold > 0.0
-        && (c.key.ends_with("_latency") || c.key == "page_fault_stalls")
+    c.comparison == Comparison::AtMost && c.threshold > 0.0 && rises_with_load(c)
 }
 
 /// Judges `criteria` (as [`evaluate`] lists them) with `margin`, the fraction of each
