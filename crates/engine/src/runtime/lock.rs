@@ -552,10 +552,22 @@ pub(crate) struct ProcLockEntry {
 /// (sorted by PID); empty when it cannot be read or lists none (PIDs of another PID
 /// namespace show as 0 and are left out).
 pub(crate) fn lock_holders(file: &std::fs::Metadata) -> Vec<ProcLockEntry> {
-    std::fs::read_to_string("/proc/locks")
-        .map(|text| parse_proc_locks(&text, file.dev(), file.ino()))
-        .unwrap_or_default()
+    // /proc/locks is read a page at a time by position, so an entry can be skipped
+    // when locks listed before it go away between two pages (a busy host); look again
+    // before saying nobody is listed.
+    for _ in 0..PROC_LOCKS_READS {
+        let holders = std::fs::read_to_string("/proc/locks")
+            .map(|text| parse_proc_locks(&text, file.dev(), file.ino()))
+            .unwrap_or_default();
+        if !holders.is_empty() {
+            return holders;
+        }
+    }
+    Vec::new()
 }
+
+/// Reads of `/proc/locks` before a lock is taken to be listed nowhere.
+const PROC_LOCKS_READS: usize = 4;
 
 /// The FLOCK entries of `/proc/locks` text for the file `dev`/`ino`. A line reads
 /// `1: FLOCK  ADVISORY  WRITE 1234 fe:00:5423108 0 EOF`: the device is printed as
