@@ -144,14 +144,20 @@ fn stress_run_uses_the_lenient_maxima() {
     assert_eq!(r.parameters.session_threads, 0);
 }
 
-#[test]
-fn auto_tune_reports_its_curve_and_runs_with_the_chosen_count() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut config = common::small_config(tmp.path(), TestType::Performance);
+/// A short auto-tuned Performance run without the checksum pass afterwards.
+fn auto_tuned_config(root: &std::path::Path) -> edbstress_workload::config::RunConfig {
+    let mut config = common::small_config(root, TestType::Performance);
     config.threads = None;
     config.auto_tune = true;
     config.duration = std::time::Duration::from_secs(2);
     config.verify_after = false;
+    config
+}
+
+#[test]
+fn auto_tune_reports_its_curve_and_runs_with_the_chosen_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = auto_tuned_config(tmp.path());
     // A limit no storage meets: the first step fails, so the search ends at once and
     // falls back to one session per database.
     config.thresholds.log_write_avg_ms = 0.000_001;
@@ -177,11 +183,7 @@ fn auto_tune_reports_its_curve_and_runs_with_the_chosen_count() {
 #[test]
 fn auto_tune_does_not_choose_a_count_within_its_limits_but_over_the_margin() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut config = common::small_config(tmp.path(), TestType::Performance);
-    config.threads = None;
-    config.auto_tune = true;
-    config.duration = std::time::Duration::from_secs(2);
-    config.verify_after = false;
+    let mut config = auto_tuned_config(tmp.path());
     // Latency limits of 1,000 s that every step meets, and a margin that puts the
     // chosen count's latencies under a microsecond, which no real I/O meets: the first
     // step is within the limits and over the margin, so it is not chosen.
